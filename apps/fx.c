@@ -1,0 +1,38 @@
+/* The effects an app records; the connection driver (src/core/conn.c)
+ * carries them out. */
+#include "yard/app.h"
+
+int yard_fx_send(yard_fx_t *fx, const void *p, size_t n)
+{
+    if (yard_buf_append(fx->out, p, n) < 0) {
+        fx->nomem = true;
+        return -1;
+    }
+    return 0;
+}
+
+uint8_t *yard_fx_send_reserve(yard_fx_t *fx, size_t n)
+{
+    uint8_t *p = yard_buf_reserve(fx->out, n);
+    if (!p)
+        fx->nomem = true;
+    return p;
+}
+
+void yard_fx_send_commit(yard_fx_t *fx, size_t n) { yard_buf_commit(fx->out, n); }
+
+void yard_fx_close(yard_fx_t *fx, const char *reason)
+{
+    fx->close = true;
+    if (reason && !fx->close_reason)
+        fx->close_reason = reason;
+}
+
+int yard_fx_store(yard_fx_t *fx, const void *p, size_t n)
+{
+    if (yard_buf_append(fx->store, p, n) < 0) {
+        fx->nomem = true;
+        return -1;
+    }
+    return 0;
+}

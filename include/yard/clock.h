@@ -1,0 +1,18 @@
+/* Monotonic time in nanoseconds, and small helpers around it. */
+#ifndef YARD_CLOCK_H
+#define YARD_CLOCK_H
+
+#include <stdint.h>
+
+uint64_t yard_now_ns(void);
+/* Sleep until an absolute CLOCK_MONOTONIC time (restarts after signals). */
+void yard_sleep_until_ns(uint64_t deadline);
+/* Parse a duration such as "250ms", "5s", "2m", "1h", "30d" or a bare number
+ * (taken in default_unit_ns). Returns 0 on success, -1 on a malformed value. */
+int yard_parse_duration_ns(const char *s, uint64_t default_unit_ns, uint64_t *out);
+
+#define YARD_NS_PER_US 1000ull
+#define YARD_NS_PER_MS 1000000ull
+#define YARD_NS_PER_S 1000000000ull
+
+#endif

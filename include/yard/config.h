@@ -1,0 +1,27 @@
+/* What yard-serve was asked to do, parsed from its command line. */
+#ifndef YARD_CONFIG_H
+#define YARD_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "yard/net.h"
+
+enum yard_flush_mode { YARD_FLUSH_EACH, YARD_FLUSH_BUFFERED };
+
+typedef struct yard_config {
+    const char *app;
+    const char *model;
+    yard_addr_t listen;
+    int workers;        /* 0: the model's default */
+    long max_conns;     /* 0: unlimited */
+    const char *out;    /* output file of apps that persist bytes (sink) */
+    int flush;          /* enum yard_flush_mode */
+    uint64_t idle_timeout_ns; /* 0: off */
+    bool procs;         /* reactors: processes instead of threads */
+    int backlog;
+    size_t shm_bytes;   /* size of the shared region mapped before any fork */
+} yard_config_t;
+
+#endif

@@ -1,0 +1,83 @@
+/* The connection driver that every model shares. It owns the buffers of one
+ * connection, calls the app and carries out its effects; models only decide
+ * when to call it (after a blocking read, on a readiness event, when a
+ * coroutine is resumed). This is what keeps the app code identical. */
+#ifndef YARD_CONN_H
+#define YARD_CONN_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "yard/buf.h"
+#include "yard/net.h"
+#include "yard/server.h"
+
+/* Reads are at most this big: the unit of fairness between connections. */
+#define YARD_READ_CHUNK (64u * 1024u)
+/* Stop reading from a peer while this much output waits for it
+ * (backpressure); resume when the queue drains. */
+#define YARD_OUT_HIGH_WATER (256u * 1024u)
+/* A peer that lets more than this pile up is disconnected ("send queue
+ * exceeded"); reachable only by data pushed to a client that does not read. */
+#define YARD_OUT_LIMIT (8u * 1024u * 1024u)
+/* A partial request larger than this closes the connection. */
+#define YARD_IN_LIMIT (1u * 1024u * 1024u)
+/* --flush buffered: write the output file in chunks of this size. */
+#define YARD_STORE_CHUNK (64u * 1024u)
+
+/* Per-thread buffers the common case goes through, so an idle connection
+ * holds no buffer memory at all. */
+typedef struct yard_scratch {
+    yard_buf_t in;
+    yard_buf_t out;
+} yard_scratch_t;
+
+enum yard_io {
+    YARD_IO_OK = 0,   /* progress */
+    YARD_IO_AGAIN,    /* nothing to do now (EAGAIN, EINTR, timeout on a blocking fd) */
+    YARD_IO_DONE,     /* the connection is finished: close it */
+};
+
+typedef struct yard_conn {
+    yard_server_t *srv;
+    int fd;
+    bool blocking;    /* fd is blocking (fork, thread) */
+    bool read_eof;    /* the peer sent FIN */
+    bool closing;     /* the app asked to close after the queued output */
+    bool failed;      /* an I/O error: close now, drop output */
+    const char *close_reason;
+    int close_level;  /* how loudly the close is logged (conn.c) */
+    void *session;
+    yard_buf_t in;    /* a partial request the app has not consumed */
+    yard_buf_t out;   /* output the socket has not taken yet */
+    yard_buf_t store; /* bytes on their way to the output file */
+    char peer[YARD_ADDR_STRLEN];
+    /* Event-loop bookkeeping: idle-timeout list and registered events. */
+    struct yard_conn *lru_prev, *lru_next;
+    uint64_t last_active;
+    uint32_t events;
+} yard_conn_t;
+
+/* Allocate a connection for an accepted fd and let the app open it. */
+yard_conn_t *yard_conn_open(yard_server_t *srv, int fd, bool blocking);
+/* Read once, hand the bytes to the app and carry out its effects. */
+int yard_conn_on_readable(yard_conn_t *c, yard_scratch_t *s);
+/* Send queued output. */
+int yard_conn_on_writable(yard_conn_t *c);
+static inline bool yard_conn_wants_read(const yard_conn_t *c)
+{
+    return !c->read_eof && !c->closing && !c->failed && c->out.len < YARD_OUT_HIGH_WATER;
+}
+static inline bool yard_conn_finished(const yard_conn_t *c)
+{
+    return c->failed || ((c->read_eof || c->closing) && c->out.len == 0);
+}
+/* Serve a blocking connection until it ends or *stop becomes true. */
+void yard_conn_run_blocking(yard_conn_t *c, yard_scratch_t *s, const _Atomic int *stop);
+/* Flush what is bound for the output file, let the app release the session,
+ * close the fd, log an abnormal close and free the connection. */
+void yard_conn_close(yard_conn_t *c, const char *reason);
+void yard_scratch_free(yard_scratch_t *s);
+
+#endif

@@ -1,0 +1,37 @@
+/* The model interface: a concurrency model is an ops table that serves the
+ * listening socket until SIGTERM or SIGINT. Models also declare what kind of
+ * paradigm they are, which the harness turns into the report's feature table. */
+#ifndef YARD_MODEL_H
+#define YARD_MODEL_H
+
+#include <stdbool.h>
+
+typedef struct yard_server yard_server_t;
+
+typedef struct yard_model_traits {
+    bool multi_threaded;       /* several kernel threads run app code at once */
+    bool multi_process;        /* app code runs in several processes */
+    bool lightweight_threads;  /* user-level threads (coroutines) */
+    bool event_based;          /* readiness events drive the app */
+    bool explicit_concurrency; /* the programmer states concurrency (spawn, tasks) */
+    const char *shared_state;  /* how connections share app state */
+    const char *ipc;           /* how execution units talk to each other */
+    const char *error_isolation; /* what a crash in one connection takes down */
+} yard_model_traits_t;
+
+typedef struct yard_model {
+    const char *name;
+    const char *summary;
+    yard_model_traits_t traits;
+    bool reuseport;    /* its listeners share one port (SO_REUSEPORT) */
+    bool uses_workers; /* --workers means something to it */
+    bool uses_procs;   /* --procs means something to it */
+    /* Serve srv->listen_fd until srv->sig_fd reports SIGTERM or SIGINT, then
+     * close every connection, reap every child and return the exit status. */
+    int (*serve)(yard_server_t *srv);
+} yard_model_t;
+
+extern const yard_model_t *const yard_models[]; /* NULL-terminated */
+const yard_model_t *yard_model_find(const char *name);
+
+#endif

@@ -1,0 +1,41 @@
+/* Addresses and sockets. Every call returns 0 (or an fd) on success and -1 on
+ * failure, with a message naming the failing call in the caller's err buffer. */
+#ifndef YARD_NET_H
+#define YARD_NET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+typedef struct yard_addr {
+    struct sockaddr_storage ss;
+    socklen_t len;
+} yard_addr_t;
+
+/* Longest text yard_addr_format produces, "[v6]:65535" plus NUL. */
+#define YARD_ADDR_STRLEN 64
+
+/* Parse "HOST:PORT" where HOST is a numeric IPv4 address, "[IPv6]" or
+ * "localhost" (127.0.0.1). PORT is 0..65535; 0 asks the kernel for a free
+ * port. Pure: no name lookup, no I/O. */
+int yard_addr_parse(const char *text, yard_addr_t *out, char *err, size_t errlen);
+/* "127.0.0.1:8080" or "[::1]:8080". */
+void yard_addr_format(const yard_addr_t *a, char *buf, size_t len);
+int yard_addr_port(const yard_addr_t *a);
+
+/* A non-blocking listening TCP socket (SO_REUSEADDR, and SO_REUSEPORT when
+ * asked so that several listeners can share a port). */
+int yard_listen(const yard_addr_t *a, int backlog, bool reuseport, char *err, size_t errlen);
+/* The address a socket is bound to (to learn the port the kernel chose). */
+int yard_sock_name(int fd, yard_addr_t *out);
+int yard_peer_name(int fd, yard_addr_t *out);
+/* Connect (blocking or not); a non-blocking connect may still be in progress. */
+int yard_connect(const yard_addr_t *a, bool nonblock, char *err, size_t errlen);
+
+int yard_set_nonblock(int fd, bool on);
+int yard_set_nodelay(int fd);
+/* Write everything, retrying on EINTR and partial writes (blocking fds). */
+int yard_write_all(int fd, const void *p, size_t n);
+
+#endif

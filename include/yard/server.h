@@ -1,0 +1,57 @@
+/* The state every model serves from: configuration, the app and its shared
+ * state, the listening socket and the signal descriptor. */
+#ifndef YARD_SERVER_H
+#define YARD_SERVER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "yard/app.h"
+#include "yard/config.h"
+#include "yard/model.h"
+#include "yard/shm.h"
+
+/* Counters that live in shared memory so that every process and thread of
+ * the server sees the same numbers. */
+typedef struct yard_shared {
+    _Atomic long live_conns;
+    _Atomic unsigned long accepted;
+    _Atomic unsigned long rejected;
+} yard_shared_t;
+
+typedef struct yard_server {
+    const yard_config_t *cfg;
+    const yard_app_t *app;
+    void *app_state;
+    const yard_model_t *model;
+    yard_shm_t *shm;
+    yard_shared_t *shared;
+    int listen_fd;
+    yard_addr_t bound; /* the address listen_fd is bound to (real port) */
+    /* signalfd for SIGTERM, SIGINT and SIGCHLD, which stay blocked in every
+     * thread; a forked child reading it sees its own signals. */
+    int sig_fd;
+    int out_fd; /* --out, opened O_APPEND before any fork; -1 if the app has none */
+} yard_server_t;
+
+/* Admission control for --max-conns: true if one more connection may live.
+ * A caller that got true calls yard_server_release when it ends. */
+bool yard_server_admit(yard_server_t *srv, const char *peer);
+void yard_server_release(yard_server_t *srv);
+
+/* Accept one connection from a non-blocking listener. Returns the fd, or -1
+ * when there is nothing more to accept now (errors other than EAGAIN are
+ * logged; running out of descriptors sheds the connection instead of leaving
+ * it to spin the loop). The new fd is blocking unless nonblock is set. */
+int yard_server_accept(yard_server_t *srv, int listen_fd, bool nonblock, int *reserve_fd);
+int yard_reserve_fd_open(void);
+
+/* Read one signal from sig_fd: returns the signal number, 0 if none is
+ * pending, -1 on error. */
+int yard_signal_take(int sig_fd);
+/* Block SIGTERM, SIGINT and SIGCHLD and return a signalfd for them. */
+int yard_signals_setup(char *err, size_t errlen);
+/* Number of CPUs in this process's affinity mask. */
+int yard_cpus_available(void);
+
+#endif

@@ -1,0 +1,18 @@
+/* A shared-memory arena mapped MAP_SHARED before any fork, so state that
+ * apps share between connections is the same memory under every model. It
+ * only grows (bump allocation): shared state is allocated once at start-up. */
+#ifndef YARD_SHM_H
+#define YARD_SHM_H
+
+#include <stddef.h>
+
+typedef struct yard_shm yard_shm_t;
+
+yard_shm_t *yard_shm_create(size_t bytes, char *err, size_t errlen);
+/* Zeroed, 64-byte aligned (one cache line, so unrelated state never shares
+ * a line). NULL when the arena is exhausted. */
+void *yard_shm_alloc(yard_shm_t *shm, size_t bytes);
+size_t yard_shm_used(const yard_shm_t *shm);
+void yard_shm_destroy(yard_shm_t *shm);
+
+#endif

@@ -1,0 +1,56 @@
+#include "yard/clock.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+uint64_t yard_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * YARD_NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
+void yard_sleep_until_ns(uint64_t deadline)
+{
+    struct timespec ts = {.tv_sec = (time_t)(deadline / YARD_NS_PER_S),
+                          .tv_nsec = (long)(deadline % YARD_NS_PER_S)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+    }
+}
+
+int yard_parse_duration_ns(const char *s, uint64_t default_unit_ns, uint64_t *out)
+{
+    static const struct {
+        const char *suffix;
+        uint64_t ns;
+    } units[] = {{"ns", 1},
+                 {"us", YARD_NS_PER_US},
+                 {"ms", YARD_NS_PER_MS},
+                 {"s", YARD_NS_PER_S},
+                 {"m", 60 * YARD_NS_PER_S},
+                 {"h", 3600 * YARD_NS_PER_S},
+                 {"d", 86400 * YARD_NS_PER_S}};
+    if (!s || !*s)
+        return -1;
+    errno = 0;
+    char *end;
+    double v = strtod(s, &end);
+    if (errno || end == s || v < 0 || s[0] == '-' || s[0] == '+')
+        return -1;
+    uint64_t unit = default_unit_ns;
+    if (*end) {
+        unit = 0;
+        for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+            if (strcmp(end, units[i].suffix) == 0)
+                unit = units[i].ns;
+        if (!unit)
+            return -1;
+    }
+    double ns = v * (double)unit;
+    if (ns > 1e18)
+        return -1;
+    *out = (uint64_t)ns;
+    return 0;
+}

@@ -1,0 +1,250 @@
+#include "yard/conn.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "yard/log.h"
+
+/* How loudly a close is logged: protocol violations are the app's news,
+ * resets and timeouts are routine. */
+enum { CLOSE_QUIET, CLOSE_INFO, CLOSE_WARN };
+
+static void conn_fail(yard_conn_t *c, const char *reason, int level);
+static int conn_send(yard_conn_t *c, const uint8_t *p, size_t n, size_t *sent);
+static void conn_store(yard_conn_t *c);
+static void conn_feed(yard_conn_t *c, yard_buf_t *ib, yard_scratch_t *s);
+
+/* The session follows the connection in the same allocation. */
+struct conn_alloc {
+    yard_conn_t conn;
+    max_align_t session[];
+};
+
+
+yard_conn_t *yard_conn_open(yard_server_t *srv, int fd, bool blocking)
+{
+    struct conn_alloc *a = calloc(1, sizeof *a + srv->app->session_size);
+    if (!a)
+        return NULL;
+    yard_conn_t *c = &a->conn;
+    c->srv = srv;
+    c->fd = fd;
+    c->blocking = blocking;
+    c->session = a->session;
+    yard_addr_t peer;
+    if (yard_peer_name(fd, &peer) == 0)
+        yard_addr_format(&peer, c->peer, sizeof c->peer);
+    else
+        strcpy(c->peer, "(unknown peer)");
+    /* Request/response protocols want every reply on the wire at once. */
+    yard_set_nodelay(fd);
+    if (blocking && srv->cfg->idle_timeout_ns) {
+        struct timeval tv = {.tv_sec = (time_t)(srv->cfg->idle_timeout_ns / 1000000000ull),
+                             .tv_usec = (suseconds_t)(srv->cfg->idle_timeout_ns % 1000000000ull /
+                                                      1000)};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    }
+    if (srv->app->open) {
+        yard_fx_t fx = {.out = &c->out, .store = &c->store};
+        srv->app->open(srv->app_state, c->session, &fx);
+        if (fx.close) {
+            c->closing = true;
+            c->close_reason = fx.close_reason;
+        }
+        if (c->out.len)
+            yard_conn_on_writable(c);
+    }
+    return c;
+}
+
+static void conn_fail(yard_conn_t *c, const char *reason, int level)
+{
+    if (!c->failed) {
+        c->failed = true;
+        c->close_reason = reason;
+        c->close_level = level;
+    }
+}
+
+/* Send as much as the socket takes now (all of it, for a blocking socket).
+ * Returns 0, or -1 after marking the connection failed. */
+static int conn_send(yard_conn_t *c, const uint8_t *p, size_t n, size_t *sent)
+{
+    size_t off = 0;
+    while (off < n) {
+        ssize_t w = send(c->fd, p + off, n - off, MSG_NOSIGNAL);
+        if (w >= 0) {
+            off += (size_t)w;
+            continue;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            if (c->blocking) {
+                conn_fail(c, "send timed out (--idle-timeout)", CLOSE_INFO);
+                *sent = off;
+                return -1;
+            }
+            break;
+        }
+        conn_fail(c, strerror(errno), CLOSE_QUIET);
+        *sent = off;
+        return -1;
+    }
+    *sent = off;
+    return 0;
+}
+
+int yard_conn_on_writable(yard_conn_t *c)
+{
+    size_t sent = 0;
+    int rc = conn_send(c, yard_buf_head(&c->out), c->out.len, &sent);
+    yard_buf_consume(&c->out, sent);
+    if (rc < 0)
+        return YARD_IO_DONE;
+    /* An idle connection gives its output memory back. */
+    yard_buf_shrink(&c->out, 0);
+    return c->out.len ? YARD_IO_AGAIN : YARD_IO_OK;
+}
+
+/* Carry the bytes bound for the output file to it: at once with --flush
+ * each, in YARD_STORE_CHUNK pieces with --flush buffered. */
+static void conn_store(yard_conn_t *c)
+{
+    const yard_server_t *srv = c->srv;
+    if (srv->out_fd < 0) {
+        yard_buf_clear(&c->store);
+        return;
+    }
+    if (srv->cfg->flush == YARD_FLUSH_BUFFERED && c->store.len < YARD_STORE_CHUNK)
+        return;
+    if (yard_write_all(srv->out_fd, yard_buf_head(&c->store), c->store.len) < 0) {
+        yard_log_err("%s: writing %s: %s", c->peer, srv->cfg->out, strerror(errno));
+        conn_fail(c, "output file not writable", CLOSE_WARN);
+    }
+    yard_buf_clear(&c->store);
+}
+
+static void conn_feed(yard_conn_t *c, yard_buf_t *ib, yard_scratch_t *s)
+{
+    const yard_app_t *app = c->srv->app;
+    /* Output goes through the scratch buffer unless older output is still
+     * queued, which must leave first. */
+    yard_fx_t fx = {.out = c->out.len ? &c->out : &s->out, .store = &c->store};
+    size_t used = app->data(c->srv->app_state, c->session, yard_buf_head(ib), ib->len, &fx);
+    if (used > ib->len)
+        yard_fatal("app %s consumed %zu of %zu bytes", app->name, used, ib->len);
+    yard_buf_consume(ib, used);
+    if (ib == &s->in) {
+        if (ib->len && yard_buf_append(&c->in, yard_buf_head(ib), ib->len) < 0)
+            fx.nomem = true;
+        yard_buf_clear(&s->in);
+    } else {
+        yard_buf_shrink(&c->in, 0);
+    }
+    if (c->in.len > YARD_IN_LIMIT)
+        conn_fail(c, "request larger than the 1 MiB limit", CLOSE_WARN);
+    if (fx.nomem)
+        conn_fail(c, "out of memory", CLOSE_WARN);
+    if (fx.close && !c->closing) {
+        c->closing = true;
+        c->close_reason = fx.close_reason;
+    }
+    if (c->store.len)
+        conn_store(c);
+
+    if (fx.out == &s->out) {
+        size_t sent = 0;
+        if (!c->failed && s->out.len)
+            conn_send(c, yard_buf_head(&s->out), s->out.len, &sent);
+        if (!c->failed && sent < s->out.len &&
+            yard_buf_append(&c->out, yard_buf_head(&s->out) + sent, s->out.len - sent) < 0)
+            conn_fail(c, "out of memory", CLOSE_WARN);
+        yard_buf_clear(&s->out);
+    } else if (!c->failed) {
+        yard_conn_on_writable(c);
+    }
+    if (c->out.len > YARD_OUT_LIMIT)
+        conn_fail(c, "send queue exceeded", CLOSE_WARN);
+}
+
+int yard_conn_on_readable(yard_conn_t *c, yard_scratch_t *s)
+{
+    yard_buf_t *ib = c->in.len ? &c->in : &s->in;
+    uint8_t *p = yard_buf_reserve(ib, YARD_READ_CHUNK);
+    if (!p) {
+        conn_fail(c, "out of memory", CLOSE_WARN);
+        return YARD_IO_DONE;
+    }
+    ssize_t n = read(c->fd, p, YARD_READ_CHUNK);
+    if (n < 0) {
+        if (errno == EINTR)
+            return YARD_IO_AGAIN;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            if (!c->blocking)
+                return YARD_IO_AGAIN;
+            conn_fail(c, "idle timeout", CLOSE_INFO);
+            return YARD_IO_DONE;
+        }
+        conn_fail(c, strerror(errno), CLOSE_QUIET);
+        return YARD_IO_DONE;
+    }
+    if (n == 0) {
+        c->read_eof = true;
+        return yard_conn_finished(c) ? YARD_IO_DONE : YARD_IO_OK;
+    }
+    yard_buf_commit(ib, (size_t)n);
+    conn_feed(c, ib, s);
+    return yard_conn_finished(c) ? YARD_IO_DONE : YARD_IO_OK;
+}
+
+void yard_conn_run_blocking(yard_conn_t *c, yard_scratch_t *s, const _Atomic int *stop)
+{
+    /* Output is written in full before the next read (conn_send blocks), so
+     * backpressure is the kernel's: a peer that does not read blocks only the
+     * thread or process that serves it. */
+    while (!atomic_load_explicit(stop, memory_order_relaxed) && !yard_conn_finished(c))
+        if (yard_conn_on_readable(c, s) == YARD_IO_DONE)
+            break;
+}
+
+void yard_conn_close(yard_conn_t *c, const char *reason)
+{
+    yard_server_t *srv = c->srv;
+    int level = c->close_level;
+    if (reason) {
+        c->close_reason = reason;
+        level = CLOSE_INFO;
+    } else if (c->closing && !c->failed) {
+        level = CLOSE_WARN; /* the app closed it: a protocol violation */
+    }
+    if (c->store.len && srv->out_fd >= 0 &&
+        yard_write_all(srv->out_fd, yard_buf_head(&c->store), c->store.len) < 0)
+        yard_log_err("%s: writing %s: %s", c->peer, srv->cfg->out, strerror(errno));
+    if (srv->app->close)
+        srv->app->close(srv->app_state, c->session);
+    close(c->fd);
+    if (c->close_reason) {
+        if (level == CLOSE_WARN)
+            yard_log_warn("%s: connection closed: %s", c->peer, c->close_reason);
+        else if (level == CLOSE_INFO)
+            yard_log_info("%s: connection closed: %s", c->peer, c->close_reason);
+        else
+            yard_log_debug("%s: connection closed: %s", c->peer, c->close_reason);
+    }
+    yard_buf_free(&c->in);
+    yard_buf_free(&c->out);
+    yard_buf_free(&c->store);
+    free(c);
+}
+
+void yard_scratch_free(yard_scratch_t *s)
+{
+    yard_buf_free(&s->in);
+    yard_buf_free(&s->out);
+}

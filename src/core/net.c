@@ -1,0 +1,208 @@
+#include "yard/net.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int fail(char *err, size_t errlen, const char *fmt, const char *arg)
+{
+    if (err && errlen)
+        snprintf(err, errlen, fmt, arg);
+    return -1;
+}
+
+static int parse_port(const char *s, size_t n, int *port)
+{
+    if (n == 0 || n > 5)
+        return -1;
+    int v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    if (v > 65535)
+        return -1;
+    *port = v;
+    return 0;
+}
+
+int yard_addr_parse(const char *text, yard_addr_t *out, char *err, size_t errlen)
+{
+    char host[64];
+    const char *colon;
+    size_t hostlen;
+    memset(out, 0, sizeof *out);
+    if (!text || !*text)
+        return fail(err, errlen, "empty address: expected HOST:PORT%s", "");
+    if (text[0] == '[') {
+        const char *close = strchr(text, ']');
+        if (!close || close[1] != ':')
+            return fail(err, errlen, "bad address '%s': expected [IPv6]:PORT", text);
+        hostlen = (size_t)(close - text - 1);
+        if (hostlen == 0 || hostlen >= sizeof host)
+            return fail(err, errlen, "bad address '%s': bad IPv6 host", text);
+        memcpy(host, text + 1, hostlen);
+        colon = close + 1;
+    } else {
+        colon = strrchr(text, ':');
+        if (!colon)
+            return fail(err, errlen, "bad address '%s': expected HOST:PORT", text);
+        hostlen = (size_t)(colon - text);
+        if (hostlen == 0 || hostlen >= sizeof host)
+            return fail(err, errlen, "bad address '%s': missing or overlong host", text);
+        memcpy(host, text, hostlen);
+        if (memchr(host, ':', hostlen))
+            return fail(err, errlen, "bad address '%s': write IPv6 hosts as [ADDR]:PORT", text);
+    }
+    host[hostlen] = '\0';
+    int port;
+    if (parse_port(colon + 1, strlen(colon + 1), &port) < 0)
+        return fail(err, errlen, "bad address '%s': port must be a number from 0 to 65535", text);
+
+    struct sockaddr_in *v4 = (struct sockaddr_in *)&out->ss;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&out->ss;
+    if (text[0] == '[') {
+        if (inet_pton(AF_INET6, host, &v6->sin6_addr) != 1)
+            return fail(err, errlen, "bad address '%s': not an IPv6 address", text);
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons((uint16_t)port);
+        out->len = sizeof *v6;
+        return 0;
+    }
+    if (strcmp(host, "localhost") == 0)
+        strcpy(host, "127.0.0.1");
+    if (inet_pton(AF_INET, host, &v4->sin_addr) != 1)
+        return fail(err, errlen,
+                    "bad address '%s': host must be a numeric IPv4 address, [IPv6] or localhost",
+                    text);
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons((uint16_t)port);
+    out->len = sizeof *v4;
+    return 0;
+}
+
+void yard_addr_format(const yard_addr_t *a, char *buf, size_t len)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    if (a->ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)&a->ss;
+        inet_ntop(AF_INET6, &v6->sin6_addr, host, sizeof host);
+        snprintf(buf, len, "[%s]:%d", host, ntohs(v6->sin6_port));
+    } else if (a->ss.ss_family == AF_INET) {
+        const struct sockaddr_in *v4 = (const struct sockaddr_in *)&a->ss;
+        inet_ntop(AF_INET, &v4->sin_addr, host, sizeof host);
+        snprintf(buf, len, "%s:%d", host, ntohs(v4->sin_port));
+    } else {
+        snprintf(buf, len, "(unknown address family %d)", a->ss.ss_family);
+    }
+}
+
+int yard_addr_port(const yard_addr_t *a)
+{
+    if (a->ss.ss_family == AF_INET6)
+        return ntohs(((const struct sockaddr_in6 *)&a->ss)->sin6_port);
+    return ntohs(((const struct sockaddr_in *)&a->ss)->sin_port);
+}
+
+int yard_listen(const yard_addr_t *a, int backlog, bool reuseport, char *err, size_t errlen)
+{
+    char where[YARD_ADDR_STRLEN], msg[160];
+    yard_addr_format(a, where, sizeof where);
+    int fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(msg, sizeof msg, "socket: %s", strerror(errno));
+        return fail(err, errlen, "%s", msg);
+    }
+    int one = 1;
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+        (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0)) {
+        snprintf(msg, sizeof msg, "setsockopt SO_REUSEADDR/SO_REUSEPORT: %s", strerror(errno));
+        goto err;
+    }
+    if (a->ss.ss_family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    if (bind(fd, (const struct sockaddr *)&a->ss, a->len) < 0) {
+        snprintf(msg, sizeof msg, "cannot listen on %s: bind: %s", where, strerror(errno));
+        goto err;
+    }
+    if (listen(fd, backlog) < 0) {
+        snprintf(msg, sizeof msg, "cannot listen on %s: listen: %s", where, strerror(errno));
+        goto err;
+    }
+    return fd;
+err:
+    close(fd);
+    return fail(err, errlen, "%s", msg);
+}
+
+int yard_sock_name(int fd, yard_addr_t *out)
+{
+    out->len = sizeof out->ss;
+    return getsockname(fd, (struct sockaddr *)&out->ss, &out->len);
+}
+
+int yard_peer_name(int fd, yard_addr_t *out)
+{
+    out->len = sizeof out->ss;
+    return getpeername(fd, (struct sockaddr *)&out->ss, &out->len);
+}
+
+int yard_connect(const yard_addr_t *a, bool nonblock, char *err, size_t errlen)
+{
+    char where[YARD_ADDR_STRLEN], msg[160];
+    yard_addr_format(a, where, sizeof where);
+    int fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0);
+    if (fd < 0) {
+        snprintf(msg, sizeof msg, "socket: %s", strerror(errno));
+        return fail(err, errlen, "%s", msg);
+    }
+    int rc;
+    do
+        rc = connect(fd, (const struct sockaddr *)&a->ss, a->len);
+    while (rc < 0 && errno == EINTR && !nonblock);
+    if (rc < 0 && !(nonblock && errno == EINPROGRESS)) {
+        snprintf(msg, sizeof msg, "connect to %s: %s", where, strerror(errno));
+        close(fd);
+        return fail(err, errlen, "%s", msg);
+    }
+    return fd;
+}
+
+int yard_set_nonblock(int fd, bool on)
+{
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0)
+        return -1;
+    fl = on ? (fl | O_NONBLOCK) : (fl & ~O_NONBLOCK);
+    return fcntl(fd, F_SETFL, fl);
+}
+
+int yard_set_nodelay(int fd)
+{
+    int one = 1;
+    return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+int yard_write_all(int fd, const void *p, size_t n)
+{
+    const uint8_t *s = p;
+    while (n) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        s += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}

@@ -1,0 +1,117 @@
+#include "yard/server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "yard/clock.h"
+#include "yard/log.h"
+
+bool yard_server_admit(yard_server_t *srv, const char *peer)
+{
+    atomic_fetch_add(&srv->shared->accepted, 1);
+    long max = srv->cfg->max_conns;
+    long live = atomic_fetch_add(&srv->shared->live_conns, 1);
+    if (max > 0 && live >= max) {
+        atomic_fetch_sub(&srv->shared->live_conns, 1);
+        atomic_fetch_add(&srv->shared->rejected, 1);
+        yard_log_warn("%s: connection refused: --max-conns %ld reached", peer, max);
+        return false;
+    }
+    return true;
+}
+
+void yard_server_release(yard_server_t *srv) { atomic_fetch_sub(&srv->shared->live_conns, 1); }
+
+int yard_reserve_fd_open(void) { return open("/dev/null", O_RDONLY | O_CLOEXEC); }
+
+int yard_server_accept(yard_server_t *srv, int listen_fd, bool nonblock, int *reserve_fd)
+{
+    static _Atomic uint64_t last_emfile_log;
+    for (;;) {
+        int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0));
+        if (fd >= 0)
+            return fd;
+        switch (errno) {
+        case EINTR:
+        case ECONNABORTED:
+        case EPROTO:
+            continue;
+        case EAGAIN:
+#if EAGAIN != EWOULDBLOCK
+        case EWOULDBLOCK:
+#endif
+            return -1;
+        case EMFILE:
+        case ENFILE:
+            /* Out of descriptors: the pending connection would keep the
+             * listener readable forever. Spend the reserve descriptor to
+             * accept and drop it, so the client sees a close, not a hang. */
+            if (reserve_fd && *reserve_fd >= 0) {
+                close(*reserve_fd);
+                int shed = accept(listen_fd, NULL, NULL);
+                if (shed >= 0)
+                    close(shed);
+                *reserve_fd = yard_reserve_fd_open();
+            }
+            {
+                uint64_t now = yard_now_ns(), last = atomic_load(&last_emfile_log);
+                if (now - last > YARD_NS_PER_S && atomic_compare_exchange_strong(&last_emfile_log,
+                                                                                 &last, now))
+                    yard_log_err("accept: %s: shedding connections", strerror(ENFILE == errno
+                                                                                  ? ENFILE
+                                                                                  : EMFILE));
+            }
+            atomic_fetch_add(&srv->shared->rejected, 1);
+            return -1;
+        default:
+            yard_log_err("accept: %s", strerror(errno));
+            return -1;
+        }
+    }
+}
+
+int yard_signals_setup(char *err, size_t errlen)
+{
+    /* A peer that vanishes must cost its connection, not the server. */
+    signal(SIGPIPE, SIG_IGN);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGCHLD);
+    if (sigprocmask(SIG_BLOCK, &set, NULL) < 0) {
+        snprintf(err, errlen, "sigprocmask: %s", strerror(errno));
+        return -1;
+    }
+    int fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (fd < 0)
+        snprintf(err, errlen, "signalfd: %s", strerror(errno));
+    return fd;
+}
+
+int yard_signal_take(int sig_fd)
+{
+    struct signalfd_siginfo si;
+    ssize_t n = read(sig_fd, &si, sizeof si);
+    if (n == (ssize_t)sizeof si)
+        return (int)si.ssi_signo;
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return 0;
+    return -1;
+}
+
+int yard_cpus_available(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) < 0)
+        return 1;
+    int n = CPU_COUNT(&set);
+    return n > 0 ? n : 1;
+}

@@ -1,0 +1,82 @@
+/* Child-process bookkeeping for the models whose parent only supervises. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include "models.h"
+#include "yard/clock.h"
+
+int yard_children_add(yard_children_t *ch, pid_t pid)
+{
+    if (ch->n == ch->cap) {
+        size_t cap = ch->cap ? ch->cap * 2 : 64;
+        pid_t *p = realloc(ch->pids, cap * sizeof *p);
+        if (!p)
+            return -1;
+        ch->pids = p;
+        ch->cap = cap;
+    }
+    ch->pids[ch->n++] = pid;
+    return 0;
+}
+
+static void children_forget(yard_children_t *ch, pid_t pid)
+{
+    for (size_t i = 0; i < ch->n; i++)
+        if (ch->pids[i] == pid) {
+            ch->pids[i] = ch->pids[--ch->n];
+            return;
+        }
+}
+
+size_t yard_children_reap(yard_children_t *ch, void (*on_exit)(pid_t, int, void *), void *arg)
+{
+    size_t reaped = 0;
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        children_forget(ch, pid);
+        if (on_exit)
+            on_exit(pid, status, arg);
+        reaped++;
+    }
+    return reaped;
+}
+
+void yard_children_stop(yard_children_t *ch, int sig_fd, uint64_t grace_ns)
+{
+    for (size_t i = 0; i < ch->n; i++)
+        kill(ch->pids[i], SIGTERM);
+    uint64_t deadline = yard_now_ns() + grace_ns;
+    yard_children_reap(ch, NULL, NULL);
+    while (ch->n) {
+        uint64_t now = yard_now_ns();
+        if (now >= deadline)
+            break;
+        /* SIGCHLD arrives on the signalfd; other signals are ignored now. */
+        struct pollfd pfd = {.fd = sig_fd, .events = POLLIN};
+        poll(&pfd, 1, (int)((deadline - now) / YARD_NS_PER_MS) + 1);
+        while (yard_signal_take(sig_fd) > 0) {
+        }
+        yard_children_reap(ch, NULL, NULL);
+    }
+    for (size_t i = 0; i < ch->n; i++)
+        kill(ch->pids[i], SIGKILL);
+    while (ch->n) {
+        int status;
+        pid_t pid = waitpid(-1, &status, 0);
+        if (pid < 0 && errno != EINTR)
+            break;
+        if (pid > 0)
+            children_forget(ch, pid);
+    }
+}
+
+void yard_children_free(yard_children_t *ch)
+{
+    free(ch->pids);
+    ch->pids = NULL;
+    ch->n = ch->cap = 0;
+}

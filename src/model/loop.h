@@ -1,0 +1,29 @@
+/* One non-blocking event loop over epoll, level-triggered. The `epoll`
+ * model runs one; `reactors` runs one per thread or process. */
+#ifndef YARD_MODEL_LOOP_H
+#define YARD_MODEL_LOOP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "yard/conn.h"
+
+typedef struct yard_loop {
+    yard_server_t *srv;
+    int epfd;
+    int listen_fd;
+    int stop_fd;       /* readable when the loop must stop */
+    bool stop_is_sigfd; /* stop_fd is a signalfd: only SIGTERM/SIGINT stop */
+    int reserve_fd;
+    yard_scratch_t scratch;
+    yard_conn_t lru;   /* sentinel of the idle-timeout list, oldest first */
+    size_t nconns;
+} yard_loop_t;
+
+int yard_loop_init(yard_loop_t *loop, yard_server_t *srv, int listen_fd, int stop_fd,
+                   bool stop_is_sigfd);
+/* Serve until stop_fd fires; then close every connection. */
+void yard_loop_run(yard_loop_t *loop);
+void yard_loop_fini(yard_loop_t *loop);
+
+#endif

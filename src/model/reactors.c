@@ -1,0 +1,228 @@
+/* reactors: N event loops, each with its own SO_REUSEPORT listener so the
+ * kernel spreads connections over them. Threads by default; --procs runs
+ * them as processes (the Node cluster / nginx shape), supervised by a
+ * parent that shuts everything down if one of them dies. */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "loop.h"
+#include "models.h"
+#include "yard/clock.h"
+#include "yard/log.h"
+
+#define STOP_GRACE_NS (1500 * YARD_NS_PER_MS)
+
+struct reactor {
+    yard_loop_t loop;
+    int listen_fd;
+    pthread_t tid;
+    bool started;
+};
+
+static void *reactor_thread(void *p)
+{
+    struct reactor *r = p;
+    yard_loop_run(&r->loop);
+    return NULL;
+}
+
+/* Listener 0 is the one main() bound; the others join its port. */
+static int open_listeners(yard_server_t *srv, struct reactor *rs, int n)
+{
+    rs[0].listen_fd = srv->listen_fd;
+    for (int i = 1; i < n; i++) {
+        char err[256];
+        rs[i].listen_fd = yard_listen(&srv->bound, srv->cfg->backlog, true, err, sizeof err);
+        if (rs[i].listen_fd < 0) {
+            yard_log_err("reactor %d: %s", i, err);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void close_listeners(struct reactor *rs, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (rs[i].listen_fd >= 0)
+            close(rs[i].listen_fd);
+}
+
+static int wait_for_stop_signal(int sig_fd)
+{
+    struct pollfd pfd = {.fd = sig_fd, .events = POLLIN};
+    for (;;) {
+        if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+            return -1;
+        int sig;
+        while ((sig = yard_signal_take(sig_fd)) > 0)
+            if (sig == SIGTERM || sig == SIGINT)
+                return 0;
+        if (sig < 0)
+            return -1;
+    }
+}
+
+static int reactors_threads(yard_server_t *srv, struct reactor *rs, int n)
+{
+    int status = 1;
+    int stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (stop_fd < 0) {
+        yard_log_err("eventfd: %s", strerror(errno));
+        return 1;
+    }
+    int inited = 0;
+    for (; inited < n; inited++)
+        if (yard_loop_init(&rs[inited].loop, srv, rs[inited].listen_fd, stop_fd, false) < 0)
+            goto out;
+    for (int i = 0; i < n; i++) {
+        int rc = pthread_create(&rs[i].tid, NULL, reactor_thread, &rs[i]);
+        if (rc != 0) {
+            yard_log_err("reactor %d: pthread_create: %s", i, strerror(rc));
+            goto stop;
+        }
+        rs[i].started = true;
+    }
+    status = wait_for_stop_signal(srv->sig_fd) < 0 ? 1 : 0;
+stop:
+    /* The eventfd stays readable once written, so every loop sees it. */
+    if (eventfd_write(stop_fd, 1) < 0)
+        yard_fatal("eventfd_write: %s", strerror(errno));
+    for (int i = 0; i < n; i++)
+        if (rs[i].started)
+            pthread_join(rs[i].tid, NULL);
+out:
+    for (int i = 0; i < inited; i++)
+        yard_loop_fini(&rs[i].loop);
+    close(stop_fd);
+    return status;
+}
+
+static _Noreturn void reactor_child(yard_server_t *srv, struct reactor *rs, int n, int me,
+                                    pid_t parent)
+{
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent)
+        _exit(0);
+    for (int i = 0; i < n; i++)
+        if (i != me)
+            close(rs[i].listen_fd);
+    /* The inherited signalfd reports this process's own signals. */
+    if (yard_loop_init(&rs[me].loop, srv, rs[me].listen_fd, srv->sig_fd, true) < 0)
+        _exit(1);
+    yard_loop_run(&rs[me].loop);
+    yard_loop_fini(&rs[me].loop);
+    _exit(0);
+}
+
+struct procs_state {
+    bool died;
+    bool crashed;
+};
+
+static void on_reactor_exit(pid_t pid, int status, void *arg)
+{
+    struct procs_state *st = arg;
+    st->died = true;
+    if (WIFSIGNALED(status) && WTERMSIG(status) != SIGTERM && WTERMSIG(status) != SIGINT) {
+        st->crashed = true;
+        yard_log_err("reactor process %ld died of signal %d (%s): shutting down", (long)pid,
+                     WTERMSIG(status), strsignal(WTERMSIG(status)));
+    } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+        st->crashed = true;
+        yard_log_err("reactor process %ld exited with status %d: shutting down", (long)pid,
+                     WEXITSTATUS(status));
+    } else {
+        yard_log_warn("reactor process %ld stopped: shutting down", (long)pid);
+    }
+}
+
+static int reactors_procs(yard_server_t *srv, struct reactor *rs, int n)
+{
+    yard_children_t ch = {0};
+    struct procs_state st = {0};
+    pid_t self = getpid();
+    for (int i = 0; i < n; i++) {
+        pid_t pid = fork();
+        if (pid == 0)
+            reactor_child(srv, rs, n, i, self);
+        if (pid < 0 || yard_children_add(&ch, pid) < 0) {
+            yard_log_err("reactor %d: fork: %s", i, strerror(errno));
+            if (pid > 0)
+                kill(pid, SIGKILL);
+            st.crashed = true;
+            break;
+        }
+    }
+    /* The parent only supervises: the children own the listeners now. */
+    close_listeners(rs, n);
+    srv->listen_fd = -1;
+    struct pollfd pfd = {.fd = srv->sig_fd, .events = POLLIN};
+    while (!st.crashed && !st.died) {
+        if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+            break;
+        int sig;
+        bool stop = false;
+        while ((sig = yard_signal_take(srv->sig_fd)) > 0)
+            if (sig == SIGTERM || sig == SIGINT)
+                stop = true;
+        yard_children_reap(&ch, on_reactor_exit, &st);
+        if (stop)
+            break;
+    }
+    yard_children_stop(&ch, srv->sig_fd, STOP_GRACE_NS);
+    yard_children_free(&ch);
+    return st.crashed ? 1 : 0;
+}
+
+static int reactors_serve(yard_server_t *srv)
+{
+    int n = srv->cfg->workers > 0 ? srv->cfg->workers : yard_cpus_available();
+    struct reactor *rs = calloc((size_t)n, sizeof *rs);
+    if (!rs) {
+        yard_log_err("out of memory");
+        return 1;
+    }
+    for (int i = 0; i < n; i++)
+        rs[i].listen_fd = -1;
+    if (open_listeners(srv, rs, n) < 0) {
+        close_listeners(rs + 1, n - 1);
+        free(rs);
+        return 1;
+    }
+    yard_log_info("%d reactor %s", n, srv->cfg->procs ? "processes" : "threads");
+    int status;
+    if (srv->cfg->procs) {
+        status = reactors_procs(srv, rs, n); /* closes every listener */
+    } else {
+        status = reactors_threads(srv, rs, n);
+        close_listeners(rs, n);
+        srv->listen_fd = -1;
+    }
+    free(rs);
+    return status;
+}
+
+const yard_model_t yard_model_reactors = {
+    .name = "reactors",
+    .summary = "N event loops (one per CPU by default), each with its own SO_REUSEPORT listener; "
+               "--procs runs them as processes",
+    .traits = {.multi_threaded = true,
+               .event_based = true,
+               .shared_state = "atomics in shared memory (threads or processes)",
+               .ipc = "shared memory; the kernel spreads connections over the listeners",
+               .error_isolation = "threads: none; --procs: per event loop"},
+    .reuseport = true,
+    .uses_workers = true,
+    .uses_procs = true,
+    .serve = reactors_serve,
+};

@@ -1,0 +1,201 @@
+/* thread: a kernel thread per connection, blocking I/O. The main thread
+ * accepts; each connection thread reads, runs the app and writes until the
+ * peer leaves. */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "models.h"
+#include "yard/clock.h"
+#include "yard/conn.h"
+#include "yard/log.h"
+
+/* Connection threads run little more than read/app/write: 256 KiB of stack
+ * is plenty and keeps 10,000 threads within reach of default limits. */
+#define THREAD_STACK (256u * 1024u)
+#define STOP_GRACE_NS (1500 * YARD_NS_PER_MS)
+
+struct thread_model {
+    yard_server_t *srv;
+    pthread_mutex_t mu;
+    pthread_cond_t idle; /* signalled when a connection thread ends */
+    yard_conn_t **live; /* so that stop can shutdown() every socket */
+    size_t n, cap;
+    _Atomic int stop;
+};
+
+struct thread_arg {
+    struct thread_model *tm;
+    yard_conn_t *c;
+};
+
+static void live_remove(struct thread_model *tm, yard_conn_t *c)
+{
+    for (size_t i = 0; i < tm->n; i++)
+        if (tm->live[i] == c) {
+            tm->live[i] = tm->live[--tm->n];
+            return;
+        }
+}
+
+static void *conn_thread(void *p)
+{
+    struct thread_arg arg = *(struct thread_arg *)p;
+    free(p);
+    struct thread_model *tm = arg.tm;
+    yard_scratch_t scratch = {0};
+    yard_conn_run_blocking(arg.c, &scratch, &tm->stop);
+    pthread_mutex_lock(&tm->mu);
+    /* Leave the live set before the fd is closed, so stop never shuts down
+     * a descriptor number that has been reused. */
+    live_remove(tm, arg.c);
+    pthread_mutex_unlock(&tm->mu);
+    yard_conn_close(arg.c, NULL);
+    yard_scratch_free(&scratch);
+    yard_server_release(tm->srv);
+    pthread_mutex_lock(&tm->mu);
+    pthread_cond_signal(&tm->idle);
+    pthread_mutex_unlock(&tm->mu);
+    return NULL;
+}
+
+static void thread_start_conn(struct thread_model *tm, int fd, pthread_attr_t *attr)
+{
+    yard_server_t *srv = tm->srv;
+    char peer[YARD_ADDR_STRLEN] = "(unknown peer)";
+    yard_addr_t pa;
+    if (yard_peer_name(fd, &pa) == 0)
+        yard_addr_format(&pa, peer, sizeof peer);
+    if (!yard_server_admit(srv, peer)) {
+        close(fd);
+        return;
+    }
+    yard_conn_t *c = yard_conn_open(srv, fd, true);
+    struct thread_arg *arg = malloc(sizeof *arg);
+    pthread_mutex_lock(&tm->mu);
+    if (c && arg && tm->n == tm->cap) {
+        size_t cap = tm->cap ? tm->cap * 2 : 64;
+        yard_conn_t **live = realloc(tm->live, cap * sizeof *live);
+        if (live) {
+            tm->live = live;
+            tm->cap = cap;
+        }
+    }
+    bool ok = c && arg && tm->n < tm->cap;
+    if (ok) {
+        tm->live[tm->n++] = c;
+        *arg = (struct thread_arg){tm, c};
+        pthread_t tid;
+        int rc = pthread_create(&tid, attr, conn_thread, arg);
+        if (rc != 0) {
+            yard_log_err("%s: cannot create a thread: %s: connection closed", peer, strerror(rc));
+            live_remove(tm, c);
+            ok = false;
+        }
+    } else {
+        yard_log_err("%s: out of memory for a connection", peer);
+    }
+    pthread_mutex_unlock(&tm->mu);
+    if (!ok) {
+        free(arg);
+        if (c)
+            yard_conn_close(c, NULL);
+        else
+            close(fd);
+        yard_server_release(srv);
+    }
+}
+
+static void thread_stop_all(struct thread_model *tm)
+{
+    atomic_store(&tm->stop, 1);
+    uint64_t deadline = yard_now_ns() + STOP_GRACE_NS;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += (time_t)(STOP_GRACE_NS / YARD_NS_PER_S);
+    ts.tv_nsec += (long)(STOP_GRACE_NS % YARD_NS_PER_S);
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&tm->mu);
+    /* Wake every thread blocked in read or write on its socket. */
+    for (size_t i = 0; i < tm->n; i++)
+        shutdown(tm->live[i]->fd, SHUT_RDWR);
+    while (atomic_load(&tm->srv->shared->live_conns) > 0 && yard_now_ns() < deadline)
+        if (pthread_cond_timedwait(&tm->idle, &tm->mu, &ts) == ETIMEDOUT)
+            break;
+    size_t left = (size_t)atomic_load(&tm->srv->shared->live_conns);
+    pthread_mutex_unlock(&tm->mu);
+    if (left)
+        yard_log_warn("%zu connection threads still running at exit", left);
+}
+
+static int thread_serve(yard_server_t *srv)
+{
+    /* Heap, not stack: threads that outlive the grace period still use it. */
+    struct thread_model *tm = calloc(1, sizeof *tm);
+    if (!tm) {
+        yard_log_err("out of memory");
+        return 1;
+    }
+    tm->srv = srv;
+    pthread_mutex_init(&tm->mu, NULL);
+    pthread_cond_init(&tm->idle, NULL);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, THREAD_STACK);
+    int reserve = yard_reserve_fd_open();
+    struct pollfd pfd[2] = {{.fd = srv->listen_fd, .events = POLLIN},
+                            {.fd = srv->sig_fd, .events = POLLIN}};
+    bool stop = false;
+    while (!stop) {
+        if (poll(pfd, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            yard_log_err("poll: %s", strerror(errno));
+            break;
+        }
+        if (pfd[1].revents) {
+            int sig;
+            while ((sig = yard_signal_take(srv->sig_fd)) > 0)
+                if (sig == SIGTERM || sig == SIGINT)
+                    stop = true;
+        }
+        if (stop)
+            break;
+        if (pfd[0].revents) {
+            int fd;
+            while ((fd = yard_server_accept(srv, srv->listen_fd, false, &reserve)) >= 0)
+                thread_start_conn(tm, fd, &attr);
+        }
+    }
+    close(srv->listen_fd);
+    srv->listen_fd = -1;
+    thread_stop_all(tm);
+    pthread_attr_destroy(&attr);
+    if (reserve >= 0)
+        close(reserve);
+    if (atomic_load(&srv->shared->live_conns) == 0) {
+        free(tm->live);
+        free(tm);
+    }
+    return 0;
+}
+
+const yard_model_t yard_model_thread = {
+    .name = "thread",
+    .summary = "a kernel thread per connection, blocking I/O",
+    .traits = {.multi_threaded = true,
+               .shared_state = "process memory with atomics",
+               .ipc = "shared memory",
+               .error_isolation = "none: a crash ends every connection"},
+    .serve = thread_serve,
+};

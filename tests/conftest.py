@@ -1,0 +1,189 @@
+"""Shared fixtures for the integration tests: start servers, wait on
+conditions, check that no server process outlives its test.
+
+Binaries come from $YARD_BIN (default build/bin), so the same tests run
+against the release, ASan and TSan builds. $YARD_MODELS restricts the models
+(comma-separated) a parameterised test runs under.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import selectors
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(os.environ.get("YARD_BIN", ROOT / "build" / "bin"))
+ALL_MODELS = ["fork", "thread", "epoll", "reactors", "reactors-procs"]
+MODELS = [m for m in os.environ.get("YARD_MODELS", ",".join(ALL_MODELS)).split(",") if m]
+
+LISTENING = re.compile(rb"^listening (\S+):(\d+)\n$")
+
+
+def model_args(model: str) -> list[str]:
+    """The yard-serve flags for a model name used in test ids."""
+    if model == "reactors-procs":
+        return ["--model", "reactors", "--procs", "--workers", "2"]
+    if model == "reactors":
+        return ["--model", "reactors", "--workers", "2"]
+    return ["--model", model]
+
+
+def wait_for(cond: Callable[[], object], timeout: float = 10.0, what: str = "condition",
+             interval: float = 0.01):
+    """Poll cond until it returns something truthy; fail after timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+class Server:
+    """A server process started in its own session, so that its whole process
+    tree shares one process group we can check after it exits."""
+
+    def __init__(self, argv: list[str], tmp: Path, env: dict | None = None,
+                 start_timeout: float = 15.0):
+        self.argv = argv
+        self.stderr_path = tmp / f"server-{os.getpid()}-{time.monotonic_ns()}.stderr"
+        self._stderr = open(self.stderr_path, "wb")
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self._stderr,
+                                     stdin=subprocess.DEVNULL, start_new_session=True,
+                                     env={**os.environ, **(env or {})})
+        self.pgid = self.proc.pid
+        line = self._read_line(start_timeout)
+        m = LISTENING.match(line)
+        if not m:
+            self.kill()
+            raise AssertionError(f"{argv}: expected 'listening HOST:PORT', got {line!r}; "
+                                 f"stderr: {self.stderr()}")
+        self.host = m.group(1).decode().strip("[]")
+        self.port = int(m.group(2))
+        self.family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+
+    def _read_line(self, timeout: float) -> bytes:
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        fd = self.proc.stdout.fileno()
+        buf = b""
+        deadline = time.monotonic() + timeout
+        while not buf.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0 or not sel.select(left):
+                break
+            chunk = os.read(fd, 1)
+            if not chunk:
+                break
+            buf += chunk
+        sel.close()
+        return buf
+
+    @property
+    def addr(self) -> tuple[str, int]:
+        return (self.host, self.port)
+
+    def connect(self, timeout: float = 10.0) -> socket.socket:
+        s = socket.socket(self.family, socket.SOCK_STREAM)
+        s.settimeout(timeout)
+        s.connect(self.addr)
+        return s
+
+    def stderr(self) -> str:
+        self._stderr.flush()
+        return self.stderr_path.read_text(errors="replace")
+
+    def group_alive(self) -> bool:
+        try:
+            os.killpg(self.pgid, 0)
+            return True
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 5.0) -> int:
+        """Signal the server, wait for it to exit, and return its exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"server did not exit within {timeout}s of signal {sig}")
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(5)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.kill()
+        elif self.group_alive():
+            # A child outlived the server: that is a bug the test must see.
+            os.killpg(self.pgid, signal.SIGKILL)
+        if self.proc.stdout:
+            self.proc.stdout.close()
+        self._stderr.close()
+
+
+@pytest.fixture
+def start_server(tmp_path):
+    """start_server(argv) -> Server; every server is stopped at teardown."""
+    servers: list[Server] = []
+
+    def start(argv: list[str], env: dict | None = None, **kw) -> Server:
+        s = Server([str(a) for a in argv], tmp_path, env=env, **kw)
+        servers.append(s)
+        return s
+
+    yield start
+    for s in servers:
+        s.close()
+
+
+@pytest.fixture
+def serve(start_server):
+    """serve(app, model, *flags) starts build/bin/yard-serve on 127.0.0.1:0."""
+
+    def start(app: str, model: str, *flags, listen: str = "127.0.0.1:0", env=None) -> Server:
+        argv = [BIN / "yard-serve", "--app", app, *model_args(model), "--listen", listen, *flags]
+        return start_server(argv, env=env)
+
+    return start
+
+
+def recv_exactly(sock: socket.socket, n: int) -> bytes:
+    chunks = []
+    while n:
+        c = sock.recv(min(n, 1 << 20))
+        if not c:
+            raise AssertionError(f"connection closed with {n} bytes still expected")
+        chunks.append(c)
+        n -= len(c)
+    return b"".join(chunks)
+
+
+def recv_until_closed(sock: socket.socket, limit: int = 1 << 24) -> bytes:
+    chunks, total = [], 0
+    while total < limit:
+        c = sock.recv(65536)
+        if not c:
+            break
+        chunks.append(c)
+        total += len(c)
+    return b"".join(chunks)

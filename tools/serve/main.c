@@ -1,0 +1,312 @@
+/* yard-serve: run one app under one concurrency model.
+ *
+ * Start-up order matters: signals are blocked and the shared region is
+ * mapped before anything forks or spawns, the output file is opened once so
+ * that every process appends to the same open file, and "listening" is
+ * printed only once the socket accepts connections. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "yard/app.h"
+#include "yard/clock.h"
+#include "yard/log.h"
+#include "yard/model.h"
+#include "yard/server.h"
+
+#define EXIT_USAGE 2
+
+static const char *progname = "yard-serve";
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: yard-serve --app APP --model MODEL [--listen HOST:PORT] [options]\n"
+            "\n"
+            "Runs one sans-I/O app under one concurrency model. Once the socket accepts\n"
+            "connections the first line on stdout is exactly 'listening HOST:PORT'.\n"
+            "SIGTERM or SIGINT stops accepting, closes every connection, reaps every\n"
+            "child process and exits 0.\n"
+            "\n"
+            "  --app APP            echo | counter | sink (see --list-apps)\n"
+            "  --model MODEL        fork | thread | epoll | reactors (see --list-models)\n"
+            "  --listen HOST:PORT   address to listen on (default 127.0.0.1:7000); HOST is a\n"
+            "                       numeric IPv4 address, [IPv6] or localhost; port 0 picks a\n"
+            "                       free port\n"
+            "  --workers N          reactors: number of event loops (default: the CPUs in the\n"
+            "                       affinity mask, %d here)\n"
+            "  --procs              reactors: run the loops as processes, not threads\n"
+            "  --max-conns N        close connection N+1 at once (logged); 0 = no limit (default)\n"
+            "  --idle-timeout DUR   close a connection idle for DUR (e.g. 30s, 500ms); default off\n"
+            "  --out PATH           sink: file to write received bytes to (default /dev/null);\n"
+            "                       truncated at start, appended to by every connection\n"
+            "  --flush MODE         sink: 'each' writes every chunk as it arrives (default);\n"
+            "                       'buffered' collects 64 KiB per connection before writing\n"
+            "  --backlog N          listen(2) backlog (default 4096)\n"
+            "  --log-level LEVEL    error | warning | info | debug (default warning)\n"
+            "  --list-apps          list the apps and exit (--json for JSON)\n"
+            "  --list-models        list the models and their traits and exit (--json for JSON)\n"
+            "  --json               with --list-*: print JSON\n"
+            "  --version            print the version and exit\n"
+            "  -h, --help           show this help\n"
+            "\n"
+            "Exit status: 0 after a clean stop, 1 on a runtime error (e.g. the port is in use),\n"
+            "2 on a usage error.\n",
+            yard_cpus_available());
+}
+
+static _Noreturn void usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "%s: ", progname);
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nTry 'yard-serve --help'.\n");
+    exit(EXIT_USAGE);
+}
+
+static long parse_count(const char *flag, const char *s, long min, long max)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < min || v > max) {
+        fprintf(stderr, "%s: %s: expected a whole number from %ld to %ld, got '%s'\n", progname,
+                flag, min, max, s);
+        exit(EXIT_USAGE);
+    }
+    return v;
+}
+
+static void json_string(const char *s)
+{
+    putchar('"');
+    for (; s && *s; s++) {
+        if (*s == '"' || *s == '\\')
+            printf("\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            printf("\\u%04x", *s);
+        else
+            putchar(*s);
+    }
+    putchar('"');
+}
+
+static void list_models(int json)
+{
+    if (!json) {
+        for (const yard_model_t *const *m = yard_models; *m; m++)
+            printf("%-10s %s\n", (*m)->name, (*m)->summary);
+        return;
+    }
+    printf("[");
+    for (const yard_model_t *const *m = yard_models; *m; m++) {
+        const yard_model_traits_t *t = &(*m)->traits;
+        printf("%s\n  {\"name\": ", m == yard_models ? "" : ",");
+        json_string((*m)->name);
+        printf(", \"summary\": ");
+        json_string((*m)->summary);
+        printf(", \"flags\": {\"workers\": %s, \"procs\": %s}", (*m)->uses_workers ? "true" : "false",
+               (*m)->uses_procs ? "true" : "false");
+        printf(",\n   \"traits\": {\"multi_threaded\": %s, \"multi_process\": %s, "
+               "\"lightweight_threads\": %s, \"event_based\": %s, \"explicit_concurrency\": %s, ",
+               t->multi_threaded ? "true" : "false", t->multi_process ? "true" : "false",
+               t->lightweight_threads ? "true" : "false", t->event_based ? "true" : "false",
+               t->explicit_concurrency ? "true" : "false");
+        printf("\"shared_state\": ");
+        json_string(t->shared_state);
+        printf(", \"ipc\": ");
+        json_string(t->ipc);
+        printf(", \"error_isolation\": ");
+        json_string(t->error_isolation);
+        printf("}}");
+    }
+    printf("\n]\n");
+}
+
+static void list_apps(int json)
+{
+    if (json)
+        printf("[");
+    for (const yard_app_t *const *a = yard_apps; *a; a++) {
+        if (!json) {
+            printf("%-10s %s\n", (*a)->name, (*a)->summary);
+            continue;
+        }
+        printf("%s\n  {\"name\": ", a == yard_apps ? "" : ",");
+        json_string((*a)->name);
+        printf(", \"summary\": ");
+        json_string((*a)->summary);
+        printf(", \"uses_out\": %s}", (*a)->uses_out ? "true" : "false");
+    }
+    if (json)
+        printf("\n]\n");
+}
+
+static int parse_log_level(const char *s)
+{
+    static const char *const names[] = {"error", "warning", "info", "debug"};
+    for (int i = 0; i < 4; i++)
+        if (strcmp(s, names[i]) == 0)
+            return i;
+    if (strcmp(s, "warn") == 0)
+        return YARD_LOG_WARN;
+    usage_error("--log-level: expected error, warning, info or debug, got '%s'", s);
+}
+
+int main(int argc, char **argv)
+{
+    enum { OPT_APP = 256, OPT_MODEL, OPT_LISTEN, OPT_WORKERS, OPT_PROCS, OPT_MAX_CONNS,
+           OPT_IDLE, OPT_OUT, OPT_FLUSH, OPT_BACKLOG, OPT_LOG, OPT_LIST_APPS, OPT_LIST_MODELS,
+           OPT_JSON, OPT_VERSION };
+    static const struct option opts[] = {
+        {"app", required_argument, NULL, OPT_APP},
+        {"model", required_argument, NULL, OPT_MODEL},
+        {"listen", required_argument, NULL, OPT_LISTEN},
+        {"workers", required_argument, NULL, OPT_WORKERS},
+        {"procs", no_argument, NULL, OPT_PROCS},
+        {"max-conns", required_argument, NULL, OPT_MAX_CONNS},
+        {"idle-timeout", required_argument, NULL, OPT_IDLE},
+        {"out", required_argument, NULL, OPT_OUT},
+        {"flush", required_argument, NULL, OPT_FLUSH},
+        {"backlog", required_argument, NULL, OPT_BACKLOG},
+        {"log-level", required_argument, NULL, OPT_LOG},
+        {"list-apps", no_argument, NULL, OPT_LIST_APPS},
+        {"list-models", no_argument, NULL, OPT_LIST_MODELS},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    yard_config_t cfg = {.backlog = 4096, .shm_bytes = 16u << 20, .flush = YARD_FLUSH_EACH};
+    const char *listen_text = "127.0.0.1:7000";
+    int log_level = YARD_LOG_WARN, list = 0, json = 0;
+    bool flush_given = false;
+    char err[256];
+
+    opterr = 0;
+    int opt;
+    while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (opt) {
+        case OPT_APP: cfg.app = optarg; break;
+        case OPT_MODEL: cfg.model = optarg; break;
+        case OPT_LISTEN: listen_text = optarg; break;
+        case OPT_WORKERS: cfg.workers = (int)parse_count("--workers", optarg, 1, 1024); break;
+        case OPT_PROCS: cfg.procs = true; break;
+        case OPT_MAX_CONNS: cfg.max_conns = parse_count("--max-conns", optarg, 0, LONG_MAX); break;
+        case OPT_BACKLOG: cfg.backlog = (int)parse_count("--backlog", optarg, 1, 1 << 20); break;
+        case OPT_IDLE:
+            if (yard_parse_duration_ns(optarg, YARD_NS_PER_S, &cfg.idle_timeout_ns) < 0)
+                usage_error("--idle-timeout: expected a duration such as 30s, 500ms or 2m, got '%s'",
+                            optarg);
+            break;
+        case OPT_OUT: cfg.out = optarg; break;
+        case OPT_FLUSH:
+            flush_given = true;
+            if (strcmp(optarg, "each") == 0)
+                cfg.flush = YARD_FLUSH_EACH;
+            else if (strcmp(optarg, "buffered") == 0)
+                cfg.flush = YARD_FLUSH_BUFFERED;
+            else
+                usage_error("--flush: expected 'each' or 'buffered', got '%s'", optarg);
+            break;
+        case OPT_LOG: log_level = parse_log_level(optarg); break;
+        case OPT_LIST_APPS: list = 1; break;
+        case OPT_LIST_MODELS: list = 2; break;
+        case OPT_JSON: json = 1; break;
+        case OPT_VERSION: printf("yard-serve 0.1.0\n"); return 0;
+        case 'h': usage(stdout); return 0;
+        case ':': usage_error("%s needs a value", argv[optind - 1]);
+        default:
+            if (optopt && optopt < 256)
+                usage_error("unknown option '-%c'", (char[]){(char)optopt, 0});
+            usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        usage_error("unexpected argument '%s'", argv[optind]);
+    if (list == 1) {
+        list_apps(json);
+        return 0;
+    }
+    if (list == 2) {
+        list_models(json);
+        return 0;
+    }
+    if (!cfg.app)
+        usage_error("--app is required (one of echo, counter, sink)%s", "");
+    if (!cfg.model)
+        usage_error("--model is required (one of fork, thread, epoll, reactors)%s", "");
+    const yard_app_t *app = yard_app_find(cfg.app);
+    if (!app)
+        usage_error("--app: unknown app '%s' (try --list-apps)", cfg.app);
+    const yard_model_t *model = yard_model_find(cfg.model);
+    if (!model)
+        usage_error("--model: unknown model '%s' (try --list-models)", cfg.model);
+    if (cfg.workers && !model->uses_workers)
+        usage_error("--workers has no meaning for --model %s", model->name);
+    if (cfg.procs && !model->uses_procs)
+        usage_error("--procs has no meaning for --model %s", model->name);
+    if ((cfg.out || flush_given) && !app->uses_out)
+        usage_error("--out and --flush apply to apps that write a file (sink), not --app %s",
+                    app->name);
+    if (yard_addr_parse(listen_text, &cfg.listen, err, sizeof err) < 0)
+        usage_error("--listen: %s", err);
+    if (app->uses_out && !cfg.out)
+        cfg.out = "/dev/null";
+
+    yard_log_init(progname, log_level);
+    yard_server_t srv = {.cfg = &cfg, .app = app, .model = model, .listen_fd = -1, .out_fd = -1};
+    int status = 1;
+    srv.sig_fd = yard_signals_setup(err, sizeof err);
+    if (srv.sig_fd < 0) {
+        fprintf(stderr, "%s: %s\n", progname, err);
+        return 1;
+    }
+    srv.shm = yard_shm_create(cfg.shm_bytes, err, sizeof err);
+    if (!srv.shm) {
+        fprintf(stderr, "%s: %s\n", progname, err);
+        goto out;
+    }
+    srv.shared = yard_shm_alloc(srv.shm, sizeof *srv.shared);
+    if (app->init && app->init(&srv.app_state, &cfg, srv.shm, err, sizeof err) < 0) {
+        fprintf(stderr, "%s: %s\n", progname, err);
+        goto out;
+    }
+    if (app->uses_out) {
+        srv.out_fd = open(cfg.out, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+        if (srv.out_fd < 0) {
+            fprintf(stderr, "%s: cannot open --out %s: %s\n", progname, cfg.out, strerror(errno));
+            goto out;
+        }
+    }
+    srv.listen_fd = yard_listen(&cfg.listen, cfg.backlog, model->reuseport, err, sizeof err);
+    if (srv.listen_fd < 0) {
+        fprintf(stderr, "%s: %s\n", progname, err);
+        goto out;
+    }
+    yard_sock_name(srv.listen_fd, &srv.bound);
+    char where[YARD_ADDR_STRLEN];
+    yard_addr_format(&srv.bound, where, sizeof where);
+    printf("listening %s\n", where);
+    fflush(stdout);
+    yard_log_info("serving app %s with model %s on %s", app->name, model->name, where);
+    status = model->serve(&srv);
+    yard_log_info("stopped: %lu connections accepted, %lu refused",
+                  atomic_load(&srv.shared->accepted), atomic_load(&srv.shared->rejected));
+out:
+    if (srv.listen_fd >= 0)
+        close(srv.listen_fd);
+    if (srv.out_fd >= 0 && close(srv.out_fd) < 0) {
+        fprintf(stderr, "%s: closing --out %s: %s\n", progname, cfg.out, strerror(errno));
+        status = 1;
+    }
+    if (app->fini)
+        app->fini(srv.app_state);
+    yard_shm_destroy(srv.shm);
+    close(srv.sig_fd);
+    return status;
+}
