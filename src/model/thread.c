@@ -27,7 +27,15 @@ struct thread_model {
     pthread_cond_t idle; /* signalled when a connection thread ends */
     yard_conn_t **live; /* so that stop can shutdown() every socket */
     size_t n, cap;
+    size_t running;     /* connection threads not yet finished, under mu */
     _Atomic int stop;
+};
+
+/* Process lifetime: threads that outlive the stop grace period may still
+ * touch it while the process exits. */
+static struct thread_model thread_model_state = {
+    .mu = PTHREAD_MUTEX_INITIALIZER,
+    .idle = PTHREAD_COND_INITIALIZER,
 };
 
 struct thread_arg {
@@ -60,6 +68,7 @@ static void *conn_thread(void *p)
     yard_scratch_free(&scratch);
     yard_server_release(tm->srv);
     pthread_mutex_lock(&tm->mu);
+    tm->running--;
     pthread_cond_signal(&tm->idle);
     pthread_mutex_unlock(&tm->mu);
     return NULL;
@@ -93,7 +102,9 @@ static void thread_start_conn(struct thread_model *tm, int fd, pthread_attr_t *a
         *arg = (struct thread_arg){tm, c};
         pthread_t tid;
         int rc = pthread_create(&tid, attr, conn_thread, arg);
-        if (rc != 0) {
+        if (rc == 0) {
+            tm->running++;
+        } else {
             yard_log_err("%s: cannot create a thread: %s: connection closed", peer, strerror(rc));
             live_remove(tm, c);
             ok = false;
@@ -128,10 +139,10 @@ static void thread_stop_all(struct thread_model *tm)
     /* Wake every thread blocked in read or write on its socket. */
     for (size_t i = 0; i < tm->n; i++)
         shutdown(tm->live[i]->fd, SHUT_RDWR);
-    while (atomic_load(&tm->srv->shared->live_conns) > 0 && yard_now_ns() < deadline)
+    while (tm->running > 0 && yard_now_ns() < deadline)
         if (pthread_cond_timedwait(&tm->idle, &tm->mu, &ts) == ETIMEDOUT)
             break;
-    size_t left = (size_t)atomic_load(&tm->srv->shared->live_conns);
+    size_t left = tm->running;
     pthread_mutex_unlock(&tm->mu);
     if (left)
         yard_log_warn("%zu connection threads still running at exit", left);
@@ -139,15 +150,8 @@ static void thread_stop_all(struct thread_model *tm)
 
 static int thread_serve(yard_server_t *srv)
 {
-    /* Heap, not stack: threads that outlive the grace period still use it. */
-    struct thread_model *tm = calloc(1, sizeof *tm);
-    if (!tm) {
-        yard_log_err("out of memory");
-        return 1;
-    }
+    struct thread_model *tm = &thread_model_state;
     tm->srv = srv;
-    pthread_mutex_init(&tm->mu, NULL);
-    pthread_cond_init(&tm->idle, NULL);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -183,10 +187,13 @@ static int thread_serve(yard_server_t *srv)
     pthread_attr_destroy(&attr);
     if (reserve >= 0)
         close(reserve);
-    if (atomic_load(&srv->shared->live_conns) == 0) {
+    pthread_mutex_lock(&tm->mu);
+    if (tm->running == 0) {
         free(tm->live);
-        free(tm);
+        tm->live = NULL;
+        tm->n = tm->cap = 0;
     }
+    pthread_mutex_unlock(&tm->mu);
     return 0;
 }
 
