@@ -28,6 +28,8 @@ typedef struct yard_fx {
     const char *close_reason; /* why the app closed the connection (logged) */
     bool close;               /* close after the queued bytes are sent */
     bool nomem;               /* an effect could not be recorded: out of memory */
+    bool eof; /* input, not an effect: the peer has closed its side, so these are
+               * the last bytes; what the app does not consume is dropped */
 } yard_fx_t;
 
 int yard_fx_send(yard_fx_t *fx, const void *p, size_t n);
@@ -53,7 +55,9 @@ typedef struct yard_app {
     /* A connection opened (optional: a greeting goes here). */
     void (*open)(void *state, void *session, yard_fx_t *fx);
     /* Bytes arrived. Returns how many were consumed; the rest (a partial
-     * request) is offered again, with more bytes after it, next time. */
+     * request) is offered again, with more bytes after it, next time. When
+     * the peer closes its side with bytes still unconsumed, they are offered
+     * once more with fx->eof set. */
     size_t (*data)(void *state, void *session, const uint8_t *in, size_t n, yard_fx_t *fx);
     /* The connection is gone (optional): release what the session holds. */
     void (*close)(void *state, void *session);

@@ -16,7 +16,7 @@ enum { CLOSE_QUIET, CLOSE_INFO, CLOSE_WARN };
 static void conn_fail(yard_conn_t *c, const char *reason, int level);
 static int conn_send(yard_conn_t *c, const uint8_t *p, size_t n, size_t *sent);
 static void conn_store(yard_conn_t *c);
-static void conn_feed(yard_conn_t *c, yard_buf_t *ib, yard_scratch_t *s);
+static void conn_feed(yard_conn_t *c, yard_buf_t *ib, yard_scratch_t *s, bool eof);
 
 /* The session follows the connection in the same allocation. */
 struct conn_alloc {
@@ -130,16 +130,16 @@ static void conn_store(yard_conn_t *c)
     yard_buf_clear(&c->store);
 }
 
-static void conn_feed(yard_conn_t *c, yard_buf_t *ib, yard_scratch_t *s)
+static void conn_feed(yard_conn_t *c, yard_buf_t *ib, yard_scratch_t *s, bool eof)
 {
     const yard_app_t *app = c->srv->app;
     /* Output goes through the scratch buffer unless older output is still
      * queued, which must leave first. */
-    yard_fx_t fx = {.out = c->out.len ? &c->out : &s->out, .store = &c->store};
+    yard_fx_t fx = {.out = c->out.len ? &c->out : &s->out, .store = &c->store, .eof = eof};
     size_t used = app->data(c->srv->app_state, c->session, yard_buf_head(ib), ib->len, &fx);
     if (used > ib->len)
         yard_fatal("app %s consumed %zu of %zu bytes", app->name, used, ib->len);
-    yard_buf_consume(ib, used);
+    yard_buf_consume(ib, eof ? ib->len : used);
     if (ib == &s->in) {
         if (ib->len && yard_buf_append(&c->in, yard_buf_head(ib), ib->len) < 0)
             fx.nomem = true;
@@ -196,10 +196,12 @@ int yard_conn_on_readable(yard_conn_t *c, yard_scratch_t *s)
     }
     if (n == 0) {
         c->read_eof = true;
+        if (c->in.len)
+            conn_feed(c, &c->in, s, true);
         return yard_conn_finished(c) ? YARD_IO_DONE : YARD_IO_OK;
     }
     yard_buf_commit(ib, (size_t)n);
-    conn_feed(c, ib, s);
+    conn_feed(c, ib, s, false);
     return yard_conn_finished(c) ? YARD_IO_DONE : YARD_IO_OK;
 }
 
@@ -228,7 +230,7 @@ void yard_conn_close(yard_conn_t *c, const char *reason)
         yard_log_err("%s: writing %s: %s", c->peer, srv->cfg->out, strerror(errno));
     if (srv->app->close)
         srv->app->close(srv->app_state, c->session);
-    close(c->fd);
+    /* Log before the peer can see the close, so the log is never behind. */
     if (c->close_reason) {
         if (level == CLOSE_WARN)
             yard_log_warn("%s: connection closed: %s", c->peer, c->close_reason);
@@ -237,6 +239,7 @@ void yard_conn_close(yard_conn_t *c, const char *reason)
         else
             yard_log_debug("%s: connection closed: %s", c->peer, c->close_reason);
     }
+    close(c->fd);
     yard_buf_free(&c->in);
     yard_buf_free(&c->out);
     yard_buf_free(&c->store);
