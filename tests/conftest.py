@@ -25,6 +25,10 @@ BIN = Path(os.environ.get("YARD_BIN", ROOT / "build" / "bin"))
 ALL_MODELS = ["fork", "thread", "epoll", "reactors", "reactors-procs"]
 MODELS = [m for m in os.environ.get("YARD_MODELS", ",".join(ALL_MODELS)).split(",") if m]
 
+# Any of these on a server's stderr fails the test that ran it.
+SANITIZER_MARKERS = ["ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
+                     "WARNING: ThreadSanitizer"]
+
 LISTENING = re.compile(rb"^listening (\S+):(\d+)\n$")
 
 
@@ -101,7 +105,8 @@ class Server:
         return s
 
     def stderr(self) -> str:
-        self._stderr.flush()
+        if not self._stderr.closed:
+            self._stderr.flush()
         return self.stderr_path.read_text(errors="replace")
 
     def group_alive(self) -> bool:
@@ -131,14 +136,32 @@ class Server:
         self.proc.wait(5)
 
     def close(self) -> None:
+        """Stop gracefully (so sanitizers get to report at exit), then fail
+        the test if a process outlived the server or a sanitizer spoke."""
+        leftover = False
         if self.proc.poll() is None:
-            self.kill()
-        elif self.group_alive():
-            # A child outlived the server: that is a bug the test must see.
-            os.killpg(self.pgid, signal.SIGKILL)
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        if self.group_alive():
+            # Give children a moment to finish dying, then call it a leak.
+            deadline = time.monotonic() + 3
+            while self.group_alive() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            leftover = self.group_alive()
+            if leftover:
+                os.killpg(self.pgid, signal.SIGKILL)
         if self.proc.stdout:
             self.proc.stdout.close()
         self._stderr.close()
+        report = [m for m in SANITIZER_MARKERS if m in self.stderr()]
+        if report:
+            raise AssertionError(f"{self.argv[0]}: sanitizer report ({report[0]}):\n"
+                                 + self.stderr()[-4000:])
+        if leftover:
+            raise AssertionError(f"{self.argv}: a process of the server outlived it")
 
 
 @pytest.fixture
@@ -187,3 +210,25 @@ def recv_until_closed(sock: socket.socket, limit: int = 1 << 24) -> bytes:
         chunks.append(c)
         total += len(c)
     return b"".join(chunks)
+
+
+def server_has_read(client: socket.socket) -> bool:
+    """True when the server side of this loopback connection has read every
+    byte the client sent: its socket's receive queue in /proc/net/tcp{,6}
+    is empty. Lets a test wait for "the server has the data" without
+    sleeping."""
+    local = client.getsockname()[1]
+    remote = client.getpeername()[1]
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            f = row.split()
+            lport = int(f[1].rsplit(":", 1)[1], 16)
+            rport = int(f[2].rsplit(":", 1)[1], 16)
+            if lport == remote and rport == local:
+                rx_queue = int(f[4].split(":")[1], 16)
+                return rx_queue == 0
+    return False

@@ -1,0 +1,79 @@
+"""counter under every model: exact counts, monotonic replies."""
+
+import struct
+import threading
+
+import pytest
+
+from conftest import MODELS, recv_exactly, recv_until_closed, wait_for
+
+READ, INCR = b"\x00", b"\x01"
+
+
+def values(raw: bytes) -> list[int]:
+    assert len(raw) % 8 == 0
+    return [v for (v,) in struct.iter_unpack(">Q", raw)]
+
+
+def read_counter(server) -> int:
+    with server.connect() as s:
+        s.sendall(READ)
+        return values(recv_exactly(s, 8))[0]
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_counter_8_clients_10000_increments(serve, model):
+    server = serve("counter", model)
+    assert read_counter(server) == 0
+    clients, per_client, batch = 8, 10_000, 100
+    replies: list[list[int]] = [[] for _ in range(clients)]
+    failures = []
+
+    def client(i):
+        try:
+            with server.connect(timeout=30) as s:
+                for _ in range(per_client // batch):
+                    s.sendall(INCR * batch)
+                    replies[i].extend(values(recv_exactly(s, 8 * batch)))
+        except Exception as e:
+            failures.append((i, e))
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not failures, failures
+    assert read_counter(server) == clients * per_client
+    everything = []
+    for i, r in enumerate(replies):
+        assert len(r) == per_client
+        assert all(a < b for a, b in zip(r, r[1:])), f"client {i}: replies not strictly increasing"
+        everything.extend(r)
+    # Every increment got a distinct value: together they are exactly 1..80000.
+    assert sorted(everything) == list(range(1, clients * per_client + 1))
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_counter_reads_do_not_change_it(serve, model):
+    server = serve("counter", model)
+    with server.connect() as s:
+        s.sendall(INCR * 3 + READ * 5 + INCR)
+        assert values(recv_exactly(s, 9 * 8)) == [1, 2, 3, 3, 3, 3, 3, 3, 4]
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_counter_bad_byte_closes_only_that_connection(serve, model):
+    server = serve("counter", model)
+    good = server.connect()
+    good.sendall(INCR)
+    assert values(recv_exactly(good, 8)) == [1]
+    bad = server.connect()
+    bad.sendall(INCR + b"\x07" + INCR)
+    # The request before the bad byte is answered, then the connection ends.
+    assert values(recv_until_closed(bad)) == [2]
+    bad.close()
+    good.sendall(INCR)
+    assert values(recv_exactly(good, 8)) == [3]
+    good.close()
+    wait_for(lambda: "unknown request byte" in server.stderr(), what="the close is logged")
