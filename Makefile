@@ -1,0 +1,103 @@
+# Switchyard: `make bench` and `make test` are the two commands; both set up
+# what they need on a fresh Debian machine (apt packages when run as root, a
+# Python venv in .venv/, Go and npm modules for the peers).
+#
+#   make            build everything (release with debug info) into build/
+#   make test       every test: C unit tests, fuzz corpora, integration tests,
+#                   then the C suite and integration tests under ASan+UBSan,
+#                   and the threaded code under TSan
+#   make bench      the quick benchmark suite and its HTML report
+#   make fuzz       run every libFuzzer target for FUZZ_SECONDS each (clang)
+#   make asan | tsan | debug   sanitized or debug builds in build/<name>/
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+FUZZ_SECONDS ?= 30
+export PATH := $(PATH):/usr/local/go/bin
+
+# Debian packages the build, the tests and the peers need.
+APT_PACKAGES := build-essential cmake ninja-build pkg-config python3 python3-venv \
+	clang-14 libclang-rt-14-dev libcrypt-dev libjansson-dev libncurses-dev \
+	erlang-nox nodejs npm wrk ii curl procps
+
+PYTEST := $(VENV)/bin/pytest
+PYTEST_FLAGS ?= -q -p no:cacheprovider
+
+.PHONY: all build setup deps venv peers test test-unit test-integration test-asan test-tsan \
+	bench fuzz asan tsan debug clean
+
+all: build
+
+build: deps
+	@cmake --preset release >/dev/null
+	@cmake --build build
+
+debug asan tsan: deps
+	@cmake --preset $@ >/dev/null
+	@cmake --build build/$@
+
+# apt only when something is missing; as a non-root user say what to install.
+deps:
+	@missing=""; for p in $(APT_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			echo "installing:$$missing"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+		else \
+			echo "missing Debian packages:$$missing (run 'sudo make deps')"; exit 1; \
+		fi; \
+	fi
+
+venv: $(VENV)/.stamp
+$(VENV)/.stamp: $(wildcard python/pyproject.toml)
+	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	@$(VENV)/bin/pip install -q --upgrade pip
+	@if [ -f python/pyproject.toml ]; then $(VENV)/bin/pip install -q -e 'python[test]'; \
+	else $(VENV)/bin/pip install -q pytest; fi
+	@touch $@
+
+peers: deps
+	@if [ -f peers/Makefile ]; then $(MAKE) --no-print-directory -C peers; fi
+
+test: build peers venv test-unit test-integration test-asan test-tsan
+	@echo "make test: all suites passed"
+
+test-unit: build
+	@ctest --test-dir build --output-on-failure
+
+test-integration: build peers venv
+	@$(PYTEST) $(PYTEST_FLAGS) tests
+
+# The C suite and every integration test against the ASan+UBSan binaries.
+test-asan: asan venv
+	@ctest --test-dir build/asan --output-on-failure
+	@YARD_BIN=$(CURDIR)/build/asan/bin ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+		UBSAN_OPTIONS=print_stacktrace=1 $(PYTEST) $(PYTEST_FLAGS) tests/integration \
+		-k "not peers and not load_benchmark"
+
+# Code with threads under TSan: the C suite, and the threaded models.
+test-tsan: tsan venv
+	@TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --test-dir build/tsan --output-on-failure
+	@YARD_BIN=$(CURDIR)/build/tsan/bin YARD_MODELS=thread,reactors \
+		$(PYTEST) $(PYTEST_FLAGS) tests/integration/test_echo.py tests/integration/test_counter.py \
+		tests/integration/test_serve.py tests/integration/test_sink.py
+
+bench: build peers venv
+	@$(VENV)/bin/yard bench quick
+	@echo "report: results/latest/report.html"
+
+fuzz: deps
+	@cmake --preset fuzz >/dev/null
+	@cmake --build build/fuzz
+	@for f in build/fuzz/fuzz/fuzz_*; do \
+		t=$${f##*/fuzz_}; mkdir -p build/fuzz/corpus/$$t; \
+		dict=""; [ -f fuzz/$$t.dict ] && dict="-dict=fuzz/$$t.dict"; \
+		echo "fuzzing $$t for $(FUZZ_SECONDS)s"; \
+		$$f -max_total_time=$(FUZZ_SECONDS) $$dict build/fuzz/corpus/$$t fuzz/corpus/$$t || exit 1; \
+	done
+
+clean:
+	rm -rf build
