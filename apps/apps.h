@@ -6,5 +6,8 @@
 extern const yard_app_t yard_app_echo;
 extern const yard_app_t yard_app_counter;
 extern const yard_app_t yard_app_sink;
+#ifdef YARD_HAVE_REST
+extern const yard_app_t yard_app_rest;
+#endif
 
 #endif

@@ -36,3 +36,14 @@ int yard_fx_store(yard_fx_t *fx, const void *p, size_t n)
     }
     return 0;
 }
+
+void yard_fx_wake_at(yard_fx_t *fx, uint64_t deadline_ns)
+{
+    fx->wake_at = deadline_ns ? deadline_ns : UINT64_MAX;
+}
+
+void yard_fx_offload(yard_fx_t *fx, void (*job)(void *arg), void *arg)
+{
+    fx->job = job;
+    fx->job_arg = arg;
+}

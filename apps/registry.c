@@ -2,7 +2,11 @@
 
 #include "apps.h"
 
-const yard_app_t *const yard_apps[] = {&yard_app_echo, &yard_app_counter, &yard_app_sink, NULL};
+const yard_app_t *const yard_apps[] = {&yard_app_echo, &yard_app_counter, &yard_app_sink,
+#ifdef YARD_HAVE_REST
+                                       &yard_app_rest,
+#endif
+                                       NULL};
 
 const yard_app_t *yard_app_find(const char *name)
 {

@@ -4,13 +4,18 @@
  * sleep; each concurrency model turns the effects into its own mechanism, so
  * the same app code runs unchanged under every model.
  *
- * Effects available today:
- *   yard_fx_send*   bytes to send to the peer, in order
- *   yard_fx_close   close the connection once the queued bytes are sent
- *   yard_fx_store   bytes for the server's output file (--out), written by the
- *                   engine according to --flush
- * The timer, topic and offload effects the chat and REST apps need are added
- * with them (see docs/architecture.md). */
+ * Effects:
+ *   yard_fx_send*    bytes to send to the peer, in order
+ *   yard_fx_close    close the connection once the queued bytes are sent
+ *   yard_fx_store    bytes for the server's output file (--out), written by the
+ *                    engine according to --flush
+ *   yard_fx_wake_at  call app->timer at (or soon after) a monotonic time: a
+ *                    timer in the event loops, a bounded poll() in the
+ *                    blocking models
+ *   yard_fx_offload  run a CPU-heavy job away from the connection's event
+ *                    loop (a pool thread, or inline with --offload-threads 0
+ *                    and in the blocking models), then call app->job_done
+ * See docs/architecture.md for how each model carries them out. */
 #ifndef YARD_APP_H
 #define YARD_APP_H
 
@@ -30,6 +35,10 @@ typedef struct yard_fx {
     bool nomem;               /* an effect could not be recorded: out of memory */
     bool eof; /* input, not an effect: the peer has closed its side, so these are
                * the last bytes; what the app does not consume is dropped */
+    uint64_t now_ns;   /* input: the engine's monotonic clock when the call began */
+    uint64_t wake_at;  /* 0: no timer; UINT64_MAX: cancel the armed one */
+    void (*job)(void *arg);
+    void *job_arg;
 } yard_fx_t;
 
 int yard_fx_send(yard_fx_t *fx, const void *p, size_t n);
@@ -40,6 +49,14 @@ void yard_fx_send_commit(yard_fx_t *fx, size_t n);
  * close (a protocol violation) and is logged with the peer's address. */
 void yard_fx_close(yard_fx_t *fx, const char *reason);
 int yard_fx_store(yard_fx_t *fx, const void *p, size_t n);
+/* Arm the connection's one timer (replacing any armed one); 0 cancels it.
+ * app->timer runs once when it expires. */
+void yard_fx_wake_at(yard_fx_t *fx, uint64_t deadline_ns);
+/* Run job(arg) off the event loop, then app->job_done(..., arg, fx) on the
+ * connection's own thread. One job per connection at a time; while it runs
+ * the engine does not call app->data (input waits in the buffer). The job
+ * must only touch arg: it may run on another thread. */
+void yard_fx_offload(yard_fx_t *fx, void (*job)(void *arg), void *arg);
 
 typedef struct yard_app {
     const char *name;
@@ -59,7 +76,12 @@ typedef struct yard_app {
      * the peer closes its side with bytes still unconsumed, they are offered
      * once more with fx->eof set. */
     size_t (*data)(void *state, void *session, const uint8_t *in, size_t n, yard_fx_t *fx);
-    /* The connection is gone (optional): release what the session holds. */
+    /* The connection's timer expired (needed by apps that call wake_at). */
+    void (*timer)(void *state, void *session, yard_fx_t *fx);
+    /* An offloaded job finished (needed by apps that call offload). */
+    void (*job_done)(void *state, void *session, void *arg, yard_fx_t *fx);
+    /* The connection is gone (optional): release what the session holds. A
+     * job still running is waited for before this is called. */
     void (*close)(void *state, void *session);
 } yard_app_t;
 

@@ -22,6 +22,11 @@ typedef struct yard_config {
     bool procs;         /* reactors: processes instead of threads */
     int backlog;
     size_t shm_bytes;   /* size of the shared region mapped before any fork */
+    /* App settings (rest). */
+    uint64_t longpoll_ns;   /* GET /longPoll answers after this long */
+    int bcrypt_cost;        /* bcrypt cost (log2 rounds) */
+    int offload_threads;    /* event-loop models: job pool size; 0 runs jobs inline */
+    size_t store_entries;   /* capacity of each shared key-value store */
 } yard_config_t;
 
 #endif

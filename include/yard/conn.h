@@ -11,6 +11,7 @@
 
 #include "yard/buf.h"
 #include "yard/net.h"
+#include "yard/offload.h"
 #include "yard/server.h"
 
 /* Reads are at most this big: the unit of fairness between connections. */
@@ -53,11 +54,20 @@ typedef struct yard_conn {
     yard_buf_t out;   /* output the socket has not taken yet */
     yard_buf_t store; /* bytes on their way to the output file */
     char peer[YARD_ADDR_STRLEN];
-    /* Event-loop bookkeeping: idle-timeout list and registered events. */
+    uint64_t wake_at;  /* the app's timer, 0 when none is armed */
+    bool jobs_inline;  /* run offloaded jobs on the connection's own thread */
+    bool job_pending;  /* a job was requested and job_done has not run yet */
+    yard_job_t job;    /* job.done is set while a pool thread has it */
+    /* Event-loop bookkeeping: idle-timeout list, timer heap, registered events. */
     struct yard_conn *lru_prev, *lru_next;
     uint64_t last_active;
+    uint64_t timer_key;
+    size_t timer_idx;
     uint32_t events;
+    bool polled;       /* in the loop's epoll set */
 } yard_conn_t;
+
+#define YARD_TIMER_NONE ((size_t)-1)
 
 /* Allocate a connection for an accepted fd and let the app open it. */
 yard_conn_t *yard_conn_open(yard_server_t *srv, int fd, bool blocking);
@@ -65,15 +75,25 @@ yard_conn_t *yard_conn_open(yard_server_t *srv, int fd, bool blocking);
 int yard_conn_on_readable(yard_conn_t *c, yard_scratch_t *s);
 /* Send queued output. */
 int yard_conn_on_writable(yard_conn_t *c);
+/* The armed timer is due: run app->timer. */
+void yard_conn_on_timer(yard_conn_t *c, yard_scratch_t *s);
+/* A job a pool thread ran has come back: run app->job_done. */
+void yard_conn_on_job_done(yard_conn_t *c, yard_scratch_t *s);
 static inline bool yard_conn_wants_read(const yard_conn_t *c)
 {
-    return !c->read_eof && !c->closing && !c->failed && c->out.len < YARD_OUT_HIGH_WATER;
+    return !c->read_eof && !c->closing && !c->failed && !c->job_pending &&
+           c->out.len < YARD_OUT_HIGH_WATER;
 }
+/* Nothing more will happen on this connection: close it. A connection
+ * that is waiting for its job or its timer is not finished, even when the
+ * peer has half-closed (its answer is still to come). */
 static inline bool yard_conn_finished(const yard_conn_t *c)
 {
-    return c->failed || ((c->read_eof || c->closing) && c->out.len == 0);
+    return c->failed ||
+           ((c->read_eof || c->closing) && c->out.len == 0 && !c->job_pending && !c->wake_at);
 }
-/* Serve a blocking connection until it ends or *stop becomes true. */
+/* Serve a blocking connection until it ends or *stop becomes true; timers
+ * are waited for with poll(), jobs run inline. */
 void yard_conn_run_blocking(yard_conn_t *c, yard_scratch_t *s, const _Atomic int *stop);
 /* Flush what is bound for the output file, let the app release the session,
  * close the fd, log an abnormal close and free the connection. */

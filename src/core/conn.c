@@ -1,22 +1,19 @@
 #include "yard/conn.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "yard/clock.h"
 #include "yard/log.h"
 
 /* How loudly a close is logged: protocol violations are the app's news,
  * resets and timeouts are routine. */
 enum { CLOSE_QUIET, CLOSE_INFO, CLOSE_WARN };
-
-static void conn_fail(yard_conn_t *c, const char *reason, int level);
-static int conn_send(yard_conn_t *c, const uint8_t *p, size_t n, size_t *sent);
-static void conn_store(yard_conn_t *c);
-static void conn_feed(yard_conn_t *c, yard_buf_t *ib, yard_scratch_t *s, bool eof);
 
 /* The session follows the connection in the same allocation. */
 struct conn_alloc {
@@ -24,6 +21,22 @@ struct conn_alloc {
     max_align_t session[];
 };
 
+static void conn_fail(yard_conn_t *c, const char *reason, int level);
+static int conn_send(yard_conn_t *c, const uint8_t *p, size_t n, size_t *sent);
+static void conn_store(yard_conn_t *c);
+static void conn_apply(yard_conn_t *c, yard_fx_t *fx, yard_scratch_t *s);
+static void conn_feed(yard_conn_t *c, yard_buf_t *ib, yard_scratch_t *s, bool eof);
+static void conn_settle(yard_conn_t *c, yard_scratch_t *s);
+
+/* A fresh effect record. Output goes through the scratch buffer (and from
+ * there straight to the socket) unless older output is still queued, which
+ * must leave first. */
+static yard_fx_t conn_fx(yard_conn_t *c, yard_scratch_t *s)
+{
+    return (yard_fx_t){.out = (c->out.len || !s) ? &c->out : &s->out,
+                       .store = &c->store,
+                       .now_ns = yard_now_ns()};
+}
 
 yard_conn_t *yard_conn_open(yard_server_t *srv, int fd, bool blocking)
 {
@@ -34,6 +47,8 @@ yard_conn_t *yard_conn_open(yard_server_t *srv, int fd, bool blocking)
     c->srv = srv;
     c->fd = fd;
     c->blocking = blocking;
+    c->jobs_inline = blocking || srv->cfg->offload_threads == 0;
+    c->timer_idx = YARD_TIMER_NONE;
     c->session = a->session;
     yard_addr_t peer;
     if (yard_peer_name(fd, &peer) == 0)
@@ -50,14 +65,10 @@ yard_conn_t *yard_conn_open(yard_server_t *srv, int fd, bool blocking)
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     }
     if (srv->app->open) {
-        yard_fx_t fx = {.out = &c->out, .store = &c->store};
+        yard_fx_t fx = conn_fx(c, NULL);
         srv->app->open(srv->app_state, c->session, &fx);
-        if (fx.close) {
-            c->closing = true;
-            c->close_reason = fx.close_reason;
-        }
-        if (c->out.len)
-            yard_conn_on_writable(c);
+        conn_apply(c, &fx, NULL);
+        conn_settle(c, NULL);
     }
     return c;
 }
@@ -130,12 +141,48 @@ static void conn_store(yard_conn_t *c)
     yard_buf_clear(&c->store);
 }
 
+/* Carry out the effects an app callback recorded. */
+static void conn_apply(yard_conn_t *c, yard_fx_t *fx, yard_scratch_t *s)
+{
+    if (fx->nomem)
+        conn_fail(c, "out of memory", CLOSE_WARN);
+    if (fx->close && !c->closing) {
+        c->closing = true;
+        c->close_reason = fx->close_reason;
+    }
+    if (c->store.len)
+        conn_store(c);
+    if (s && fx->out == &s->out) {
+        size_t sent = 0;
+        if (!c->failed && s->out.len)
+            conn_send(c, yard_buf_head(&s->out), s->out.len, &sent);
+        if (!c->failed && sent < s->out.len &&
+            yard_buf_append(&c->out, yard_buf_head(&s->out) + sent, s->out.len - sent) < 0)
+            conn_fail(c, "out of memory", CLOSE_WARN);
+        yard_buf_clear(&s->out);
+    } else if (!c->failed && c->out.len) {
+        yard_conn_on_writable(c);
+    }
+    if (c->out.len > YARD_OUT_LIMIT)
+        conn_fail(c, "send queue exceeded", CLOSE_WARN);
+    if (fx->wake_at)
+        c->wake_at = fx->wake_at == UINT64_MAX ? 0 : fx->wake_at;
+    if (c->closing)
+        c->wake_at = 0; /* nothing left to wake up for */
+    if (fx->job) {
+        if (c->job_pending)
+            yard_fatal("app %s offloaded a second job before the first finished",
+                       c->srv->app->name);
+        c->job_pending = true;
+        c->job = (yard_job_t){.fn = fx->job, .arg = fx->job_arg, .owner = c};
+    }
+}
+
 static void conn_feed(yard_conn_t *c, yard_buf_t *ib, yard_scratch_t *s, bool eof)
 {
     const yard_app_t *app = c->srv->app;
-    /* Output goes through the scratch buffer unless older output is still
-     * queued, which must leave first. */
-    yard_fx_t fx = {.out = c->out.len ? &c->out : &s->out, .store = &c->store, .eof = eof};
+    yard_fx_t fx = conn_fx(c, s);
+    fx.eof = eof;
     size_t used = app->data(c->srv->app_state, c->session, yard_buf_head(ib), ib->len, &fx);
     if (used > ib->len)
         yard_fatal("app %s consumed %zu of %zu bytes", app->name, used, ib->len);
@@ -149,28 +196,52 @@ static void conn_feed(yard_conn_t *c, yard_buf_t *ib, yard_scratch_t *s, bool eo
     }
     if (c->in.len > YARD_IN_LIMIT)
         conn_fail(c, "request larger than the 1 MiB limit", CLOSE_WARN);
-    if (fx.nomem)
-        conn_fail(c, "out of memory", CLOSE_WARN);
-    if (fx.close && !c->closing) {
-        c->closing = true;
-        c->close_reason = fx.close_reason;
-    }
-    if (c->store.len)
-        conn_store(c);
+    conn_apply(c, &fx, s);
+}
 
-    if (fx.out == &s->out) {
-        size_t sent = 0;
-        if (!c->failed && s->out.len)
-            conn_send(c, yard_buf_head(&s->out), s->out.len, &sent);
-        if (!c->failed && sent < s->out.len &&
-            yard_buf_append(&c->out, yard_buf_head(&s->out) + sent, s->out.len - sent) < 0)
-            conn_fail(c, "out of memory", CLOSE_WARN);
-        yard_buf_clear(&s->out);
-    } else if (!c->failed) {
-        yard_conn_on_writable(c);
+/* Input that waited while a job ran or a timer was armed is offered to the
+ * app again once that is over (a pipelined request behind a long poll). */
+static void conn_reoffer(yard_conn_t *c, yard_scratch_t *s)
+{
+    if (c->in.len && !c->job_pending && !c->closing && !c->failed)
+        conn_feed(c, &c->in, s, c->read_eof);
+}
+
+static void conn_job_done(yard_conn_t *c, yard_scratch_t *s)
+{
+    c->job_pending = false;
+    c->job.done = NULL;
+    yard_fx_t fx = conn_fx(c, s);
+    c->srv->app->job_done(c->srv->app_state, c->session, c->job.arg, &fx);
+    conn_apply(c, &fx, s);
+    conn_reoffer(c, s);
+}
+
+/* Run jobs that belong on this thread (blocking models, or no pool). */
+static void conn_settle(yard_conn_t *c, yard_scratch_t *s)
+{
+    while (c->job_pending && c->jobs_inline && !c->failed) {
+        c->job.fn(c->job.arg);
+        conn_job_done(c, s);
     }
-    if (c->out.len > YARD_OUT_LIMIT)
-        conn_fail(c, "send queue exceeded", CLOSE_WARN);
+}
+
+void yard_conn_on_job_done(yard_conn_t *c, yard_scratch_t *s)
+{
+    conn_job_done(c, s);
+    conn_settle(c, s);
+}
+
+void yard_conn_on_timer(yard_conn_t *c, yard_scratch_t *s)
+{
+    c->wake_at = 0;
+    if (c->failed || !c->srv->app->timer)
+        return;
+    yard_fx_t fx = conn_fx(c, s);
+    c->srv->app->timer(c->srv->app_state, c->session, &fx);
+    conn_apply(c, &fx, s);
+    conn_reoffer(c, s);
+    conn_settle(c, s);
 }
 
 int yard_conn_on_readable(yard_conn_t *c, yard_scratch_t *s)
@@ -198,10 +269,11 @@ int yard_conn_on_readable(yard_conn_t *c, yard_scratch_t *s)
         c->read_eof = true;
         if (c->in.len)
             conn_feed(c, &c->in, s, true);
-        return yard_conn_finished(c) ? YARD_IO_DONE : YARD_IO_OK;
+    } else {
+        yard_buf_commit(ib, (size_t)n);
+        conn_feed(c, ib, s, false);
     }
-    yard_buf_commit(ib, (size_t)n);
-    conn_feed(c, ib, s, false);
+    conn_settle(c, s);
     return yard_conn_finished(c) ? YARD_IO_DONE : YARD_IO_OK;
 }
 
@@ -209,10 +281,24 @@ void yard_conn_run_blocking(yard_conn_t *c, yard_scratch_t *s, const _Atomic int
 {
     /* Output is written in full before the next read (conn_send blocks), so
      * backpressure is the kernel's: a peer that does not read blocks only the
-     * thread or process that serves it. */
-    while (!atomic_load_explicit(stop, memory_order_relaxed) && !yard_conn_finished(c))
+     * thread or process that serves it. An armed timer is the paradigm's
+     * sleeping handler: the thread waits in poll() until it is due. */
+    while (!atomic_load_explicit(stop, memory_order_relaxed) && !yard_conn_finished(c)) {
+        if (c->wake_at) {
+            uint64_t now = yard_now_ns();
+            if (now >= c->wake_at) {
+                yard_conn_on_timer(c, s);
+                continue;
+            }
+            struct pollfd pfd = {.fd = c->fd, .events = c->read_eof ? 0 : POLLIN};
+            uint64_t ms = (c->wake_at - now + YARD_NS_PER_MS - 1) / YARD_NS_PER_MS;
+            int r = poll(&pfd, 1, ms > 60000 ? 60000 : (int)ms);
+            if (r <= 0 || c->read_eof)
+                continue; /* timeout, signal, or only the timer to wait for */
+        }
         if (yard_conn_on_readable(c, s) == YARD_IO_DONE)
             break;
+    }
 }
 
 void yard_conn_close(yard_conn_t *c, const char *reason)

@@ -19,7 +19,7 @@ yard_shm_t *yard_shm_create(size_t bytes, char *err, size_t errlen)
     if (bytes < 4096)
         bytes = 4096;
     /* Pages are only touched when used, so a generous size costs nothing. */
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
         snprintf(err, errlen, "mmap shared region of %zu bytes: %s", bytes, strerror(errno));
         return NULL;

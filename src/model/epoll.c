@@ -5,16 +5,21 @@
 static int epoll_serve(yard_server_t *srv)
 {
     yard_loop_t loop;
-    if (yard_loop_init(&loop, srv, srv->listen_fd, srv->sig_fd, true) < 0)
+    yard_pool_t *pool = yard_loop_pool_for(srv);
+    if (yard_loop_init(&loop, srv, srv->listen_fd, srv->sig_fd, true, pool) < 0) {
+        yard_pool_destroy(pool);
         return 1;
+    }
     yard_loop_run(&loop);
     yard_loop_fini(&loop);
+    yard_pool_destroy(pool);
     return 0;
 }
 
 const yard_model_t yard_model_epoll = {
     .name = "epoll",
-    .summary = "one thread, one non-blocking event loop (level-triggered epoll)",
+    .summary = "one thread, one non-blocking event loop (level-triggered epoll); CPU-heavy jobs "
+               "on a small offload pool",
     .traits = {.event_based = true,
                .shared_state = "plain memory, one thread",
                .ipc = "none",

@@ -72,6 +72,7 @@ static inline int test_main(int argc, char **argv, const struct test_case *cases
             continue;
         c->fn();
         printf("ok %s\n", c->name);
+        fflush(stdout); /* nothing buffered may be duplicated by a fork */
         ran++;
     }
     if (!ran) {

@@ -47,6 +47,11 @@ static void usage(FILE *f)
             "                       truncated at start, appended to by every connection\n"
             "  --flush MODE         sink: 'each' writes every chunk as it arrives (default);\n"
             "                       'buffered' collects 64 KiB per connection before writing\n"
+            "  --longpoll-ms N      rest: GET /longPoll answers after N ms (default 5000)\n"
+            "  --bcrypt-cost N      rest: bcrypt cost, log2 of the rounds, 4..31 (default 10)\n"
+            "  --offload-threads N  event-loop models: threads that run CPU-heavy jobs such as\n"
+            "                       bcrypt (default 2); 0 runs them inline, blocking the loop\n"
+            "  --store-entries N    rest: capacity of each shared store (default 65536)\n"
             "  --backlog N          listen(2) backlog (default 4096)\n"
             "  --log-level LEVEL    error | warning | info | debug (default warning)\n"
             "  --list-apps          list the apps and exit (--json for JSON)\n"
@@ -161,7 +166,7 @@ int main(int argc, char **argv)
 {
     enum { OPT_APP = 256, OPT_MODEL, OPT_LISTEN, OPT_WORKERS, OPT_PROCS, OPT_MAX_CONNS,
            OPT_IDLE, OPT_OUT, OPT_FLUSH, OPT_BACKLOG, OPT_LOG, OPT_LIST_APPS, OPT_LIST_MODELS,
-           OPT_JSON, OPT_VERSION };
+           OPT_JSON, OPT_VERSION, OPT_LONGPOLL, OPT_BCRYPT, OPT_OFFLOAD, OPT_STORE };
     static const struct option opts[] = {
         {"app", required_argument, NULL, OPT_APP},
         {"model", required_argument, NULL, OPT_MODEL},
@@ -177,11 +182,21 @@ int main(int argc, char **argv)
         {"list-apps", no_argument, NULL, OPT_LIST_APPS},
         {"list-models", no_argument, NULL, OPT_LIST_MODELS},
         {"json", no_argument, NULL, OPT_JSON},
+        {"longpoll-ms", required_argument, NULL, OPT_LONGPOLL},
+        {"bcrypt-cost", required_argument, NULL, OPT_BCRYPT},
+        {"offload-threads", required_argument, NULL, OPT_OFFLOAD},
+        {"store-entries", required_argument, NULL, OPT_STORE},
         {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    yard_config_t cfg = {.backlog = 4096, .shm_bytes = 16u << 20, .flush = YARD_FLUSH_EACH};
+    yard_config_t cfg = {.backlog = 4096,
+                         .shm_bytes = (size_t)512 << 20, /* reserved, touched on use */
+                         .flush = YARD_FLUSH_EACH,
+                         .longpoll_ns = 5000 * YARD_NS_PER_MS,
+                         .bcrypt_cost = 10,
+                         .offload_threads = 2,
+                         .store_entries = 65536};
     const char *listen_text = "127.0.0.1:7000";
     int log_level = YARD_LOG_WARN, list = 0, json = 0;
     bool flush_given = false;
@@ -214,6 +229,17 @@ int main(int argc, char **argv)
                 usage_error("--flush: expected 'each' or 'buffered', got '%s'", optarg);
             break;
         case OPT_LOG: log_level = parse_log_level(optarg); break;
+        case OPT_LONGPOLL:
+            cfg.longpoll_ns =
+                (uint64_t)parse_count("--longpoll-ms", optarg, 0, 86400000) * YARD_NS_PER_MS;
+            break;
+        case OPT_BCRYPT: cfg.bcrypt_cost = (int)parse_count("--bcrypt-cost", optarg, 4, 31); break;
+        case OPT_OFFLOAD:
+            cfg.offload_threads = (int)parse_count("--offload-threads", optarg, 0, 256);
+            break;
+        case OPT_STORE:
+            cfg.store_entries = (size_t)parse_count("--store-entries", optarg, 16, 1 << 24);
+            break;
         case OPT_LIST_APPS: list = 1; break;
         case OPT_LIST_MODELS: list = 2; break;
         case OPT_JSON: json = 1; break;

@@ -1,0 +1,37 @@
+/* A small pool of threads that runs CPU-heavy jobs (bcrypt) away from the
+ * event loops, and hands each finished job back to the loop that submitted
+ * it through a completion queue whose eventfd the loop polls. */
+#ifndef YARD_OFFLOAD_H
+#define YARD_OFFLOAD_H
+
+#include <pthread.h>
+
+typedef struct yard_completions yard_completions_t;
+
+typedef struct yard_job {
+    void (*fn)(void *arg);
+    void *arg;
+    void *owner;             /* the submitter's context (a connection) */
+    yard_completions_t *done; /* where the finished job goes */
+    struct yard_job *next;
+} yard_job_t;
+
+struct yard_completions {
+    pthread_mutex_t mu;
+    yard_job_t *head, *tail;
+    int efd; /* readable while finished jobs wait */
+};
+
+int yard_completions_init(yard_completions_t *q);
+/* Take every finished job (in completion order); NULL when none. */
+yard_job_t *yard_completions_take(yard_completions_t *q);
+void yard_completions_fini(yard_completions_t *q);
+
+typedef struct yard_pool yard_pool_t;
+
+yard_pool_t *yard_pool_create(int threads);
+void yard_pool_submit(yard_pool_t *pool, yard_job_t *job);
+/* Finish every submitted job, then join the threads. */
+void yard_pool_destroy(yard_pool_t *pool);
+
+#endif
