@@ -45,6 +45,18 @@ void yard_server_release(yard_server_t *srv);
  * it to spin the loop). The new fd is blocking unless nonblock is set. */
 int yard_server_accept(yard_server_t *srv, int listen_fd, bool nonblock, int *reserve_fd);
 int yard_reserve_fd_open(void);
+/* Accept one connection and apply --max-conns: returns an fd the caller now
+ * owns (and must yard_server_release when it ends), or -1 when there is
+ * nothing more to accept now. Refused connections are closed and logged.
+ * peer receives the peer's address as text. */
+int yard_server_accept_admitted(yard_server_t *srv, int listen_fd, bool nonblock, int *reserve_fd,
+                                char *peer, size_t peerlen);
+/* The accept loop of the models whose connections block (fork, thread):
+ * wait on the listener and the signalfd, hand every admitted connection
+ * (a blocking fd) to on_conn, call on_signal for signals other than SIGTERM
+ * and SIGINT, and return when one of those arrives. */
+void yard_server_accept_loop(yard_server_t *srv, void (*on_conn)(int fd, const char *peer, void *arg),
+                             void (*on_signal)(int sig, void *arg), void *arg);
 
 /* Read one signal from sig_fd: returns the signal number, 0 if none is
  * pending, -1 on error. */

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -75,6 +76,61 @@ int yard_server_accept(yard_server_t *srv, int listen_fd, bool nonblock, int *re
             return -1;
         }
     }
+}
+
+int yard_server_accept_admitted(yard_server_t *srv, int listen_fd, bool nonblock, int *reserve_fd,
+                                char *peer, size_t peerlen)
+{
+    for (;;) {
+        int fd = yard_server_accept(srv, listen_fd, nonblock, reserve_fd);
+        if (fd < 0)
+            return -1;
+        yard_addr_t pa;
+        if (yard_peer_name(fd, &pa) == 0)
+            yard_addr_format(&pa, peer, peerlen);
+        else
+            snprintf(peer, peerlen, "(unknown peer)");
+        if (yard_server_admit(srv, peer))
+            return fd;
+        close(fd);
+    }
+}
+
+void yard_server_accept_loop(yard_server_t *srv, void (*on_conn)(int fd, const char *peer, void *arg),
+                             void (*on_signal)(int sig, void *arg), void *arg)
+{
+    int reserve = yard_reserve_fd_open();
+    struct pollfd pfd[2] = {{.fd = srv->listen_fd, .events = POLLIN},
+                            {.fd = srv->sig_fd, .events = POLLIN}};
+    for (;;) {
+        if (poll(pfd, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            yard_log_err("poll: %s", strerror(errno));
+            break;
+        }
+        if (pfd[1].revents) {
+            bool stop = false;
+            int sig;
+            while ((sig = yard_signal_take(srv->sig_fd)) > 0) {
+                if (sig == SIGTERM || sig == SIGINT)
+                    stop = true;
+                else if (on_signal)
+                    on_signal(sig, arg);
+            }
+            if (stop)
+                break;
+        }
+        if (pfd[0].revents) {
+            char peer[YARD_ADDR_STRLEN];
+            int fd;
+            while ((fd = yard_server_accept_admitted(srv, srv->listen_fd, false, &reserve, peer,
+                                                     sizeof peer)) >= 0)
+                on_conn(fd, peer, arg);
+        }
+    }
+    if (reserve >= 0)
+        close(reserve);
 }
 
 int yard_signals_setup(char *err, size_t errlen)

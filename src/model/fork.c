@@ -2,7 +2,6 @@
  * only accepts, supervises and reaps (the OpenBSD privsep shape): it never
  * runs app code, so a child that crashes costs exactly one connection. */
 #include <errno.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,65 +73,43 @@ static void fork_on_child_exit(pid_t pid, int status, void *arg)
                       WEXITSTATUS(status));
 }
 
-static void fork_accept(yard_server_t *srv, yard_children_t *ch, int *reserve, pid_t self)
+struct fork_model {
+    yard_server_t *srv;
+    yard_children_t children;
+    pid_t self;
+};
+
+static void fork_on_conn(int fd, const char *peer, void *arg)
 {
-    for (;;) {
-        int fd = yard_server_accept(srv, srv->listen_fd, false, reserve);
-        if (fd < 0)
-            return;
-        char peer[YARD_ADDR_STRLEN] = "(unknown peer)";
-        yard_addr_t pa;
-        if (yard_peer_name(fd, &pa) == 0)
-            yard_addr_format(&pa, peer, sizeof peer);
-        if (!yard_server_admit(srv, peer)) {
-            close(fd);
-            continue;
-        }
-        pid_t pid = fork();
-        if (pid == 0)
-            fork_child(srv, fd, self);
-        close(fd);
-        if (pid < 0) {
-            yard_log_err("%s: fork: %s: connection closed", peer, strerror(errno));
-            yard_server_release(srv);
-        } else if (yard_children_add(ch, pid) < 0) {
-            yard_log_err("%s: out of memory tracking child %ld", peer, (long)pid);
-            kill(pid, SIGKILL);
-        }
+    struct fork_model *fm = arg;
+    pid_t pid = fork();
+    if (pid == 0)
+        fork_child(fm->srv, fd, fm->self);
+    close(fd);
+    if (pid < 0) {
+        yard_log_err("%s: fork: %s: connection closed", peer, strerror(errno));
+        yard_server_release(fm->srv);
+    } else if (yard_children_add(&fm->children, pid) < 0) {
+        yard_log_err("%s: out of memory tracking child %ld", peer, (long)pid);
+        kill(pid, SIGKILL);
     }
+}
+
+static void fork_on_signal(int sig, void *arg)
+{
+    struct fork_model *fm = arg;
+    if (sig == SIGCHLD)
+        yard_children_reap(&fm->children, fork_on_child_exit, fm->srv);
 }
 
 static int fork_serve(yard_server_t *srv)
 {
-    yard_children_t ch = {0};
-    int reserve = yard_reserve_fd_open();
-    pid_t self = getpid();
-    struct pollfd pfd[2] = {{.fd = srv->listen_fd, .events = POLLIN},
-                            {.fd = srv->sig_fd, .events = POLLIN}};
-    bool stop = false;
-    while (!stop) {
-        if (poll(pfd, 2, -1) < 0) {
-            if (errno == EINTR)
-                continue;
-            yard_log_err("poll: %s", strerror(errno));
-            break;
-        }
-        if (pfd[1].revents) {
-            int sig;
-            while ((sig = yard_signal_take(srv->sig_fd)) > 0)
-                if (sig == SIGTERM || sig == SIGINT)
-                    stop = true;
-            yard_children_reap(&ch, fork_on_child_exit, srv);
-        }
-        if (!stop && pfd[0].revents)
-            fork_accept(srv, &ch, &reserve, self);
-    }
+    struct fork_model fm = {.srv = srv, .self = getpid()};
+    yard_server_accept_loop(srv, fork_on_conn, fork_on_signal, &fm);
     close(srv->listen_fd);
     srv->listen_fd = -1;
-    yard_children_stop(&ch, srv->sig_fd, STOP_GRACE_NS);
-    yard_children_free(&ch);
-    if (reserve >= 0)
-        close(reserve);
+    yard_children_stop(&fm.children, srv->sig_fd, STOP_GRACE_NS);
+    yard_children_free(&fm.children);
     return 0;
 }
 

@@ -233,18 +233,12 @@ static int loop_rearm(yard_loop_t *loop, yard_conn_t *c)
 static void loop_accept(yard_loop_t *loop, uint64_t now)
 {
     yard_server_t *srv = loop->srv;
+    char peer[YARD_ADDR_STRLEN];
     for (int i = 0; i < ACCEPT_BATCH; i++) {
-        int fd = yard_server_accept(srv, loop->listen_fd, true, &loop->reserve_fd);
+        int fd = yard_server_accept_admitted(srv, loop->listen_fd, true, &loop->reserve_fd, peer,
+                                             sizeof peer);
         if (fd < 0)
             return;
-        char peer[YARD_ADDR_STRLEN] = "(unknown peer)";
-        yard_addr_t pa;
-        if (yard_peer_name(fd, &pa) == 0)
-            yard_addr_format(&pa, peer, sizeof peer);
-        if (!yard_server_admit(srv, peer)) {
-            close(fd);
-            continue;
-        }
         yard_conn_t *c = yard_conn_open(srv, fd, false);
         if (!c) {
             yard_log_err("%s: out of memory for a connection", peer);

@@ -2,7 +2,6 @@
  * accepts; each connection thread reads, runs the app and writes until the
  * peer leaves. */
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -28,6 +27,7 @@ struct thread_model {
     yard_conn_t **live; /* so that stop can shutdown() every socket */
     size_t n, cap;
     size_t running;     /* connection threads not yet finished, under mu */
+    pthread_attr_t attr;
     _Atomic int stop;
 };
 
@@ -74,17 +74,10 @@ static void *conn_thread(void *p)
     return NULL;
 }
 
-static void thread_start_conn(struct thread_model *tm, int fd, pthread_attr_t *attr)
+static void thread_on_conn(int fd, const char *peer, void *model)
 {
+    struct thread_model *tm = model;
     yard_server_t *srv = tm->srv;
-    char peer[YARD_ADDR_STRLEN] = "(unknown peer)";
-    yard_addr_t pa;
-    if (yard_peer_name(fd, &pa) == 0)
-        yard_addr_format(&pa, peer, sizeof peer);
-    if (!yard_server_admit(srv, peer)) {
-        close(fd);
-        return;
-    }
     yard_conn_t *c = yard_conn_open(srv, fd, true);
     struct thread_arg *arg = malloc(sizeof *arg);
     pthread_mutex_lock(&tm->mu);
@@ -101,7 +94,7 @@ static void thread_start_conn(struct thread_model *tm, int fd, pthread_attr_t *a
         tm->live[tm->n++] = c;
         *arg = (struct thread_arg){tm, c};
         pthread_t tid;
-        int rc = pthread_create(&tid, attr, conn_thread, arg);
+        int rc = pthread_create(&tid, &tm->attr, conn_thread, arg);
         if (rc == 0) {
             tm->running++;
         } else {
@@ -152,41 +145,14 @@ static int thread_serve(yard_server_t *srv)
 {
     struct thread_model *tm = &thread_model_state;
     tm->srv = srv;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, THREAD_STACK);
-    int reserve = yard_reserve_fd_open();
-    struct pollfd pfd[2] = {{.fd = srv->listen_fd, .events = POLLIN},
-                            {.fd = srv->sig_fd, .events = POLLIN}};
-    bool stop = false;
-    while (!stop) {
-        if (poll(pfd, 2, -1) < 0) {
-            if (errno == EINTR)
-                continue;
-            yard_log_err("poll: %s", strerror(errno));
-            break;
-        }
-        if (pfd[1].revents) {
-            int sig;
-            while ((sig = yard_signal_take(srv->sig_fd)) > 0)
-                if (sig == SIGTERM || sig == SIGINT)
-                    stop = true;
-        }
-        if (stop)
-            break;
-        if (pfd[0].revents) {
-            int fd;
-            while ((fd = yard_server_accept(srv, srv->listen_fd, false, &reserve)) >= 0)
-                thread_start_conn(tm, fd, &attr);
-        }
-    }
+    pthread_attr_init(&tm->attr);
+    pthread_attr_setdetachstate(&tm->attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&tm->attr, THREAD_STACK);
+    yard_server_accept_loop(srv, thread_on_conn, NULL, tm);
     close(srv->listen_fd);
     srv->listen_fd = -1;
     thread_stop_all(tm);
-    pthread_attr_destroy(&attr);
-    if (reserve >= 0)
-        close(reserve);
+    pthread_attr_destroy(&tm->attr);
     pthread_mutex_lock(&tm->mu);
     if (tm->running == 0) {
         free(tm->live);
