@@ -19,7 +19,10 @@ export PATH := $(PATH):/usr/local/go/bin
 # Debian packages the build, the tests and the peers need.
 APT_PACKAGES := build-essential cmake ninja-build pkg-config python3 python3-venv \
 	clang-14 libclang-rt-14-dev libcrypt-dev libjansson-dev libncurses-dev \
-	erlang-nox nodejs npm wrk ii curl procps
+	erlang-nox wrk ii curl procps
+# Node may come from elsewhere (NodeSource bundles npm, and Debian's npm
+# package conflicts with it): install Debian's only when the commands are missing.
+APT_IF_NO_COMMAND := node:nodejs npm:npm
 
 PYTEST := $(VENV)/bin/pytest
 PYTEST_FLAGS ?= -q -p no:cacheprovider
@@ -41,6 +44,9 @@ debug asan tsan: deps
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	for cp in $(APT_IF_NO_COMMAND); do \
+		command -v $${cp%%:*} >/dev/null || missing="$$missing $${cp##*:}"; \
 	done; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ]; then \
@@ -91,7 +97,7 @@ bench: build peers venv
 
 fuzz: deps
 	@cmake --preset fuzz >/dev/null
-	@cmake --build build/fuzz
+	@cmake --build build/fuzz --target fuzzers
 	@for f in build/fuzz/fuzz/fuzz_*; do \
 		t=$${f##*/fuzz_}; mkdir -p build/fuzz/corpus/$$t; \
 		dict=""; [ -f fuzz/$$t.dict ] && dict="-dict=fuzz/$$t.dict"; \
