@@ -1,0 +1,95 @@
+/* Shared between the runtime's files; not a public interface. */
+#ifndef YARD_CORO_INTERNAL_H
+#define YARD_CORO_INTERNAL_H
+
+#include "yard/coro.h"
+
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+/* Coroutine life cycle. A wake that races with a park in progress is
+ * resolved with these states instead of a lock: see coro_ready in sched.c. */
+enum coro_state { CS_RUNNABLE, CS_RUNNING, CS_PARKING, CS_PARKED, CS_DONE };
+
+#define TIMER_NONE SIZE_MAX
+
+struct yard_coro {
+    yard_coro_ctx_t ctx;
+    yard_coro_stack_t stack;
+    void (*fn)(void *);
+    void *arg;
+    atomic_int state;
+    /* Each park is ended by exactly one waker: every potential waker (an fd
+     * event, a timer, a wait-queue wake) first wins this flag with a CAS,
+     * while holding the lock of the structure that references the coroutine.
+     * The coroutine resets it before it registers for its next park. */
+    atomic_int claim;
+    int wake_result; /* written by the winning waker before coro_ready */
+    atomic_int refs;
+    atomic_uint done;
+    yard_coro_waitq_t joinq;
+    yard_coro_t *next; /* global run queue link */
+    yard_coro_t *all_prev, *all_next;
+    unsigned all_stripe;
+    uint64_t deadline; /* timer heap key */
+    size_t heap_idx;
+};
+
+struct yard_coro_waiter {
+    yard_coro_t *c;
+    struct yard_coro_waiter *next, *prev;
+    void *value;
+    int result;
+    bool linked;
+};
+
+/* Parks the current coroutine until coro_ready is called for it (by the
+ * waker that won its claim). The caller reset the claim and registered
+ * itself in some structure beforehand. */
+void yard_coro__park(void);
+bool yard_coro__claim(yard_coro_t *c);
+/* Makes a parked (or parking) coroutine runnable; from any thread. */
+void yard_coro__ready(yard_coro_t *c, int result);
+/* Begins a park: resets the claim. Must precede registration. */
+void yard_coro__prepare_park(yard_coro_t *c);
+/* Timers (in the netpoller's heap); cancel is a no-op once fired. */
+void yard_coro__timer_add(yard_coro_t *c, uint64_t deadline);
+void yard_coro__timer_cancel(yard_coro_t *c);
+
+/* A test-and-test-and-set lock for the runtime's short critical sections;
+ * it yields the CPU when it cannot get the lock quickly, because a holder
+ * may have been preempted on this oversubscribed machine. */
+static inline void yard_coro__spin_lock(atomic_int *l)
+{
+    unsigned spins = 0;
+    for (;;) {
+        if (!atomic_exchange_explicit(l, 1, memory_order_acquire))
+            return;
+        while (atomic_load_explicit(l, memory_order_relaxed)) {
+            if (++spins > 64)
+                sched_yield();
+#if defined(__x86_64__)
+            else
+                __builtin_ia32_pause();
+#endif
+        }
+    }
+}
+
+static inline void yard_coro__spin_unlock(atomic_int *l)
+{
+    atomic_store_explicit(l, 0, memory_order_release);
+}
+
+#endif
+
+/* netpoll.c: epoll, timers, the poller thread and the offload pool. */
+int yard_coro__netpoll_start(unsigned offload_threads);
+void yard_coro__netpoll_stop(void);
+/* Non-blocking poll from a worker: readies what is due; returns how many. */
+int yard_coro__netpoll_poll_now(void);
+/* sched.c: whether the calling thread is a worker of the running scheduler. */
+bool yard_coro__on_worker(void);
+/* Counted in the stats. */
+void yard_coro__count_stack_mapped(void);

@@ -1,0 +1,618 @@
+/* The netpoller, the timers and the offload pool.
+ *
+ * Every fd a coroutine waits on is registered once with epoll, edge-
+ * triggered, for both directions. Its poll descriptor remembers "an edge
+ * arrived that nobody consumed" per direction and the coroutine waiting for
+ * it, if any, under a small lock; a waiter that finds the flag set returns at
+ * once, so an edge that arrives between the failed read and the park is not
+ * lost. Descriptors live in a two-level table indexed by fd, allocated on
+ * demand and never moved, so lookups take no lock.
+ *
+ * A dedicated poller thread blocks in epoll_wait with a timeout equal to the
+ * earliest timer; idle workers also poll without blocking before they go to
+ * sleep, so under load most wake-ups are handled on a worker, where the
+ * woken coroutine goes into that worker's run-next slot. Timers are a binary
+ * min-heap of coroutines (one timer per coroutine: its sleep or its
+ * deadline). An eventfd interrupts the poller when a timer earlier than its
+ * current timeout is added, or when the scheduler stops. */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#define PD_CHUNK 1024
+#define PD_CHUNKS 1024 /* up to 1,048,576 fds */
+
+struct pdesc {
+    atomic_int lock;
+    atomic_bool registered; /* written under lock; read without it on the fast path */
+    bool ready[2]; /* [0] readable edge not consumed, [1] writable */
+    yard_coro_t *waiter[2];
+};
+
+struct offload_job {
+    void *(*fn)(void *);
+    void *arg;
+    void *result;
+    yard_coro_t *c;
+    struct offload_job *next;
+};
+
+struct netpoll {
+    int epfd;    /* the fds coroutines wait on; workers poll it without blocking */
+    int outerfd; /* epfd + evfd: what the poller thread sleeps on */
+    int evfd;
+    pthread_t poller;
+    bool poller_started;
+    atomic_bool stopping;
+    _Atomic(struct pdesc *) dir[PD_CHUNKS];
+
+    pthread_mutex_t timer_lock;
+    yard_coro_t **heap;
+    size_t heap_len, heap_cap;
+    uint64_t poller_wakes_at; /* deadline the poller currently sleeps until */
+    bool poller_asleep;
+
+    pthread_mutex_t off_lock;
+    pthread_cond_t off_cond;
+    struct offload_job *off_head, *off_tail;
+    pthread_t *off_threads;
+    unsigned noff;
+};
+
+static struct netpoll g_np = {.epfd = -1, .outerfd = -1, .evfd = -1};
+
+/* ------------------------------------------------------------------------ */
+/* timers                                                                    */
+
+static void heap_set(size_t i, yard_coro_t *c)
+{
+    g_np.heap[i] = c;
+    c->heap_idx = i;
+}
+
+static void heap_up(size_t i)
+{
+    yard_coro_t *c = g_np.heap[i];
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (g_np.heap[parent]->deadline <= c->deadline)
+            break;
+        heap_set(i, g_np.heap[parent]);
+        i = parent;
+    }
+    heap_set(i, c);
+}
+
+static void heap_down(size_t i)
+{
+    yard_coro_t *c = g_np.heap[i];
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        uint64_t best = c->deadline;
+        if (l < g_np.heap_len && g_np.heap[l]->deadline < best)
+            m = l, best = g_np.heap[l]->deadline;
+        if (l + 1 < g_np.heap_len && g_np.heap[l + 1]->deadline < best)
+            m = l + 1;
+        if (m == i)
+            break;
+        heap_set(i, g_np.heap[m]);
+        i = m;
+    }
+    heap_set(i, c);
+}
+
+static void heap_remove(yard_coro_t *c)
+{
+    size_t i = c->heap_idx;
+    c->heap_idx = TIMER_NONE;
+    yard_coro_t *last = g_np.heap[--g_np.heap_len];
+    if (i == g_np.heap_len)
+        return;
+    g_np.heap[i] = last;
+    last->heap_idx = i;
+    heap_up(i);
+    heap_down(last->heap_idx);
+}
+
+static void poller_interrupt(void)
+{
+    uint64_t one = 1;
+    if (write(g_np.evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+        perror("yard_coro: eventfd write");
+}
+
+void yard_coro__timer_add(yard_coro_t *c, uint64_t deadline)
+{
+    pthread_mutex_lock(&g_np.timer_lock);
+    if (g_np.heap_len == g_np.heap_cap) {
+        size_t cap = g_np.heap_cap ? g_np.heap_cap * 2 : 256;
+        yard_coro_t **h = realloc(g_np.heap, cap * sizeof(*h));
+        if (!h) {
+            fprintf(stderr, "yard_coro: out of memory for timers\n");
+            abort();
+        }
+        g_np.heap = h;
+        g_np.heap_cap = cap;
+    }
+    c->deadline = deadline;
+    g_np.heap[g_np.heap_len] = c;
+    c->heap_idx = g_np.heap_len++;
+    heap_up(c->heap_idx);
+    bool interrupt = g_np.poller_asleep && deadline < g_np.poller_wakes_at;
+    if (interrupt)
+        g_np.poller_wakes_at = deadline;
+    pthread_mutex_unlock(&g_np.timer_lock);
+    if (interrupt)
+        poller_interrupt();
+}
+
+void yard_coro__timer_cancel(yard_coro_t *c)
+{
+    pthread_mutex_lock(&g_np.timer_lock);
+    if (c->heap_idx != TIMER_NONE)
+        heap_remove(c);
+    pthread_mutex_unlock(&g_np.timer_lock);
+}
+
+/* Fires every due timer; returns how many coroutines it woke. The claim is
+ * taken under the timer lock: the coroutine removes itself from the heap
+ * under the same lock before it parks again, so a stale timer can never
+ * wake a later park. */
+static int timers_fire(bool try_only)
+{
+    if (try_only) {
+        if (pthread_mutex_trylock(&g_np.timer_lock) != 0)
+            return 0;
+    } else {
+        pthread_mutex_lock(&g_np.timer_lock);
+    }
+    yard_coro_t *fired = NULL;
+    int n = 0;
+    if (g_np.heap_len) {
+        uint64_t now = yard_coro_now_ns();
+        while (g_np.heap_len && g_np.heap[0]->deadline <= now) {
+            yard_coro_t *c = g_np.heap[0];
+            heap_remove(c);
+            if (yard_coro__claim(c)) {
+                c->next = fired;
+                fired = c;
+            }
+        }
+    }
+    pthread_mutex_unlock(&g_np.timer_lock);
+    while (fired) {
+        yard_coro_t *c = fired;
+        fired = c->next;
+        yard_coro__ready(c, -ETIMEDOUT);
+        n++;
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* poll descriptors                                                          */
+
+static struct pdesc *pd_lookup(int fd, bool create)
+{
+    if (fd < 0 || fd >= PD_CHUNK * PD_CHUNKS)
+        return NULL;
+    _Atomic(struct pdesc *) *slot = &g_np.dir[fd / PD_CHUNK];
+    struct pdesc *chunk = atomic_load_explicit(slot, memory_order_acquire);
+    if (!chunk) {
+        if (!create)
+            return NULL;
+        struct pdesc *fresh = calloc(PD_CHUNK, sizeof(*fresh));
+        if (!fresh)
+            return NULL;
+        struct pdesc *expected = NULL;
+        if (atomic_compare_exchange_strong_explicit(slot, &expected, fresh, memory_order_acq_rel,
+                                                    memory_order_acquire)) {
+            chunk = fresh;
+        } else {
+            free(fresh);
+            chunk = expected;
+        }
+    }
+    return &chunk[fd % PD_CHUNK];
+}
+
+/* Records an edge and wakes the waiter of that direction, if any. */
+static int pd_signal(struct pdesc *pd, int dir)
+{
+    yard_coro__spin_lock(&pd->lock);
+    yard_coro_t *c = pd->waiter[dir];
+    if (c && yard_coro__claim(c)) {
+        pd->waiter[dir] = NULL;
+        pd->ready[dir] = false;
+    } else {
+        pd->ready[dir] = true;
+        c = NULL;
+    }
+    yard_coro__spin_unlock(&pd->lock);
+    if (c)
+        yard_coro__ready(c, 0);
+    return c ? 1 : 0;
+}
+
+static int handle_events(struct epoll_event *ev, int n)
+{
+    int woken = 0;
+    for (int i = 0; i < n; i++) {
+        struct pdesc *pd = ev[i].data.ptr;
+        uint32_t e = ev[i].events;
+        if (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+            woken += pd_signal(pd, 0);
+        if (e & (EPOLLOUT | EPOLLHUP | EPOLLERR))
+            woken += pd_signal(pd, 1);
+    }
+    return woken;
+}
+
+int yard_coro__netpoll_poll_now(void)
+{
+    struct epoll_event ev[64];
+    int woken = timers_fire(true);
+    int n = epoll_wait(g_np.epfd, ev, 64, 0);
+    if (n > 0)
+        woken += handle_events(ev, n);
+    return woken;
+}
+
+/* The poller sleeps on an outer epoll set holding the main one and the
+ * eventfd. It cannot sleep on the main set directly: a worker polling that
+ * set could consume the eventfd's readiness, and a blocked epoll_wait whose
+ * event vanished goes back to sleep, losing the interruption. */
+static void *poller_thread(void *arg)
+{
+    (void)arg;
+    struct epoll_event ev[128];
+    while (!atomic_load_explicit(&g_np.stopping, memory_order_acquire)) {
+        pthread_mutex_lock(&g_np.timer_lock);
+        uint64_t wake_at = g_np.heap_len ? g_np.heap[0]->deadline : UINT64_MAX;
+        g_np.poller_wakes_at = wake_at;
+        g_np.poller_asleep = true;
+        pthread_mutex_unlock(&g_np.timer_lock);
+        int timeout = -1;
+        if (wake_at != UINT64_MAX) {
+            uint64_t now = yard_coro_now_ns();
+            /* Round up: a timer must never fire early. */
+            uint64_t ms = wake_at > now ? (wake_at - now + 999999) / 1000000 : 0;
+            timeout = ms > 60000 ? 60000 : (int)ms;
+        }
+        struct epoll_event outer[2];
+        int n = epoll_wait(g_np.outerfd, outer, 2, timeout);
+        pthread_mutex_lock(&g_np.timer_lock);
+        g_np.poller_asleep = false;
+        pthread_mutex_unlock(&g_np.timer_lock);
+        if (n < 0 && errno != EINTR)
+            perror("yard_coro: epoll_wait");
+        for (int i = 0; i < n; i++) {
+            if (outer[i].data.fd == g_np.evfd) {
+                uint64_t v;
+                if (read(g_np.evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+                    perror("yard_coro: eventfd read");
+            } else {
+                int m = epoll_wait(g_np.epfd, ev, 128, 0);
+                if (m > 0)
+                    handle_events(ev, m);
+            }
+        }
+        timers_fire(false);
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* offload pool                                                              */
+
+static void *offload_thread(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        pthread_mutex_lock(&g_np.off_lock);
+        while (!g_np.off_head && !atomic_load(&g_np.stopping))
+            pthread_cond_wait(&g_np.off_cond, &g_np.off_lock);
+        struct offload_job *j = g_np.off_head;
+        if (!j) {
+            pthread_mutex_unlock(&g_np.off_lock);
+            return NULL;
+        }
+        g_np.off_head = j->next;
+        if (!g_np.off_head)
+            g_np.off_tail = NULL;
+        pthread_mutex_unlock(&g_np.off_lock);
+        j->result = j->fn(j->arg);
+        yard_coro_t *c = j->c; /* j lives on c's stack: do not touch it after ready */
+        if (yard_coro__claim(c))
+            yard_coro__ready(c, 0);
+    }
+}
+
+void *yard_coro_offload(void *(*fn)(void *), void *arg)
+{
+    yard_coro_t *self = yard_coro_self();
+    if (!self || !g_np.noff)
+        return fn(arg);
+    struct offload_job j = {fn, arg, NULL, self, NULL};
+    yard_coro__prepare_park(self);
+    pthread_mutex_lock(&g_np.off_lock);
+    if (g_np.off_tail)
+        g_np.off_tail->next = &j;
+    else
+        g_np.off_head = &j;
+    g_np.off_tail = &j;
+    pthread_cond_signal(&g_np.off_cond);
+    pthread_mutex_unlock(&g_np.off_lock);
+    yard_coro__park();
+    return j.result;
+}
+
+/* ------------------------------------------------------------------------ */
+/* start / stop                                                              */
+
+int yard_coro__netpoll_start(unsigned offload_threads)
+{
+    int err;
+    memset(&g_np, 0, sizeof(g_np));
+    g_np.epfd = g_np.outerfd = g_np.evfd = -1;
+    g_np.epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (g_np.epfd < 0)
+        return -errno;
+    g_np.outerfd = epoll_create1(EPOLL_CLOEXEC);
+    if (g_np.outerfd < 0) {
+        err = -errno;
+        goto err_ep;
+    }
+    g_np.evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (g_np.evfd < 0) {
+        err = -errno;
+        goto err_outer;
+    }
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = g_np.evfd};
+    if (epoll_ctl(g_np.outerfd, EPOLL_CTL_ADD, g_np.evfd, &ev) != 0) {
+        err = -errno;
+        goto err_ev;
+    }
+    ev.data.fd = g_np.epfd;
+    if (epoll_ctl(g_np.outerfd, EPOLL_CTL_ADD, g_np.epfd, &ev) != 0) {
+        err = -errno;
+        goto err_ev;
+    }
+    pthread_mutex_init(&g_np.timer_lock, NULL);
+    pthread_mutex_init(&g_np.off_lock, NULL);
+    pthread_cond_init(&g_np.off_cond, NULL);
+    err = -pthread_create(&g_np.poller, NULL, poller_thread, NULL);
+    if (err)
+        goto err_locks;
+    g_np.poller_started = true;
+    g_np.off_threads = calloc(offload_threads, sizeof(pthread_t));
+    for (unsigned i = 0; g_np.off_threads && i < offload_threads; i++) {
+        if (pthread_create(&g_np.off_threads[i], NULL, offload_thread, NULL) != 0)
+            break;
+        g_np.noff++;
+    }
+    return 0;
+
+err_locks:
+    pthread_mutex_destroy(&g_np.timer_lock);
+    pthread_mutex_destroy(&g_np.off_lock);
+    pthread_cond_destroy(&g_np.off_cond);
+err_ev:
+    close(g_np.evfd);
+err_outer:
+    close(g_np.outerfd);
+err_ep:
+    close(g_np.epfd);
+    g_np.epfd = g_np.outerfd = g_np.evfd = -1;
+    return err;
+}
+
+void yard_coro__netpoll_stop(void)
+{
+    if (g_np.epfd < 0)
+        return;
+    atomic_store(&g_np.stopping, true);
+    pthread_mutex_lock(&g_np.off_lock);
+    pthread_cond_broadcast(&g_np.off_cond);
+    pthread_mutex_unlock(&g_np.off_lock);
+    for (unsigned i = 0; i < g_np.noff; i++)
+        pthread_join(g_np.off_threads[i], NULL);
+    free(g_np.off_threads);
+    if (g_np.poller_started) {
+        poller_interrupt();
+        pthread_join(g_np.poller, NULL);
+    }
+    for (unsigned i = 0; i < PD_CHUNKS; i++)
+        free(atomic_load(&g_np.dir[i]));
+    free(g_np.heap);
+    pthread_mutex_destroy(&g_np.timer_lock);
+    pthread_mutex_destroy(&g_np.off_lock);
+    pthread_cond_destroy(&g_np.off_cond);
+    close(g_np.evfd);
+    close(g_np.outerfd);
+    close(g_np.epfd);
+    memset(&g_np, 0, sizeof(g_np));
+    g_np.epfd = g_np.outerfd = g_np.evfd = -1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* waiting on fds                                                            */
+
+static int pd_register(int fd, struct pdesc *pd)
+{
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0)
+        return -errno;
+    if (!(flags & O_NONBLOCK) && fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0)
+        return -errno;
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.ptr = pd};
+    if (epoll_ctl(g_np.epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        if (errno != EEXIST || epoll_ctl(g_np.epfd, EPOLL_CTL_MOD, fd, &ev) != 0)
+            return -errno;
+    }
+    return 0;
+}
+
+/* Registers fd with epoll (and makes it non-blocking) unless done already:
+ * the I/O helpers call this before their first syscall so that a blocking fd
+ * never blocks a worker. */
+static int ensure_registered(int fd)
+{
+    struct pdesc *pd = pd_lookup(fd, true);
+    if (!pd)
+        return fd < 0 ? -EBADF : -ENOMEM;
+    if (atomic_load_explicit(&pd->registered, memory_order_acquire))
+        return 0;
+    int err = 0;
+    yard_coro__spin_lock(&pd->lock);
+    if (!atomic_load_explicit(&pd->registered, memory_order_relaxed)) {
+        err = pd_register(fd, pd);
+        if (!err) {
+            pd->ready[0] = pd->ready[1] = false;
+            atomic_store_explicit(&pd->registered, true, memory_order_release);
+        }
+    }
+    yard_coro__spin_unlock(&pd->lock);
+    return err;
+}
+
+int yard_coro_wait_fd(int fd, unsigned events, uint64_t deadline_ns)
+{
+    yard_coro_t *self = yard_coro_self();
+    if (!self)
+        return -EPERM;
+    int dir = (events & YARD_CORO_IN) ? 0 : 1;
+    if (!(events & (YARD_CORO_IN | YARD_CORO_OUT)) ||
+        (events & (YARD_CORO_IN | YARD_CORO_OUT)) == (YARD_CORO_IN | YARD_CORO_OUT))
+        return -EINVAL; /* one direction per wait: each has its own waiter slot */
+    struct pdesc *pd = pd_lookup(fd, true);
+    if (!pd)
+        return fd < 0 ? -EBADF : -ENOMEM;
+    if (deadline_ns && yard_coro_now_ns() >= deadline_ns)
+        return -ETIMEDOUT;
+    if (!atomic_load_explicit(&pd->registered, memory_order_acquire)) {
+        /* Freshly registered: readiness is unknown, so let the caller try. */
+        return ensure_registered(fd);
+    }
+    yard_coro__prepare_park(self);
+    yard_coro__spin_lock(&pd->lock);
+    if (pd->ready[dir]) {
+        pd->ready[dir] = false;
+        yard_coro__spin_unlock(&pd->lock);
+        return 0;
+    }
+    if (pd->waiter[dir]) {
+        yard_coro__spin_unlock(&pd->lock);
+        return -EBUSY;
+    }
+    pd->waiter[dir] = self;
+    yard_coro__spin_unlock(&pd->lock);
+    if (deadline_ns)
+        yard_coro__timer_add(self, deadline_ns);
+    yard_coro__park();
+    if (deadline_ns)
+        yard_coro__timer_cancel(self);
+    yard_coro__spin_lock(&pd->lock);
+    if (pd->waiter[dir] == self)
+        pd->waiter[dir] = NULL;
+    yard_coro__spin_unlock(&pd->lock);
+    return self->wake_result;
+}
+
+int yard_coro_forget_fd(int fd)
+{
+    struct pdesc *pd = pd_lookup(fd, false);
+    yard_coro_t *woken[2] = {NULL, NULL};
+    if (!pd)
+        return 0;
+    yard_coro__spin_lock(&pd->lock);
+    if (atomic_load_explicit(&pd->registered, memory_order_relaxed))
+        epoll_ctl(g_np.epfd, EPOLL_CTL_DEL, fd, NULL);
+    atomic_store_explicit(&pd->registered, false, memory_order_release);
+    for (int d = 0; d < 2; d++) {
+        pd->ready[d] = false;
+        if (pd->waiter[d] && yard_coro__claim(pd->waiter[d]))
+            woken[d] = pd->waiter[d];
+        pd->waiter[d] = NULL;
+    }
+    yard_coro__spin_unlock(&pd->lock);
+    for (int d = 0; d < 2; d++)
+        if (woken[d])
+            yard_coro__ready(woken[d], -EBADF);
+    return 0;
+}
+
+int yard_coro_close(int fd)
+{
+    yard_coro_forget_fd(fd);
+    return close(fd) == 0 ? 0 : -errno;
+}
+
+ssize_t yard_coro_read(int fd, void *buf, size_t len, uint64_t deadline_ns)
+{
+    int reg = yard_coro_self() ? ensure_registered(fd) : 0;
+    if (reg && reg != -EPERM) /* EPERM: a regular file, never EAGAIN */
+        return reg;
+    for (;;) {
+        ssize_t n = read(fd, buf, len);
+        if (n >= 0)
+            return n;
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return -errno;
+        int err = yard_coro_wait_fd(fd, YARD_CORO_IN, deadline_ns);
+        if (err)
+            return err;
+    }
+}
+
+ssize_t yard_coro_write(int fd, const void *buf, size_t len, uint64_t deadline_ns)
+{
+    int reg = yard_coro_self() ? ensure_registered(fd) : 0;
+    if (reg && reg != -EPERM) /* EPERM: a regular file, never EAGAIN */
+        return reg;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = write(fd, (const char *)buf + done, len - done);
+        if (n >= 0) {
+            done += (size_t)n;
+            continue;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return -errno;
+        int err = yard_coro_wait_fd(fd, YARD_CORO_OUT, deadline_ns);
+        if (err)
+            return err;
+    }
+    return (ssize_t)done;
+}
+
+int yard_coro_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, uint64_t deadline_ns)
+{
+    int reg = yard_coro_self() ? ensure_registered(fd) : 0;
+    if (reg && reg != -EPERM) /* EPERM: a regular file, never EAGAIN */
+        return reg;
+    for (;;) {
+        int c = accept4(fd, addr, addrlen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (c >= 0)
+            return c;
+        if (errno == EINTR || errno == ECONNABORTED)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return -errno;
+        int err = yard_coro_wait_fd(fd, YARD_CORO_IN, deadline_ns);
+        if (err)
+            return err;
+    }
+}

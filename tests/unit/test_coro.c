@@ -1,0 +1,644 @@
+/* Unit tests of the coroutine runtime: raw context switch, guard page,
+ * deque, scheduler, timers, netpoller, offload, mutex, channel, wait queue. */
+#include "yard/coro.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../src/coro/deque.h"
+#include "test.h"
+
+/* Sanitized builds are several times slower: scale the counts down. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SCALE 10
+#else
+#define SCALE 1
+#endif
+
+static uint64_t now_ns(void)
+{
+    return yard_coro_now_ns();
+}
+
+/* ------------------------------------------------------------------------ */
+/* raw context switch                                                        */
+
+static yard_coro_ctx_t raw_main, raw_a;
+static int raw_log[8];
+static int raw_n;
+
+static void raw_entry(void *arg)
+{
+    int base = *(int *)arg;
+    raw_log[raw_n++] = base + 1;
+    yard_coro_ctx_switch(&raw_a, &raw_main);
+    raw_log[raw_n++] = base + 2;
+    yard_coro_ctx_switch_final(&raw_a, &raw_main);
+}
+
+static void test_ctx_switch(void)
+{
+    yard_coro_stack_t st;
+    ASSERT_EQ(yard_coro_stack_alloc(&st, 0, true), 0);
+    int base = 10;
+    yard_coro_ctx_make(&raw_a, st.lo, st.size, raw_entry, &base);
+    raw_log[raw_n++] = 1;
+    yard_coro_ctx_switch(&raw_main, &raw_a);
+    raw_log[raw_n++] = 2;
+    yard_coro_ctx_switch(&raw_main, &raw_a);
+    raw_log[raw_n++] = 3;
+    ASSERT_EQ(raw_n, 5);
+    int want[] = {1, 11, 2, 12, 3};
+    for (int i = 0; i < 5; i++)
+        ASSERT_EQ(raw_log[i], want[i]);
+    yard_coro_ctx_destroy(&raw_a);
+    yard_coro_stack_free(&st);
+}
+
+/* Callee-saved registers and floating point must survive a switch. */
+static yard_coro_uctx_t u_main, u_a;
+static void uctx_entry(void *arg)
+{
+    double *d = arg;
+    *d *= 2.5;
+    yard_coro_uctx_switch(&u_a, &u_main);
+    *d += 1.0;
+    yard_coro_uctx_switch_final(&u_a, &u_main);
+}
+
+static void test_uctx_switch(void)
+{
+    yard_coro_stack_t st;
+    ASSERT_EQ(yard_coro_stack_alloc(&st, 0, true), 0);
+    double d = 2.0;
+    volatile double keep = 3.25;
+    yard_coro_uctx_make(&u_a, st.lo, st.size, uctx_entry, &d);
+    yard_coro_uctx_switch(&u_main, &u_a);
+    ASSERT(d == 5.0);
+    yard_coro_uctx_switch(&u_main, &u_a);
+    ASSERT(d == 6.0);
+    ASSERT(keep == 3.25);
+    yard_coro_uctx_destroy(&u_a);
+    yard_coro_stack_free(&st);
+}
+
+/* ------------------------------------------------------------------------ */
+/* guard page: a child overflows a coroutine stack and must die of SIGSEGV  */
+
+static yard_coro_ctx_t g_main, g_co;
+
+/* Bounded only by a limit far beyond the stack: 64 KiB of stack holds a few
+ * hundred 256-byte frames, the limit is a million. */
+static volatile int recurse_limit = 1000000;
+
+__attribute__((noinline)) static int recurse(volatile char *prev, int depth)
+{
+    volatile char frame[256];
+    frame[0] = (char)depth;
+    frame[255] = prev ? prev[0] : 0;
+    if (depth >= recurse_limit)
+        return frame[0];
+    return recurse(frame, depth + 1) + frame[255];
+}
+
+static void overflow_entry(void *arg)
+{
+    (void)arg;
+    recurse(NULL, 0);
+    yard_coro_ctx_switch_final(&g_co, &g_main);
+}
+
+static void test_guard_page(void)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        /* The fault happens on the coroutine stack; the handler (ASan's, if
+         * any) needs another stack to run on, which sigaltstack gives. */
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0)
+            dup2(devnull, 2); /* ASan's report of the expected overflow is noise here */
+        /* Let the fault kill the process, even where a sanitizer installed
+         * its own SIGSEGV handler. */
+        signal(SIGSEGV, SIG_DFL);
+        static char alt[1 << 16];
+        stack_t ss = {.ss_sp = alt, .ss_size = sizeof(alt)};
+        sigaltstack(&ss, NULL);
+        yard_coro_stack_t st;
+        if (yard_coro_stack_alloc(&st, 64 * 1024, true) != 0)
+            _exit(3);
+        yard_coro_ctx_make(&g_co, st.lo, st.size, overflow_entry, NULL);
+        yard_coro_ctx_switch(&g_main, &g_co);
+        _exit(4); /* the recursion never ends without a fault */
+    }
+    int status;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    if (!WIFSIGNALED(status))
+        TEST_FAIL("child exited with status %d instead of dying of SIGSEGV", WEXITSTATUS(status));
+    ASSERT_EQ(WTERMSIG(status), SIGSEGV);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Chase-Lev deque: one owner, several thieves, every item taken once        */
+
+#define DQ_ITEMS (200000 / SCALE)
+#define DQ_THIEVES 3
+static struct deque dq;
+static atomic_uchar dq_seen[DQ_ITEMS + 1];
+static atomic_bool dq_done;
+static atomic_long dq_taken;
+
+static void dq_take(void *p)
+{
+    uintptr_t v = (uintptr_t)p;
+    if (v < 1 || v > DQ_ITEMS)
+        TEST_FAIL("deque returned a bad item %lu", (unsigned long)v);
+    if (atomic_fetch_add(&dq_seen[v], 1) != 0)
+        TEST_FAIL("item %lu taken twice", (unsigned long)v);
+    atomic_fetch_add(&dq_taken, 1);
+}
+
+static void *dq_thief(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&dq_done) || deque_size(&dq)) {
+        void *p = deque_steal(&dq);
+        if (p)
+            dq_take(p);
+    }
+    return NULL;
+}
+
+static void test_deque_stress(void)
+{
+    ASSERT_EQ(deque_init(&dq, 4), 0); /* tiny ring: exercise growth */
+    pthread_t th[DQ_THIEVES];
+    for (int i = 0; i < DQ_THIEVES; i++)
+        ASSERT_EQ(pthread_create(&th[i], NULL, dq_thief, NULL), 0);
+    uintptr_t next = 1;
+    unsigned r = 12345;
+    while (next <= DQ_ITEMS) {
+        /* Push a burst, then pop some: owner and thieves race on both ends. */
+        r = r * 1103515245 + 12345;
+        unsigned burst = 1 + (r >> 16) % 64;
+        for (unsigned i = 0; i < burst && next <= DQ_ITEMS; i++)
+            ASSERT_EQ(deque_push(&dq, (void *)next++), 0);
+        unsigned pops = (r >> 8) % 48;
+        for (unsigned i = 0; i < pops; i++) {
+            void *p = deque_pop(&dq);
+            if (!p)
+                break;
+            dq_take(p);
+        }
+    }
+    void *p;
+    while ((p = deque_pop(&dq)))
+        dq_take(p);
+    atomic_store(&dq_done, true);
+    for (int i = 0; i < DQ_THIEVES; i++)
+        pthread_join(th[i], NULL);
+    ASSERT_EQ(atomic_load(&dq_taken), DQ_ITEMS);
+    for (int i = 1; i <= DQ_ITEMS; i++)
+        ASSERT_EQ(atomic_load(&dq_seen[i]), 1);
+    deque_destroy(&dq);
+}
+
+/* ------------------------------------------------------------------------ */
+/* scheduler                                                                 */
+
+#define MANY (100000 / SCALE)
+static atomic_long many_count;
+
+static void many_child(void *arg)
+{
+    atomic_fetch_add((atomic_long *)arg, 1);
+}
+
+static void many_main(void *arg)
+{
+    (void)arg;
+    yard_coro_t **h = malloc(sizeof(*h) * MANY);
+    ASSERT(h);
+    for (int i = 0; i < MANY; i++) {
+        h[i] = yard_coro_spawn(many_child, &many_count);
+        ASSERT(h[i]);
+    }
+    for (int i = 0; i < MANY; i++)
+        yard_coro_join(h[i]);
+    ASSERT_EQ(atomic_load(&many_count), MANY);
+    free(h);
+}
+
+static void test_spawn_join_many(void)
+{
+    yard_coro_opts_t o = {.workers = 2};
+    ASSERT_EQ(yard_coro_run(&o, many_main, NULL), 0);
+    ASSERT_EQ(atomic_load(&many_count), MANY);
+}
+
+/* Yield ping-pong: two coroutines alternate strictly on one worker. */
+static int pp_turn = -1, pp_errors;
+static void pp_child(void *arg)
+{
+    int me = (int)(intptr_t)arg;
+    for (int i = 0; i < 1000; i++) {
+        if (pp_turn == -1)
+            pp_turn = me; /* whichever starts first */
+        if (pp_turn != me)
+            pp_errors++;
+        pp_turn = !me;
+        yard_coro_yield();
+    }
+}
+
+static void pp_main(void *arg)
+{
+    (void)arg;
+    yard_coro_t *a = yard_coro_spawn(pp_child, (void *)0);
+    yard_coro_t *b = yard_coro_spawn(pp_child, (void *)1);
+    yard_coro_join(a);
+    yard_coro_join(b);
+}
+
+static void test_yield_one_worker(void)
+{
+    yard_coro_opts_t o = {.workers = 1};
+    ASSERT_EQ(yard_coro_run(&o, pp_main, NULL), 0);
+    ASSERT_EQ(pp_errors, 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* timers                                                                    */
+
+static atomic_int sleep_ok;
+static void sleeper(void *arg)
+{
+    uint64_t ns = (uint64_t)(uintptr_t)arg;
+    uint64_t t0 = now_ns();
+    yard_coro_sleep_ns(ns);
+    uint64_t t1 = now_ns();
+    if (t1 - t0 < ns)
+        TEST_FAIL("woke %llu ns early", (unsigned long long)(ns - (t1 - t0)));
+    atomic_fetch_add(&sleep_ok, 1);
+}
+
+static void sleep_main(void *arg)
+{
+    (void)arg;
+    yard_coro_t *h[20];
+    for (int i = 0; i < 20; i++)
+        h[i] = yard_coro_spawn(sleeper, (void *)(uintptr_t)((20 - i) * 1000000ull));
+    for (int i = 0; i < 20; i++)
+        yard_coro_join(h[i]);
+    /* A deadline on a wait that never becomes ready. */
+    int sv[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    uint64_t t0 = now_ns();
+    char c;
+    ASSERT_EQ(yard_coro_read(sv[0], &c, 1, t0 + 30000000), -ETIMEDOUT);
+    ASSERT_GE(now_ns(), t0 + 30000000);
+    yard_coro_close(sv[0]);
+    close(sv[1]);
+}
+
+static void test_sleep_and_deadline(void)
+{
+    ASSERT_EQ(yard_coro_run(&(yard_coro_opts_t){.workers = 2}, sleep_main, NULL), 0);
+    ASSERT_EQ(atomic_load(&sleep_ok), 20);
+}
+
+/* ------------------------------------------------------------------------ */
+/* netpoller                                                                 */
+
+static int np_sv[2];
+static atomic_int np_state; /* 1: reader is about to park, 2: got the bytes */
+static char np_buf[16];
+
+static void np_reader(void *arg)
+{
+    (void)arg;
+    atomic_store(&np_state, 1);
+    ssize_t n = yard_coro_read(np_sv[0], np_buf, sizeof(np_buf), 0);
+    ASSERT_EQ(n, 5);
+    atomic_store(&np_state, 2);
+}
+
+static void *np_writer_thread(void *arg)
+{
+    (void)arg;
+    /* Wait until the reader has run (and so parks, nothing being there). */
+    uint64_t t0 = now_ns();
+    while (atomic_load(&np_state) == 0 && now_ns() - t0 < 5000000000ull)
+        usleep(1000);
+    usleep(20000); /* not a correctness wait: gives the reader time to park first */
+    ASSERT_EQ(atomic_load(&np_state), 1);
+    ASSERT_EQ(write(np_sv[1], "hello", 5), 5);
+    return NULL;
+}
+
+static void np_main(void *arg)
+{
+    (void)arg;
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, np_sv), 0);
+    yard_coro_stats_t s0, s1;
+    yard_coro_get_stats(&s0);
+    pthread_t th;
+    ASSERT_EQ(pthread_create(&th, NULL, np_writer_thread, NULL), 0);
+    yard_coro_t *r = yard_coro_spawn(np_reader, NULL);
+    yard_coro_join(r);
+    pthread_join(th, NULL);
+    yard_coro_get_stats(&s1);
+    ASSERT_EQ(atomic_load(&np_state), 2);
+    ASSERT_MEM_EQ(np_buf, "hello", 5);
+    ASSERT_GT(s1.parks, s0.parks); /* the reader did park rather than block */
+    yard_coro_close(np_sv[0]);
+    close(np_sv[1]);
+}
+
+static void test_netpoll_socketpair(void)
+{
+    /* One worker: if the read blocked the thread, nothing else could run,
+     * and the join would never complete. */
+    ASSERT_EQ(yard_coro_run(&(yard_coro_opts_t){.workers = 1}, np_main, NULL), 0);
+}
+
+/* Echo over many socketpairs at once, both ends coroutines. */
+#define ECHO_PAIRS 64
+#define ECHO_ROUNDS (200 / SCALE)
+static void echo_server(void *arg)
+{
+    int fd = (int)(intptr_t)arg;
+    char buf[64];
+    for (;;) {
+        ssize_t n = yard_coro_read(fd, buf, sizeof(buf), 0);
+        if (n <= 0)
+            break;
+        ASSERT_EQ(yard_coro_write(fd, buf, (size_t)n, 0), n);
+    }
+    yard_coro_close(fd);
+}
+
+static atomic_int echo_ok;
+static void echo_client(void *arg)
+{
+    int fd = (int)(intptr_t)arg;
+    for (int i = 0; i < ECHO_ROUNDS; i++) {
+        char msg[16], got[16];
+        int len = snprintf(msg, sizeof(msg), "m%d-%d", fd, i);
+        ASSERT_EQ(yard_coro_write(fd, msg, (size_t)len, 0), len);
+        int have = 0;
+        while (have < len) {
+            ssize_t n = yard_coro_read(fd, got + have, (size_t)(len - have), 0);
+            ASSERT_GT(n, 0);
+            have += (int)n;
+        }
+        ASSERT_MEM_EQ(got, msg, (size_t)len);
+    }
+    yard_coro_close(fd);
+    atomic_fetch_add(&echo_ok, 1);
+}
+
+static void echo_main(void *arg)
+{
+    (void)arg;
+    yard_coro_t *h[ECHO_PAIRS * 2];
+    for (int i = 0; i < ECHO_PAIRS; i++) {
+        int sv[2];
+        ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+        h[2 * i] = yard_coro_spawn(echo_server, (void *)(intptr_t)sv[0]);
+        h[2 * i + 1] = yard_coro_spawn(echo_client, (void *)(intptr_t)sv[1]);
+    }
+    for (int i = 0; i < ECHO_PAIRS * 2; i++)
+        yard_coro_join(h[i]);
+}
+
+static void test_netpoll_echo(void)
+{
+    ASSERT_EQ(yard_coro_run(&(yard_coro_opts_t){.workers = 2}, echo_main, NULL), 0);
+    ASSERT_EQ(atomic_load(&echo_ok), ECHO_PAIRS);
+}
+
+/* ------------------------------------------------------------------------ */
+/* offload                                                                   */
+
+static void *offload_fn(void *arg)
+{
+    usleep(2000); /* a genuinely blocking call */
+    return (void *)((uintptr_t)arg * 2);
+}
+
+static atomic_int offload_ok;
+static void offload_child(void *arg)
+{
+    uintptr_t v = (uintptr_t)arg;
+    ASSERT_EQ((uintptr_t)yard_coro_offload(offload_fn, (void *)v), v * 2);
+    atomic_fetch_add(&offload_ok, 1);
+}
+
+static void offload_main(void *arg)
+{
+    (void)arg;
+    yard_coro_t *h[16];
+    for (int i = 0; i < 16; i++)
+        h[i] = yard_coro_spawn(offload_child, (void *)(uintptr_t)(i + 1));
+    for (int i = 0; i < 16; i++)
+        yard_coro_join(h[i]);
+}
+
+static void test_offload(void)
+{
+    ASSERT_EQ(yard_coro_run(&(yard_coro_opts_t){.workers = 1}, offload_main, NULL), 0);
+    ASSERT_EQ(atomic_load(&offload_ok), 16);
+}
+
+/* ------------------------------------------------------------------------ */
+/* mutex                                                                     */
+
+#define MX_COROS 16
+#define MX_ITERS (5000 / SCALE)
+static yard_coro_mutex_t mx;
+static long mx_counter; /* plain: only the mutex protects it */
+static atomic_int mx_inside;
+
+static void mx_child(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < MX_ITERS; i++) {
+        yard_coro_mutex_lock(&mx);
+        if (atomic_fetch_add(&mx_inside, 1) != 0)
+            TEST_FAIL("two coroutines inside the mutex");
+        long v = mx_counter;
+        if (i % 7 == 0)
+            yard_coro_yield(); /* hold the mutex across a switch */
+        mx_counter = v + 1;
+        atomic_fetch_sub(&mx_inside, 1);
+        yard_coro_mutex_unlock(&mx);
+    }
+}
+
+static void mx_main(void *arg)
+{
+    (void)arg;
+    yard_coro_t *h[MX_COROS];
+    for (int i = 0; i < MX_COROS; i++)
+        h[i] = yard_coro_spawn(mx_child, NULL);
+    for (int i = 0; i < MX_COROS; i++)
+        yard_coro_join(h[i]);
+}
+
+static void test_mutex(void)
+{
+    ASSERT_EQ(yard_coro_run(&(yard_coro_opts_t){.workers = 2}, mx_main, NULL), 0);
+    ASSERT_EQ(mx_counter, (long)MX_COROS * MX_ITERS);
+}
+
+/* ------------------------------------------------------------------------ */
+/* channel: every value sent is received exactly once, in order per sender  */
+
+#define CH_SENDERS 4
+#define CH_PER (5000 / SCALE)
+static atomic_long ch_sum;
+
+struct ch_arg {
+    yard_coro_chan_t *ch;
+    int id;
+};
+
+static void ch_sender(void *arg)
+{
+    struct ch_arg *a = arg;
+    for (int i = 1; i <= CH_PER; i++)
+        ASSERT_EQ(yard_coro_chan_send(a->ch, (void *)(uintptr_t)(a->id * 1000000 + i)), 0);
+}
+
+static void ch_receiver(void *arg)
+{
+    yard_coro_chan_t *ch = arg;
+    int last[CH_SENDERS] = {0};
+    void *v;
+    while (yard_coro_chan_recv(ch, &v) == 0) {
+        uintptr_t x = (uintptr_t)v;
+        int id = (int)(x / 1000000), seq = (int)(x % 1000000);
+        ASSERT(id >= 0 && id < CH_SENDERS);
+        ASSERT_EQ(seq, last[id] + 1); /* FIFO per sender */
+        last[id] = seq;
+        atomic_fetch_add(&ch_sum, 1);
+    }
+    for (int i = 0; i < CH_SENDERS; i++)
+        ASSERT_EQ(last[i], CH_PER);
+}
+
+static void ch_run(size_t cap)
+{
+    yard_coro_chan_t *ch = yard_coro_chan_new(cap);
+    ASSERT(ch);
+    struct ch_arg a[CH_SENDERS];
+    yard_coro_t *s[CH_SENDERS];
+    yard_coro_t *r = yard_coro_spawn(ch_receiver, ch);
+    for (int i = 0; i < CH_SENDERS; i++) {
+        a[i] = (struct ch_arg){ch, i};
+        s[i] = yard_coro_spawn(ch_sender, &a[i]);
+    }
+    for (int i = 0; i < CH_SENDERS; i++)
+        yard_coro_join(s[i]);
+    yard_coro_chan_close(ch);
+    yard_coro_join(r);
+    void *v;
+    ASSERT_EQ(yard_coro_chan_send(ch, NULL), -EPIPE);
+    ASSERT_EQ(yard_coro_chan_recv(ch, &v), -EPIPE);
+    yard_coro_chan_free(ch);
+}
+
+static void ch_main(void *arg)
+{
+    (void)arg;
+    ch_run(0);
+    ch_run(1);
+    ch_run(64);
+}
+
+static void test_channel(void)
+{
+    ASSERT_EQ(yard_coro_run(&(yard_coro_opts_t){.workers = 2}, ch_main, NULL), 0);
+    ASSERT_EQ(atomic_load(&ch_sum), 3L * CH_SENDERS * CH_PER);
+}
+
+/* ------------------------------------------------------------------------ */
+/* wait queue with a deadline                                                */
+
+static yard_coro_waitq_t wq;
+static atomic_uint wq_word;
+
+static void wq_waker(void *arg)
+{
+    (void)arg;
+    yard_coro_sleep_ns(5000000);
+    atomic_store(&wq_word, 1);
+    yard_coro_waitq_wake(&wq, 1);
+}
+
+static void wq_main(void *arg)
+{
+    (void)arg;
+    uint64_t t0 = now_ns();
+    ASSERT_EQ(yard_coro_waitq_wait(&wq, &wq_word, 0, t0 + 10000000), -ETIMEDOUT);
+    ASSERT_GE(now_ns(), t0 + 10000000);
+    ASSERT_EQ(yard_coro_waitq_wait(&wq, &wq_word, 7, 0), -EAGAIN);
+    yard_coro_t *w = yard_coro_spawn(wq_waker, NULL);
+    while (atomic_load(&wq_word) == 0)
+        yard_coro_waitq_wait(&wq, &wq_word, 0, 0);
+    yard_coro_join(w);
+}
+
+static void test_waitq(void)
+{
+    ASSERT_EQ(yard_coro_run(&(yard_coro_opts_t){.workers = 2}, wq_main, NULL), 0);
+    ASSERT_EQ(atomic_load(&wq_word), 1);
+}
+
+static void busy_main(void *arg)
+{
+    (void)arg;
+    int *flag = arg;
+    *flag = 1;
+}
+
+static void test_run_twice(void)
+{
+    int flag = 0;
+    ASSERT_EQ(yard_coro_run(NULL, busy_main, &flag), 0);
+    ASSERT_EQ(flag, 1);
+    flag = 0;
+    ASSERT_EQ(yard_coro_run(NULL, busy_main, &flag), 0);
+    ASSERT_EQ(flag, 1);
+    ASSERT(yard_coro_self() == NULL);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct test_case cases[] = {
+        {"ctx_switch", test_ctx_switch},
+        {"uctx_switch", test_uctx_switch},
+        {"guard_page", test_guard_page},
+        {"deque_stress", test_deque_stress},
+        {"spawn_join_many", test_spawn_join_many},
+        {"yield_one_worker", test_yield_one_worker},
+        {"sleep_and_deadline", test_sleep_and_deadline},
+        {"netpoll_socketpair", test_netpoll_socketpair},
+        {"netpoll_echo", test_netpoll_echo},
+        {"offload", test_offload},
+        {"mutex", test_mutex},
+        {"channel", test_channel},
+        {"waitq", test_waitq},
+        {"run_twice", test_run_twice},
+        {NULL, NULL},
+    };
+    return test_main(argc, argv, cases);
+}
