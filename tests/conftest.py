@@ -22,7 +22,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(os.environ.get("YARD_BIN", ROOT / "build" / "bin"))
-ALL_MODELS = ["fork", "thread", "epoll", "reactors", "reactors-procs"]
+ALL_MODELS = ["fork", "thread", "epoll", "reactors", "reactors-procs", "coro"]
 MODELS = [m for m in os.environ.get("YARD_MODELS", ",".join(ALL_MODELS)).split(",") if m]
 
 # Any of these on a server's stderr fails the test that ran it.
@@ -36,8 +36,8 @@ def model_args(model: str) -> list[str]:
     """The yard-serve flags for a model name used in test ids."""
     if model == "reactors-procs":
         return ["--model", "reactors", "--procs", "--workers", "2"]
-    if model == "reactors":
-        return ["--model", "reactors", "--workers", "2"]
+    if model in ("reactors", "coro"):
+        return ["--model", model, "--workers", "2"]
     return ["--model", model]
 
 

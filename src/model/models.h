@@ -12,6 +12,7 @@ extern const yard_model_t yard_model_fork;
 extern const yard_model_t yard_model_thread;
 extern const yard_model_t yard_model_epoll;
 extern const yard_model_t yard_model_reactors;
+extern const yard_model_t yard_model_coro;
 
 /* Shared by the process-based models: the parent only supervises. Sends
  * SIGTERM to every child, waits up to grace_ns, then SIGKILLs and reaps

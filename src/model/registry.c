@@ -2,8 +2,9 @@
 
 #include "models.h"
 
-const yard_model_t *const yard_models[] = {&yard_model_fork, &yard_model_thread, &yard_model_epoll,
-                                           &yard_model_reactors, NULL};
+const yard_model_t *const yard_models[] = {&yard_model_fork,     &yard_model_thread,
+                                           &yard_model_epoll,    &yard_model_reactors,
+                                           &yard_model_coro,     NULL};
 
 const yard_model_t *yard_model_find(const char *name)
 {

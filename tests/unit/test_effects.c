@@ -114,7 +114,7 @@ static struct child serve_in_child(const char *model_name, bool procs, int offlo
         cfg.model = model_name;
         cfg.backlog = 128;
         cfg.procs = procs;
-        cfg.workers = strcmp(model_name, "reactors") == 0 ? 2 : 0;
+        cfg.workers = strcmp(model_name, "reactors") == 0 || strcmp(model_name, "coro") == 0 ? 2 : 0;
         cfg.offload_threads = offload_threads;
         yard_addr_parse("127.0.0.1:0", &cfg.listen, err, sizeof err);
         yard_server_t srv = {.cfg = &cfg, .app = &effects_app, .out_fd = -1};
@@ -248,6 +248,11 @@ static void test_event_loops_with_pool(void)
     check_model("reactors", true, 2);
 }
 
+static void test_coroutines(void)
+{
+    check_model("coro", false, 2);
+}
+
 static void test_event_loops_inline_jobs(void)
 {
     check_model("epoll", false, 0);
@@ -261,6 +266,7 @@ int main(int argc, char **argv)
         {"thread_and_fork", test_thread_and_fork},
         {"event_loops_with_pool", test_event_loops_with_pool},
         {"event_loops_inline_jobs", test_event_loops_inline_jobs},
+        {"coroutines", test_coroutines},
         {NULL, NULL},
     };
     return test_main(argc, argv, cases);

@@ -1,0 +1,290 @@
+/* coro: a coroutine per connection on the yard_coro M:N runtime.
+ *
+ * The connection code is written like the thread model's (read, run the app,
+ * write, repeat), but every call that would block parks the coroutine on the
+ * netpoller instead, so --workers threads serve any number of connections.
+ * It drives the same connection layer (conn.c) as every other model: the
+ * socket is non-blocking, yard_conn_on_readable / on_writable return
+ * YARD_IO_AGAIN where a blocking model would have slept, and this is where
+ * the coroutine parks until the fd is ready, the app's timer is due or the
+ * idle timeout expires. Jobs (bcrypt) run on the runtime's offload pool while
+ * the coroutine is parked.
+ *
+ * The conn functions never park, so the per-thread scratch buffers they use
+ * are indexed by the worker the coroutine is running on during the call. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "models.h"
+#include "yard/clock.h"
+#include "yard/conn.h"
+#include "yard/coro.h"
+#include "yard/log.h"
+
+#define STOP_GRACE_NS (1500 * YARD_NS_PER_MS)
+/* A failed accept other than EAGAIN (descriptors exhausted) may leave
+ * connections pending without a new edge: retry after this long. */
+#define ACCEPT_RETRY_NS (100 * YARD_NS_PER_MS)
+
+struct coro_model {
+    yard_server_t *srv;
+    yard_scratch_t *scratch; /* one per worker */
+    unsigned nscratch;
+    _Atomic int stop;
+    pthread_mutex_t mu; /* live set; never held across a park */
+    yard_conn_t **live;
+    size_t n, cap;
+    atomic_uint nlive;       /* connection coroutines not yet finished */
+    yard_coro_waitq_t drained; /* woken when nlive drops */
+    int reserve_fd;
+};
+
+static yard_scratch_t *scratch_here(struct coro_model *cm)
+{
+    int w = yard_coro_worker_id();
+    return &cm->scratch[w >= 0 && (unsigned)w < cm->nscratch ? (unsigned)w : 0];
+}
+
+static bool live_add(struct coro_model *cm, yard_conn_t *c)
+{
+    bool ok = true;
+    pthread_mutex_lock(&cm->mu);
+    if (cm->n == cm->cap) {
+        size_t cap = cm->cap ? cm->cap * 2 : 64;
+        yard_conn_t **live = realloc(cm->live, cap * sizeof *live);
+        if (live) {
+            cm->live = live;
+            cm->cap = cap;
+        } else {
+            ok = false;
+        }
+    }
+    if (ok)
+        cm->live[cm->n++] = c;
+    pthread_mutex_unlock(&cm->mu);
+    return ok;
+}
+
+static void live_remove(struct coro_model *cm, yard_conn_t *c)
+{
+    pthread_mutex_lock(&cm->mu);
+    for (size_t i = 0; i < cm->n; i++)
+        if (cm->live[i] == c) {
+            cm->live[i] = cm->live[--cm->n];
+            break;
+        }
+    pthread_mutex_unlock(&cm->mu);
+}
+
+struct conn_arg {
+    struct coro_model *cm;
+    yard_conn_t *c;
+};
+
+static void *run_job(void *arg)
+{
+    yard_job_t *job = arg;
+    job->fn(job->arg);
+    return NULL;
+}
+
+/* The earliest time the coroutine must wake up by itself: the app's timer
+ * or the idle timeout. 0: none. */
+static uint64_t conn_deadline(const yard_conn_t *c, uint64_t last_active, uint64_t idle_ns)
+{
+    uint64_t d = c->wake_at;
+    if (idle_ns && (!d || last_active + idle_ns < d))
+        d = last_active + idle_ns;
+    return d;
+}
+
+static void conn_coro(void *p)
+{
+    struct conn_arg arg = *(struct conn_arg *)p;
+    free(p);
+    struct coro_model *cm = arg.cm;
+    yard_conn_t *c = arg.c;
+    uint64_t idle_ns = cm->srv->cfg->idle_timeout_ns;
+    uint64_t last_active = yard_now_ns();
+    const char *reason = NULL;
+    while (!atomic_load_explicit(&cm->stop, memory_order_relaxed) && !yard_conn_finished(c)) {
+        if (c->job_pending && !c->jobs_inline) {
+            yard_coro_offload(run_job, &c->job); /* parks until a pool thread ran it */
+            yard_conn_on_job_done(c, scratch_here(cm));
+            continue;
+        }
+        if (c->wake_at && yard_now_ns() >= c->wake_at) {
+            yard_conn_on_timer(c, scratch_here(cm));
+            continue;
+        }
+        int rc;
+        unsigned dir;
+        if (c->out.len) {
+            /* Output leaves before the next read, as in the blocking models:
+             * a peer that does not read stops only its own coroutine. */
+            rc = yard_conn_on_writable(c);
+            dir = YARD_CORO_OUT;
+        } else if (yard_conn_wants_read(c)) {
+            rc = yard_conn_on_readable(c, scratch_here(cm));
+            dir = YARD_CORO_IN;
+        } else {
+            /* Only the app's timer is left to wait for (a long poll whose
+             * peer half-closed). */
+            yard_coro_sleep_until(c->wake_at);
+            continue;
+        }
+        if (rc == YARD_IO_DONE)
+            break;
+        uint64_t now = yard_now_ns();
+        if (rc == YARD_IO_OK) {
+            last_active = now;
+            continue;
+        }
+        int w = yard_coro_wait_fd(c->fd, dir, conn_deadline(c, last_active, idle_ns));
+        if (w == -ETIMEDOUT && idle_ns && yard_now_ns() >= last_active + idle_ns &&
+            !(c->wake_at && yard_now_ns() >= c->wake_at)) {
+            reason = "idle timeout";
+            break;
+        }
+        if (w && w != -ETIMEDOUT) {
+            reason = strerror(-w);
+            break;
+        }
+    }
+    live_remove(cm, c);
+    yard_coro_forget_fd(c->fd); /* yard_conn_close closes it */
+    yard_conn_close(c, reason);
+    yard_server_release(cm->srv);
+    if (atomic_fetch_sub(&cm->nlive, 1) == 1)
+        yard_coro_waitq_wake(&cm->drained, 1);
+}
+
+static void coro_start_conn(struct coro_model *cm, int fd, const char *peer)
+{
+    yard_server_t *srv = cm->srv;
+    yard_conn_t *c = yard_conn_open(srv, fd, false);
+    struct conn_arg *arg = malloc(sizeof *arg);
+    if (c && arg && live_add(cm, c)) {
+        *arg = (struct conn_arg){cm, c};
+        atomic_fetch_add(&cm->nlive, 1);
+        if (yard_coro_go(conn_coro, arg) == 0)
+            return;
+        atomic_fetch_sub(&cm->nlive, 1);
+        live_remove(cm, c);
+    }
+    yard_log_err("%s: out of memory for a connection", peer);
+    free(arg);
+    if (c)
+        yard_conn_close(c, NULL);
+    else
+        close(fd);
+    yard_server_release(srv);
+}
+
+static void acceptor(void *p)
+{
+    struct coro_model *cm = p;
+    yard_server_t *srv = cm->srv;
+    int listen_fd = srv->listen_fd;
+    char peer[YARD_ADDR_STRLEN];
+    while (!atomic_load(&cm->stop)) {
+        int fd = yard_server_accept_admitted(srv, listen_fd, true, &cm->reserve_fd, peer,
+                                             sizeof peer);
+        if (fd >= 0) {
+            coro_start_conn(cm, fd, peer);
+            continue;
+        }
+        int w = yard_coro_wait_fd(listen_fd, YARD_CORO_IN, yard_now_ns() + ACCEPT_RETRY_NS);
+        if (w == -EBADF)
+            break; /* the listener was closed: we are stopping */
+    }
+}
+
+static void coro_main(void *p)
+{
+    struct coro_model *cm = p;
+    yard_server_t *srv = cm->srv;
+    yard_coro_t *acc = yard_coro_spawn(acceptor, cm);
+    if (!acc) {
+        yard_log_err("coro: cannot start the acceptor");
+        return;
+    }
+    for (;;) {
+        int sig = yard_signal_take(srv->sig_fd);
+        if (sig == SIGTERM || sig == SIGINT || sig < 0)
+            break;
+        if (sig == 0 && yard_coro_wait_fd(srv->sig_fd, YARD_CORO_IN, 0) == -EBADF)
+            break;
+    }
+    atomic_store(&cm->stop, 1);
+    yard_coro_forget_fd(srv->listen_fd); /* wakes the acceptor with -EBADF */
+    yard_coro_join(acc);
+    close(srv->listen_fd);
+    srv->listen_fd = -1;
+    /* Wake every connection parked on its socket; each sees the stop flag. */
+    pthread_mutex_lock(&cm->mu);
+    for (size_t i = 0; i < cm->n; i++)
+        shutdown(cm->live[i]->fd, SHUT_RDWR);
+    pthread_mutex_unlock(&cm->mu);
+    uint64_t deadline = yard_now_ns() + STOP_GRACE_NS;
+    unsigned left;
+    while ((left = atomic_load(&cm->nlive)) && yard_now_ns() < deadline)
+        yard_coro_waitq_wait(&cm->drained, &cm->nlive, left, deadline);
+    if (left)
+        yard_log_warn("%u connection coroutines still running at exit", left);
+    /* Returning stops the runtime; coroutines still parked are abandoned. */
+}
+
+static int coro_serve(yard_server_t *srv)
+{
+    static struct coro_model cm; /* abandoned coroutines may point at it */
+    memset(&cm, 0, sizeof cm);
+    pthread_mutex_init(&cm.mu, NULL);
+    cm.srv = srv;
+    int workers = srv->cfg->workers > 0 ? srv->cfg->workers : yard_cpus_available();
+    cm.nscratch = (unsigned)(workers > 0 ? workers : 1);
+    cm.scratch = calloc(cm.nscratch, sizeof *cm.scratch);
+    if (!cm.scratch) {
+        yard_log_err("coro: out of memory");
+        return 1;
+    }
+    cm.reserve_fd = yard_reserve_fd_open();
+    yard_coro_opts_t opts = {
+        .workers = cm.nscratch,
+        .offload_threads = srv->cfg->offload_threads > 0 ? (unsigned)srv->cfg->offload_threads : 1,
+    };
+    int rc = yard_coro_run(&opts, coro_main, &cm);
+    if (rc < 0)
+        yard_log_err("coro: cannot start the runtime: %s", strerror(-rc));
+    for (unsigned i = 0; i < cm.nscratch; i++)
+        yard_scratch_free(&cm.scratch[i]);
+    free(cm.scratch);
+    free(cm.live);
+    cm.live = NULL;
+    cm.n = cm.cap = 0;
+    if (cm.reserve_fd >= 0)
+        close(cm.reserve_fd);
+    if (srv->listen_fd >= 0) {
+        close(srv->listen_fd);
+        srv->listen_fd = -1;
+    }
+    return rc < 0 ? 1 : 0;
+}
+
+const yard_model_t yard_model_coro = {
+    .name = "coro",
+    .summary = "a coroutine per connection on the yard_coro M:N work-stealing runtime "
+               "(--workers threads, epoll netpoller)",
+    .traits = {.multi_threaded = true,
+               .lightweight_threads = true,
+               .shared_state = "process memory with atomics",
+               .ipc = "shared memory",
+               .error_isolation = "none: a crash ends every connection"},
+    .uses_workers = true,
+    .serve = coro_serve,
+};
