@@ -1,5 +1,7 @@
 /* The effects an app records; the connection driver (src/core/conn.c)
  * carries them out. */
+#include <string.h>
+
 #include "yard/app.h"
 
 int yard_fx_send(yard_fx_t *fx, const void *p, size_t n)
@@ -46,4 +48,25 @@ void yard_fx_offload(yard_fx_t *fx, void (*job)(void *arg), void *arg)
 {
     fx->job = job;
     fx->job_arg = arg;
+}
+
+void yard_fx_access(yard_fx_t *fx, yard_access_obj_t *obj, int mode, void (*fn)(void *arg),
+                    void *arg)
+{
+    yard_fx_offload(fx, fn, arg);
+    fx->access_obj = obj;
+    fx->access_mode = mode;
+}
+
+int yard_access_obj_init(yard_access_obj_t *obj)
+{
+    pthread_rwlockattr_t attr;
+    if (pthread_rwlockattr_init(&attr) != 0)
+        return -1;
+    /* Shared with forked processes (fork, reactors --procs). */
+    pthread_rwlockattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+    int rc = pthread_rwlock_init(&obj->lock, &attr);
+    pthread_rwlockattr_destroy(&attr);
+    memset(&obj->perm, 0, sizeof obj->perm);
+    return rc == 0 ? 0 : -1;
 }

@@ -15,17 +15,34 @@
  *   yard_fx_offload  run a CPU-heavy job away from the connection's event
  *                    loop (a pool thread, or inline with --offload-threads 0
  *                    and in the blocking models), then call app->job_done
+ *   yard_fx_access   run a function holding a read or full permission on a
+ *                    shared object (Eve's [x] and [+x]), then call
+ *                    app->job_done: an Eve-style permission task under the
+ *                    coro model, a process-shared rwlock under the others
  * See docs/architecture.md for how each model carries them out. */
 #ifndef YARD_APP_H
 #define YARD_APP_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "yard/buf.h"
+#include "yard/coro.h"
 #include "yard/config.h"
 #include "yard/shm.h"
+
+/* A shared object that tasks take read or full permissions on. Lives in the
+ * shared region; initialise it with yard_access_obj_init in app->init. */
+typedef struct yard_access_obj {
+    pthread_rwlock_t lock; /* process-shared: the blocking and event-loop models */
+    yard_coro_obj_t perm;  /* the coro model's permission scheduler */
+} yard_access_obj_t;
+
+enum yard_access_mode { YARD_ACCESS_READ = 1, YARD_ACCESS_FULL = 2 };
+
+int yard_access_obj_init(yard_access_obj_t *obj);
 
 typedef struct yard_fx {
     yard_buf_t *out;          /* bytes queued for the peer */
@@ -39,6 +56,8 @@ typedef struct yard_fx {
     uint64_t wake_at;  /* 0: no timer; UINT64_MAX: cancel the armed one */
     void (*job)(void *arg);
     void *job_arg;
+    yard_access_obj_t *access_obj; /* with job: run it holding access_mode on it */
+    int access_mode;
 } yard_fx_t;
 
 int yard_fx_send(yard_fx_t *fx, const void *p, size_t n);
@@ -57,6 +76,12 @@ void yard_fx_wake_at(yard_fx_t *fx, uint64_t deadline_ns);
  * the engine does not call app->data (input waits in the buffer). The job
  * must only touch arg: it may run on another thread. */
 void yard_fx_offload(yard_fx_t *fx, void (*job)(void *arg), void *arg);
+/* Run fn(arg) holding a permission (YARD_ACCESS_READ or _FULL) on obj:
+ * holders of a read permission may run together, a full permission runs
+ * alone. Then app->job_done(..., arg, fx) runs, as for an offloaded job;
+ * meanwhile app->data is not called. fn must only touch arg and obj's data. */
+void yard_fx_access(yard_fx_t *fx, yard_access_obj_t *obj, int mode, void (*fn)(void *arg),
+                    void *arg);
 
 typedef struct yard_app {
     const char *name;

@@ -22,6 +22,8 @@ typedef struct yard_config {
     bool procs;         /* reactors: processes instead of threads */
     int backlog;
     size_t shm_bytes;   /* size of the shared region mapped before any fork */
+    /* App settings (counter). */
+    bool counter_perms;     /* read/full permissions instead of an atomic */
     /* App settings (rest). */
     uint64_t longpoll_ns;   /* GET /longPoll answers after this long */
     int bcrypt_cost;        /* bcrypt cost (log2 rounds) */

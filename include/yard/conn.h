@@ -58,6 +58,9 @@ typedef struct yard_conn {
     bool jobs_inline;  /* run offloaded jobs on the connection's own thread */
     bool job_pending;  /* a job was requested and job_done has not run yet */
     yard_job_t job;    /* job.done is set while a pool thread has it */
+    yard_access_obj_t *job_access; /* the job needs a permission on this object */
+    int job_access_mode;
+    bool access_by_model; /* the model runs permission jobs (coro); else a rwlock here */
     /* Event-loop bookkeeping: idle-timeout list, timer heap, registered events. */
     struct yard_conn *lru_prev, *lru_next;
     uint64_t last_active;

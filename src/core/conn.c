@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -24,9 +25,10 @@ struct conn_alloc {
 static void conn_fail(yard_conn_t *c, const char *reason, int level);
 static int conn_send(yard_conn_t *c, const uint8_t *p, size_t n, size_t *sent);
 static void conn_store(yard_conn_t *c);
-static void conn_apply(yard_conn_t *c, yard_fx_t *fx, yard_scratch_t *s);
+static void conn_apply(yard_conn_t *c, yard_fx_t *fx);
 static void conn_feed(yard_conn_t *c, yard_buf_t *ib, yard_scratch_t *s, bool eof);
 static void conn_settle(yard_conn_t *c, yard_scratch_t *s);
+static void conn_flush(yard_conn_t *c, yard_scratch_t *s);
 
 /* A fresh effect record. Output goes through the scratch buffer (and from
  * there straight to the socket) unless older output is still queued, which
@@ -67,8 +69,9 @@ yard_conn_t *yard_conn_open(yard_server_t *srv, int fd, bool blocking)
     if (srv->app->open) {
         yard_fx_t fx = conn_fx(c, NULL);
         srv->app->open(srv->app_state, c->session, &fx);
-        conn_apply(c, &fx, NULL);
+        conn_apply(c, &fx);
         conn_settle(c, NULL);
+        conn_flush(c, NULL);
     }
     return c;
 }
@@ -141,8 +144,33 @@ static void conn_store(yard_conn_t *c)
     yard_buf_clear(&c->store);
 }
 
-/* Carry out the effects an app callback recorded. */
-static void conn_apply(yard_conn_t *c, yard_fx_t *fx, yard_scratch_t *s)
+/* Send the output the callbacks of one engine entry point produced, in one
+ * go: several pipelined requests answered in a chain of callbacks leave in
+ * one send(). It goes from the scratch buffer straight to the socket; what
+ * the socket does not take is kept on the connection. While a permission
+ * task is next in line (short by design), the output waits on the
+ * connection so that its reply leaves together with this one. */
+static void conn_flush(yard_conn_t *c, yard_scratch_t *s)
+{
+    bool defer = c->job_pending && c->job_access;
+    if (s && s->out.len) {
+        size_t sent = 0;
+        if (!c->failed && !defer)
+            conn_send(c, yard_buf_head(&s->out), s->out.len, &sent);
+        if (!c->failed && sent < s->out.len &&
+            yard_buf_append(&c->out, yard_buf_head(&s->out) + sent, s->out.len - sent) < 0)
+            conn_fail(c, "out of memory", CLOSE_WARN);
+        yard_buf_clear(&s->out); /* never left for the next connection */
+    } else if (!c->failed && !defer && c->out.len) {
+        yard_conn_on_writable(c);
+    }
+    if (c->out.len > YARD_OUT_LIMIT)
+        conn_fail(c, "send queue exceeded", CLOSE_WARN);
+}
+
+/* Carry out the effects an app callback recorded; output is left for
+ * conn_flush. */
+static void conn_apply(yard_conn_t *c, yard_fx_t *fx)
 {
     if (fx->nomem)
         conn_fail(c, "out of memory", CLOSE_WARN);
@@ -152,19 +180,6 @@ static void conn_apply(yard_conn_t *c, yard_fx_t *fx, yard_scratch_t *s)
     }
     if (c->store.len)
         conn_store(c);
-    if (s && fx->out == &s->out) {
-        size_t sent = 0;
-        if (!c->failed && s->out.len)
-            conn_send(c, yard_buf_head(&s->out), s->out.len, &sent);
-        if (!c->failed && sent < s->out.len &&
-            yard_buf_append(&c->out, yard_buf_head(&s->out) + sent, s->out.len - sent) < 0)
-            conn_fail(c, "out of memory", CLOSE_WARN);
-        yard_buf_clear(&s->out);
-    } else if (!c->failed && c->out.len) {
-        yard_conn_on_writable(c);
-    }
-    if (c->out.len > YARD_OUT_LIMIT)
-        conn_fail(c, "send queue exceeded", CLOSE_WARN);
     if (fx->wake_at)
         c->wake_at = fx->wake_at == UINT64_MAX ? 0 : fx->wake_at;
     if (c->closing)
@@ -175,6 +190,8 @@ static void conn_apply(yard_conn_t *c, yard_fx_t *fx, yard_scratch_t *s)
                        c->srv->app->name);
         c->job_pending = true;
         c->job = (yard_job_t){.fn = fx->job, .arg = fx->job_arg, .owner = c};
+        c->job_access = fx->access_obj;
+        c->job_access_mode = fx->access_mode;
     }
 }
 
@@ -196,7 +213,7 @@ static void conn_feed(yard_conn_t *c, yard_buf_t *ib, yard_scratch_t *s, bool eo
     }
     if (c->in.len > YARD_IN_LIMIT)
         conn_fail(c, "request larger than the 1 MiB limit", CLOSE_WARN);
-    conn_apply(c, &fx, s);
+    conn_apply(c, &fx);
 }
 
 /* Input that waited while a job ran or a timer was armed is offered to the
@@ -211,17 +228,31 @@ static void conn_job_done(yard_conn_t *c, yard_scratch_t *s)
 {
     c->job_pending = false;
     c->job.done = NULL;
+    c->job_access = NULL;
     yard_fx_t fx = conn_fx(c, s);
     c->srv->app->job_done(c->srv->app_state, c->session, c->job.arg, &fx);
-    conn_apply(c, &fx, s);
+    conn_apply(c, &fx);
     conn_reoffer(c, s);
 }
 
-/* Run jobs that belong on this thread (blocking models, or no pool). */
+/* Run the jobs that belong on this thread: offloaded jobs in the blocking
+ * models (or without a pool), and permission jobs under a process-shared
+ * rwlock unless the model schedules them itself (coro). */
 static void conn_settle(yard_conn_t *c, yard_scratch_t *s)
 {
-    while (c->job_pending && c->jobs_inline && !c->failed) {
-        c->job.fn(c->job.arg);
+    while (c->job_pending && !c->failed &&
+           (c->job_access ? !c->access_by_model : c->jobs_inline)) {
+        if (c->job_access) {
+            pthread_rwlock_t *lock = &c->job_access->lock;
+            if (c->job_access_mode == YARD_ACCESS_FULL)
+                pthread_rwlock_wrlock(lock);
+            else
+                pthread_rwlock_rdlock(lock);
+            c->job.fn(c->job.arg);
+            pthread_rwlock_unlock(lock);
+        } else {
+            c->job.fn(c->job.arg);
+        }
         conn_job_done(c, s);
     }
 }
@@ -230,6 +261,7 @@ void yard_conn_on_job_done(yard_conn_t *c, yard_scratch_t *s)
 {
     conn_job_done(c, s);
     conn_settle(c, s);
+    conn_flush(c, s);
 }
 
 void yard_conn_on_timer(yard_conn_t *c, yard_scratch_t *s)
@@ -239,9 +271,10 @@ void yard_conn_on_timer(yard_conn_t *c, yard_scratch_t *s)
         return;
     yard_fx_t fx = conn_fx(c, s);
     c->srv->app->timer(c->srv->app_state, c->session, &fx);
-    conn_apply(c, &fx, s);
+    conn_apply(c, &fx);
     conn_reoffer(c, s);
     conn_settle(c, s);
+    conn_flush(c, s);
 }
 
 int yard_conn_on_readable(yard_conn_t *c, yard_scratch_t *s)
@@ -274,6 +307,7 @@ int yard_conn_on_readable(yard_conn_t *c, yard_scratch_t *s)
         conn_feed(c, ib, s, false);
     }
     conn_settle(c, s);
+    conn_flush(c, s);
     return yard_conn_finished(c) ? YARD_IO_DONE : YARD_IO_OK;
 }
 

@@ -113,6 +113,22 @@ static void conn_coro(void *p)
     uint64_t last_active = yard_now_ns();
     const char *reason = NULL;
     while (!atomic_load_explicit(&cm->stop, memory_order_relaxed) && !yard_conn_finished(c)) {
+        if (c->job_pending && c->job_access) {
+            /* An Eve-style task holding the permission; this coroutine
+             * parks in the finish scope until it has run. */
+            yard_coro_finish_t scope;
+            yard_coro_finish_init(&scope);
+            yard_coro_perm_t perm = {
+                .obj = &c->job_access->perm,
+                .mode = c->job_access_mode == YARD_ACCESS_FULL ? YARD_PERM_FULL : YARD_PERM_READ};
+            if (yard_coro_task(&scope, &perm, 1, c->job.fn, c->job.arg) < 0) {
+                reason = "out of memory for a task";
+                break;
+            }
+            yard_coro_finish_wait(&scope);
+            yard_conn_on_job_done(c, scratch_here(cm));
+            continue;
+        }
         if (c->job_pending && !c->jobs_inline) {
             yard_coro_offload(run_job, &c->job); /* parks until a pool thread ran it */
             yard_conn_on_job_done(c, scratch_here(cm));
@@ -168,6 +184,8 @@ static void coro_start_conn(struct coro_model *cm, int fd, const char *peer)
 {
     yard_server_t *srv = cm->srv;
     yard_conn_t *c = yard_conn_open(srv, fd, false);
+    if (c)
+        c->access_by_model = true; /* permission tasks, not a rwlock */
     struct conn_arg *arg = malloc(sizeof *arg);
     if (c && arg && live_add(cm, c)) {
         *arg = (struct conn_arg){cm, c};

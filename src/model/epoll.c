@@ -5,14 +5,10 @@
 static int epoll_serve(yard_server_t *srv)
 {
     yard_loop_t loop;
-    yard_pool_t *pool = yard_loop_pool_for(srv);
-    if (yard_loop_init(&loop, srv, srv->listen_fd, srv->sig_fd, true, pool) < 0) {
-        yard_pool_destroy(pool);
+    if (yard_loop_init(&loop, srv, srv->listen_fd, srv->sig_fd, true) < 0)
         return 1;
-    }
     yard_loop_run(&loop);
     yard_loop_fini(&loop);
-    yard_pool_destroy(pool);
     return 0;
 }
 

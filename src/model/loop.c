@@ -35,23 +35,39 @@ static int loop_timeout_ms(const yard_loop_t *loop, uint64_t now);
 static void loop_after(yard_loop_t *loop, yard_conn_t *c, uint64_t now);
 static void loop_expire(yard_loop_t *loop, uint64_t now);
 
-yard_pool_t *yard_loop_pool_for(const yard_server_t *srv)
+/* The loop's offload pool and its completion queue, started on the first
+ * job actually offloaded, so a loop whose app never offloads stays one
+ * thread. Returns false when no pool can be had (the job then runs inline). */
+static bool loop_pool_start(yard_loop_t *loop)
 {
-    if (!srv->app->job_done || srv->cfg->offload_threads == 0)
-        return NULL;
-    yard_pool_t *pool = yard_pool_create(srv->cfg->offload_threads);
-    if (!pool)
-        yard_log_warn("no offload pool: jobs run inline on the event loop");
-    return pool;
+    if (loop->pool)
+        return true;
+    if (loop->pool_failed)
+        return false;
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &loop->done};
+    if (yard_completions_init(&loop->done) < 0) {
+        yard_log_err("eventfd: %s", strerror(errno));
+        goto err;
+    }
+    if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, loop->done.efd, &ev) < 0) {
+        yard_log_err("epoll_ctl completions: %s", strerror(errno));
+        goto err;
+    }
+    loop->pool = yard_pool_create(loop->srv->cfg->offload_threads);
+    if (loop->pool)
+        return true;
+err:
+    yard_log_warn("no offload pool: jobs run inline on the event loop");
+    loop->pool_failed = true;
+    return false;
 }
 
 int yard_loop_init(yard_loop_t *loop, yard_server_t *srv, int listen_fd, int stop_fd,
-                   bool stop_is_sigfd, yard_pool_t *pool)
+                   bool stop_is_sigfd)
 {
     memset(loop, 0, sizeof *loop);
     loop->done.efd = -1;
     loop->srv = srv;
-    loop->pool = pool;
     loop->listen_fd = listen_fd;
     loop->stop_fd = stop_fd;
     loop->stop_is_sigfd = stop_is_sigfd;
@@ -74,17 +90,6 @@ int yard_loop_init(yard_loop_t *loop, yard_server_t *srv, int listen_fd, int sto
         yard_log_err("epoll_ctl stop descriptor: %s", strerror(errno));
         goto err;
     }
-    if (pool) {
-        if (yard_completions_init(&loop->done) < 0) {
-            yard_log_err("eventfd: %s", strerror(errno));
-            goto err;
-        }
-        ev.data.ptr = &loop->done;
-        if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, loop->done.efd, &ev) < 0) {
-            yard_log_err("epoll_ctl completions: %s", strerror(errno));
-            goto err;
-        }
-    }
     return 0;
 err:
     yard_loop_fini(loop);
@@ -93,6 +98,8 @@ err:
 
 void yard_loop_fini(yard_loop_t *loop)
 {
+    yard_pool_destroy(loop->pool); /* idle by now: yard_loop_run waited for its jobs */
+    loop->pool = NULL;
     if (loop->epfd > 0)
         close(loop->epfd);
     if (loop->reserve_fd >= 0)
@@ -258,8 +265,8 @@ static void loop_after(yard_loop_t *loop, yard_conn_t *c, uint64_t now)
 {
     if (c->job.done)
         return; /* in the pool's hands until the job comes back */
-    if (c->job_pending && !loop->pool) {
-        /* No pool could be made: the job runs here, as with
+    if (c->job_pending && !loop_pool_start(loop)) {
+        /* No pool could be had: the job runs here, as with
          * --offload-threads 0. */
         c->jobs_inline = true;
         c->job.fn(c->job.arg);

@@ -20,17 +20,14 @@ typedef struct yard_loop {
     size_t nconns;
     yard_conn_t **timers; /* min-heap on timer_key */
     size_t ntimers, timers_cap;
-    yard_pool_t *pool;    /* where jobs go; NULL when they run inline */
+    yard_pool_t *pool;    /* started on the first offloaded job */
+    bool pool_failed;     /* could not start one: jobs run inline */
     yard_completions_t done;
     size_t jobs_in_flight;
 } yard_loop_t;
 
-/* pool may be shared by several loops (reactor threads) or NULL. */
 int yard_loop_init(yard_loop_t *loop, yard_server_t *srv, int listen_fd, int stop_fd,
-                   bool stop_is_sigfd, yard_pool_t *pool);
-/* The offload pool a model should create for this app and config, or NULL
- * when the app offloads nothing or jobs run inline (--offload-threads 0). */
-yard_pool_t *yard_loop_pool_for(const yard_server_t *srv);
+                   bool stop_is_sigfd);
 /* Serve until stop_fd fires; then close every connection. */
 void yard_loop_run(yard_loop_t *loop);
 void yard_loop_fini(yard_loop_t *loop);

@@ -80,11 +80,9 @@ static int reactors_threads(yard_server_t *srv, struct reactor *rs, int n)
         yard_log_err("eventfd: %s", strerror(errno));
         return 1;
     }
-    /* One offload pool serves every loop; each job returns to its own loop. */
-    yard_pool_t *pool = yard_loop_pool_for(srv);
     int inited = 0;
     for (; inited < n; inited++)
-        if (yard_loop_init(&rs[inited].loop, srv, rs[inited].listen_fd, stop_fd, false, pool) < 0)
+        if (yard_loop_init(&rs[inited].loop, srv, rs[inited].listen_fd, stop_fd, false) < 0)
             goto out;
     for (int i = 0; i < n; i++) {
         int rc = pthread_create(&rs[i].tid, NULL, reactor_thread, &rs[i]);
@@ -105,7 +103,6 @@ stop:
 out:
     for (int i = 0; i < inited; i++)
         yard_loop_fini(&rs[i].loop);
-    yard_pool_destroy(pool);
     close(stop_fd);
     return status;
 }
@@ -119,14 +116,11 @@ static _Noreturn void reactor_child(yard_server_t *srv, struct reactor *rs, int 
     for (int i = 0; i < n; i++)
         if (i != me)
             close(rs[i].listen_fd);
-    /* Threads do not survive fork: each process makes its own pool. The
-     * inherited signalfd reports this process's own signals. */
-    yard_pool_t *pool = yard_loop_pool_for(srv);
-    if (yard_loop_init(&rs[me].loop, srv, rs[me].listen_fd, srv->sig_fd, true, pool) < 0)
+    /* The inherited signalfd reports this process's own signals. */
+    if (yard_loop_init(&rs[me].loop, srv, rs[me].listen_fd, srv->sig_fd, true) < 0)
         _exit(1);
     yard_loop_run(&rs[me].loop);
     yard_loop_fini(&rs[me].loop);
-    yard_pool_destroy(pool);
     _exit(0);
 }
 

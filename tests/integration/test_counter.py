@@ -21,9 +21,13 @@ def read_counter(server) -> int:
         return values(recv_exactly(s, 8))[0]
 
 
+SYNC = ["atomic", "perms"]
+
+
+@pytest.mark.parametrize("sync", SYNC)
 @pytest.mark.parametrize("model", MODELS)
-def test_counter_8_clients_10000_increments(serve, model):
-    server = serve("counter", model)
+def test_counter_8_clients_10000_increments(serve, model, sync):
+    server = serve("counter", model, "--counter-sync", sync)
     assert read_counter(server) == 0
     clients, per_client, batch = 8, 10_000, 100
     replies: list[list[int]] = [[] for _ in range(clients)]
@@ -54,17 +58,19 @@ def test_counter_8_clients_10000_increments(serve, model):
     assert sorted(everything) == list(range(1, clients * per_client + 1))
 
 
+@pytest.mark.parametrize("sync", SYNC)
 @pytest.mark.parametrize("model", MODELS)
-def test_counter_reads_do_not_change_it(serve, model):
-    server = serve("counter", model)
+def test_counter_reads_do_not_change_it(serve, model, sync):
+    server = serve("counter", model, "--counter-sync", sync)
     with server.connect() as s:
         s.sendall(INCR * 3 + READ * 5 + INCR)
         assert values(recv_exactly(s, 9 * 8)) == [1, 2, 3, 3, 3, 3, 3, 3, 4]
 
 
+@pytest.mark.parametrize("sync", SYNC)
 @pytest.mark.parametrize("model", MODELS)
-def test_counter_bad_byte_closes_only_that_connection(serve, model):
-    server = serve("counter", model)
+def test_counter_bad_byte_closes_only_that_connection(serve, model, sync):
+    server = serve("counter", model, "--counter-sync", sync)
     good = server.connect()
     good.sendall(INCR)
     assert values(recv_exactly(good, 8)) == [1]
@@ -77,3 +83,36 @@ def test_counter_bad_byte_closes_only_that_connection(serve, model):
     assert values(recv_exactly(good, 8)) == [3]
     good.close()
     wait_for(lambda: "unknown request byte" in server.stderr(), what="the close is logged")
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_counter_perms_mixed_readers_and_writers(serve, model):
+    """Readers and writers interleaved across connections: every read sees a
+    value no greater than the increments done so far, reads never go back,
+    and the final count is exact."""
+    server = serve("counter", model, "--counter-sync", "perms")
+    clients, rounds = 6, 300
+    seen: list[list[int]] = [[] for _ in range(clients)]
+    failures = []
+
+    def client(i):
+        try:
+            with server.connect(timeout=30) as s:
+                for r in range(rounds):
+                    op = INCR if (i + r) % 2 else READ
+                    s.sendall(op * 10)
+                    seen[i].extend(values(recv_exactly(s, 80)))
+        except Exception as e:
+            failures.append((i, e))
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not failures, failures
+    increments = sum(10 for i in range(clients) for r in range(rounds) if (i + r) % 2)
+    assert read_counter(server) == increments
+    for i, v in enumerate(seen):
+        assert all(a <= b for a, b in zip(v, v[1:])), f"client {i} saw the count go back"
+        assert max(v) <= increments

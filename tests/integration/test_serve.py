@@ -59,6 +59,8 @@ def test_help_documents_every_flag():
     assert r.returncode == 0
     for flag in ["--app", "--model", "--listen", "--workers", "--procs", "--max-conns",
                  "--idle-timeout", "--out", "--flush", "--backlog", "--log-level",
+                 "--counter-sync", "--longpoll-ms", "--bcrypt-cost", "--offload-threads",
+                 "--store-entries",
                  "--list-apps", "--list-models", "--json"]:
         assert flag.encode() in r.stdout, flag
 
@@ -78,6 +80,8 @@ def test_help_documents_every_flag():
     (["--app", "echo", "--model", "epoll", "--idle-timeout", "soon"], b"--idle-timeout"),
     (["--app", "echo", "--model", "epoll", "--max-conns", "-1"], b"--max-conns"),
     (["--app", "echo", "--model", "epoll", "--bogus"], b"unknown option '--bogus'"),
+    (["--app", "echo", "--model", "epoll", "--counter-sync", "perms"], b"--counter-sync applies"),
+    (["--app", "counter", "--model", "epoll", "--counter-sync", "locks"], b"--counter-sync: expected"),
     (["--app", "echo", "--model", "epoll", "stray"], b"unexpected argument 'stray'"),
 ])
 def test_usage_errors_exit_2_with_a_clear_message(args, needle):

@@ -47,6 +47,10 @@ static void usage(FILE *f)
             "                       truncated at start, appended to by every connection\n"
             "  --flush MODE         sink: 'each' writes every chunk as it arrives (default);\n"
             "                       'buffered' collects 64 KiB per connection before writing\n"
+            "  --counter-sync MODE  counter: 'atomic' (default) updates the count with an atomic\n"
+            "                       instruction; 'perms' runs each read as a task holding a read\n"
+            "                       permission and each increment holding a full one (Eve-style\n"
+            "                       tasks under --model coro, a process-shared rwlock otherwise)\n"
             "  --longpoll-ms N      rest: GET /longPoll answers after N ms (default 5000)\n"
             "  --bcrypt-cost N      rest: bcrypt cost, log2 of the rounds, 4..31 (default 10)\n"
             "  --offload-threads N  event-loop models: threads that run CPU-heavy jobs such as\n"
@@ -166,7 +170,7 @@ int main(int argc, char **argv)
 {
     enum { OPT_APP = 256, OPT_MODEL, OPT_LISTEN, OPT_WORKERS, OPT_PROCS, OPT_MAX_CONNS,
            OPT_IDLE, OPT_OUT, OPT_FLUSH, OPT_BACKLOG, OPT_LOG, OPT_LIST_APPS, OPT_LIST_MODELS,
-           OPT_JSON, OPT_VERSION, OPT_LONGPOLL, OPT_BCRYPT, OPT_OFFLOAD, OPT_STORE };
+           OPT_JSON, OPT_VERSION, OPT_LONGPOLL, OPT_BCRYPT, OPT_OFFLOAD, OPT_STORE, OPT_COUNTER_SYNC };
     static const struct option opts[] = {
         {"app", required_argument, NULL, OPT_APP},
         {"model", required_argument, NULL, OPT_MODEL},
@@ -182,6 +186,7 @@ int main(int argc, char **argv)
         {"list-apps", no_argument, NULL, OPT_LIST_APPS},
         {"list-models", no_argument, NULL, OPT_LIST_MODELS},
         {"json", no_argument, NULL, OPT_JSON},
+        {"counter-sync", required_argument, NULL, OPT_COUNTER_SYNC},
         {"longpoll-ms", required_argument, NULL, OPT_LONGPOLL},
         {"bcrypt-cost", required_argument, NULL, OPT_BCRYPT},
         {"offload-threads", required_argument, NULL, OPT_OFFLOAD},
@@ -199,7 +204,7 @@ int main(int argc, char **argv)
                          .store_entries = 65536};
     const char *listen_text = "127.0.0.1:7000";
     int log_level = YARD_LOG_WARN, list = 0, json = 0;
-    bool flush_given = false;
+    bool flush_given = false, counter_sync_given = false;
     char err[256];
 
     opterr = 0;
@@ -229,6 +234,15 @@ int main(int argc, char **argv)
                 usage_error("--flush: expected 'each' or 'buffered', got '%s'", optarg);
             break;
         case OPT_LOG: log_level = parse_log_level(optarg); break;
+        case OPT_COUNTER_SYNC:
+            if (strcmp(optarg, "atomic") == 0)
+                cfg.counter_perms = false;
+            else if (strcmp(optarg, "perms") == 0)
+                cfg.counter_perms = true;
+            else
+                usage_error("--counter-sync: expected 'atomic' or 'perms', got '%s'", optarg);
+            counter_sync_given = true;
+            break;
         case OPT_LONGPOLL:
             cfg.longpoll_ns =
                 (uint64_t)parse_count("--longpoll-ms", optarg, 0, 86400000) * YARD_NS_PER_MS;
@@ -279,6 +293,8 @@ int main(int argc, char **argv)
     if ((cfg.out || flush_given) && !app->uses_out)
         usage_error("--out and --flush apply to apps that write a file (sink), not --app %s",
                     app->name);
+    if (counter_sync_given && strcmp(app->name, "counter") != 0)
+        usage_error("--counter-sync applies to --app counter, not --app %s", app->name);
     if (yard_addr_parse(listen_text, &cfg.listen, err, sizeof err) < 0)
         usage_error("--listen: %s", err);
     if (app->uses_out && !cfg.out)
