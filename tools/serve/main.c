@@ -34,12 +34,12 @@ static void usage(FILE *f)
             "child process and exits 0.\n"
             "\n"
             "  --app APP            echo | counter | sink (see --list-apps)\n"
-            "  --model MODEL        fork | thread | epoll | reactors (see --list-models)\n"
+            "  --model MODEL        fork | thread | epoll | reactors | coro (see --list-models)\n"
             "  --listen HOST:PORT   address to listen on (default 127.0.0.1:7000); HOST is a\n"
             "                       numeric IPv4 address, [IPv6] or localhost; port 0 picks a\n"
             "                       free port\n"
-            "  --workers N          reactors: number of event loops (default: the CPUs in the\n"
-            "                       affinity mask, %d here)\n"
+            "  --workers N          reactors: number of event loops; coro: number of worker\n"
+            "                       threads (default: the CPUs in the affinity mask, %d here)\n"
             "  --procs              reactors: run the loops as processes, not threads\n"
             "  --max-conns N        close connection N+1 at once (logged); 0 = no limit (default)\n"
             "  --idle-timeout DUR   close a connection idle for DUR (e.g. 30s, 500ms); default off\n"
@@ -279,7 +279,7 @@ int main(int argc, char **argv)
     if (!cfg.app)
         usage_error("--app is required (one of echo, counter, sink)%s", "");
     if (!cfg.model)
-        usage_error("--model is required (one of fork, thread, epoll, reactors)%s", "");
+        usage_error("--model is required (one of fork, thread, epoll, reactors, coro)%s", "");
     const yard_app_t *app = yard_app_find(cfg.app);
     if (!app)
         usage_error("--app: unknown app '%s' (try --list-apps)", cfg.app);
