@@ -1,0 +1,163 @@
+/* yard-load: the load generator. `yard-load MODE --target HOST:PORT ...`;
+ * see --help and docs/load.md. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "load.h"
+#include "yard/clock.h"
+
+#define EXIT_USAGE 2
+
+static const struct load_mode {
+    const char *name;
+    const char *summary;
+    int (*run)(const load_opts_t *o, load_result_t *r);
+} modes[] = {
+    {"echo", "closed-loop request/response round trips, every echoed byte checked", load_run_echo},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: yard-load MODE --target HOST:PORT [options]\n"
+            "\n"
+            "Modes:\n");
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+        fprintf(f, "  %-8s %s\n", modes[i].name, modes[i].summary);
+    fprintf(f,
+            "\n"
+            "  --target HOST:PORT  the server (numeric IPv4, [IPv6] or localhost)\n"
+            "  --connections N     concurrent connections (default 1)\n"
+            "  --messages M        round trips per connection (default 1000)\n"
+            "  --size S            bytes per message (default 16)\n"
+            "  --timeout DUR       give up after DUR without progress (default 10s)\n"
+            "  --cpu LIST          pin the generator to these CPUs (e.g. 1 or 1,2)\n"
+            "  --hist-out FILE     write the latency histogram in HdrHistogram's\n"
+            "                      percentile-distribution format (microseconds)\n"
+            "  --json              print one JSON object instead of the summary\n"
+            "  -h, --help          show this help\n"
+            "\n"
+            "Exit status: 0 when every round trip succeeded, 1 on errors or when the\n"
+            "target cannot be reached, 2 on a usage error.\n");
+}
+
+static _Noreturn void usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "yard-load: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nTry 'yard-load --help'.\n");
+    exit(EXIT_USAGE);
+}
+
+static unsigned long long parse_count(const char *flag, const char *s, unsigned long long min,
+                                      unsigned long long max)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *end || s[0] == '-' || v < min || v > max) {
+        fprintf(stderr, "yard-load: %s: expected a whole number from %llu to %llu, got '%s'\n",
+                flag, min, max, s);
+        exit(EXIT_USAGE);
+    }
+    return v;
+}
+
+static void pin_cpus(const char *list)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    char *copy = strdup(list), *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+        CPU_SET((int)parse_count("--cpu", tok, 0, CPU_SETSIZE - 1), &set);
+    free(copy);
+    if (sched_setaffinity(0, sizeof set, &set) < 0) {
+        fprintf(stderr, "yard-load: --cpu %s: sched_setaffinity: %s\n", list, strerror(errno));
+        exit(1);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"target", required_argument, NULL, 't'},  {"connections", required_argument, NULL, 'c'},
+        {"messages", required_argument, NULL, 'm'}, {"size", required_argument, NULL, 's'},
+        {"timeout", required_argument, NULL, 'T'}, {"cpu", required_argument, NULL, 'C'},
+        {"hist-out", required_argument, NULL, 'H'}, {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+    };
+    load_opts_t o = {.connections = 1, .messages = 1000, .size = 16,
+                     .timeout_ns = 10 * YARD_NS_PER_S};
+    if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        usage(stdout);
+        return 0;
+    }
+    if (argc < 2 || argv[1][0] == '-')
+        usage_error("a MODE comes first (%s)", "echo");
+    o.mode = argv[1];
+    const struct load_mode *mode = NULL;
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+        if (!strcmp(modes[i].name, o.mode))
+            mode = &modes[i];
+    if (!mode)
+        usage_error("unknown mode '%s' (try --help)", o.mode);
+    optind = 2;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 't': o.target_text = optarg; break;
+        case 'c': o.connections = (int)parse_count("--connections", optarg, 1, 1000000); break;
+        case 'm': o.messages = parse_count("--messages", optarg, 0, ULLONG_MAX / 2); break;
+        case 's': o.size = (size_t)parse_count("--size", optarg, 1, 64u << 20); break;
+        case 'T':
+            if (yard_parse_duration_ns(optarg, YARD_NS_PER_S, &o.timeout_ns) < 0 || !o.timeout_ns)
+                usage_error("--timeout: expected a duration such as 10s or 500ms, got '%s'",
+                            optarg);
+            break;
+        case 'C': pin_cpus(optarg); break;
+        case 'H': o.hist_out = optarg; break;
+        case 'j': o.json = true; break;
+        case 'h': usage(stdout); return 0;
+        case ':': usage_error("%s needs a value", argv[optind - 1]);
+        default: usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        usage_error("unexpected argument '%s'", argv[optind]);
+    if (!o.target_text)
+        usage_error("--target HOST:PORT is required%s", "");
+    char err[256];
+    if (yard_addr_parse(o.target_text, &o.target, err, sizeof err) < 0)
+        usage_error("--target: %s", err);
+    signal(SIGPIPE, SIG_IGN);
+
+    load_result_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return 1;
+    yard_hist_init(&r->latency);
+    int rc = mode->run(&o, r);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double cpu_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+                   (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+    if (rc < 0) {
+        fprintf(stderr, "yard-load: %s\n", r->first_error);
+        free(r);
+        return 1;
+    }
+    load_report(&o, r, cpu_s);
+    if (r->errors && !o.json)
+        fprintf(stderr, "yard-load: %llu errors; first: %s\n", (unsigned long long)r->errors,
+                r->first_error);
+    int status = r->errors ? 1 : 0;
+    free(r);
+    return status;
+}

@@ -1,0 +1,99 @@
+/* The report: a human summary, or one JSON object (docs/load.md). */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "load.h"
+
+void load_error(load_result_t *r, const char *fmt, ...)
+{
+    if (r->first_error[0])
+        return; /* the first error explains the run; the rest are counted */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->first_error, sizeof r->first_error, fmt, ap);
+    va_end(ap);
+}
+
+static double us(uint64_t ns) { return (double)ns / 1000.0; }
+
+/* HdrHistogram's percentile steps: 5 ticks per halving of the distance to
+ * 100%, ending at 100. */
+static void json_spectrum(const yard_hist_t *h)
+{
+    printf("\"latency_spectrum_us\": [");
+    double p = 0;
+    int first = 1;
+    while (p < 99.9999) {
+        printf("%s{\"percentile\": %.6g, \"value_us\": %.3f}", first ? "" : ", ", p,
+               us(yard_hist_percentile(h, p)));
+        first = 0;
+        double halvings = floor(log2(100.0 / (100.0 - p)));
+        p += 100.0 / (5.0 * pow(2.0, halvings + 1));
+    }
+    printf(", {\"percentile\": 100, \"value_us\": %.3f}]", us(yard_hist_percentile(h, 100)));
+}
+
+void load_report(const load_opts_t *o, const load_result_t *r, double cpu_s)
+{
+    const yard_hist_t *h = &r->latency;
+    double secs = (double)(r->end_ns - r->start_ns) / 1e9;
+    double tput = secs > 0 ? (double)r->messages / secs : 0;
+    double cpu_pct = secs > 0 ? 100.0 * cpu_s / secs : 0;
+    /* A generator that used a whole core measured itself, not the server. */
+    int saturated = cpu_pct >= 95.0;
+    if (o->json) {
+        printf("{\"mode\": \"%s\", \"target\": \"%s\", \"connections\": %d, \"size\": %zu, ", o->mode,
+               o->target_text, o->connections, o->size);
+        printf("\"messages\": %llu, \"errors\": %llu, \"duration_s\": %.6f, "
+               "\"throughput_per_s\": %.1f, ",
+               (unsigned long long)r->messages, (unsigned long long)r->errors, secs, tput);
+        printf("\"latency_us\": {\"min\": %.3f, \"p50\": %.3f, \"p90\": %.3f, \"p99\": %.3f, "
+               "\"p999\": %.3f, \"max\": %.3f, \"mean\": %.3f}, ",
+               us(yard_hist_percentile(h, 0)), us(yard_hist_percentile(h, 50)),
+               us(yard_hist_percentile(h, 90)), us(yard_hist_percentile(h, 99)),
+               us(yard_hist_percentile(h, 99.9)), us(yard_hist_percentile(h, 100)),
+               yard_hist_mean(h) / 1000.0);
+        printf("\"bytes_sent\": %llu, \"bytes_received\": %llu, ",
+               (unsigned long long)r->bytes_sent, (unsigned long long)r->bytes_received);
+        printf("\"generator_cpu_s\": %.3f, \"generator_cpu_pct\": %.1f, "
+               "\"generator_saturated\": %s, \"invalid\": %s, ",
+               cpu_s, cpu_pct, saturated ? "true" : "false", saturated ? "true" : "false");
+        printf("\"first_error\": ");
+        if (r->first_error[0]) {
+            putchar('"');
+            for (const char *c = r->first_error; *c; c++)
+                if (*c == '"' || *c == '\\')
+                    printf("\\%c", *c);
+                else
+                    putchar(*c);
+            putchar('"');
+        } else {
+            printf("null");
+        }
+        printf(", ");
+        json_spectrum(h);
+        printf("}\n");
+    } else {
+        printf("%s %s: %d connections x %llu messages of %zu bytes\n", o->mode, o->target_text,
+               o->connections, (unsigned long long)o->messages, o->size);
+        printf("  round trips   %llu in %.3f s = %.0f/s\n", (unsigned long long)r->messages, secs,
+               tput);
+        printf("  latency (us)  min %.1f  p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f  "
+               "mean %.1f\n",
+               us(yard_hist_percentile(h, 0)), us(yard_hist_percentile(h, 50)),
+               us(yard_hist_percentile(h, 90)), us(yard_hist_percentile(h, 99)),
+               us(yard_hist_percentile(h, 99.9)), us(yard_hist_percentile(h, 100)),
+               yard_hist_mean(h) / 1000.0);
+        printf("  errors        %llu%s%s\n", (unsigned long long)r->errors,
+               r->first_error[0] ? ": " : "", r->first_error);
+        printf("  generator CPU %.3f s (%.0f%% of one core)%s\n", cpu_s, cpu_pct,
+               saturated ? " -- saturated: this run measured the generator, not the server" : "");
+    }
+    if (o->hist_out) {
+        FILE *f = fopen(o->hist_out, "w");
+        if (!f || (yard_hist_write_percentiles(h, f, 1000.0), fclose(f) != 0))
+            fprintf(stderr, "yard-load: cannot write --hist-out %s\n", o->hist_out);
+    }
+}
