@@ -94,9 +94,14 @@ test-tsan: tsan venv
 # (TSan makes each of those 80,000 permission tasks ~1 ms; the mixed
 # readers/writers test covers the same path under TSan.)
 
+# Until the harness (python/, `yard bench`) is in, the bench is the engine's
+# echo comparison across every model and the hand-written baseline.
 bench: build peers venv
-	@$(VENV)/bin/yard bench quick
-	@echo "report: results/latest/report.html"
+	@if [ -x $(VENV)/bin/yard ]; then \
+		$(VENV)/bin/yard bench quick && echo "report: results/latest/report.html"; \
+	else \
+		$(VENV)/bin/python bench/echo_compare.py; \
+	fi
 
 fuzz: deps
 	@cmake --preset fuzz >/dev/null
