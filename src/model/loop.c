@@ -384,7 +384,6 @@ static bool loop_stop_requested(yard_loop_t *loop)
 void yard_loop_run(yard_loop_t *loop)
 {
     struct epoll_event events[LOOP_EVENTS];
-    /* The clock is read only when something in the loop is timed. */
     bool idle_timed = loop->srv->cfg->idle_timeout_ns != 0;
     uint64_t now = yard_now_ns();
     for (;;) {
@@ -393,8 +392,9 @@ void yard_loop_run(yard_loop_t *loop)
             yard_log_err("epoll_wait: %s", strerror(errno));
             break;
         }
-        if (idle_timed || loop->ntimers)
-            now = yard_now_ns();
+        /* Always a fresh reading: a timer armed after an idle spell must
+         * not be measured against the time before it. */
+        now = yard_now_ns();
         bool stop = false;
         for (int i = 0; i < n; i++) {
             void *p = events[i].data.ptr;
