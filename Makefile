@@ -58,11 +58,11 @@ deps:
 	fi
 
 venv: $(VENV)/.stamp
-$(VENV)/.stamp: $(wildcard python/pyproject.toml)
+$(VENV)/.stamp: tests/requirements.txt $(wildcard python/pyproject.toml)
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	@$(VENV)/bin/pip install -q --upgrade pip
-	@if [ -f python/pyproject.toml ]; then $(VENV)/bin/pip install -q -e 'python[test]'; \
-	else $(VENV)/bin/pip install -q pytest; fi
+	@$(VENV)/bin/pip install -q -r tests/requirements.txt
+	@if [ -f python/pyproject.toml ]; then $(VENV)/bin/pip install -q -e 'python[test]'; fi
 	@touch $@
 
 peers: deps
@@ -89,7 +89,7 @@ test-tsan: tsan venv
 	@TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --test-dir build/tsan --output-on-failure
 	@YARD_BIN=$(CURDIR)/build/tsan/bin YARD_MODELS=thread,reactors,coro \
 		$(PYTEST) $(PYTEST_FLAGS) tests/integration/test_echo.py tests/integration/test_counter.py \
-		tests/integration/test_serve.py tests/integration/test_sink.py \
+		tests/integration/test_serve.py tests/integration/test_sink.py tests/integration/test_rest.py \
 		-k "not test_counter_8_clients_10000_increments[coro-perms]"
 # (TSan makes each of those 80,000 permission tasks ~1 ms; the mixed
 # readers/writers test covers the same path under TSan.)

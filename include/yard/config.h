@@ -26,6 +26,8 @@ typedef struct yard_config {
     bool counter_perms;     /* read/full permissions instead of an atomic */
     /* App settings (rest). */
     uint64_t longpoll_ns;   /* GET /longPoll answers after this long */
+    uint64_t request_timeout_ns; /* a request must be complete this long after its first
+                                  * byte (408); 0: the app's default */
     int bcrypt_cost;        /* bcrypt cost (log2 rounds) */
     int offload_threads;    /* event-loop models: job pool size; 0 runs jobs inline */
     size_t store_entries;   /* capacity of each shared key-value store */

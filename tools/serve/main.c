@@ -52,6 +52,8 @@ static void usage(FILE *f)
             "                       permission and each increment holding a full one (Eve-style\n"
             "                       tasks under --model coro, a process-shared rwlock otherwise)\n"
             "  --longpoll-ms N      rest: GET /longPoll answers after N ms (default 5000)\n"
+            "  --request-timeout-ms N  rest: a request must be complete N ms after its first\n"
+            "                       byte, else 408 (default 10000)\n"
             "  --bcrypt-cost N      rest: bcrypt cost, log2 of the rounds, 4..31 (default 10)\n"
             "  --offload-threads N  event-loop models: threads that run CPU-heavy jobs such as\n"
             "                       bcrypt (default 2); 0 runs them inline, blocking the loop\n"
@@ -170,7 +172,7 @@ int main(int argc, char **argv)
 {
     enum { OPT_APP = 256, OPT_MODEL, OPT_LISTEN, OPT_WORKERS, OPT_PROCS, OPT_MAX_CONNS,
            OPT_IDLE, OPT_OUT, OPT_FLUSH, OPT_BACKLOG, OPT_LOG, OPT_LIST_APPS, OPT_LIST_MODELS,
-           OPT_JSON, OPT_VERSION, OPT_LONGPOLL, OPT_BCRYPT, OPT_OFFLOAD, OPT_STORE, OPT_COUNTER_SYNC };
+           OPT_JSON, OPT_VERSION, OPT_LONGPOLL, OPT_BCRYPT, OPT_OFFLOAD, OPT_STORE, OPT_COUNTER_SYNC, OPT_REQ_TIMEOUT };
     static const struct option opts[] = {
         {"app", required_argument, NULL, OPT_APP},
         {"model", required_argument, NULL, OPT_MODEL},
@@ -189,6 +191,7 @@ int main(int argc, char **argv)
         {"counter-sync", required_argument, NULL, OPT_COUNTER_SYNC},
         {"longpoll-ms", required_argument, NULL, OPT_LONGPOLL},
         {"bcrypt-cost", required_argument, NULL, OPT_BCRYPT},
+        {"request-timeout-ms", required_argument, NULL, OPT_REQ_TIMEOUT},
         {"offload-threads", required_argument, NULL, OPT_OFFLOAD},
         {"store-entries", required_argument, NULL, OPT_STORE},
         {"version", no_argument, NULL, OPT_VERSION},
@@ -246,6 +249,10 @@ int main(int argc, char **argv)
         case OPT_LONGPOLL:
             cfg.longpoll_ns =
                 (uint64_t)parse_count("--longpoll-ms", optarg, 0, 86400000) * YARD_NS_PER_MS;
+            break;
+        case OPT_REQ_TIMEOUT:
+            cfg.request_timeout_ns =
+                (uint64_t)parse_count("--request-timeout-ms", optarg, 1, 3600000) * YARD_NS_PER_MS;
             break;
         case OPT_BCRYPT: cfg.bcrypt_cost = (int)parse_count("--bcrypt-cost", optarg, 4, 31); break;
         case OPT_OFFLOAD:

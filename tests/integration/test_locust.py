@@ -1,0 +1,33 @@
+"""Locust, headless for a few seconds, runs the study's scenarios against
+yard-serve --app rest --model epoll without a single failure."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+pytest.importorskip("locust", reason="the locust package is not installed (pip install locust)")
+
+
+def test_locust_scenarios_have_no_failures(serve, tmp_path):
+    srv = serve("rest", "epoll", "--bcrypt-cost", "4", "--longpoll-ms", "300")
+    prefix = tmp_path / "run"
+    p = subprocess.run(
+        [sys.executable, "-m", "locust", "-f", str(ROOT / "loadtests" / "locustfile.py"),
+         "--headless", "-u", "8", "-r", "8", "-t", "4s", "--stop-timeout", "5",
+         "--host", f"http://{srv.host}:{srv.port}", "--csv", str(prefix), "--only-summary",
+         "PasswordTest", "UserInfo", "LongPoll"],
+        capture_output=True, text=True, timeout=60)
+    stats = list(csv.DictReader(open(f"{prefix}_stats.csv")))
+    total = next(r for r in stats if r["Name"] == "Aggregated")
+    assert int(total["Request Count"]) > 0, p.stderr[-2000:]
+    assert int(total["Failure Count"]) == 0, p.stderr[-2000:]
+    names = {r["Name"] for r in stats}
+    assert {"/password/set/[user]", "/password/verify/[user]", "/user/set/[user]",
+            "/user/get/[user]", "/longPoll"} <= names
+    assert p.returncode == 0, p.stderr[-2000:]

@@ -1,0 +1,277 @@
+"""The rest app over HTTP/1.1 under every model: every route and status
+code (through curl and through raw sockets), pipelining, malformed input,
+the request read timeout (408), concurrent long polls, and stores shared
+between connections (and processes, under fork and reactors --procs)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import MODELS
+
+FLAGS = ("--bcrypt-cost", "4", "--longpoll-ms", "300")
+
+
+def curl(srv, method: str, path: str, body: str | None = None, *extra: str):
+    """(status, body, headers) of one request made by curl."""
+    argv = ["curl", "-sS", "-m", "10", "-X", method, "-D", "-",
+            f"http://{srv.host}:{srv.port}{path}", *extra]
+    if body is not None:
+        argv += ["--data-binary", body]
+    out = subprocess.run(argv, capture_output=True, check=True, timeout=15).stdout
+    head, _, payload = out.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {k.lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:])}
+    return status, payload, headers
+
+
+def read_response(sock: socket.socket, buf: bytearray) -> tuple[int, dict, bytes]:
+    """One response from sock (buf carries bytes read past the previous one)."""
+    while b"\r\n\r\n" not in buf:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise AssertionError(f"connection closed mid-response: {bytes(buf)!r}")
+        buf += chunk
+    head, _, _ = bytes(buf).partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    headers = {k.lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:])}
+    need = len(head) + 4 + int(headers["content-length"])
+    while len(buf) < need:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise AssertionError("connection closed mid-body")
+        buf += chunk
+    body = bytes(buf[len(head) + 4:need])
+    del buf[:need]
+    return int(lines[0].split()[1]), headers, body
+
+
+def exchange(srv, raw: bytes, count: int = 1, timeout: float = 10.0):
+    with srv.connect(timeout) as s:
+        s.sendall(raw)
+        buf = bytearray()
+        return [read_response(s, buf) for _ in range(count)]
+
+
+def closed_by_peer(sock: socket.socket) -> bool:
+    try:
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return True
+    except (ConnectionResetError, socket.timeout):
+        return False
+
+
+def post(path: str, body: bytes, extra: bytes = b"") -> bytes:
+    return (b"POST " + path.encode() + b" HTTP/1.1\r\nHost: t\r\nContent-Length: "
+            + str(len(body)).encode() + b"\r\n" + extra + b"\r\n" + body)
+
+
+def get(path: str, extra: bytes = b"") -> bytes:
+    return b"GET " + path.encode() + b" HTTP/1.1\r\nHost: t\r\n" + extra + b"\r\n"
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_routes_with_curl(serve, model):
+    srv = serve("rest", model, *FLAGS)
+    st, body, h = curl(srv, "GET", "/")
+    assert st == 200 and "date" in h and h["content-type"] == "text/plain"
+    pw = json.dumps({"password": "s3cret"})
+    assert curl(srv, "POST", "/password/set/alice", pw)[:2] == (200, b"OK")
+    assert curl(srv, "POST", "/password/verify/alice", pw)[:2] == (200, b"OK")
+    assert curl(srv, "POST", "/password/verify/alice", '{"password": "nope"}')[0] == 403
+    assert curl(srv, "POST", "/password/verify/nobody", pw)[:2] == (400, b"Password not found")
+    assert curl(srv, "POST", "/password/set/alice", '{"pass": 1}')[0] == 400
+    assert curl(srv, "POST", "/password/set/alice", "not json")[0] == 400
+    info = '{"name": "Alice", "age": 30}'
+    assert curl(srv, "POST", "/user/set/alice", info)[:2] == (200, b"OK")
+    st, body, h = curl(srv, "GET", "/user/get/alice")
+    assert (st, body, h["content-type"]) == (200, info.encode(), "application/json")
+    assert curl(srv, "GET", "/user/get/bob")[:2] == (400, b"User not found.")
+    assert curl(srv, "POST", "/user/set/bob", "[1, 2]")[0] == 400
+    assert curl(srv, "POST", "/user/set/bob", "{oops")[0] == 400
+    assert curl(srv, "GET", "/nowhere")[0] == 404
+    st, _, h = curl(srv, "GET", "/user/set/alice")
+    assert st == 405 and h["allow"] == "POST"
+    st, _, h = curl(srv, "POST", "/user/get/alice", "{}")
+    assert st == 405 and h["allow"] == "GET"
+    # curl's chunked upload decodes to the same body.
+    st, body, _ = curl(srv, "POST", "/password/verify/alice", pw, "-H",
+                       "Transfer-Encoding: chunked")
+    assert (st, body) == (200, b"OK")
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_pipelined_in_order(serve, model):
+    srv = serve("rest", model, *FLAGS)
+    raw = (post("/user/set/p", b'{"v": 1}') + get("/user/get/p")
+           + post("/password/set/p", b'{"password": "x"}') + get("/longPoll")
+           + get("/user/get/none", b"Connection: close\r\n"))
+    with srv.connect() as s:
+        s.sendall(raw)
+        buf = bytearray()
+        got = [read_response(s, buf) for _ in range(5)]
+        assert closed_by_peer(s)
+    assert [(r[0], r[2]) for r in got] == [(200, b"OK"), (200, b'{"v": 1}'), (200, b"OK"),
+                                           (200, b"OK"), (400, b"User not found.")]
+    assert got[4][1]["connection"] == "close"
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_http10_and_connection_close(serve, model):
+    srv = serve("rest", model, *FLAGS)
+    for raw in (b"GET / HTTP/1.0\r\n\r\n", get("/", b"Connection: close\r\n")):
+        with srv.connect() as s:
+            s.sendall(raw)
+            st, h, body = read_response(s, bytearray())
+            assert (st, body) == (200, b"OK")
+            assert closed_by_peer(s)
+    with srv.connect() as s:  # 1.0 with keep-alive stays open
+        ka = b"Connection: keep-alive\r\n"
+        s.sendall(b"GET / HTTP/1.0\r\n" + ka + b"\r\n"
+                  + b"POST /password/set/k HTTP/1.0\r\n" + ka
+                  + b"Content-Length: 17\r\n\r\n{\"password\": \"x\"}"
+                  + b"GET /longPoll HTTP/1.0\r\n" + ka + b"\r\n")
+        buf = bytearray()
+        got = [read_response(s, buf) for _ in range(3)]
+        assert [(r[0], r[1]["connection"], r[2]) for r in got] == [(200, "keep-alive", b"OK")] * 3
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_errors_close_and_server_survives(serve, model):
+    srv = serve("rest", model, *FLAGS)
+    cases = [
+        (b"GARBAGE\r\n\r\n", 400),
+        (b"GET / HTTP/1.1\nHost: a\n\n", 400),
+        (b"GET / HTTP/1.1\r\n\r\n", 400),
+        (b"GET / HTTP/3.0\r\nHost: a\r\n\r\n", 505),
+        (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", 501),
+        (b"POST /user/set/a HTTP/1.1\r\nHost: a\r\nContent-Length: 70000\r\n\r\n", 413),
+        (b"GET / HTTP/1.1\r\nHost: a\r\nX: " + b"a" * 9000 + b"\r\n\r\n", 431),
+        (b"\x00\x01\x02\xff" * 10, 400),
+    ]
+    for raw, want in cases:
+        with srv.connect() as s:
+            s.sendall(raw)
+            st, h, _ = read_response(s, bytearray())
+            assert st == want, raw[:40]
+            assert h["connection"] == "close"
+            assert closed_by_peer(s)
+    # A peer leaving mid-request is not an error either.
+    with srv.connect() as s:
+        s.sendall(b"POST /user/set/a HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n{")
+    assert exchange(srv, get("/"))[0][0] == 200
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_slowloris_gets_408(serve, model):
+    srv = serve("rest", model, *FLAGS, "--request-timeout-ms", "400")
+    with srv.connect() as s:
+        t0 = time.monotonic()
+        s.sendall(b"GET / HTTP/1.1\r\nHost: a\r\n")
+        st, h, _ = read_response(s, bytearray())
+        assert st == 408 and h["connection"] == "close"
+        assert time.monotonic() - t0 >= 0.35
+        assert closed_by_peer(s)
+    assert exchange(srv, get("/"))[0][0] == 200
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_longpoll_waits(serve, model):
+    srv = serve("rest", model, *FLAGS)
+    t0 = time.monotonic()
+    st, _, body = exchange(srv, get("/longPoll"))[0]
+    assert (st, body) == (200, b"OK")
+    assert time.monotonic() - t0 >= 0.29
+
+
+def test_concurrent_longpolls_do_not_block_the_loop(serve):
+    """20 long polls of 0.5 s at once under epoll: one loop thread answers
+    them all about together (a blocked loop would take 20 x 0.5 s)."""
+    srv = serve("rest", "epoll", "--longpoll-ms", "500", "--bcrypt-cost", "4")
+    results: list[int] = []
+    lock = threading.Lock()
+
+    def one():
+        st = exchange(srv, get("/longPoll"), timeout=15)[0][0]
+        with lock:
+            results.append(st)
+
+    t0 = time.monotonic()
+    threads = [threading.Thread(target=one) for _ in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    elapsed = time.monotonic() - t0
+    assert results == [200] * 20
+    assert elapsed < 5.0, f"20 long polls took {elapsed:.2f}s"
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_stores_shared_between_connections(serve, model):
+    srv = serve("rest", model, *FLAGS)
+    # Many connections, so that fork children and reactor processes differ.
+    for i in range(8):
+        assert exchange(srv, post(f"/user/set/u{i}", b'{"i": %d}' % i))[0][0] == 200
+        assert exchange(srv, post(f"/password/set/u{i}", b'{"password": "p%d"}' % i))[0][0] == 200
+    for i in range(8):
+        st, _, body = exchange(srv, get(f"/user/get/u{i}"))[0]
+        assert (st, body) == (200, b'{"i": %d}' % i)
+        st, _, body = exchange(srv, post(f"/password/verify/u{i}",
+                                         b'{"password": "p%d"}' % i))[0]
+        assert (st, body) == (200, b"OK")
+
+
+@pytest.mark.parametrize("model", ["epoll", "thread"])
+def test_store_full_is_507(serve, model):
+    srv = serve("rest", model, *FLAGS, "--store-entries", "16")
+    codes = [exchange(srv, post(f"/user/set/f{i}", b"{}"))[0][0] for i in range(18)]
+    assert codes == [200] * 16 + [507] * 2
+    assert exchange(srv, post("/user/set/f0", b'{"again": 1}'))[0][0] == 200  # update in place
+
+
+@pytest.mark.parametrize("model", ["epoll"])
+def test_expect_continue(serve, model):
+    srv = serve("rest", model, *FLAGS)
+    with srv.connect() as s:
+        s.sendall(b"POST /user/set/e HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\n"
+                  b"Content-Length: 2\r\n\r\n")
+        buf = bytearray()
+        while b"\r\n\r\n" not in buf:
+            buf += s.recv(4096)
+        assert bytes(buf).startswith(b"HTTP/1.1 100 Continue\r\n\r\n")
+        del buf[:25]
+        s.sendall(b"{}")
+        assert read_response(s, buf)[0] == 200
+
+
+def test_bad_request_timeout_is_refused(tmp_path):
+    from conftest import BIN
+    p = subprocess.run([BIN / "yard-serve", "--app", "rest", "--model", "epoll", "--listen",
+                        "127.0.0.1:0", "--request-timeout-ms", "soon"],
+                       capture_output=True, timeout=10)
+    assert p.returncode == 2
+    assert b"--request-timeout-ms: expected a whole number" in p.stderr
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_longpoll_not_late_after_idle(serve, model):
+    """A long poll armed after the server sat idle answers on time: the loop
+    must not measure the timer against a clock reading from before the idle
+    period (a 0.3 s poll once took 0.3 s + the idle time)."""
+    srv = serve("rest", model, *FLAGS)
+    time.sleep(1.5)  # deliberately idle: no condition to wait for
+    t0 = time.monotonic()
+    st, _, body = exchange(srv, get("/longPoll"))[0]
+    elapsed = time.monotonic() - t0
+    assert (st, body) == (200, b"OK")
+    assert 0.29 <= elapsed < 1.5, f"0.3 s long poll answered after {elapsed:.2f}s"
