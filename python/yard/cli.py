@@ -1,0 +1,204 @@
+"""The `yard` command: bench, run, report, list."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from .experiment import SUITES, Experiment, SchemaError, load_all, load_experiment
+from .report import write_report
+from .runner import Trial, environment, plan, run_trial
+
+
+def find_repo() -> Path:
+    """The repo root: from the package location (editable install) or else the cwd upwards."""
+    for start in (Path(__file__).resolve().parent, Path.cwd().resolve()):
+        for d in (start, *start.parents):
+            if (d / "experiments").is_dir() and (d / "python" / "pyproject.toml").exists():
+                return d
+    return Path.cwd()
+
+
+def list_models(bin_dir: Path) -> list[dict]:
+    try:
+        p = subprocess.run([str(bin_dir / "yard-serve"), "--list-models", "--json"],
+                           capture_output=True, text=True, timeout=10)
+        v = json.loads(p.stdout)
+        return v if isinstance(v, list) else []
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return []
+
+
+def _fmt_secs(s: float) -> str:
+    s = int(s)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+def _exp_meta(e: Experiment, repo: Path) -> dict:
+    try:
+        rel = str(e.path.resolve().relative_to(repo))
+    except ValueError:
+        rel = str(e.path)
+    return {"name": e.name, "title": e.title, "kind": e.kind, "description": e.description,
+            "path": rel, "alternatives": [a.label for a in e.alternatives], "sweep": e.sweep,
+            "duration": e.duration, "warmup": e.warmup, "repetitions": e.repetitions,
+            "sample_interval": e.sample_interval, "plots": e.plots, "baseline": e.baseline,
+            "server_cpus": e.server_cpus, "load_cpus": e.load_cpus, "app": e.app}
+
+
+def execute(exps: list[Experiment], suite: str, args, repo: Path) -> Path:
+    bin_dir = Path(args.bin_dir).resolve()
+    results = Path(args.results_dir).resolve()
+    missing = [b for b in ("yard-serve", "yard-load") if not (bin_dir / b).exists()
+               and any(e.kind == "server" for e in exps)]
+    if missing:
+        sys.exit(f"yard: {', '.join(missing)} not found in {bin_dir} (build first, or give --bin-dir)")
+    models = list_models(bin_dir)
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    out = results / stamp
+    n = 1
+    while out.exists():
+        n += 1
+        out = results / f"{stamp}-{n}"
+    (out / "raw").mkdir(parents=True)
+    meta = {"suite": suite, "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+            "seed": args.seed, "argv": sys.argv, "environment": environment(repo, bin_dir),
+            "models": models, "experiments": [_exp_meta(e, repo) for e in exps]}
+    (out / "meta.json").write_text(json.dumps(meta, indent=1))
+    trials = plan(exps, args.seed)
+    total = sum(t.exp.trial_seconds() for t in trials)
+    say = (lambda *a: None) if args.quiet else print
+    say(f"yard: suite {suite}: {len(exps)} experiment(s), {len(trials)} trials, "
+        f"about {_fmt_secs(total)} (estimate); results in {out}")
+    seq = 0
+    progress = None
+    if not args.quiet:
+        from rich.progress import (BarColumn, Progress, TextColumn, TimeElapsedColumn,
+                                   TimeRemainingColumn)
+        # The bar advances by each trial's planned seconds, so the ETA weighs long trials right.
+        progress = Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                            TextColumn("ETA"), TimeRemainingColumn())
+        progress.start()
+        task = progress.add_task("trials", total=total)
+    failed = 0
+    try:
+        for i, t in enumerate(trials, 1):
+            if progress:
+                pt = " ".join(f"{k}={v}" for k, v in t.point.items())
+                progress.update(task, description=f"[{i}/{len(trials)}] {t.exp.name} {t.alt.label} {pt}")
+            for retry in (0, 1):
+                seq += 1
+                rec = run_trial(t, bin_dir, seq)
+                rec["retry"] = retry
+                name = "_".join([t.alt.label, *[f"{k}{v}" for k, v in t.point.items()],
+                                 f"r{t.rep}", f"try{retry}"])
+                d = out / "raw" / t.exp.name
+                d.mkdir(exist_ok=True)
+                (d / f"{name}.json").write_text(json.dumps(rec, indent=1, default=str))
+                # An invalid generator run is retried once; both are kept and reported.
+                if rec["status"] != "invalid":
+                    break
+            if rec["status"] != "ok":
+                failed += 1
+                if progress:
+                    progress.console.print(f"[yellow]{t.exp.name} {t.alt.label} {t.point}: "
+                                           f"{rec['status']}: {'; '.join(rec['problems'])[:200]}")
+            if progress:
+                progress.advance(task, t.exp.trial_seconds())
+    finally:
+        if progress:
+            progress.stop()
+    report = write_report(out, meta)
+    latest = results / "latest"
+    if latest.is_symlink() or latest.exists():
+        latest.unlink()
+    latest.symlink_to(out.name)
+    if failed:
+        print(f"yard: {failed} trial(s) failed or invalid (see the report)", file=sys.stderr)
+    print(report)
+    return out
+
+
+def cmd_bench(args, repo: Path) -> int:
+    exps = _load(repo, Path(args.bin_dir))
+    chosen = [e.for_suite(args.suite) for e in exps if e.in_suite(args.suite)]
+    if args.only:
+        chosen = [e for e in chosen if e.name in args.only]
+    if not chosen:
+        sys.exit(f"yard: suite {args.suite} has no experiment")
+    if args.suite == "full":
+        est = sum(e.estimate_seconds() for e in chosen)
+        print(f"yard: the full suite takes about {_fmt_secs(est)}.")
+    execute(chosen, args.suite, args, repo)
+    return 0
+
+
+def cmd_run(args, repo: Path) -> int:
+    try:
+        e = load_experiment(Path(args.file), [m["name"] for m in list_models(Path(args.bin_dir))])
+    except (SchemaError, OSError) as err:
+        sys.exit(f"yard: {err}")
+    if args.suite:
+        e = e.for_suite(args.suite)
+    execute([e], args.suite or "full", args, repo)
+    return 0
+
+
+def cmd_report(args, repo: Path) -> int:
+    print(write_report(Path(args.dir)))
+    return 0
+
+
+def cmd_list(args, repo: Path) -> int:
+    exps = _load(repo, Path(args.bin_dir))
+    for e in exps:
+        sizes = ", ".join(f"{s} ~{_fmt_secs(e.for_suite(s).estimate_seconds())}"
+                          for s in SUITES if e.in_suite(s))
+        print(f"{e.name:<20} {e.kind:<6} {e.title}\n{'':<28}alternatives: "
+              f"{', '.join(a.label for a in e.alternatives)}; suites: {sizes}")
+    return 0
+
+
+def _load(repo: Path, bin_dir: Path) -> list[Experiment]:
+    models = [m["name"] for m in list_models(bin_dir)]
+    try:
+        return load_all(repo / "experiments", models)
+    except SchemaError as err:
+        sys.exit(f"yard: {err}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    repo = find_repo()
+    p = argparse.ArgumentParser(prog="yard", description="Switchyard benchmark harness: runs "
+                                "experiments/*.toml, samples the server's cgroup, writes results/<time>/.")
+    p.add_argument("--results-dir", default=str(repo / "results"), help="where results go (default ./results)")
+    p.add_argument("--bin-dir", default=str(repo / "build" / "bin"), help="yard-serve and yard-load (default build/bin)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (for CI)")
+    p.add_argument("--seed", type=int, default=int(time.time()), help="seed of the trial order")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("bench", help="run a suite: smoke (seconds), quick (<= 10 min), full (the studies)")
+    b.add_argument("suite", nargs="?", default="quick", choices=SUITES)
+    b.add_argument("--only", nargs="+", metavar="NAME", help="only these experiments")
+    r = sub.add_parser("run", help="run one experiment file")
+    r.add_argument("file")
+    r.add_argument("--suite", choices=SUITES, help="apply this suite's overrides")
+    rp = sub.add_parser("report", help="rebuild report.html and the CSVs of a results directory")
+    rp.add_argument("dir")
+    sub.add_parser("list", help="list the experiments and their suites")
+    # Let global options appear after the subcommand too.
+    for sp in (b, r, rp):
+        sp.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        sp.add_argument("--results-dir", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        sp.add_argument("--bin-dir", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    return {"bench": cmd_bench, "run": cmd_run, "report": cmd_report, "list": cmd_list}[args.cmd](args, repo)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

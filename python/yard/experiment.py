@@ -1,0 +1,284 @@
+"""Experiments and suites as data: loading and validating experiments/*.toml.
+
+See docs/harness.md for the schema. Every error names the file and the field.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+KINDS = ("server", "tool")
+SUITES = ("smoke", "quick", "full")
+
+
+class SchemaError(ValueError):
+    pass
+
+
+@dataclass
+class Alternative:
+    label: str
+    argv: list[str]          # server argv (kind=server) or tool argv (kind=tool), templated
+    model: str | None = None
+
+
+@dataclass
+class Experiment:
+    path: Path
+    name: str
+    title: str
+    kind: str
+    description: str
+    alternatives: list[Alternative]
+    load: list[str]                       # workload argv template (kind=server)
+    sweep: dict[str, list[Any]]
+    duration: float
+    warmup: float
+    repetitions: int
+    sample_interval: float
+    server_cpus: list[int]
+    load_cpus: list[int]
+    plots: list[str]
+    baseline: str | None
+    app: str | None = None
+    suites: dict[str, dict] = field(default_factory=dict)
+    timeout: float = 120.0
+
+    def points(self) -> list[dict[str, Any]]:
+        keys = list(self.sweep)
+        if not keys:
+            return [{}]
+        return [dict(zip(keys, combo)) for combo in itertools.product(*(self.sweep[k] for k in keys))]
+
+    def in_suite(self, suite: str) -> bool:
+        return suite in ("quick", "full") or suite in self.suites
+
+    def for_suite(self, suite: str) -> "Experiment":
+        """A copy with the suite's overrides applied (full = the file's own values)."""
+        e = copy.deepcopy(self)
+        ov = self.suites.get(suite, {})
+        for k in ("duration", "warmup", "repetitions", "sample_interval", "timeout"):
+            if k in ov:
+                setattr(e, k, ov[k])
+        if "sweep" in ov:
+            e.sweep.update(ov["sweep"])
+        if "models" in ov:
+            keep = set(ov["models"])
+            e.alternatives = [a for a in e.alternatives if a.label in keep or a.model in keep]
+        return e
+
+    def trial_seconds(self) -> float:
+        return self.warmup + self.duration + 1.0
+
+    def estimate_seconds(self) -> float:
+        return len(self.alternatives) * len(self.points()) * self.repetitions * self.trial_seconds()
+
+
+def _err(path: Path, fieldname: str, msg: str) -> SchemaError:
+    return SchemaError(f"{path}: field '{fieldname}': {msg}")
+
+
+def _get(d: dict, key: str, typ, path: Path, prefix: str, default=None, required=False):
+    full = f"{prefix}.{key}" if prefix else key
+    if key not in d:
+        if required:
+            raise _err(path, full, "is required")
+        return default
+    v = d[key]
+    if typ is float and isinstance(v, int) and not isinstance(v, bool):
+        v = float(v)
+    if not isinstance(v, typ) or isinstance(v, bool) and typ is not bool:
+        tname = typ.__name__ if isinstance(typ, type) else "/".join(t.__name__ for t in typ)
+        raise _err(path, full, f"must be a {tname}, got {type(v).__name__} {v!r}")
+    return v
+
+
+def _str_list(v, path: Path, full: str) -> list[str]:
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise _err(path, full, "must be a list of strings")
+    return v
+
+
+def _int_list(v, path: Path, full: str) -> list[int]:
+    if not isinstance(v, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        raise _err(path, full, "must be a list of integers (CPU numbers)")
+    return v
+
+
+_TOP = {"experiment", "servers", "tool", "load", "sweep", "run", "report", "suites"}
+_RUN = {"duration", "warmup", "repetitions", "sample_interval", "server_cpus", "load_cpus", "timeout"}
+_SUITE = _RUN - {"server_cpus", "load_cpus"} | {"sweep", "models"}
+
+
+def load_experiment(path: Path, models: list[str] | None = None) -> Experiment:
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise SchemaError(f"{path}: not valid TOML: {e}") from None
+    for k in data:
+        if k not in _TOP:
+            raise _err(path, k, f"unknown table; expected one of {sorted(_TOP)}")
+    exp = _get(data, "experiment", dict, path, "", required=True)
+    name = _get(exp, "name", str, path, "experiment", default=path.stem)
+    title = _get(exp, "title", str, path, "experiment", default=name)
+    kind = _get(exp, "kind", str, path, "experiment", default="server")
+    if kind not in KINDS:
+        raise _err(path, "experiment.kind", f"must be one of {KINDS}, got {kind!r}")
+    description = _get(exp, "description", str, path, "experiment", default="")
+
+    alts: list[Alternative] = []
+    load: list[str] = []
+    app = None
+    if kind == "server":
+        srv = _get(data, "servers", dict, path, "", required=True)
+        app = _get(srv, "app", str, path, "servers")
+        flags = _str_list(srv.get("flags", []), path, "servers.flags")
+        mlist = srv.get("models", [])
+        if mlist == "all":
+            mlist = list(models or [])
+        mlist = _str_list(mlist, path, "servers.models")
+        if mlist and not app:
+            raise _err(path, "servers.app", "is required when servers.models is given")
+        for m in mlist:
+            alts.append(Alternative(m, ["{bin}/yard-serve", "--app", app, "--model", m,
+                                        "--listen", "127.0.0.1:0", *flags], model=m))
+        extra = srv.get("extra", [])
+        if not isinstance(extra, list):
+            raise _err(path, "servers.extra", "must be an array of tables [[servers.extra]]")
+        for i, x in enumerate(extra):
+            pre = f"servers.extra[{i}]"
+            if not isinstance(x, dict):
+                raise _err(path, pre, "must be a table with label and argv")
+            label = _get(x, "label", str, path, pre, required=True)
+            argv = _str_list(_get(x, "argv", list, path, pre, required=True), path, pre + ".argv")
+            alts.append(Alternative(label, argv, model=_get(x, "model", str, path, pre)))
+        if not alts:
+            raise _err(path, "servers", "declares no server: give servers.models or [[servers.extra]]")
+        ld = _get(data, "load", dict, path, "", required=True)
+        load = _str_list(_get(ld, "argv", list, path, "load", required=True), path, "load.argv")
+        if not any("{target}" in a for a in load):
+            raise _err(path, "load.argv", "must contain the placeholder {target}")
+    else:
+        tool = _get(data, "tool", dict, path, "", required=True)
+        variants = tool.get("variants")
+        if variants is None:
+            argv = _str_list(_get(tool, "argv", list, path, "tool", required=True), path, "tool.argv")
+            alts.append(Alternative(_get(tool, "label", str, path, "tool", default=name), argv))
+        else:
+            if not isinstance(variants, list) or not variants:
+                raise _err(path, "tool.variants", "must be a non-empty array of tables")
+            for i, x in enumerate(variants):
+                pre = f"tool.variants[{i}]"
+                label = _get(x, "label", str, path, pre, required=True)
+                argv = _str_list(_get(x, "argv", list, path, pre, required=True), path, pre + ".argv")
+                alts.append(Alternative(label, argv))
+
+    labels = [a.label for a in alts]
+    if len(set(labels)) != len(labels):
+        raise _err(path, "servers", f"alternative labels must be unique, got {labels}")
+
+    sweep = _get(data, "sweep", dict, path, "", default={})
+    for k, v in sweep.items():
+        if not isinstance(v, list) or not v:
+            raise _err(path, f"sweep.{k}", "must be a non-empty list of values")
+
+    run = _get(data, "run", dict, path, "", default={})
+    for k in run:
+        if k not in _RUN:
+            raise _err(path, f"run.{k}", f"unknown field; expected one of {sorted(_RUN)}")
+    duration = _get(run, "duration", float, path, "run", default=10.0)
+    warmup = _get(run, "warmup", float, path, "run", default=0.0)
+    reps = _get(run, "repetitions", int, path, "run", default=3)
+    interval = _get(run, "sample_interval", float, path, "run", default=0.5)
+    timeout = _get(run, "timeout", float, path, "run", default=120.0)
+    if duration <= 0:
+        raise _err(path, "run.duration", "must be > 0 seconds")
+    if warmup < 0:
+        raise _err(path, "run.warmup", "must be >= 0 seconds")
+    if reps < 1:
+        raise _err(path, "run.repetitions", "must be >= 1")
+    if not 0.01 <= interval <= 60:
+        raise _err(path, "run.sample_interval", "must be between 0.01 and 60 seconds")
+    scpus = _int_list(run.get("server_cpus", [0]), path, "run.server_cpus")
+    lcpus = _int_list(run.get("load_cpus", [1]), path, "run.load_cpus")
+
+    known = {"bin", "duration", *sweep}
+    for a in alts:
+        bad = placeholders(a.argv) - known
+        if bad:
+            where = "tool" if kind == "tool" else "servers"
+            raise _err(path, where, f"alternative {a.label!r} uses unknown placeholder(s) "
+                       f"{sorted(bad)}; known: {sorted(known)}")
+    bad = placeholders(load) - known - {"target"}
+    if bad:
+        raise _err(path, "load.argv", f"unknown placeholder(s) {sorted(bad)}; "
+                   f"known: {sorted(known | {'target'})}")
+
+    rep = _get(data, "report", dict, path, "", default={})
+    plots = _str_list(rep.get("plots", []), path, "report.plots")
+    baseline = _get(rep, "baseline", str, path, "report")
+    if baseline is not None and baseline not in labels:
+        raise _err(path, "report.baseline", f"{baseline!r} is not one of the alternatives {labels}")
+
+    suites = _get(data, "suites", dict, path, "", default={})
+    for sname, ov in suites.items():
+        if sname not in SUITES:
+            raise _err(path, f"suites.{sname}", f"unknown suite; expected one of {SUITES}")
+        if not isinstance(ov, dict):
+            raise _err(path, f"suites.{sname}", "must be a table")
+        for k, v in ov.items():
+            if k not in _SUITE:
+                raise _err(path, f"suites.{sname}.{k}", f"unknown field; expected one of {sorted(_SUITE)}")
+            if k == "sweep":
+                if not isinstance(v, dict):
+                    raise _err(path, f"suites.{sname}.sweep", "must be a table")
+                for sk, sv in v.items():
+                    if sk not in sweep:
+                        raise _err(path, f"suites.{sname}.sweep.{sk}", "is not a sweep variable of [sweep]")
+                    if not isinstance(sv, list) or not sv:
+                        raise _err(path, f"suites.{sname}.sweep.{sk}", "must be a non-empty list")
+            elif k == "models":
+                _str_list(v, path, f"suites.{sname}.models")
+            elif k == "repetitions":
+                _get(ov, k, int, path, f"suites.{sname}")
+            else:
+                _get(ov, k, float, path, f"suites.{sname}")
+
+    return Experiment(path=path, name=name, title=title, kind=kind, description=description,
+                      alternatives=alts, load=load, sweep=sweep, duration=duration, warmup=warmup,
+                      repetitions=reps, sample_interval=interval, server_cpus=scpus,
+                      load_cpus=lcpus, plots=plots, baseline=baseline, app=app, suites=suites,
+                      timeout=timeout)
+
+
+def load_all(directory: Path, models: list[str] | None = None) -> list[Experiment]:
+    return [load_experiment(p, models) for p in sorted(Path(directory).glob("*.toml"))]
+
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def placeholders(argv: list[str]) -> set[str]:
+    return {m.group(1) for a in argv for m in _PLACEHOLDER.finditer(a)}
+
+
+def render(argv: list[str], values: dict[str, Any]) -> list[str]:
+    """Substitute {name} placeholders (other braces are left alone); an unknown name is an error."""
+    def sub(m: re.Match) -> str:
+        if m.group(1) not in values:
+            raise SchemaError(f"unknown placeholder {{{m.group(1)}}}; known: {sorted(values)}")
+        return _fmt(values[m.group(1)])
+    return [_PLACEHOLDER.sub(sub, a) for a in argv]
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)

@@ -1,0 +1,349 @@
+"""Tidy CSV and a self-contained HTML report (plots embedded as base64 PNG)."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import io
+import itertools
+import json
+import shlex
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from .stats import Estimate, median_ci, ratio_ci  # noqa: E402
+
+# Metric name -> (label, lower is better?)
+METRICS: dict[str, tuple[str, bool]] = {
+    "throughput_per_s": ("throughput (msg/s)", False),
+    "latency_p50_us": ("latency p50 (µs)", True),
+    "latency_p99_us": ("latency p99 (µs)", True),
+    "cpu_mean_pct": ("server CPU mean (%, 100 = 1 core)", True),
+    "cpu_cv": ("server CPU Cv (stdev/mean)", True),
+    "cpu_pct_total": ("server CPU over the run (%)", True),
+    "cpu_us_per_msg": ("server CPU per message (µs)", True),
+    "ctx_voluntary": ("voluntary context switches", True),
+    "ctx_involuntary": ("involuntary context switches", True),
+    "mem_max_mib": ("cgroup memory max (MiB)", True),
+    "pss_max_mib": ("PSS max (MiB)", True),
+    "tasks_max": ("threads/processes max", True),
+}
+TABLE_DEFAULT = ["throughput_per_s", "latency_p50_us", "latency_p99_us", "cpu_mean_pct", "cpu_cv",
+                 "ctx_voluntary", "ctx_involuntary", "mem_max_mib", "pss_max_mib", "tasks_max"]
+
+
+def load_trials(out: Path) -> list[dict]:
+    trials = []
+    for p in sorted((out / "raw").rglob("*.json")):
+        trials.append(json.loads(p.read_text()))
+    return trials
+
+
+def _ordered_points(exp: dict, groups) -> list[str]:
+    """Point keys in sweep order (as declared), then any others seen in the data."""
+    keys = list(exp.get("sweep", {}))
+    order = [_pkey(dict(zip(keys, c))) for c in itertools.product(*(exp["sweep"][k] for k in keys))]
+    seen = {pk for (e, _, pk) in groups if e == exp["name"]}
+    return [pk for pk in order if pk in seen] + sorted(seen - set(order))
+
+
+def _pkey(point: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in point.items()) or "-"
+
+
+def write_csv(out: Path, trials: list[dict]) -> list[Path]:
+    """trials.csv: one row per trial and metric (tidy); summary.csv: medians and CIs."""
+    paths = []
+    p = out / "trials.csv"
+    with p.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["experiment", "alternative", "point", "rep", "status", "retry", "metric", "value"])
+        for t in trials:
+            for k, v in sorted(t.get("metrics", {}).items()):
+                w.writerow([t["experiment"], t["alternative"], _pkey(t["point"]), t["rep"],
+                            t["status"], t.get("retry", 0), k, v])
+    paths.append(p)
+    p = out / "summary.csv"
+    with p.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["experiment", "alternative", "point", "metric", "median", "ci_lo", "ci_hi", "n"])
+        for (e, a, pk), ms in sorted(_groups(trials).items()):
+            for m, vals in sorted(ms.items()):
+                est = median_ci(vals)
+                w.writerow([e, a, pk, m, est.median, est.lo, est.hi, est.n])
+    paths.append(p)
+    return paths
+
+
+def usable(trials: list[dict]) -> list[dict]:
+    """The trials that enter the statistics: the valid ones; where a point has no valid trial
+    but has generator-invalid ones, those (flagged in the report), rather than a hole."""
+    ok = {(t["experiment"], t["alternative"], _pkey(t["point"])) for t in trials if t["status"] == "ok"}
+    return [t for t in trials if t["status"] == "ok" or (
+        t["status"] == "invalid" and (t["experiment"], t["alternative"], _pkey(t["point"])) not in ok)]
+
+
+def _flagged(trials: list[dict]) -> set[tuple[str, str, str]]:
+    return {(t["experiment"], t["alternative"], _pkey(t["point"])) for t in usable(trials)
+            if t["status"] == "invalid"}
+
+
+def _groups(trials: list[dict]) -> dict[tuple[str, str, str], dict[str, list[float]]]:
+    g: dict[tuple[str, str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for t in usable(trials):
+        for k, v in t.get("metrics", {}).items():
+            g[(t["experiment"], t["alternative"], _pkey(t["point"]))][k].append(v)
+    return g
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def _xvalue(point: dict, xkey: str | None):
+    return point.get(xkey) if xkey else None
+
+
+def _figure(exp: dict, trials: list[dict], metrics: list[str]) -> str | None:
+    alts = exp["alternatives"]
+    xkeys = list(exp["sweep"])
+    xkey = xkeys[0] if xkeys else None
+    metrics = [m for m in metrics if any(m in t.get("metrics", {}) for t in trials)]
+    if not metrics:
+        return None
+    fig, axes = plt.subplots(1, len(metrics), figsize=(5.2 * len(metrics), 3.8), squeeze=False)
+    styles = ["o-", "s-", "^-", "D-", "v-", "P-", "X-", "*-"]
+    for ax, m in zip(axes[0], metrics):
+        if xkey is None or len(exp["sweep"].get(xkey, [])) <= 1:
+            # No sweep: a bar per alternative with its CI.
+            ests = [median_ci([t["metrics"][m] for t in trials if t["alternative"] == a
+                               and m in t["metrics"]]) for a in alts]
+            meds = [e.median for e in ests]
+            err = [[e.median - e.lo for e in ests], [e.hi - e.median for e in ests]]
+            ax.bar(range(len(alts)), meds, yerr=err, capsize=4, color="0.6", edgecolor="black")
+            ax.set_xticks(range(len(alts)), alts, rotation=30)
+        else:
+            xs_all = exp["sweep"][xkey]
+            for i, a in enumerate(alts):
+                xs, med, lo, hi = [], [], [], []
+                for x in xs_all:
+                    vals = [t["metrics"][m] for t in trials if t["alternative"] == a
+                            and t["point"].get(xkey) == x and m in t["metrics"]]
+                    if not vals:
+                        continue
+                    e = median_ci(vals)
+                    xs.append(x)
+                    med.append(e.median)
+                    lo.append(e.median - e.lo)
+                    hi.append(e.hi - e.median)
+                if xs:
+                    ax.errorbar(xs, med, yerr=[lo, hi], fmt=styles[i % len(styles)], capsize=3,
+                                label=a, markersize=4, linewidth=1.2)
+            if all(isinstance(x, (int, float)) and x > 0 for x in xs_all) and \
+                    max(xs_all) / min(xs_all) >= 16:
+                ax.set_xscale("log", base=2)
+            ax.set_xlabel(xkey)
+            ax.legend(fontsize=8)
+        ax.set_ylabel(METRICS.get(m, (m, True))[0])
+        ax.grid(True, alpha=0.3)
+    fig.suptitle(exp["title"], fontsize=10)
+    return _png(fig)
+
+
+def _summary(exp: dict, groups, metrics: list[str]) -> list[str]:
+    """Who wins where, and by how much (ratio of medians with its CI, winner vs runner-up)."""
+    lines = []
+    pts = _ordered_points(exp, groups)
+    for m in metrics:
+        label, lower_better = METRICS.get(m, (m, True))
+        wins: dict[str, int] = defaultdict(int)
+        detail = None
+        for pk in pts:
+            cands = [(a, groups[(exp["name"], a, pk)][m]) for a in exp["alternatives"]
+                     if m in groups.get((exp["name"], a, pk), {})]
+            if len(cands) < 2:
+                continue
+            ranked = sorted(cands, key=lambda c: median_ci(c[1]).median, reverse=not lower_better)
+            (wa, wv), (ra, rv) = ranked[0], ranked[1]
+            if median_ci(wv).median == median_ci(rv).median:
+                continue  # a tie names no winner
+            wins[wa] += 1
+            r = ratio_ci(rv, wv) if lower_better else ratio_ci(wv, rv)
+            detail = (pk, wa, ra, r)
+        if not wins:
+            continue
+        total = sum(wins.values())
+        order = ", ".join(f"{a} at {n}/{total}" for a, n in sorted(wins.items(), key=lambda x: -x[1]))
+        s = f"<b>{html.escape(label)}</b> ({'lower' if lower_better else 'higher'} is better): best is {html.escape(order)} point(s)"
+        if detail:
+            pk, wa, ra, r = detail
+            s += (f"; at {html.escape(pk)}, {html.escape(wa)} beats {html.escape(ra)} by "
+                  f"{r.median:.2f}x [95% CI {r.lo:.2f}, {r.hi:.2f}]")
+            if r.n < 3:
+                s += " (too few trials for a firm CI)"
+            elif r.lo <= 1.0:
+                s += " (not significant: the CI includes 1)"
+        lines.append(s + ".")
+    return lines
+
+
+def _ratio_table(exp: dict, groups, metrics: list[str]) -> str:
+    base = exp.get("baseline") or (exp["alternatives"][0] if exp["alternatives"] else None)
+    if not base or len(exp["alternatives"]) < 2:
+        return ""
+    pts = _ordered_points(exp, groups)
+    rows = []
+    for pk in pts:
+        b = groups.get((exp["name"], base, pk), {})
+        for a in exp["alternatives"]:
+            if a == base:
+                continue
+            g = groups.get((exp["name"], a, pk), {})
+            cells = []
+            for m in metrics:
+                if m in g and m in b:
+                    cells.append(ratio_ci(g[m], b[m]).fmt())
+                else:
+                    cells.append("")
+            rows.append(f"<tr><td>{html.escape(a)}</td><td>{html.escape(pk)}</td>"
+                        + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    if not rows:
+        return ""
+    head = "".join(f"<th>{html.escape(METRICS.get(m, (m,))[0])}</th>" for m in metrics)
+    return (f"<h4>Ratios to {html.escape(base)} (median ratio [95% bootstrap CI])</h4>"
+            f"<table><tr><th>alternative</th><th>point</th>{head}</tr>{''.join(rows)}</table>")
+
+
+def _feature_table(models: list[dict]) -> str:
+    if not models:
+        return "<p>No model list available (<code>yard-serve --list-models --json</code> failed).</p>"
+    keys: list[str] = []
+    for m in models:
+        for k in (m.get("traits") or {}):
+            if k not in keys:
+                keys.append(k)
+
+    def cell(v: Any) -> str:
+        if v is True:
+            return "yes"
+        if v is False:
+            return "no"
+        return html.escape(str(v)) if v is not None else ""
+
+    head = "".join(f"<th>{html.escape(k.replace('_', ' '))}</th>" for k in keys)
+    rows = "".join(
+        f"<tr><td><b>{html.escape(m.get('name', '?'))}</b></td><td>{html.escape(m.get('summary', ''))}</td>"
+        + "".join(f"<td>{cell((m.get('traits') or {}).get(k))}</td>" for k in keys) + "</tr>"
+        for m in models)
+    return f"<table class='features'><tr><th>model</th><th>summary</th>{head}</tr>{rows}</table>"
+
+
+CSS = """
+body{font-family:system-ui,sans-serif;max-width:1200px;margin:1em auto;padding:0 1em;color:#111}
+table{border-collapse:collapse;margin:.5em 0;font-size:.85em}
+td,th{border:1px solid #999;padding:2px 6px;text-align:right;vertical-align:top}
+th{background:#eee}td:first-child,th:first-child{text-align:left}
+table.features td{text-align:left}
+pre{background:#f4f4f4;padding:.5em;overflow-x:auto;font-size:.8em;white-space:pre-wrap}
+img{max-width:100%}.warn{color:#a00}
+@media print{section{page-break-inside:avoid}}
+"""
+
+
+def write_report(out: Path, meta: dict | None = None) -> Path:
+    meta = meta or json.loads((out / "meta.json").read_text())
+    trials = load_trials(out)
+    write_csv(out, trials)
+    groups = _groups(trials)
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>Switchyard report "
+             f"{html.escape(meta.get('started', ''))}</title><style>{CSS}</style></head><body>",
+             f"<h1>Switchyard: which concurrency model costs what, on this machine</h1>"]
+    env = meta.get("environment", {})
+    parts.append("<p>Suite <b>%s</b>, started %s. %s</p>" % (
+        html.escape(str(meta.get("suite"))), html.escape(str(meta.get("started"))),
+        html.escape(", ".join(f"{k}: {v}" for k, v in env.items() if v is not None))))
+    parts.append("<p>Every number is a median over independent trials with its 95% bootstrap "
+                 "confidence interval in brackets. Trials run interleaved in random order, each "
+                 "with a fresh server in its own cgroup, server and load generator pinned to "
+                 "different CPUs. CPU% is top-compatible (100% = one core); Cv = stdev/mean of "
+                 "the CPU% series, first sample dropped.</p>")
+    cg = {json.dumps(t.get("cgroup"), sort_keys=True) for t in trials if t.get("cgroup")}
+    if any('"exact_cpu": false' in c for c in cg):
+        parts.append("<p class='warn'>No cgroup could be created: CPU was measured by a /proc "
+                     "walk and is approximate.</p>")
+    parts.append("<h2>The models</h2>" + _feature_table(meta.get("models", [])))
+    for exp in meta.get("experiments", []):
+        et = [t for t in trials if t["experiment"] == exp["name"]]
+        parts.append(f"<section><h2>{html.escape(exp['title'])}</h2>")
+        if exp.get("description"):
+            parts.append(f"<p>{html.escape(exp['description'])}</p>")
+        ok = usable(et)
+        bad = [t for t in et if t["status"] != "ok"]
+        flagged = _flagged(et)
+        metrics = exp.get("plots") or []
+        present = [m for m in METRICS if any(m in t.get("metrics", {}) for t in ok)]
+        if exp["kind"] == "tool":
+            present = sorted({k for t in ok for k in t.get("metrics", {})} - set(exp.get("sweep", {})))
+        table_metrics = [m for m in (TABLE_DEFAULT if exp["kind"] == "server" else present) if m in present]
+        plot_metrics = [m for m in metrics if m in present] or table_metrics[:2]
+        if flagged:
+            parts.append("<p class='warn'>Some points had only trials the load generator marked "
+                         "invalid (it fell behind its schedule or saturated its CPU, so it may be "
+                         "the bottleneck); they are shown, flagged, rather than left out.</p>")
+        if not ok:
+            parts.append("<p class='warn'>No valid trial.</p>")
+        else:
+            parts.append("<h3>Summary</h3><ul>" + "".join(
+                f"<li>{s}</li>" for s in _summary(exp, groups, plot_metrics)) + "</ul>")
+            png = _figure(exp, ok, plot_metrics)
+            if png:
+                parts.append(f"<img alt='{html.escape(exp['title'])}' src='data:image/png;base64,{png}'>")
+            head = "".join(f"<th>{html.escape(METRICS.get(m, (m,))[0])}</th>" for m in table_metrics)
+            rows = []
+            pts = _ordered_points(exp, groups)
+            for a in exp["alternatives"]:
+                for pk in pts:
+                    g = groups.get((exp["name"], a, pk))
+                    if not g:
+                        continue
+                    cells = "".join(f"<td>{median_ci(g[m]).fmt() if m in g else ''}</td>"
+                                    for m in table_metrics)
+                    note = (" <span class='warn'>(generator-invalid trials only)</span>"
+                            if (exp["name"], a, pk) in flagged else "")
+                    rows.append(f"<tr><td>{html.escape(a)}</td><td>{html.escape(pk)}{note}</td>{cells}</tr>")
+            parts.append(f"<h3>Table</h3><table><tr><th>alternative</th><th>point</th>{head}</tr>"
+                         + "".join(rows) + "</table>")
+            parts.append(_ratio_table(exp, groups, plot_metrics))
+        if bad:
+            parts.append("<h4>Failed, invalid or retried trials</h4><ul>" + "".join(
+                f"<li>{html.escape(t['alternative'])} {html.escape(_pkey(t['point']))} rep {t['rep']}"
+                f" retry {t.get('retry', 0)}: {html.escape(t['status'])}: "
+                f"{html.escape('; '.join(t.get('problems', [])))}</li>" for t in bad) + "</ul>")
+        cmds = []
+        seen = set()
+        for t in et:
+            if t["alternative"] in seen or "commands" not in t:
+                continue
+            seen.add(t["alternative"])
+            for role, argv in t["commands"].items():
+                cmds.append(f"# {t['alternative']} {role} ({_pkey(t['point'])})\n"
+                            + " ".join(shlex.quote(a) for a in argv))
+        parts.append(f"<h3>Commands</h3><p>Run with <code>yard run {html.escape(exp['path'])}</code>; "
+                     f"{exp['repetitions']} repetition(s), duration {exp['duration']} s, warm-up "
+                     f"{exp['warmup']} s, sample every {exp['sample_interval']} s. One trial's exact commands "
+                     f"(the port changes per trial):</p><pre>{html.escape(chr(10).join(cmds))}</pre></section>")
+    parts.append("<p>Raw data: <code>raw/</code> (one JSON per trial), <code>trials.csv</code>, "
+                 "<code>summary.csv</code>.</p></body></html>")
+    p = out / "report.html"
+    p.write_text("\n".join(parts))
+    return p

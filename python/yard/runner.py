@@ -1,0 +1,290 @@
+"""Running trials: a fresh server per trial in its own cgroup, pinned; the load; the samples."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import random
+import select
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from . import __version__
+from .cgroup import GroupProc, make_group
+from .experiment import Alternative, Experiment, render
+from .sampler import Sampler, ctx_switches
+from .stats import cpu_mean_cv
+
+READY_TIMEOUT = 10.0
+STOP_TIMEOUT = 5.0
+
+
+@dataclass
+class Trial:
+    exp: Experiment
+    alt: Alternative
+    point: dict[str, Any]
+    rep: int
+
+
+def _cpus(wanted: list[int]) -> set[int]:
+    return set(wanted) & os.sched_getaffinity(0)
+
+
+def _pinned(cpus: set[int], attach: Callable[[], None] | None = None):
+    def pre() -> None:
+        if attach:
+            attach()
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+    return pre
+
+
+def _read_line(proc: subprocess.Popen, timeout: float) -> str | None:
+    deadline = time.monotonic() + timeout
+    fd = proc.stdout.fileno()
+    buf = b""
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not r:
+            break
+        chunk = os.read(fd, 1)
+        if not chunk:
+            break
+        if chunk == b"\n":
+            return buf.decode(errors="replace")
+        buf += chunk
+    return None
+
+
+def _wait(pid: int, timeout: float) -> tuple[int | None, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        wpid, status, ru = os.wait4(pid, os.WNOHANG)
+        if wpid == pid:
+            return status, ru
+        if time.monotonic() > deadline:
+            return None, None
+        time.sleep(0.01)
+
+
+def _parse_json(text: str) -> dict | None:
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        v = json.loads(text)
+    except json.JSONDecodeError:
+        # Tolerate a tool that prints something before its JSON object.
+        i = text.rfind("\n{")
+        try:
+            v = json.loads(text[i + 1:]) if i >= 0 else None
+        except json.JSONDecodeError:
+            return None
+    return v if isinstance(v, dict) else None
+
+
+def _run_cmd(argv: list[str], cpus: set[int], timeout: float) -> dict:
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                           preexec_fn=_pinned(cpus))
+        out, err, rc = p.stdout, p.stderr, p.returncode
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        err, rc = f"timed out after {timeout} s", None
+    except OSError as e:
+        out, err, rc = "", str(e), None
+    return {"argv": argv, "rc": rc, "stdout_json": _parse_json(out), "stderr": err[-2000:],
+            "wall_s": time.monotonic() - t0}
+
+
+def run_trial(t: Trial, bin_dir: Path, seq: int) -> dict:
+    values = {"bin": str(bin_dir), **t.point, "duration": t.exp.duration}
+    rec: dict[str, Any] = {"experiment": t.exp.name, "alternative": t.alt.label,
+                           "model": t.alt.model, "point": t.point, "rep": t.rep,
+                           "started": time.time(), "status": "ok", "problems": []}
+    if t.exp.kind == "tool":
+        argv = render(t.alt.argv, values)
+        res = _run_cmd(argv, _cpus(t.exp.load_cpus), t.exp.timeout)
+        rec["commands"] = {"tool": argv}
+        rec["tool"] = res
+        if res["rc"] != 0 or res["stdout_json"] is None:
+            rec["status"] = "failed"
+            rec["problems"].append(f"tool exit {res['rc']}: {res['stderr'][-300:]}")
+        rec["metrics"] = _flat_numbers(res["stdout_json"] or {})
+        return rec
+
+    server_argv = render(t.alt.argv, values)
+    group = make_group(f"yard-{os.getpid()}-{seq}")
+    rec["cgroup"] = group.describe()
+    scpus, lcpus = _cpus(t.exp.server_cpus), _cpus(t.exp.load_cpus)
+    rec["pinning"] = {"server_cpus": sorted(scpus), "load_cpus": sorted(lcpus)}
+    errlog = subprocess.PIPE
+    proc = None
+    try:
+        proc = subprocess.Popen(server_argv, stdout=subprocess.PIPE, stderr=errlog,
+                                preexec_fn=_pinned(scpus, group.attach_self))
+        if isinstance(group, GroupProc):
+            group.set_root(proc.pid)
+        line = _read_line(proc, READY_TIMEOUT)
+        if not line or not line.startswith("listening "):
+            rec["status"] = "failed"
+            rec["problems"].append(f"server did not print 'listening HOST:PORT' within "
+                                   f"{READY_TIMEOUT} s (got {line!r})")
+            return rec
+        target = line.split()[1]
+        values["target"] = target
+        load_argv = render(t.exp.load, values)
+        rec["commands"] = {"server": server_argv, "load": load_argv}
+        if t.exp.warmup > 0:
+            wvals = dict(values, duration=t.exp.warmup)
+            rec["warmup"] = _run_cmd(render(t.exp.load, wvals), lcpus, t.exp.timeout)
+        sampler = Sampler(group, t.exp.sample_interval)
+        sampler.start()
+        load = _run_cmd(load_argv, lcpus, t.exp.timeout + t.exp.duration)
+        totals = sampler.stop()
+        live_vol, live_invol = ctx_switches(group.pids())
+        rec["load"] = load
+        rec["samples"] = sampler.samples
+        rec["totals"] = totals
+        lj = load["stdout_json"]
+        if load["rc"] != 0 or lj is None:
+            rec["status"] = "failed"
+            rec["problems"].append(f"load exit {load['rc']}: {load['stderr'][-300:]}")
+        elif lj.get("invalid"):
+            rec["status"] = "invalid"
+            rec["problems"].append("generator marked the run invalid (behind schedule or saturated)")
+    finally:
+        status = ru = None
+        if proc is not None:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+            status, ru = _wait(proc.pid, STOP_TIMEOUT)
+            if status is None:
+                rec["problems"].append(f"server did not exit within {STOP_TIMEOUT} s of SIGTERM")
+                proc.kill()
+                status, ru = _wait(proc.pid, STOP_TIMEOUT)
+            proc.returncode = os.waitstatus_to_exitcode(status) if status is not None else None
+            try:
+                rec["server_stderr"] = proc.stderr.read().decode(errors="replace")[-2000:]
+            except (OSError, ValueError):
+                pass
+            rec["server_exit"] = proc.returncode
+            if proc.returncode not in (0, None) and rec["status"] == "ok":
+                rec["problems"].append(f"server exited with {proc.returncode}")
+        leftover = group.pids()
+        if leftover:
+            rec["problems"].append(f"{len(leftover)} process(es) left in the cgroup after exit")
+        try:
+            group.cleanup()
+        except OSError as e:
+            rec["problems"].append(f"cgroup cleanup: {e}")
+    rec["metrics"] = _metrics(rec, ru, (live_vol, live_invol))
+    return rec
+
+
+def _flat_numbers(d: dict, prefix: str = "") -> dict[str, float]:
+    out: dict[str, float] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, bool):
+            continue
+        if isinstance(v, (int, float)):
+            out[key] = float(v)
+        elif isinstance(v, dict):
+            out.update(_flat_numbers(v, key + "."))
+    return out
+
+
+def _metrics(rec: dict, ru, live: tuple[int, int]) -> dict[str, float]:
+    m: dict[str, float] = {}
+    samples = rec.get("samples", [])
+    mean, cv = cpu_mean_cv([s["cpu_pct"] for s in samples])
+    m["cpu_mean_pct"], m["cpu_cv"] = mean, cv
+    tot = rec.get("totals", {})
+    if tot.get("wall_s"):
+        m["cpu_s"] = tot["cpu_s"]
+        m["cpu_pct_total"] = 100.0 * tot["cpu_s"] / tot["wall_s"]
+    # Exact totals: wait4() gives the server's own threads plus every descendant it reaped.
+    if ru is not None:
+        m["ctx_voluntary"] = float(ru.ru_nvcsw)
+        m["ctx_involuntary"] = float(ru.ru_nivcsw)
+    mems = [s["mem_bytes"] for s in samples if s.get("mem_bytes") is not None]
+    if tot.get("mem_peak_bytes"):
+        mems.append(tot["mem_peak_bytes"])
+    if mems:
+        m["mem_max_mib"] = max(mems) / 2**20
+    pss = [s["pss_bytes"] for s in samples if s.get("pss_bytes")]
+    if tot.get("pss_bytes_end"):
+        pss.append(tot["pss_bytes_end"])
+    if pss:
+        m["pss_max_mib"] = max(pss) / 2**20
+    tasks = [s["tasks"] for s in samples]
+    if tasks:
+        m["tasks_max"] = float(max(tasks))
+    lj = (rec.get("load") or {}).get("stdout_json") or {}
+    for k in ("throughput_per_s", "achieved_rate", "errors", "generator_cpu_pct",
+              "behind_schedule_max_ms"):
+        if isinstance(lj.get(k), (int, float)) and not isinstance(lj.get(k), bool):
+            m[k] = float(lj[k])
+    lat = lj.get("latency_us") or {}
+    for k in ("p50", "p99", "p999", "mean"):
+        if isinstance(lat.get(k), (int, float)):
+            m[f"latency_{k}_us"] = float(lat[k])
+    if "cpu_s" in m and lj.get("messages"):
+        m["cpu_us_per_msg"] = 1e6 * m["cpu_s"] / float(lj["messages"])
+    return {k: v for k, v in m.items() if v == v}  # drop NaN (e.g. Cv of a too-short series)
+
+
+def environment(repo: Path, bin_dir: Path) -> dict:
+    def rd(p: str) -> str | None:
+        try:
+            return Path(p).read_text().strip()
+        except OSError:
+            return None
+
+    cpu_model = None
+    for line in (rd("/proc/cpuinfo") or "").splitlines():
+        if line.startswith("model name"):
+            cpu_model = line.split(":", 1)[1].strip()
+            break
+
+    def cmd(argv: list[str]) -> str | None:
+        try:
+            return subprocess.run(argv, capture_output=True, text=True, timeout=5,
+                                  cwd=repo).stdout.strip() or None
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+
+    return {
+        "kernel": platform.release(),
+        "uname": " ".join(platform.uname()),
+        "cpu_model": cpu_model,
+        "cpus_online": os.cpu_count(),
+        "governor": rd("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        "git_commit": cmd(["git", "rev-parse", "HEAD"]),
+        "git_dirty": bool(cmd(["git", "status", "--porcelain", "--untracked-files=no"])),
+        "python": platform.python_version(),
+        "yard_harness": __version__,
+        "gcc": (cmd(["gcc", "--version"]) or "").split("\n")[0] or None,
+        "bin_dir": str(bin_dir),
+    }
+
+
+def plan(experiments: list[Experiment], seed: int) -> list[Trial]:
+    """Every trial of every experiment; within a repetition, the order is shuffled across
+    alternatives and sweep points so no alternative runs as one block."""
+    rng = random.Random(seed)
+    trials: list[Trial] = []
+    for e in experiments:
+        for rep in range(e.repetitions):
+            block = [Trial(e, a, p, rep) for p in e.points() for a in e.alternatives]
+            rng.shuffle(block)
+            trials.extend(block)
+    return trials

@@ -1,0 +1,47 @@
+"""End to end: `yard bench smoke` runs real servers and writes a report with a row per model."""
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from harness_paths import BIN, REPO
+
+pytestmark = pytest.mark.skipif(
+    not ((BIN / "yard-serve").exists() and (BIN / "yard-load").exists()),
+    reason=f"needs yard-serve and yard-load in {BIN}")
+
+
+def test_bench_smoke(tmp_path):
+    res = tmp_path / "results"
+    p = subprocess.run([sys.executable, "-m", "yard.cli", "--quiet", "--results-dir", str(res),
+                        "--bin-dir", str(BIN), "bench", "smoke"],
+                       cwd=REPO, capture_output=True, text=True, timeout=120,
+                       env={"PYTHONPATH": str(REPO / "python"), "PATH": "/usr/bin:/bin"})
+    assert p.returncode == 0, p.stderr
+    latest = res / "latest"
+    report = latest / "report.html"
+    assert p.stdout.strip().endswith(str(report.resolve().relative_to(res.resolve().parent))) or \
+        p.stdout.strip().endswith("report.html")
+    html = report.read_text()
+    models = json.loads(subprocess.run([str(BIN / "yard-serve"), "--list-models", "--json"],
+                                       capture_output=True, text=True).stdout)
+    names = [m["name"] for m in models]
+    assert names
+    meta = json.loads((latest / "meta.json").read_text())
+    smoke = [e for e in meta["experiments"] if e["kind"] == "server"]
+    assert smoke
+    for m in names:
+        # A feature-table row and a results-table row per model.
+        assert re.search(rf"<tr><td><b>{m}</b></td>", html), m
+        assert re.search(rf"<tr><td>{m}</td><td>connections=", html), m
+    assert "data:image/png;base64," in html
+    trials = (latest / "trials.csv").read_text().splitlines()
+    assert trials[0].startswith("experiment,alternative")
+    assert any(",ok," in line for line in trials[1:])
+    raw = list((latest / "raw").rglob("*.json"))
+    rec = json.loads(raw[0].read_text())
+    assert rec["cgroup"]["kind"] in ("v1", "v2", "proc")
+    assert rec["server_exit"] == 0
