@@ -153,6 +153,7 @@ int load_run_echo(const load_opts_t *o, load_result_t *r)
     }
     struct epoll_event events[256];
     uint64_t last_progress = yard_now_ns();
+    uint64_t stop_at = o->duration_ns ? last_progress + o->duration_ns : UINT64_MAX;
     r->start_ns = 0;
     while (status == 0 && active > 0) {
         int n = epoll_wait(ep, events, 256, 100);
@@ -190,7 +191,10 @@ int load_run_echo(const load_opts_t *o, load_result_t *r)
                 r->messages++;
                 r->end_ns = done_at;
                 last_progress = done_at;
-                if (++c->seq == o->messages || start_message(o, r, ep, c) < 0)
+                bool more = o->duration_ns ? done_at < stop_at : ++c->seq < o->messages;
+                if (o->duration_ns)
+                    c->seq++;
+                if (!more || start_message(o, r, ep, c) < 0)
                     finish(ep, c, &active);
             }
         }

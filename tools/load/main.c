@@ -21,6 +21,11 @@ static const struct load_mode {
     int (*run)(const load_opts_t *o, load_result_t *r);
 } modes[] = {
     {"echo", "closed-loop request/response round trips, every echoed byte checked", load_run_echo},
+    {"counter", "the Eve atomic counter: reads and increments, every reply and the final count "
+                "checked",
+     load_run_counter},
+    {"rate", "the papayaChat load: each connection sends its message at a constant bandwidth",
+     load_run_rate},
 };
 
 static void usage(FILE *f)
@@ -35,8 +40,20 @@ static void usage(FILE *f)
             "\n"
             "  --target HOST:PORT  the server (numeric IPv4, [IPv6] or localhost)\n"
             "  --connections N     concurrent connections (default 1)\n"
-            "  --messages M        round trips per connection (default 1000)\n"
-            "  --size S            bytes per message (default 16)\n"
+            "  --messages M        echo, counter: requests per connection (default 1000);\n"
+            "                      --ops is the same\n"
+            "  --duration DUR      echo, counter: run for DUR instead of --messages;\n"
+            "                      rate: the measured window (required)\n"
+            "  --size S            echo: bytes per message (default 16)\n"
+            "  --read-ratio R      counter: share of reads, 0..1 (default 0.5)\n"
+            "  --bandwidth BW      rate: per connection, e.g. 1Mbps, 500kbps (bits) or\n"
+            "                      125kBps, 1MBps (bytes)\n"
+            "  --msg-rate R        rate: messages per second per connection (instead of\n"
+            "                      --bandwidth)\n"
+            "  --message TEXT      rate: what is sent (default 'message\\n'; \\n, \\t, \\\\\n"
+            "                      are escapes)\n"
+            "  --ramp-up DUR       rate: connections start over DUR, excluded from the\n"
+            "                      measurement (default 1s)\n"
             "  --timeout DUR       give up after DUR without progress (default 10s)\n"
             "  --cpu LIST          pin the generator to these CPUs (e.g. 1 or 1,2)\n"
             "  --hist-out FILE     write the latency histogram in HdrHistogram's\n"
@@ -91,10 +108,16 @@ int main(int argc, char **argv)
         {"messages", required_argument, NULL, 'm'}, {"size", required_argument, NULL, 's'},
         {"timeout", required_argument, NULL, 'T'}, {"cpu", required_argument, NULL, 'C'},
         {"hist-out", required_argument, NULL, 'H'}, {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+        {"help", no_argument, NULL, 'h'},          {"ops", required_argument, NULL, 'm'},
+        {"duration", required_argument, NULL, 'D'}, {"read-ratio", required_argument, NULL, 'R'},
+        {"bandwidth", required_argument, NULL, 'B'}, {"msg-rate", required_argument, NULL, 'M'},
+        {"message", required_argument, NULL, 'E'}, {"ramp-up", required_argument, NULL, 'U'},
+        {NULL, 0, NULL, 0},
     };
-    load_opts_t o = {.connections = 1, .messages = 1000, .size = 16,
-                     .timeout_ns = 10 * YARD_NS_PER_S};
+    double msg_rate = 0;
+    char *message = NULL;
+    load_opts_t o = {.connections = 1, .messages = 1000, .size = 16, .read_ratio = 0.5,
+                     .timeout_ns = 10 * YARD_NS_PER_S, .ramp_ns = YARD_NS_PER_S};
     if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
         usage(stdout);
         return 0;
@@ -125,6 +148,38 @@ int main(int argc, char **argv)
         case 'C': pin_cpus(optarg); break;
         case 'H': o.hist_out = optarg; break;
         case 'j': o.json = true; break;
+        case 'D':
+            if (yard_parse_duration_ns(optarg, YARD_NS_PER_S, &o.duration_ns) < 0 ||
+                !o.duration_ns)
+                usage_error("--duration: expected a duration such as 5s or 500ms, got '%s'",
+                            optarg);
+            break;
+        case 'U':
+            if (yard_parse_duration_ns(optarg, YARD_NS_PER_S, &o.ramp_ns) < 0)
+                usage_error("--ramp-up: expected a duration such as 1s or 0s, got '%s'", optarg);
+            break;
+        case 'R': {
+            char *end;
+            o.read_ratio = strtod(optarg, &end);
+            if (end == optarg || *end || o.read_ratio < 0 || o.read_ratio > 1)
+                usage_error("--read-ratio: expected a number from 0 to 1, got '%s'", optarg);
+            break;
+        }
+        case 'B':
+            o.byte_rate = load_parse_bandwidth(optarg);
+            if (o.byte_rate <= 0)
+                usage_error("--bandwidth: expected e.g. 1Mbps, 500kbps (bits/s) or 125kBps "
+                            "(bytes/s), got '%s'",
+                            optarg);
+            break;
+        case 'M': {
+            char *end;
+            msg_rate = strtod(optarg, &end);
+            if (end == optarg || *end || msg_rate <= 0)
+                usage_error("--msg-rate: expected messages per second (> 0), got '%s'", optarg);
+            break;
+        }
+        case 'E': message = optarg; break;
         case 'h': usage(stdout); return 0;
         case ':': usage_error("%s needs a value", argv[optind - 1]);
         default: usage_error("unknown option '%s'", argv[optind - 1]);
@@ -137,6 +192,33 @@ int main(int argc, char **argv)
     char err[256];
     if (yard_addr_parse(o.target_text, &o.target, err, sizeof err) < 0)
         usage_error("--target: %s", err);
+    /* The message, with its escapes turned into bytes. */
+    static char msgbuf[4096];
+    const char *m = message ? message : "message\\n";
+    size_t ml = 0;
+    for (; *m && ml < sizeof msgbuf; m++) {
+        if (*m == '\\' && (m[1] == 'n' || m[1] == 't' || m[1] == '\\' || m[1] == 'r')) {
+            m++;
+            msgbuf[ml++] = *m == 'n' ? '\n' : *m == 't' ? '\t' : *m == 'r' ? '\r' : '\\';
+        } else {
+            msgbuf[ml++] = *m;
+        }
+    }
+    if (!ml)
+        usage_error("--message: must not be empty%s", "");
+    o.message = msgbuf;
+    o.message_len = ml;
+    if (!strcmp(o.mode, "rate")) {
+        if (!o.duration_ns)
+            usage_error("rate needs --duration (the measured window)%s", "");
+        if ((o.byte_rate > 0) == (msg_rate > 0))
+            usage_error("rate needs exactly one of --bandwidth and --msg-rate%s", "");
+        if (msg_rate > 0)
+            o.byte_rate = msg_rate * (double)o.message_len;
+    } else if (o.byte_rate > 0 || msg_rate > 0 || message) {
+        usage_error("--bandwidth, --msg-rate and --message belong to the rate mode, not %s",
+                    o.mode);
+    }
     signal(SIGPIPE, SIG_IGN);
 
     load_result_t *r = calloc(1, sizeof *r);
