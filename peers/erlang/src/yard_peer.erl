@@ -1,0 +1,244 @@
+%% Switchyard's Erlang/OTP reference server: echo, counter and sink with a
+%% process per connection, and the REST service on inets httpd
+%% (yard_peer_rest). Started by peers/erlang/run; see docs/peers.md.
+-module(yard_peer).
+-export([main/0, counter_loop/1]).
+
+-define(SINK_BUFFER, 65536).
+-define(DRAIN_MS, 150).
+-define(ACCEPTORS, 8).
+
+-record(opts, {app, host, port, out = "/dev/null", flush = each,
+               bcrypt_cost = 10, longpoll_ms = 5000}).
+
+main() ->
+    Args = init:get_plain_arguments(),
+    Opts = parse(Args, #opts{}),
+    %% SIGTERM: stop accepting, let sinks drain and flush, exit 0. (OTP
+    %% cannot catch SIGINT; it stays the VM's break handler, disabled by -noinput.)
+    ok = gen_event:swap_handler(erl_signal_server, {erl_signal_handler, []},
+                                {yard_peer_signal, self()}),
+    os:set_signal(sigterm, handle),
+    case Opts#opts.app of
+        rest -> yard_peer_rest:start(Opts#opts.host, Opts#opts.port, Opts#opts.longpoll_ms);
+        App -> start_tcp(App, Opts)
+    end,
+    receive
+        shutdown -> shutdown(Opts#opts.app)
+    end.
+
+usage_error(Fmt, Args) ->
+    io:format(standard_error, "yard-peer-erlang: " ++ Fmt ++ "~n", Args),
+    erlang:halt(2).
+
+parse([], O = #opts{app = undefined}) -> usage_error("--app is required: echo, counter, sink or rest", []), O;
+parse([], O = #opts{host = undefined}) -> usage_error("--listen is required, as HOST:PORT", []), O;
+parse([], O) -> O;
+parse(["--app", A | T], O) ->
+    case lists:member(A, ["echo", "counter", "sink", "rest"]) of
+        true -> parse(T, O#opts{app = list_to_atom(A)});
+        false -> usage_error("--app ~p: expected echo, counter, sink or rest", [A])
+    end;
+parse(["--listen", L | T], O) ->
+    {H, P} = parse_listen(L),
+    parse(T, O#opts{host = H, port = P});
+parse(["--out", P | T], O) -> parse(T, O#opts{out = P});
+parse(["--flush", "each" | T], O) -> parse(T, O#opts{flush = each});
+parse(["--flush", "buffered" | T], O) -> parse(T, O#opts{flush = buffered});
+parse(["--flush", F | _], _) -> usage_error("--flush ~p: expected each or buffered", [F]);
+%% The launcher turns these into +S before the VM starts; here they are only checked.
+parse([F, N | T], O) when F =:= "--cluster"; F =:= "--schedulers" -> int(F, N, 1, 1024), parse(T, O);
+parse(["--bcrypt-cost", N | T], O) -> parse(T, O#opts{bcrypt_cost = int("--bcrypt-cost", N, 4, 31)});
+parse(["--longpoll-ms", N | T], O) -> parse(T, O#opts{longpoll_ms = int("--longpoll-ms", N, 0, 1 bsl 31)});
+parse([F | _], _) -> usage_error("unknown flag or missing value: ~s (see peers/erlang/run --help)", [F]).
+
+int(Flag, S, Min, Max) ->
+    case string:to_integer(S) of
+        {N, ""} when N >= Min, N =< Max -> N;
+        _ -> usage_error("~s ~p: expected an integer ~b..~b", [Flag, S, Min, Max])
+    end.
+
+parse_listen(L) ->
+    R = case re:run(L, "^\\[([^\\]]+)\\]:([0-9]+)$", [{capture, all_but_first, list}]) of
+            {match, M} -> M;
+            nomatch -> re:run(L, "^([^:\\[\\]]+):([0-9]+)$", [{capture, all_but_first, list}])
+        end,
+    case R of
+        {match, [H, P]} -> listen_addr(L, H, list_to_integer(P));
+        [H, P] -> listen_addr(L, H, list_to_integer(P));
+        _ -> usage_error("--listen ~p: expected HOST:PORT (IPv6 as [::1]:PORT)", [L])
+    end.
+
+listen_addr(L, _, P) when P > 65535 -> usage_error("--listen ~p: port must be 0..65535", [L]);
+listen_addr(L, H, P) ->
+    case inet:parse_address(H) of
+        {ok, Ip} -> {Ip, P};
+        {error, _} ->
+            case inet:getaddr(H, inet) of
+                {ok, Ip} -> {Ip, P};
+                {error, E} -> io:format(standard_error, "yard-peer-erlang: --listen ~s: ~p~n", [L, E]),
+                              erlang:halt(1)
+            end
+    end.
+
+print_listening(Ip, Port) when tuple_size(Ip) =:= 8 ->
+    io:format("listening [~s]:~b~n", [inet:ntoa(Ip), Port]);
+print_listening(Ip, Port) ->
+    io:format("listening ~s:~b~n", [inet:ntoa(Ip), Port]).
+
+start_tcp(App, O) ->
+    Family = case tuple_size(O#opts.host) of 8 -> inet6; 4 -> inet end,
+    case gen_tcp:listen(O#opts.port, [binary, Family, {ip, O#opts.host}, {active, false},
+                                     {reuseaddr, true}, {nodelay, true}, {backlog, 1024},
+                                     {buffer, 65536}]) of
+        {ok, LS} ->
+            Handler = handler(App, O),
+            register(yard_conns, spawn(fun() -> conns_loop(#{}) end)),
+            [spawn(fun() -> acceptor(LS, Handler) end) || _ <- lists:seq(1, ?ACCEPTORS)],
+            {ok, Port} = inet:port(LS),
+            put(listen_socket, LS),
+            print_listening(O#opts.host, Port);
+        {error, E} ->
+            io:format(standard_error, "yard-peer-erlang: listen: ~p~n", [E]),
+            erlang:halt(1)
+    end.
+
+handler(echo, _) -> fun echo/1;
+handler(counter, _) ->
+    register(yard_counter, spawn(fun() -> counter_loop(0) end)),
+    fun counter/1;
+handler(sink, O) ->
+    %% Truncate once; each connection then opens the file for appending
+    %% (a raw file belongs to the process that opened it).
+    {ok, F} = file:open(O#opts.out, [write, raw]),
+    ok = file:close(F),
+    Path = O#opts.out, Flush = O#opts.flush,
+    fun(S) -> sink(S, Path, Flush) end.
+
+%% The acceptor that takes a connection becomes its handler and spawns its
+%% own replacement, so the pool stays ?ACCEPTORS strong and no socket changes
+%% owner.
+acceptor(LS, Handler) ->
+    case gen_tcp:accept(LS) of
+        {ok, S} ->
+            spawn(fun() -> acceptor(LS, Handler) end),
+            yard_conns ! {add, self(), S},
+            Handler(S);
+        {error, closed} -> ok;
+        {error, _} -> timer:sleep(10), acceptor(LS, Handler)
+    end.
+
+conns_loop(M) ->
+    receive
+        {add, P, S} -> erlang:monitor(process, P), conns_loop(M#{P => S});
+        {'DOWN', _, process, P, _} -> conns_loop(maps:remove(P, M));
+        {list, From} -> From ! {conns, maps:to_list(M)}, conns_loop(M)
+    end.
+
+echo(S) ->
+    case gen_tcp:recv(S, 0) of
+        {ok, Data} -> gen_tcp:send(S, Data), echo(S);
+        {error, _} -> gen_tcp:close(S)
+    end.
+
+%% The counter is one process owning the value (as in the Eve study). A
+%% connection sends it a pipelined batch's increments in one call and gets
+%% back the value before them.
+counter_loop(N) ->
+    receive
+        {add, From, Ref, Incs} -> From ! {Ref, N}, counter_loop(N + Incs)
+    end.
+
+counter(S) ->
+    case gen_tcp:recv(S, 0) of
+        {ok, Data} ->
+            {Ops, Bad} = valid_prefix(Data, 0),
+            Incs = count_incs(Ops, 0),
+            Ref = make_ref(),
+            yard_counter ! {add, self(), Ref, Incs},
+            Base = receive {Ref, B} -> B end,
+            gen_tcp:send(S, replies(Ops, Base, [])),
+            case Bad of
+                true -> gen_tcp:close(S);
+                false -> counter(S)
+            end;
+        {error, _} -> gen_tcp:close(S)
+    end.
+
+valid_prefix(Data, I) when I < byte_size(Data) ->
+    case binary:at(Data, I) of
+        B when B =< 1 -> valid_prefix(Data, I + 1);
+        _ -> {binary:part(Data, 0, I), true}
+    end;
+valid_prefix(Data, _) -> {Data, false}.
+
+count_incs(<<>>, N) -> N;
+count_incs(<<1, T/binary>>, N) -> count_incs(T, N + 1);
+count_incs(<<_, T/binary>>, N) -> count_incs(T, N).
+
+replies(<<>>, _, Acc) -> lists:reverse(Acc);
+replies(<<1, T/binary>>, V, Acc) -> replies(T, V + 1, [<<(V + 1):64/big>> | Acc]);
+replies(<<_, T/binary>>, V, Acc) -> replies(T, V, [<<V:64/big>> | Acc]).
+
+sink(S, Path, Flush) ->
+    {ok, F} = file:open(Path, [append, raw, binary]),
+    sink_loop(S, F, Flush, [], 0).
+
+%% {active, once}: one message at a time, so the mailbox never outruns the
+%% file, and a drain request can arrive between chunks.
+sink_loop(S, F, Flush, Buf, Len) ->
+    ok = case inet:setopts(S, [{active, once}]) of ok -> ok; _ -> ok end,
+    receive
+        {tcp, S, Data} ->
+            {Buf1, Len1} = sink_chunk(F, Flush, Buf, Len, Data),
+            sink_loop(S, F, Flush, Buf1, Len1);
+        drain -> sink_drain(S, F, Flush, Buf, Len);
+        {tcp_closed, S} -> sink_finish(S, F, Buf);
+        {tcp_error, S, _} -> sink_finish(S, F, Buf)
+    end.
+
+sink_chunk(F, each, Buf, Len, Data) ->
+    ok = file:write(F, Data),
+    {Buf, Len};
+sink_chunk(F, buffered, Buf, Len, Data) ->
+    %% A chunk never straddles two writes: flush first if it does not fit.
+    Size = byte_size(Data),
+    case Len + Size > ?SINK_BUFFER of
+        true -> ok = write_buf(F, Buf), {[Data], Size};
+        false -> {[Data | Buf], Len + Size}
+    end.
+
+%% Shutdown: take what is still queued, without waiting, then flush.
+sink_drain(S, F, Flush, Buf, Len) ->
+    receive
+        {tcp, S, Data} -> {B, L} = sink_chunk(F, Flush, Buf, Len, Data), sink_drain(S, F, Flush, B, L)
+    after 0 ->
+        ok = inet:setopts(S, [{active, false}]),
+        case gen_tcp:recv(S, 0, 0) of
+            {ok, Data} -> {B, L} = sink_chunk(F, Flush, Buf, Len, Data), sink_drain(S, F, Flush, B, L);
+            _ -> sink_finish(S, F, Buf)
+        end
+    end.
+
+sink_finish(S, F, Buf) ->
+    ok = write_buf(F, Buf),
+    ok = file:close(F),
+    gen_tcp:close(S).
+
+write_buf(_, []) -> ok;
+write_buf(F, Buf) -> file:write(F, lists:reverse(Buf)).
+
+shutdown(rest) -> erlang:halt(0);
+shutdown(sink) ->
+    gen_tcp:close(get(listen_socket)),
+    %% Bytes already sent get DRAIN_MS to arrive; then every connection
+    %% flushes and exits.
+    timer:sleep(?DRAIN_MS),
+    yard_conns ! {list, self()},
+    Conns = receive {conns, L} -> L end,
+    Refs = [begin R = erlang:monitor(process, P), P ! drain, R end || {P, _} <- Conns],
+    Deadline = erlang:monotonic_time(millisecond) + 2000,
+    [receive {'DOWN', R, process, _, _} -> ok
+     after max(0, Deadline - erlang:monotonic_time(millisecond)) -> ok end || R <- Refs],
+    erlang:halt(0);
+shutdown(_) -> erlang:halt(0).

@@ -1,0 +1,82 @@
+%% The REST study's service on OTP's own HTTP server (inets httpd), with the
+%% user store in a public ETS table that every request process reads and
+%% writes directly. OTP ships no bcrypt, so the password routes answer 501
+%% rather than silently using another hash.
+-module(yard_peer_rest).
+-export([start/3, do/1]).
+
+-include_lib("inets/include/httpd.hrl").
+
+start(Ip, Port, LongPollMs) ->
+    ok = inets:start(),
+    ets:new(yard_users, [named_table, public, set, {read_concurrency, true},
+                         {write_concurrency, true}]),
+    persistent_term:put(yard_longpoll_ms, LongPollMs),
+    Dir = filename:basedir(user_cache, "yard-peer-erlang"),
+    ok = filelib:ensure_dir(filename:join(Dir, "x")),
+    Family = case tuple_size(Ip) of 8 -> inet6only; 4 -> inet end,
+    Config = [{port, Port}, {bind_address, Ip}, {ipfamily, Family},
+              {server_name, "yard-peer-erlang"}, {server_root, Dir}, {document_root, Dir},
+              {modules, [?MODULE]}, {max_clients, 100000},
+              {keep_alive_timeout, 120},
+              {max_body_size, 1048576}],
+    case inets:start(httpd, Config) of
+        {ok, Pid} ->
+            [{port, P}] = httpd:info(Pid, [port]),
+            case tuple_size(Ip) of
+                8 -> io:format("listening [~s]:~b~n", [inet:ntoa(Ip), P]);
+                4 -> io:format("listening ~s:~b~n", [inet:ntoa(Ip), P])
+            end;
+        {error, E} ->
+            io:format(standard_error, "yard-peer-erlang: httpd: ~p~n", [E]),
+            erlang:halt(1)
+    end.
+
+do(#mod{method = Method, request_uri = Uri, entity_body = Body}) ->
+    Path = case string:split(Uri, "?") of [P | _] -> P end,
+    {Code, Type, Out} = route(Method, string:split(Path, "/", all), Body),
+    Bin = iolist_to_binary(Out),
+    Headers = [{code, Code}, {content_type, Type},
+               {content_length, integer_to_list(byte_size(Bin))}]
+        ++ allow(Code, Path),
+    {break, [{response, {response, Headers, [Bin]}}]}.
+
+allow(405, "/user/set/" ++ _) -> [{allow, "POST"}];
+allow(405, "/password/" ++ _) -> [{allow, "POST"}];
+allow(405, _) -> [{allow, "GET"}];
+allow(_, _) -> [].
+
+text(Code, Body) -> {Code, "text/plain", Body}.
+
+route(M, ["", ""], _) -> get_only(M, fun() -> text(200, "OK") end);
+route(M, ["", "longPoll"], _) ->
+    get_only(M, fun() ->
+        %% The request already has its own process; it just waits.
+        receive after persistent_term:get(yard_longpoll_ms) -> ok end,
+        text(200, "OK")
+    end);
+route(M, ["", "password", Op, User], _) when (Op =:= "set" orelse Op =:= "verify"), User =/= "" ->
+    post_only(M, fun() -> text(501, "Not implemented: OTP has no bcrypt.") end);
+route(M, ["", "user", "set", User], Body) when User =/= "" ->
+    post_only(M, fun() ->
+        case yard_json:is_object(Body) of
+            true -> ets:insert(yard_users, {key(User), string:trim(Body)}), text(200, "OK");
+            false -> text(400, "Bad JSON: expected an object.")
+        end
+    end);
+route(M, ["", "user", "get", User], _) when User =/= "" ->
+    get_only(M, fun() ->
+        case ets:lookup(yard_users, key(User)) of
+            [{_, Json}] -> {200, "application/json", Json};
+            [] -> text(400, "User not found.")
+        end
+    end);
+route(_, _, _) -> text(404, "Not found.").
+
+key(User) -> uri_string:percent_decode(User).
+
+get_only(M, F) when M =:= "GET"; M =:= "HEAD" -> F();
+get_only(_, _) -> text(405, "Method not allowed.").
+
+post_only("POST", F) -> F();
+post_only(_, _) -> text(405, "Method not allowed.").

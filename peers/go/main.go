@@ -1,0 +1,250 @@
+// Command yard-peer-go is Switchyard's Go reference server: the echo, counter,
+// sink and REST apps written the way a Go programmer would write them, with a
+// goroutine per connection and the standard library doing the work.
+//
+// It speaks exactly the protocols of yard-serve so the harness can drive both
+// with the same load generator. See docs/peers.md.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// drainWindow is how long, after SIGTERM, a sink connection may keep
+// delivering bytes that were already in flight before it is flushed and
+// closed. It bounds shutdown time while making "nothing lost" hold for data
+// the client sent before the signal.
+const drainWindow = 150 * time.Millisecond
+
+type options struct {
+	app        string
+	listen     string
+	cluster    int
+	out        string
+	flush      string
+	bcryptCost int
+	longPollMS int
+}
+
+func usage() {
+	fmt.Fprint(os.Stderr, `usage: yard-peer-go --app echo|counter|sink|rest --listen HOST:PORT [flags]
+
+  --app NAME          echo, counter, sink or rest (required)
+  --listen HOST:PORT  address to listen on; port 0 picks a free port, IPv6 as [::1]:PORT (required)
+  --cluster N         use N CPUs: sets GOMAXPROCS=N (default: $GOMAXPROCS, else all CPUs)
+  --out PATH          sink: file the received bytes are appended to (default /dev/null)
+  --flush MODE        sink: each (one write per chunk received) or buffered (64 KiB per
+                      connection, flushed when full and at close) (default each)
+  --bcrypt-cost N     rest: bcrypt cost, 4..31 (default 10)
+  --longpoll-ms MS    rest: delay before GET /longPoll answers (default 5000)
+
+Prints "listening HOST:PORT" once it accepts connections; exits 0 on SIGTERM or SIGINT.
+`)
+}
+
+func die(code int, format string, args ...interface{}) {
+	fmt.Fprintf(os.Stderr, "yard-peer-go: "+format+"\n", args...)
+	os.Exit(code)
+}
+
+func parseFlags() options {
+	var o options
+	fs := flag.NewFlagSet("yard-peer-go", flag.ContinueOnError)
+	fs.Usage = usage
+	fs.StringVar(&o.app, "app", "", "")
+	fs.StringVar(&o.listen, "listen", "", "")
+	fs.IntVar(&o.cluster, "cluster", 0, "")
+	fs.StringVar(&o.out, "out", "/dev/null", "")
+	fs.StringVar(&o.flush, "flush", "each", "")
+	fs.IntVar(&o.bcryptCost, "bcrypt-cost", 10, "")
+	fs.IntVar(&o.longPollMS, "longpoll-ms", 5000, "")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		os.Exit(2) // the flag package has already named the bad flag
+	}
+	if fs.NArg() > 0 {
+		die(2, "unexpected argument %q (flags only; see --help)", fs.Arg(0))
+	}
+	switch o.app {
+	case "echo", "counter", "sink", "rest":
+	case "":
+		die(2, "--app is required: echo, counter, sink or rest")
+	default:
+		die(2, "--app %q: expected echo, counter, sink or rest", o.app)
+	}
+	if o.listen == "" {
+		die(2, "--listen is required, as HOST:PORT (e.g. 127.0.0.1:0 or [::1]:0)")
+	}
+	if _, port, err := net.SplitHostPort(o.listen); err != nil {
+		die(2, "--listen %q: expected HOST:PORT (IPv6 as [::1]:PORT)", o.listen)
+	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		die(2, "--listen %q: port must be a number 0..65535", o.listen)
+	}
+	if o.flush != "each" && o.flush != "buffered" {
+		die(2, "--flush %q: expected each or buffered", o.flush)
+	}
+	if o.cluster < 0 {
+		die(2, "--cluster %d: expected a positive number of CPUs", o.cluster)
+	}
+	if o.bcryptCost < 4 || o.bcryptCost > 31 {
+		die(2, "--bcrypt-cost %d: expected 4..31", o.bcryptCost)
+	}
+	if o.longPollMS < 0 {
+		die(2, "--longpoll-ms %d: expected a non-negative number of milliseconds", o.longPollMS)
+	}
+	return o
+}
+
+// listen binds HOST:PORT. An IPv4 or IPv6 literal picks that family only, so
+// "0.0.0.0:0" does not silently become a dual-stack [::] socket.
+func listen(addr string) (net.Listener, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("--listen %q: expected HOST:PORT (IPv6 as [::1]:PORT): %v", addr, err)
+	}
+	network := "tcp"
+	if ip := net.ParseIP(host); ip != nil {
+		if ip.To4() != nil {
+			network = "tcp4"
+		} else {
+			network = "tcp6"
+		}
+	}
+	ln, err := net.Listen(network, addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %v", addr, err)
+	}
+	return ln, nil
+}
+
+// connSet tracks live connections so that shutdown can reach them.
+type connSet struct {
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+func (s *connSet) add(c net.Conn) {
+	s.mu.Lock()
+	s.conns[c] = struct{}{}
+	s.mu.Unlock()
+	s.wg.Add(1)
+}
+
+func (s *connSet) done(c net.Conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.wg.Done()
+}
+
+// each applies f to every live connection.
+func (s *connSet) each(f func(net.Conn)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		f(c)
+	}
+}
+
+// waitTimeout waits for every handler to return, at most d.
+func (s *connSet) waitTimeout(d time.Duration) bool {
+	ch := make(chan struct{})
+	go func() { s.wg.Wait(); close(ch) }()
+	select {
+	case <-ch:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+func main() {
+	o := parseFlags()
+	if o.cluster > 0 {
+		runtime.GOMAXPROCS(o.cluster)
+	}
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+
+	ln, err := listen(o.listen)
+	if err != nil {
+		die(1, "%v", err)
+	}
+
+	if o.app == "rest" {
+		srv, err := newRESTServer(o)
+		if err != nil {
+			die(1, "%v", err)
+		}
+		fmt.Printf("listening %s\n", ln.Addr())
+		serveRESTUntilSignal(srv, ln, sigs)
+		os.Exit(0)
+	}
+
+	var handle func(net.Conn)
+	var sink *sinkApp
+	switch o.app {
+	case "echo":
+		handle = serveEcho
+	case "counter":
+		handle = serveCounter
+	case "sink":
+		sink, err = newSink(o.out, o.flush == "buffered")
+		if err != nil {
+			die(1, "%v", err)
+		}
+		handle = sink.serve
+	}
+
+	conns := &connSet{conns: make(map[net.Conn]struct{})}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				if errors.Is(err, net.ErrClosed) {
+					return
+				}
+				// Out of descriptors and the like: back off instead of spinning.
+				fmt.Fprintf(os.Stderr, "yard-peer-go: accept: %v\n", err)
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			conns.add(c)
+			go func() {
+				defer conns.done(c)
+				defer c.Close()
+				handle(c)
+			}()
+		}
+	}()
+	fmt.Printf("listening %s\n", ln.Addr())
+
+	<-sigs
+	ln.Close()
+	if sink != nil {
+		// Let bytes already in flight arrive, then every handler flushes.
+		deadline := time.Now().Add(drainWindow)
+		conns.each(func(c net.Conn) { c.SetReadDeadline(deadline) })
+		if !conns.waitTimeout(2 * time.Second) {
+			fmt.Fprintln(os.Stderr, "yard-peer-go: sink handlers did not finish in 2s")
+		}
+		if err := sink.close(); err != nil {
+			die(1, "closing %s: %v", o.out, err)
+		}
+	}
+	os.Exit(0)
+}

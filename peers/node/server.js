@@ -1,0 +1,116 @@
+'use strict';
+// Switchyard's Node.js reference server. One process runs one event loop;
+// --cluster N runs N worker processes behind Node's cluster module, with the
+// shared state (the counter, the REST stores) reached over IPC, as in the
+// REST study. See docs/peers.md.
+
+const cluster = require('node:cluster');
+const fs = require('node:fs');
+const { parseArgs } = require('node:util');
+const { Primary } = require('./lib/primary');
+const { startWorker } = require('./lib/worker');
+
+const USAGE = `usage: peers/node/run --app echo|counter|sink|rest --listen HOST:PORT [flags]
+
+  --app NAME          echo, counter, sink or rest (required)
+  --listen HOST:PORT  address to listen on; port 0 picks a free port, IPv6 as [::1]:PORT (required)
+  --cluster N         run N worker processes (node:cluster); without it, one process
+  --out PATH          sink: file the received bytes are appended to (default /dev/null)
+  --flush MODE        sink: each (one write per chunk received) or buffered (64 KiB per
+                      connection, flushed when full and at close) (default each)
+  --bcrypt-cost N     rest: bcrypt cost, 4..31 (default 10)
+  --longpoll-ms MS    rest: delay before GET /longPoll answers (default 5000)
+  --help              this text
+
+Prints "listening HOST:PORT" once it accepts connections; exits 0 on SIGTERM or SIGINT.
+`;
+
+function usageError(msg) {
+  process.stderr.write(`yard-peer-node: ${msg}\n`);
+  process.exit(2);
+}
+
+function intFlag(name, value, min, max) {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
+    usageError(`--${name} ${JSON.stringify(value)}: expected an integer ${min}..${max}`);
+  }
+  return Number(value);
+}
+
+// parseListen splits HOST:PORT; an IPv6 host is written in brackets.
+function parseListen(s) {
+  const m = /^\[([^\]]+)\]:(\d+)$/.exec(s) || /^([^:[\]]+):(\d+)$/.exec(s);
+  if (!m || Number(m[2]) > 65535) {
+    usageError(`--listen ${JSON.stringify(s)}: expected HOST:PORT (IPv6 as [::1]:PORT)`);
+  }
+  return { host: m[1], port: Number(m[2]) };
+}
+
+function parseOptions(argv) {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        app: { type: 'string' },
+        listen: { type: 'string' },
+        cluster: { type: 'string' },
+        out: { type: 'string', default: '/dev/null' },
+        flush: { type: 'string', default: 'each' },
+        'bcrypt-cost': { type: 'string', default: '10' },
+        'longpoll-ms': { type: 'string', default: '5000' },
+        help: { type: 'boolean' },
+      },
+    }));
+  } catch (err) {
+    usageError(`${err.message} (see --help)`);
+  }
+  if (values.help) {
+    process.stdout.write(USAGE);
+    process.exit(0);
+  }
+  if (!values.app) usageError('--app is required: echo, counter, sink or rest');
+  if (!['echo', 'counter', 'sink', 'rest'].includes(values.app)) {
+    usageError(`--app ${JSON.stringify(values.app)}: expected echo, counter, sink or rest`);
+  }
+  if (!values.listen) usageError('--listen is required, as HOST:PORT (e.g. 127.0.0.1:0)');
+  if (!['each', 'buffered'].includes(values.flush)) {
+    usageError(`--flush ${JSON.stringify(values.flush)}: expected each or buffered`);
+  }
+  return {
+    app: values.app,
+    listen: parseListen(values.listen),
+    cluster: intFlag('cluster', values.cluster, 1, 1024),
+    out: values.out,
+    buffered: values.flush === 'buffered',
+    bcryptCost: intFlag('bcrypt-cost', values['bcrypt-cost'], 4, 31),
+    longPollMs: intFlag('longpoll-ms', values['longpoll-ms'], 0, 2 ** 31 - 1),
+  };
+}
+
+function main() {
+  const opts = parseOptions(process.argv.slice(2));
+  if (cluster.isWorker) {
+    startWorker(opts, Number(process.env.YARD_NODE_SHARD), opts.cluster);
+    return;
+  }
+  if (opts.app === 'sink') {
+    // Truncate once, here, before any worker opens the file for appending.
+    try {
+      fs.closeSync(fs.openSync(opts.out, 'w'));
+    } catch (err) {
+      process.stderr.write(`yard-peer-node: --out ${opts.out}: ${err.message}\n`);
+      process.exit(1);
+    }
+  }
+  if (opts.cluster === undefined) {
+    startWorker(opts, 0, 0);
+  } else {
+    new Primary(opts).start();
+  }
+}
+
+main();

@@ -1,0 +1,306 @@
+"""The reference peers (peers/go, peers/node, peers/erlang) speak the engine's
+protocols exactly: echo, counter, sink and the REST API, started through
+their launchers, with a clean exit on SIGTERM and no process left behind."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import ROOT, recv_exactly, recv_until_closed, wait_for
+
+PEERS = {
+    "go": ("go", [], "go"),
+    "node": ("node", [], "node"),
+    "node-cluster": ("node", ["--cluster", "2"], "node"),
+    "erlang": ("erlang", [], "erl"),
+}
+_built: set[str] = set()
+
+
+def peer_argv(peer: str, app: str, *flags: str) -> list:
+    """The launcher argv for a peer, building it (make -C peers) once."""
+    directory, extra, tool = PEERS[peer]
+    if tool == "go" and not (shutil.which("go") or os.path.exists("/usr/local/go/bin/go")):
+        pytest.skip("no Go toolchain")
+    if not shutil.which(tool if tool != "go" else "sh"):
+        pytest.skip(f"no {tool} toolchain")
+    if directory not in _built:
+        r = subprocess.run(["make", "-C", str(ROOT / "peers"), directory],
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, f"make -C peers {directory} failed:\n{r.stdout}\n{r.stderr}"
+        _built.add(directory)
+    return [ROOT / "peers" / directory / "run", "--app", app, "--listen", "127.0.0.1:0",
+            *extra, *flags]
+
+
+def stop_clean(srv) -> None:
+    assert srv.stop(signal.SIGTERM, timeout=5) == 0, srv.stderr()
+    wait_for(lambda: not srv.group_alive(), 3, "every process of the group to exit")
+
+
+def run_threads(fns) -> None:
+    errors = []
+
+    def wrap(f):
+        try:
+            f()
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=wrap, args=(f,)) for f in fns]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(120)
+    assert not errors, errors
+
+
+@pytest.fixture(params=list(PEERS))
+def peer(request):
+    return request.param
+
+
+# ---- echo -------------------------------------------------------------------
+
+def test_echo_byte_exact(peer, start_server):
+    srv = start_server(peer_argv(peer, "echo"))
+    rng = random.Random(7)
+
+    def client(seed):
+        r = random.Random(seed)
+        with srv.connect(30) as s:
+            for size in (1, 17, 4096, 65537, 1 << 20):
+                payload = r.randbytes(size)
+                sender = threading.Thread(target=s.sendall, args=(payload,))
+                sender.start()
+                assert recv_exactly(s, size) == payload
+                sender.join()
+
+    run_threads([lambda seed=rng.random(): client(seed) for _ in range(4)])
+    stop_clean(srv)
+
+
+# ---- counter ----------------------------------------------------------------
+
+def test_counter_exact_under_concurrency(peer, start_server):
+    srv = start_server(peer_argv(peer, "counter"))
+    clients, increments, batch = 8, 10_000, 100
+
+    def client():
+        last = 0
+        with srv.connect(30) as s:
+            for _ in range(increments // batch):
+                s.sendall(b"\x01" * batch)
+                data = recv_exactly(s, 8 * batch)
+                for i in range(batch):
+                    v = int.from_bytes(data[8 * i:8 * i + 8], "big")
+                    assert v > last, f"reply {v} after {last}"
+                    last = v
+
+    run_threads([client] * clients)
+    with srv.connect() as s:
+        s.sendall(b"\x00")
+        assert int.from_bytes(recv_exactly(s, 8), "big") == clients * increments
+    stop_clean(srv)
+
+
+def test_counter_bad_byte_closes_only_that_connection(peer, start_server):
+    srv = start_server(peer_argv(peer, "counter"))
+    with srv.connect() as good, srv.connect() as bad:
+        good.sendall(b"\x01")
+        assert int.from_bytes(recv_exactly(good, 8), "big") == 1
+        bad.sendall(b"\x01\x00\x07")
+        assert recv_exactly(bad, 16) == (2).to_bytes(8, "big") + (2).to_bytes(8, "big")
+        assert recv_until_closed(bad) == b""
+        good.sendall(b"\x00\x01")
+        assert recv_exactly(good, 16) == (2).to_bytes(8, "big") + (3).to_bytes(8, "big")
+    stop_clean(srv)
+
+
+# ---- sink -------------------------------------------------------------------
+
+def server_rx_empty(port: int, client_ports: set[int]) -> bool:
+    """True when the server has read everything these clients sent: its
+    sockets for them show an empty receive queue in /proc/net/tcp*."""
+    seen = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                local, remote, queues = fields[1], fields[2], fields[4]
+                if int(local.rsplit(":", 1)[1], 16) != port:
+                    continue
+                rport = int(remote.rsplit(":", 1)[1], 16)
+                if rport in client_ports:
+                    if int(queues.split(":")[1], 16) != 0:
+                        return False
+                    seen.add(rport)
+    return seen == client_ports
+
+
+@pytest.mark.parametrize("flush", ["each", "buffered"])
+def test_sink_writes_exactly_what_was_sent(peer, flush, start_server, tmp_path):
+    out = tmp_path / "sink.out"
+    srv = start_server(peer_argv(peer, "sink", "--out", str(out), "--flush", flush))
+    # Each connection writes bytes from its own alphabet, so its stream can be
+    # picked out of the interleaved file and compared byte for byte.
+    n = 4
+    sent = {}
+    for i in range(n):
+        r = random.Random(i)
+        alphabet = bytes(range(i * 64, i * 64 + 64))
+        sent[i] = bytes(r.choice(alphabet) for _ in range(300_000))
+
+    def client(i):
+        with srv.connect(30) as s:
+            view = memoryview(sent[i])
+            for off in range(0, len(view), 7000):
+                s.sendall(view[off:off + 7000])
+
+    run_threads([lambda i=i: client(i) for i in range(n)])
+    total = sum(len(v) for v in sent.values())
+    wait_for(lambda: out.exists() and out.stat().st_size >= total, 10, "all bytes in --out")
+    data = out.read_bytes()
+    assert len(data) == total
+    for i in range(n):
+        lo = i * 64
+        assert bytes(b for b in data if lo <= b < lo + 64) == sent[i], f"connection {i}"
+    stop_clean(srv)
+
+
+@pytest.mark.parametrize("flush", ["each", "buffered"])
+def test_sink_lines_intact(peer, flush, start_server, tmp_path):
+    out = tmp_path / "sink.out"
+    srv = start_server(peer_argv(peer, "sink", "--out", str(out), "--flush", flush))
+    conns = [srv.connect() for _ in range(4)]
+    expected = []
+    for j in range(200):
+        for i, s in enumerate(conns):
+            line = f"conn {i} line {j:04d} {'x' * 40}\n".encode()
+            s.sendall(line)
+            expected.append(line)
+    for s in conns:
+        s.close()
+    total = sum(map(len, expected))
+    wait_for(lambda: out.exists() and out.stat().st_size >= total, 10, "all lines in --out")
+    lines = out.read_bytes().splitlines(keepends=True)
+    assert sorted(lines) == sorted(expected)
+    for i in range(4):
+        mine = [ln for ln in lines if ln.startswith(f"conn {i} ".encode())]
+        assert mine == [ln for ln in expected if ln.startswith(f"conn {i} ".encode())]
+    stop_clean(srv)
+
+
+@pytest.mark.parametrize("flush", ["each", "buffered"])
+def test_sink_sigterm_loses_nothing(peer, flush, start_server, tmp_path):
+    out = tmp_path / "sink.out"
+    srv = start_server(peer_argv(peer, "sink", "--out", str(out), "--flush", flush))
+    conns = [srv.connect() for _ in range(3)]
+    payloads = [bytes([65 + i]) * 10_000 for i in range(3)]  # under 64 KiB: still buffered
+    for s, p in zip(conns, payloads):
+        s.sendall(p)
+    ports = {s.getsockname()[1] for s in conns}
+    wait_for(lambda: server_rx_empty(srv.port, ports), 10, "the server to read every byte")
+    stop_clean(srv)
+    data = out.read_bytes()
+    for i, p in enumerate(payloads):
+        assert data.count(bytes([65 + i])) == len(p)
+    assert len(data) == sum(map(len, payloads))
+    for s in conns:
+        s.close()
+
+
+# ---- SIGTERM ------------------------------------------------------------------
+
+@pytest.mark.parametrize("app", ["echo", "counter", "sink", "rest"])
+def test_sigterm_exits_zero_with_open_connection(peer, app, start_server):
+    srv = start_server(peer_argv(peer, app, "--bcrypt-cost", "4") if app == "rest"
+                       else peer_argv(peer, app))
+    with srv.connect():
+        stop_clean(srv)
+
+
+def test_bad_flag_exits_2(peer):
+    argv = peer_argv(peer, "echo")
+    for bad in (["--flush", "sometimes"], ["--app", "nope"], ["--no-such-flag"]):
+        r = subprocess.run([str(a) for a in argv] + bad, capture_output=True, timeout=30)
+        assert r.returncode == 2, (bad, r.stderr)
+        assert r.stderr, bad
+
+
+# ---- REST -------------------------------------------------------------------
+
+def request(srv, method, path, body=None):
+    c = http.client.HTTPConnection(srv.host, srv.port, timeout=30)
+    try:
+        c.request(method, path, body=body)
+        r = c.getresponse()
+        return r.status, r.getheader("Content-Type") or "", r.read()
+    finally:
+        c.close()
+
+
+def test_rest_routes(peer, start_server):
+    srv = start_server(peer_argv(peer, "rest", "--bcrypt-cost", "4", "--longpoll-ms", "200"))
+    assert request(srv, "GET", "/")[0] == 200
+
+    pw = json.dumps({"password": "s3cret"})
+    if peer == "erlang":
+        for route in ("/password/set/alice", "/password/verify/alice"):
+            assert request(srv, "POST", route, pw)[0] == 501
+    else:
+        code, ctype, body = request(srv, "POST", "/password/set/alice", pw)
+        assert (code, body) == (200, b"OK") and ctype.startswith("text/plain")
+        assert request(srv, "POST", "/password/verify/alice", pw)[:3:2] == (200, b"OK")
+        assert request(srv, "POST", "/password/verify/alice",
+                       json.dumps({"password": "wrong"}))[0] == 403
+        assert request(srv, "POST", "/password/verify/bob", pw)[::2] == (400, b"Password not found")
+        assert request(srv, "POST", "/password/set/alice", "{not json")[0] == 400
+
+    # Fresh connections: in a cluster they reach different workers, and the
+    # sharded store must still find every user.
+    users = {f"user{i}": {"name": f"User {i}", "tags": [i, "x"], "ok": True} for i in range(12)}
+    for name, obj in users.items():
+        code, ctype, body = request(srv, "POST", f"/user/set/{name}", json.dumps(obj))
+        assert (code, body) == (200, b"OK") and ctype.startswith("text/plain")
+    for name, obj in users.items():
+        code, ctype, body = request(srv, "GET", f"/user/get/{name}")
+        assert code == 200 and ctype.startswith("application/json"), (code, ctype)
+        assert json.loads(body) == obj
+    assert request(srv, "GET", "/user/get/nobody")[::2] == (400, b"User not found.")
+    for bad in ("{", "[1, 2]", '"str"', "", '{"a": 1} trailing'):
+        assert request(srv, "POST", "/user/set/carol", bad)[0] == 400, bad
+
+    assert request(srv, "GET", "/no/such/path")[0] == 404
+    assert request(srv, "GET", "/password/set/alice")[0] == 405
+    assert request(srv, "POST", "/user/get/alice")[0] == 405
+    assert request(srv, "POST", "/longPoll")[0] == 405
+    stop_clean(srv)
+
+
+def test_rest_long_poll(peer, start_server):
+    srv = start_server(peer_argv(peer, "rest", "--bcrypt-cost", "4", "--longpoll-ms", "200"))
+    results = []
+
+    def poll():
+        t0 = time.monotonic()
+        code, ctype, body = request(srv, "GET", "/longPoll")
+        results.append((code, body, ctype.startswith("text/plain"), time.monotonic() - t0))
+
+    run_threads([poll] * 10)
+    assert len(results) == 10
+    for code, body, plain, elapsed in results:
+        assert (code, body, plain) == (200, b"OK", True)
+        assert elapsed >= 0.19  # answered only after --longpoll-ms, not the 5 s default
+        assert elapsed < 4.5
+    stop_clean(srv)
