@@ -141,15 +141,11 @@ int load_run_counter(const load_opts_t *o, load_result_t *r)
         c->id = i;
         c->last = initial;
         c->rng = 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1);
-        char err[256];
-        c->fd = yard_connect(&o->target, true, err, sizeof err);
+        c->fd = load_connect(o, r, ep, c);
         if (c->fd < 0) {
-            load_error(r, "%s", err);
             status = -1;
             break;
         }
-        struct epoll_event ev = {.events = EPOLLOUT, .data.ptr = c};
-        epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev);
         active++;
     }
     struct epoll_event events[256];
@@ -164,18 +160,11 @@ int load_run_counter(const load_opts_t *o, load_result_t *r)
                 continue;
             int rc;
             if (!c->connected) {
-                int err = 0;
-                socklen_t len = sizeof err;
-                getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
-                if (err) {
-                    load_error(r, "connect to %s: %s", o->target_text, strerror(err));
+                if (load_connected(o, r, ep, c->fd, c, true) < 0) {
                     status = -1;
                     break;
                 }
                 c->connected = true;
-                yard_set_nodelay(c->fd);
-                struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
-                epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
                 rc = send_op(o, r, c);
             } else {
                 rc = read_reply(r, c);

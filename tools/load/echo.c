@@ -107,20 +107,6 @@ static int read_reply(const load_opts_t *o, load_result_t *r, struct econn *c)
     }
 }
 
-static int on_connected(const load_opts_t *o, load_result_t *r, struct econn *c)
-{
-    int err = 0;
-    socklen_t len = sizeof err;
-    getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
-    if (err) {
-        load_error(r, "connect to %s: %s", o->target_text, strerror(err));
-        return -1;
-    }
-    c->connected = true;
-    yard_set_nodelay(c->fd);
-    return 0;
-}
-
 int load_run_echo(const load_opts_t *o, load_result_t *r)
 {
     int ep = epoll_create1(EPOLL_CLOEXEC);
@@ -140,15 +126,11 @@ int load_run_echo(const load_opts_t *o, load_result_t *r)
         c->id = i;
         c->tx = bufs + (size_t)i * o->size * 2;
         c->rx = c->tx + o->size;
-        char err[256];
-        c->fd = yard_connect(&o->target, true, err, sizeof err);
+        c->fd = load_connect(o, r, ep, c);
         if (c->fd < 0) {
-            load_error(r, "%s", err);
             status = -1;
             break;
         }
-        struct epoll_event ev = {.events = EPOLLOUT, .data.ptr = c};
-        epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev);
         active++;
     }
     struct epoll_event events[256];
@@ -167,10 +149,11 @@ int load_run_echo(const load_opts_t *o, load_result_t *r)
             if (c->done)
                 continue;
             if (!c->connected) {
-                if (on_connected(o, r, c) < 0) {
+                if (load_connected(o, r, ep, c->fd, c, true) < 0) {
                     status = -1; /* the target is not there: nothing to measure */
                     break;
                 }
+                c->connected = true;
                 if (!r->start_ns)
                     r->start_ns = yard_now_ns();
                 if (o->messages == 0 || start_message(o, r, ep, c) < 0)

@@ -50,6 +50,13 @@ int load_run_counter(const load_opts_t *o, load_result_t *r);
 int load_run_rate(const load_opts_t *o, load_result_t *r);
 /* "1Mbps" (bits), "125kBps" (bytes), ...: bytes per second, or -1. */
 double load_parse_bandwidth(const char *s);
+/* Start a non-blocking connect, registered with ep (EPOLLOUT, data ptr):
+ * the fd, or -1 with the error recorded. */
+int load_connect(const load_opts_t *o, load_result_t *r, int ep, void *ptr);
+/* The connect finished: 0 when it succeeded (the fd then waits for EPOLLIN),
+ * -1 with the error recorded when it failed. */
+int load_connected(const load_opts_t *o, load_result_t *r, int ep, int fd, void *ptr,
+                   bool nodelay);
 void load_error(load_result_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void load_report(const load_opts_t *o, const load_result_t *r, double cpu_s);
 

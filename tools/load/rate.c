@@ -131,15 +131,11 @@ int load_run_rate(const load_opts_t *o, load_result_t *r)
     for (int i = 0; i < o->connections; i++) {
         struct rconn *c = &conns[i];
         c->id = i;
-        char err[256];
-        c->fd = yard_connect(&o->target, true, err, sizeof err);
+        c->fd = load_connect(o, r, ep, c);
         if (c->fd < 0) {
-            load_error(r, "%s", err);
             status = -1;
             break;
         }
-        struct epoll_event ev = {.events = EPOLLOUT, .data.ptr = c};
-        epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev);
     }
     uint64_t t0 = yard_now_ns();
     uint64_t window_start = t0 + o->ramp_ns, window_end = window_start + o->duration_ns;
@@ -155,17 +151,12 @@ int load_run_rate(const load_opts_t *o, load_result_t *r)
             if (c->fd < 0)
                 continue;
             if (!c->connected) {
-                int err = 0;
-                socklen_t len = sizeof err;
-                getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
-                if (err) {
-                    load_error(r, "connect to %s: %s", o->target_text, strerror(err));
+                /* Nagle stays on: the papayaChat load is a byte stream. */
+                if (load_connected(o, r, ep, c->fd, c, false) < 0) {
                     status = -1;
                     break;
                 }
                 c->connected = true;
-                struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
-                epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
                 continue;
             }
             if ((events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && drain(r, c) < 0) {
