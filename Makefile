@@ -80,14 +80,14 @@ test-integration: build peers venv
 # The C suite and every integration test against the ASan+UBSan binaries.
 test-asan: asan venv
 	@ctest --test-dir build/asan --output-on-failure
-	@YARD_BIN=$(CURDIR)/build/asan/bin ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+	@YARD_BIN=$(CURDIR)/build/asan/bin YARD_PEERS=0 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
 		UBSAN_OPTIONS=print_stacktrace=1 $(PYTEST) $(PYTEST_FLAGS) tests/integration \
 		-k "not peers and not load_benchmark"
 
 # Code with threads under TSan: the C suite, and the threaded models.
 test-tsan: tsan venv
 	@TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --test-dir build/tsan --output-on-failure
-	@YARD_BIN=$(CURDIR)/build/tsan/bin YARD_MODELS=thread,reactors,coro \
+	@YARD_BIN=$(CURDIR)/build/tsan/bin YARD_MODELS=thread,reactors,coro YARD_PEERS=0 \
 		$(PYTEST) $(PYTEST_FLAGS) tests/integration/test_echo.py tests/integration/test_counter.py \
 		tests/integration/test_serve.py tests/integration/test_sink.py tests/integration/test_rest.py \
 		-k "not test_counter_8_clients_10000_increments[coro-perms]"

@@ -25,6 +25,21 @@ BIN = Path(os.environ.get("YARD_BIN", ROOT / "build" / "bin"))
 ALL_MODELS = ["fork", "thread", "epoll", "reactors", "reactors-procs", "coro"]
 MODELS = [m for m in os.environ.get("YARD_MODELS", ",".join(ALL_MODELS)).split(",") if m]
 
+# The reference peers (peers/<name>/run) speak the same echo, counter and
+# sink protocols; the conformance tests run against them too (SERVERS).
+# YARD_PEERS=0 leaves them out (the sanitizer runs do: the peers are not
+# our code).
+ALL_PEERS = ["go", "node", "node-cluster", "erlang"]
+PEERS = ALL_PEERS if os.environ.get("YARD_PEERS", "1") != "0" else []
+SERVERS = MODELS + PEERS
+
+
+def peer_built(peer: str) -> bool:
+    name = peer.split("-")[0]
+    marker = {"go": "peers/go/bin/yard-peer-go", "node": "peers/node/node_modules",
+              "erlang": "peers/erlang/ebin/yard_peer.beam"}[name]
+    return (ROOT / marker).exists()
+
 # Any of these on a server's stderr fails the test that ran it.
 SANITIZER_MARKERS = ["ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
                      "WARNING: ThreadSanitizer"]
@@ -181,10 +196,20 @@ def start_server(tmp_path):
 
 @pytest.fixture
 def serve(start_server):
-    """serve(app, model, *flags) starts build/bin/yard-serve on 127.0.0.1:0."""
+    """serve(app, model, *flags) starts build/bin/yard-serve on 127.0.0.1:0,
+    or, when model names a peer, that peer's launcher."""
 
     def start(app: str, model: str, *flags, listen: str = "127.0.0.1:0", env=None) -> Server:
-        argv = [BIN / "yard-serve", "--app", app, *model_args(model), "--listen", listen, *flags]
+        if model in ALL_PEERS:
+            if not peer_built(model):
+                pytest.skip(f"peer {model} is not built (make peers)")
+            name, _, variant = model.partition("-")
+            argv = [ROOT / "peers" / name / "run", "--app", app, "--listen", listen, *flags]
+            if variant == "cluster":
+                argv += ["--cluster", "2"]
+        else:
+            argv = [BIN / "yard-serve", "--app", app, *model_args(model), "--listen", listen,
+                    *flags]
         return start_server(argv, env=env)
 
     return start

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from conftest import MODELS, recv_exactly, recv_until_closed
+from conftest import MODELS, SERVERS, recv_exactly, recv_until_closed
 
 
 def echo_roundtrip(server, payload: bytes) -> bytes:
@@ -32,7 +32,7 @@ def echo_roundtrip(server, payload: bytes) -> bytes:
     return got
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", SERVERS)
 def test_echo_random_payloads_32_connections(serve, model):
     server = serve("echo", model)
     rng = random.Random(1234)
@@ -64,7 +64,7 @@ def test_echo_ipv6(serve, model):
     assert echo_roundtrip(server, b"over ipv6\n") == b"over ipv6\n"
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", SERVERS)
 def test_echo_flushes_before_close_on_half_close(serve, model):
     server = serve("echo", model)
     s = server.connect()
