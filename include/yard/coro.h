@@ -236,6 +236,7 @@ typedef struct yard_coro_perm {
 
 typedef struct yard_coro_finish {
     atomic_uint pending; /* the scope itself + live tasks */
+    atomic_uint released; /* set by whoever dropped pending to 0, once done with the scope */
     yard_coro_waitq_t q;
 } yard_coro_finish_t;
 

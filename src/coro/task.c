@@ -14,6 +14,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,10 +98,15 @@ static void retry_queue(yard_coro_obj_t *o, struct yard_coro_task **ready)
     }
 }
 
+/* The last release wakes the waiter and then says it is done with the scope: a waiter that
+ * sees pending reach 0 without parking must not return (and let its caller reuse or free the
+ * scope) while the releasing task is still inside waitq_wake on another worker. */
 static void finish_release(yard_coro_finish_t *f)
 {
-    if (atomic_fetch_sub_explicit(&f->pending, 1, memory_order_acq_rel) == 1)
+    if (atomic_fetch_sub_explicit(&f->pending, 1, memory_order_acq_rel) == 1) {
         yard_coro_waitq_wake(&f->q, INT_MAX);
+        atomic_store_explicit(&f->released, 1, memory_order_release);
+    }
 }
 
 static void task_main(void *arg)
@@ -127,6 +133,7 @@ static void task_main(void *arg)
 void yard_coro_finish_init(yard_coro_finish_t *f)
 {
     atomic_init(&f->pending, 1);
+    atomic_init(&f->released, 0);
     f->q = (yard_coro_waitq_t){0};
 }
 
@@ -171,4 +178,9 @@ void yard_coro_finish_wait(yard_coro_finish_t *f)
     unsigned v;
     while ((v = atomic_load_explicit(&f->pending, memory_order_acquire)) != 0)
         yard_coro_waitq_wait(&f->q, &f->pending, v, 0);
+    /* Short: the releaser never parks between its decrement and its store, but its thread may
+     * be preempted on an oversubscribed machine, hence the yield. */
+    for (unsigned spins = 0; !atomic_load_explicit(&f->released, memory_order_acquire);)
+        if (++spins > 64)
+            sched_yield();
 }
