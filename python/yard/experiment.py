@@ -47,6 +47,9 @@ class Experiment:
     plots: list[str]
     baseline: str | None
     app: str | None = None
+    log_y: bool = False                   # report: logarithmic value axis
+    bars_at: dict[str, Any] | None = None  # report: an extra bar chart of one sweep point
+    table: list[str] = field(default_factory=list)  # report: table columns (default: all)
     suites: dict[str, dict] = field(default_factory=dict)
     timeout: float = 120.0
 
@@ -227,6 +230,20 @@ def load_experiment(path: Path, models: list[str] | None = None) -> Experiment:
     if baseline is not None and baseline not in labels:
         raise _err(path, "report.baseline", f"{baseline!r} is not one of the alternatives {labels}")
 
+    log_y = _get(rep, "log_y", bool, path, "report", default=False)
+    table = _str_list(rep.get("table", []), path, "report.table")
+    bars_at = _get(rep, "bars_at", dict, path, "report")
+    if bars_at is not None:
+        for k, v in bars_at.items():
+            if k not in sweep:
+                raise _err(path, f"report.bars_at.{k}", f"is not a sweep key; known: {sorted(sweep)}")
+            if v not in sweep[k]:
+                raise _err(path, f"report.bars_at.{k}", f"{v!r} is not one of sweep.{k} {sweep[k]}")
+    for k in rep:
+        if k not in ("plots", "baseline", "log_y", "bars_at", "table"):
+            raise _err(path, f"report.{k}", "unknown field; expected one of "
+                       "['bars_at', 'baseline', 'log_y', 'plots', 'table']")
+
     suites = _get(data, "suites", dict, path, "", default={})
     for sname, ov in suites.items():
         if sname not in SUITES:
@@ -255,6 +272,7 @@ def load_experiment(path: Path, models: list[str] | None = None) -> Experiment:
                       alternatives=alts, load=load, sweep=sweep, duration=duration, warmup=warmup,
                       repetitions=reps, sample_interval=interval, server_cpus=scpus,
                       load_cpus=lcpus, plots=plots, baseline=baseline, app=app, suites=suites,
+                      log_y=log_y, bars_at=bars_at, table=table,
                       timeout=timeout)
 
 

@@ -34,6 +34,12 @@ METRICS: dict[str, tuple[str, bool]] = {
     "mem_max_mib": ("cgroup memory max (MiB)", True),
     "pss_max_mib": ("PSS max (MiB)", True),
     "tasks_max": ("threads/processes max", True),
+    # yard-cswitch (tool experiment)
+    "direct_ns": ("direct cost of one switch (ns)", True),
+    "l1d_misses_per_kinst": ("L1-dcache misses per 1000 instructions", True),
+    "l1i_misses_per_kinst": ("L1-icache misses per 1000 instructions", True),
+    "dtlb_misses_per_kinst": ("dTLB load misses per 1000 instructions", True),
+    "itlb_misses_per_kinst": ("iTLB load misses per 1000 instructions", True),
 }
 TABLE_DEFAULT = ["throughput_per_s", "latency_p50_us", "latency_p99_us", "cpu_mean_pct", "cpu_cv",
                  "ctx_voluntary", "ctx_involuntary", "mem_max_mib", "pss_max_mib", "tasks_max"]
@@ -114,49 +120,100 @@ def _xvalue(point: dict, xkey: str | None):
     return point.get(xkey) if xkey else None
 
 
+def _bar(ax, alts: list[str], trials: list[dict], m: str) -> None:
+    """A bar per alternative with its CI."""
+    have = [a for a in alts if any(t["alternative"] == a and m in t["metrics"] for t in trials)]
+    ests = [median_ci([t["metrics"][m] for t in trials if t["alternative"] == a
+                       and m in t["metrics"]]) for a in have]
+    meds = [e.median for e in ests]
+    err = [[e.median - e.lo for e in ests], [e.hi - e.median for e in ests]]
+    ax.bar(range(len(have)), meds, yerr=err, capsize=4, color="0.6", edgecolor="black")
+    ax.set_xticks(range(len(have)), have, rotation=30)
+
+
+def _curves(ax, exp: dict, trials: list[dict], m: str, xkey: str) -> None:
+    """One line per alternative: the metric's median (with CI) against the sweep key."""
+    styles = ["o-", "s-", "^-", "D-", "v-", "P-", "X-", "*-"]
+    xs_all = exp["sweep"][xkey]
+    for i, a in enumerate(exp["alternatives"]):
+        xs, med, lo, hi = [], [], [], []
+        for x in xs_all:
+            vals = [t["metrics"][m] for t in trials if t["alternative"] == a
+                    and t["point"].get(xkey) == x and m in t["metrics"]]
+            if not vals:
+                continue
+            e = median_ci(vals)
+            xs.append(x)
+            med.append(e.median)
+            lo.append(e.median - e.lo)
+            hi.append(e.hi - e.median)
+        if xs:
+            ax.errorbar(xs, med, yerr=[lo, hi], fmt=styles[i % len(styles)], capsize=3,
+                        label=a, markersize=4, linewidth=1.2)
+    if all(isinstance(x, (int, float)) and x > 0 for x in xs_all) and \
+            max(xs_all) / min(xs_all) >= 16:
+        ax.set_xscale("log", base=2)
+    ax.set_xlabel(xkey)
+    ax.legend(fontsize=8)
+
+
+def _positive(exp: dict, trials: list[dict], m: str) -> bool:
+    return all(t["metrics"][m] > 0 for t in trials if m in t["metrics"])
+
+
 def _figure(exp: dict, trials: list[dict], metrics: list[str]) -> str | None:
+    """One row per metric. With no sweep, bars per alternative; with a sweep, curves against
+    the first sweep key, and one panel per value of the second key when it has several (the
+    rest of the point is held as the trials have it)."""
     alts = exp["alternatives"]
     xkeys = list(exp["sweep"])
     xkey = xkeys[0] if xkeys else None
     metrics = [m for m in metrics if any(m in t.get("metrics", {}) for t in trials)]
     if not metrics:
         return None
-    fig, axes = plt.subplots(1, len(metrics), figsize=(5.2 * len(metrics), 3.8), squeeze=False)
-    styles = ["o-", "s-", "^-", "D-", "v-", "P-", "X-", "*-"]
-    for ax, m in zip(axes[0], metrics):
-        if xkey is None or len(exp["sweep"].get(xkey, [])) <= 1:
-            # No sweep: a bar per alternative with its CI.
-            ests = [median_ci([t["metrics"][m] for t in trials if t["alternative"] == a
-                               and m in t["metrics"]]) for a in alts]
-            meds = [e.median for e in ests]
-            err = [[e.median - e.lo for e in ests], [e.hi - e.median for e in ests]]
-            ax.bar(range(len(alts)), meds, yerr=err, capsize=4, color="0.6", edgecolor="black")
-            ax.set_xticks(range(len(alts)), alts, rotation=30)
-        else:
-            xs_all = exp["sweep"][xkey]
-            for i, a in enumerate(alts):
-                xs, med, lo, hi = [], [], [], []
-                for x in xs_all:
-                    vals = [t["metrics"][m] for t in trials if t["alternative"] == a
-                            and t["point"].get(xkey) == x and m in t["metrics"]]
-                    if not vals:
-                        continue
-                    e = median_ci(vals)
-                    xs.append(x)
-                    med.append(e.median)
-                    lo.append(e.median - e.lo)
-                    hi.append(e.hi - e.median)
-                if xs:
-                    ax.errorbar(xs, med, yerr=[lo, hi], fmt=styles[i % len(styles)], capsize=3,
-                                label=a, markersize=4, linewidth=1.2)
-            if all(isinstance(x, (int, float)) and x > 0 for x in xs_all) and \
-                    max(xs_all) / min(xs_all) >= 16:
-                ax.set_xscale("log", base=2)
-            ax.set_xlabel(xkey)
-            ax.legend(fontsize=8)
-        ax.set_ylabel(METRICS.get(m, (m, True))[0])
-        ax.grid(True, alpha=0.3)
+    facet = next((k for k in xkeys[1:] if len({t["point"].get(k) for t in trials}) > 1), None)
+    fvals = [v for v in exp["sweep"][facet] if any(t["point"].get(facet) == v for t in trials)] \
+        if facet else [None]
+    ncol = min(len(fvals), 4)
+    nrow_m = -(-len(fvals) // ncol)  # panel rows per metric
+    fig, axes = plt.subplots(len(metrics) * nrow_m, ncol, figsize=(5.2 * ncol, 3.8 * len(metrics) * nrow_m),
+                             squeeze=False)
+    for ax in axes.flat[len(metrics) * len(fvals):]:
+        ax.set_visible(False)
+    for mi, m in enumerate(metrics):
+        for fi, fv in enumerate(fvals):
+            ax = axes[mi * nrow_m + fi // ncol][fi % ncol]
+            sub = [t for t in trials if facet is None or t["point"].get(facet) == fv]
+            if xkey is None or len(exp["sweep"].get(xkey, [])) <= 1:
+                _bar(ax, alts, sub, m)
+            else:
+                _curves(ax, exp, sub, m, xkey)
+            if facet:
+                ax.set_title(f"{facet} = {fv}", fontsize=9)
+            if exp.get("log_y") and _positive(exp, sub, m):
+                ax.set_yscale("log")
+            ax.set_ylabel(METRICS.get(m, (m, True))[0])
+            ax.grid(True, alpha=0.3)
     fig.suptitle(exp["title"], fontsize=10)
+    return _png(fig)
+
+
+def _bars_figure(exp: dict, trials: list[dict], metrics: list[str]) -> str | None:
+    """report.bars_at: one bar per alternative at one sweep point (e.g. cswitch's direct cost
+    with no work between switches)."""
+    at = exp.get("bars_at") or {}
+    sub = [t for t in trials if all(t["point"].get(k) == v for k, v in at.items())]
+    metrics = [m for m in metrics if any(m in t.get("metrics", {}) for t in sub)]
+    if not at or not metrics:
+        return None
+    fig, axes = plt.subplots(1, len(metrics), figsize=(5.2 * len(metrics), 3.8), squeeze=False)
+    for ax, m in zip(axes[0], metrics):
+        _bar(ax, exp["alternatives"], sub, m)
+        if exp.get("log_y") and _positive(exp, sub, m):
+            ax.set_yscale("log")
+        ax.set_ylabel(METRICS.get(m, (m, True))[0])
+        ax.grid(True, alpha=0.3, axis="y")
+    fig.suptitle(f"{exp['title']}: {_pkey(at)}", fontsize=10)
     return _png(fig)
 
 
@@ -294,8 +351,14 @@ def write_report(out: Path, meta: dict | None = None) -> Path:
         present = [m for m in METRICS if any(m in t.get("metrics", {}) for t in ok)]
         if exp["kind"] == "tool":
             present = sorted({k for t in ok for k in t.get("metrics", {})} - set(exp.get("sweep", {})))
-        table_metrics = [m for m in (TABLE_DEFAULT if exp["kind"] == "server" else present) if m in present]
+        table_metrics = [m for m in (exp.get("table") or (TABLE_DEFAULT if exp["kind"] == "server"
+                                                           else present)) if m in present]
         plot_metrics = [m for m in metrics if m in present] or table_metrics[:2]
+        absent = [m for m in metrics if m not in present]
+        if ok and absent:
+            parts.append("<p>Not measured on this machine (the tool did not report them; for "
+                         "hardware counters, the CPU or VM does not expose them): " + ", ".join(
+                             html.escape(METRICS.get(m, (m,))[0]) for m in absent) + ".</p>")
         if flagged:
             parts.append("<p class='warn'>Some points had only trials the load generator marked "
                          "invalid (it fell behind its schedule or saturated its CPU, so it may be "
@@ -305,6 +368,10 @@ def write_report(out: Path, meta: dict | None = None) -> Path:
         else:
             parts.append("<h3>Summary</h3><ul>" + "".join(
                 f"<li>{s}</li>" for s in _summary(exp, groups, plot_metrics)) + "</ul>")
+            png = _bars_figure(exp, ok, plot_metrics)
+            if png:
+                parts.append(f"<img alt='{html.escape(exp['title'])} at one point' "
+                             f"src='data:image/png;base64,{png}'>")
             png = _figure(exp, ok, plot_metrics)
             if png:
                 parts.append(f"<img alt='{html.escape(exp['title'])}' src='data:image/png;base64,{png}'>")

@@ -86,6 +86,9 @@ def _parse_json(text: str) -> dict | None:
             v = json.loads(text[i + 1:]) if i >= 0 else None
         except json.JSONDecodeError:
             return None
+    # A tool that prints a list of points (yard-cswitch) measures one point per trial here.
+    if isinstance(v, list) and len(v) == 1:
+        v = v[0]
     return v if isinstance(v, dict) else None
 
 
@@ -117,7 +120,7 @@ def run_trial(t: Trial, bin_dir: Path, seq: int) -> dict:
         if res["rc"] != 0 or res["stdout_json"] is None:
             rec["status"] = "failed"
             rec["problems"].append(f"tool exit {res['rc']}: {res['stderr'][-300:]}")
-        rec["metrics"] = _flat_numbers(res["stdout_json"] or {})
+        rec["metrics"] = _tool_metrics(res["stdout_json"] or {})
         return rec
 
     server_argv = render(t.alt.argv, values)
@@ -163,9 +166,14 @@ def run_trial(t: Trial, bin_dir: Path, seq: int) -> dict:
     finally:
         status = ru = None
         if proc is not None:
-            if proc.poll() is None:
+            # wait4 rather than proc.poll(): poll would reap a server that already exited and
+            # lose its rusage (and the wait below would then find no child).
+            status, ru = _wait(proc.pid, 0)
+            if status is None:
                 proc.send_signal(signal.SIGTERM)
-            status, ru = _wait(proc.pid, STOP_TIMEOUT)
+                status, ru = _wait(proc.pid, STOP_TIMEOUT)
+            else:
+                rec["problems"].append("server exited before it was asked to stop")
             if status is None:
                 rec["problems"].append(f"server did not exit within {STOP_TIMEOUT} s of SIGTERM")
                 proc.kill()
@@ -200,6 +208,20 @@ def _flat_numbers(d: dict, prefix: str = "") -> dict[str, float]:
         elif isinstance(v, dict):
             out.update(_flat_numbers(v, key + "."))
     return out
+
+
+def _tool_metrics(out: dict) -> dict[str, float]:
+    """Every number of a tool's JSON, plus misses per 1000 instructions for each hardware
+    counter a tool reports beside `instructions` (yard-cswitch's `counters` object)."""
+    m = _flat_numbers(out)
+    for prefix in ("counters.",):
+        instr = m.get(prefix + "instructions")
+        if not instr:
+            continue
+        for k in list(m):
+            if k.startswith(prefix) and k.endswith("_misses"):
+                m[k[len(prefix):] + "_per_kinst"] = 1000.0 * m[k] / instr
+    return m
 
 
 def _metrics(rec: dict, ru, live: tuple[int, int]) -> dict[str, float]:

@@ -42,6 +42,15 @@ def test_bench_smoke(tmp_path):
     assert trials[0].startswith("experiment,alternative")
     assert any(",ok," in line for line in trials[1:])
     raw = list((latest / "raw").rglob("*.json"))
-    rec = json.loads(raw[0].read_text())
+    server_raw = [json.loads(p.read_text()) for p in raw if p.parent.name != "cswitch"]
+    rec = server_raw[0]
     assert rec["cgroup"]["kind"] in ("v1", "v2", "proc")
     assert rec["server_exit"] == 0
+    # The context-switch lab is a tool experiment in the same report: one trial per kind and
+    # point, every one ok with a positive cost, and its two figures (bars, curves) drawn.
+    cs = [json.loads(p.read_text()) for p in raw if p.parent.name == "cswitch"]
+    kinds = {t["alternative"] for t in cs}
+    assert {"process-pipe", "thread-futex", "ucontext", "coro"} <= kinds
+    assert all(t["status"] == "ok" and t["metrics"]["direct_ns"] > 0 for t in cs)
+    section = html.split("<h2>Context switch", 1)[1].split("</section>", 1)[0]
+    assert section.count("data:image/png;base64,") == 2

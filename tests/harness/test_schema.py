@@ -62,6 +62,12 @@ def test_models_all_expands_from_the_server_list(tmp_path):
     ('[experiment]\nname = "t"', '[experiment]\nname = "t"\nkind = "magic"', "experiment.kind"),
     ('[experiment]\nname = "t"', '[experimnt]\nname = "t"', "experimnt"),
     ('"{connections}"]', '"{conections}"]', "load.argv"),
+    ('[suites.smoke]', '[report]\nlog_y = "yes"\n[suites.smoke]', "report.log_y"),
+    ('[suites.smoke]', '[report]\nbars_at = { threads = 1 }\n[suites.smoke]', "report.bars_at.threads"),
+    ('[suites.smoke]', '[report]\nbars_at = { connections = 7 }\n[suites.smoke]',
+     "report.bars_at.connections"),
+    ('[suites.smoke]', '[report]\ntable = "all"\n[suites.smoke]', "report.table"),
+    ('[suites.smoke]', '[report]\nplot = ["x"]\n[suites.smoke]', "report.plot"),
 ])
 def test_bad_files_name_the_field(tmp_path, old, new, field):
     assert old in GOOD
@@ -82,6 +88,15 @@ def test_tool_experiment(tmp_path):
     assert e.kind == "tool" and e.alternatives[0].argv[-1] == "--json"
 
 
+def test_report_options(tmp_path):
+    e = load_experiment(write(tmp_path, GOOD.replace(
+        "[suites.smoke]", '[report]\nlog_y = true\nbars_at = { connections = 2 }\n'
+        'table = ["throughput_per_s"]\n[suites.smoke]')))
+    assert e.log_y and e.bars_at == {"connections": 2} and e.table == ["throughput_per_s"]
+    plain = load_experiment(write(tmp_path, GOOD))
+    assert not plain.log_y and plain.bars_at is None and plain.table == []
+
+
 def test_render_placeholders():
     assert render(["--x", "{a}", "{d}s"], {"a": 3, "d": 2.0}) == ["--x", "3", "2s"]
     with pytest.raises(SchemaError, match="unknown placeholder {nope}"):
@@ -93,5 +108,5 @@ def test_render_placeholders():
 def test_repository_experiments_load():
     exps = load_all(REPO / "experiments", models=["fork", "thread", "epoll"])
     names = {e.name for e in exps}
-    assert {"papaya_cpu", "eve_echo", "eve_counter"} <= names
+    assert {"papaya_cpu", "eve_echo", "eve_counter", "cswitch"} <= names
     assert any(e.in_suite("smoke") for e in exps)
