@@ -19,6 +19,63 @@ void load_error(load_result_t *r, const char *fmt, ...)
 
 static double us(uint64_t ns) { return (double)ns / 1000.0; }
 
+void load_count_status(load_endpoint_t *e, int status, uint64_t n)
+{
+    for (int k = 0; k < LOAD_STATUS_SLOTS; k++) {
+        if (e->status_code[k] == status || !e->status_code[k]) {
+            e->status_code[k] = status;
+            e->status_count[k] += n;
+            return;
+        }
+    }
+    e->status_other += n;
+}
+
+static void json_endpoints(const load_result_t *r)
+{
+    printf("\"endpoints\": {");
+    int first = 1;
+    for (int i = 0; i < LOAD_HTTP_ENDPOINTS; i++) {
+        const load_endpoint_t *e = &r->ep[i];
+        if (!e->requests)
+            continue;
+        printf("%s\"%s\": {\"requests\": %llu, \"ok\": %llu, \"failed\": %llu, \"status\": {",
+               first ? "" : ", ", load_http_endpoint_name(i), (unsigned long long)e->requests,
+               (unsigned long long)e->ok, (unsigned long long)e->failed);
+        first = 0;
+        for (int k = 0; k < LOAD_STATUS_SLOTS && e->status_code[k]; k++)
+            printf("%s\"%d\": %llu", k ? ", " : "", e->status_code[k],
+                   (unsigned long long)e->status_count[k]);
+        if (e->status_other)
+            printf("%s\"other\": %llu", e->status_code[0] ? ", " : "",
+                   (unsigned long long)e->status_other);
+        const yard_hist_t *h = &e->latency;
+        printf("}, \"latency_us\": {\"p50\": %.3f, \"p90\": %.3f, \"p99\": %.3f, "
+               "\"max\": %.3f, \"mean\": %.3f}}",
+               us(yard_hist_percentile(h, 50)), us(yard_hist_percentile(h, 90)),
+               us(yard_hist_percentile(h, 99)), us(yard_hist_percentile(h, 100)),
+               yard_hist_mean(h) / 1000.0);
+    }
+    printf("}, ");
+}
+
+static void human_endpoints(const load_result_t *r)
+{
+    for (int i = 0; i < LOAD_HTTP_ENDPOINTS; i++) {
+        const load_endpoint_t *e = &r->ep[i];
+        if (!e->requests)
+            continue;
+        printf("  %-15s %llu ok, %llu failed; p50 %.1f us  p99 %.1f us  max %.1f us; status",
+               load_http_endpoint_name(i), (unsigned long long)e->ok,
+               (unsigned long long)e->failed, us(yard_hist_percentile(&e->latency, 50)),
+               us(yard_hist_percentile(&e->latency, 99)),
+               us(yard_hist_percentile(&e->latency, 100)));
+        for (int k = 0; k < LOAD_STATUS_SLOTS && e->status_code[k]; k++)
+            printf(" %d x%llu", e->status_code[k], (unsigned long long)e->status_count[k]);
+        printf("\n");
+    }
+}
+
 /* HdrHistogram's percentile steps: 5 ticks per halving of the distance to
  * 100%, ending at 100. */
 static void json_spectrum(const yard_hist_t *h)
@@ -48,10 +105,12 @@ void load_report(const load_opts_t *o, const load_result_t *r, double cpu_s)
     /* A generator that used a whole core measured itself, not the server;
      * one that fell behind its schedule by over 1% of the run did not send
      * the load it claims. */
-    int saturated = cpu_pct >= 95.0;
-    int behind = rate && r->behind_max_ms > 0.01 * secs * 1e3;
+    int saturated = cpu_pct >= 95.0 * (o->threads > 0 ? o->threads : 1);
+    bool open = r->target_rate > 0;
+    int behind = (rate || open) && r->behind_max_ms > 0.01 * secs * 1e3;
     int invalid = saturated || behind;
-    double target = rate ? r->target_bps : 0, achieved = rate ? r->achieved_bps : tput;
+    double target = rate ? r->target_bps : r->target_rate, achieved = rate ? r->achieved_bps : tput;
+    double cpu_per_100k = r->messages ? cpu_s * 1e5 / (double)r->messages : 0;
     if (o->json) {
         printf("{\"mode\": \"%s\", \"target\": \"%s\", \"connections\": %d, \"size\": %zu, ", o->mode,
                o->target_text, o->connections, o->size);
@@ -67,8 +126,12 @@ void load_report(const load_opts_t *o, const load_result_t *r, double cpu_s)
         printf("\"bytes_sent\": %llu, \"bytes_received\": %llu, ",
                (unsigned long long)r->bytes_sent, (unsigned long long)r->bytes_received);
         printf("\"generator_cpu_s\": %.3f, \"generator_cpu_pct\": %.1f, "
-               "\"generator_saturated\": %s, \"invalid\": %s, ",
-               cpu_s, cpu_pct, saturated ? "true" : "false", invalid ? "true" : "false");
+               "\"generator_cpu_s_per_100k\": %.4f, \"generator_saturated\": %s, "
+               "\"invalid\": %s, ",
+               cpu_s, cpu_pct, cpu_per_100k, saturated ? "true" : "false",
+               invalid ? "true" : "false");
+        printf("\"loop\": \"%s\", \"pipeline\": %zu, \"threads\": %d, ",
+               rate ? "rate" : open ? "open" : "closed", o->pipeline, o->threads);
         printf("\"target_rate\": %.1f, \"achieved_rate\": %.1f, \"rate_unit\": \"%s\", "
                "\"behind_schedule_max_ms\": %.3f, ",
                target, achieved, rate ? "bit/s" : "requests/s", r->behind_max_ms);
@@ -81,12 +144,19 @@ void load_report(const load_opts_t *o, const load_result_t *r, double cpu_s)
                    "\"count_final\": %llu, ",
                    o->read_ratio, (unsigned long long)r->increments,
                    (unsigned long long)r->count_initial, (unsigned long long)r->count_final);
+        if (!strcmp(o->mode, "http")) {
+            printf("\"scenario\": \"%s\", \"think_time_s\": %.3f, ",
+                   o->scenario ? o->scenario : "root", (double)o->think_ns / 1e9);
+            json_endpoints(r);
+        }
         printf("\"first_error\": ");
         if (r->first_error[0]) {
             putchar('"');
             for (const char *c = r->first_error; *c; c++)
                 if (*c == '"' || *c == '\\')
                     printf("\\%c", *c);
+                else if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                    printf("\\u%04x", (unsigned char)*c);
                 else
                     putchar(*c);
             putchar('"');
@@ -110,10 +180,18 @@ void load_report(const load_opts_t *o, const load_result_t *r, double cpu_s)
             printf("  behind        at most %.2f ms behind schedule%s\n", r->behind_max_ms,
                    behind ? " -- more than 1% of the run: INVALID" : "");
         } else {
-            printf("%s %s: %d connections, %s\n", o->mode, o->target_text, o->connections,
-                   o->duration_ns ? "closed loop for a duration" : "closed loop");
-            printf("  round trips   %llu in %.3f s = %.0f/s\n", (unsigned long long)r->messages,
+            printf("%s %s: %d connections, %s%s, pipeline %zu, %d thread%s\n", o->mode,
+                   o->target_text, o->connections, open ? "open loop" : "closed loop",
+                   o->duration_ns ? " for a duration" : "", o->pipeline, o->threads,
+                   o->threads == 1 ? "" : "s");
+            printf("  round trips   %llu in %.3f s = %.0f/s", (unsigned long long)r->messages,
                    secs, tput);
+            if (open)
+                printf(" (asked for %.0f/s)", r->target_rate);
+            printf("\n");
+            if (open)
+                printf("  behind        the generator was at most %.2f ms late%s\n",
+                       r->behind_max_ms, behind ? " -- more than 1% of the run: INVALID" : "");
         }
         if (r->count_checked)
             printf("  count         %llu -> %llu with %llu increments (read ratio %.2f)\n",
@@ -126,9 +204,13 @@ void load_report(const load_opts_t *o, const load_result_t *r, double cpu_s)
                us(yard_hist_percentile(h, 90)), us(yard_hist_percentile(h, 99)),
                us(yard_hist_percentile(h, 99.9)), us(yard_hist_percentile(h, 100)),
                yard_hist_mean(h) / 1000.0);
+        human_endpoints(r);
         printf("  errors        %llu%s%s\n", (unsigned long long)r->errors,
                r->first_error[0] ? ": " : "", r->first_error);
-        printf("  generator CPU %.3f s (%.0f%% of one core)%s\n", cpu_s, cpu_pct,
+        printf("  generator CPU %.3f s (%.0f%% of one core", cpu_s, cpu_pct);
+        if (!rate && r->messages)
+            printf("; %.3f s per 100k round trips", cpu_per_100k);
+        printf(")%s\n",
                saturated ? " -- saturated: this run measured the generator, not the server" : "");
     }
     if (o->hist_out) {

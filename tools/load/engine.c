@@ -1,0 +1,442 @@
+/* The request/response engine behind echo, counter and http: one epoll loop
+ * drives a share of the connections through a protocol's callbacks.
+ *
+ * - Closed loop (no --rate): each connection keeps up to --pipeline K
+ *   requests outstanding and sends the next one as soon as a reply frees a
+ *   slot; latency runs from the moment a request starts to be written.
+ * - Open loop (--rate R): request j of connection c is *due* at
+ *   t0 + phase(c) + j * N/R, whatever the server does. It leaves at its due
+ *   time when the connection has a free slot, later when it does not, and
+ *   its latency runs from the due time (wrk2's correction for coordinated
+ *   omission): a server that stalls for a second shows a second of latency
+ *   in every request that was due during the stall. The generator's own
+ *   lateness, the time between a request becoming sendable (due and a slot
+ *   free) and its first byte leaving, is behind_max_ms; a run where it
+ *   exceeds 1% of the run is invalid, because the load was not what it says.
+ *
+ * All connections are established before the clock starts, so connection
+ * set-up is not in any latency. A timerfd wakes the loop at the next due
+ * time (a min-heap of connections waiting for one). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "load.h"
+#include "yard/clock.h"
+
+struct lconn {
+    int id, fd;
+    bool connected, done;
+    uint64_t sent, completed;    /* requests started, replies complete */
+    uint64_t slot_free_at;       /* when the number outstanding last fell below K */
+    uint64_t ready_at;           /* closed loop with --think-time: not before this */
+    uint64_t *start;             /* ring of K: each outstanding request's start time */
+    uint32_t *tag;               /* ring of K: what the protocol said about it */
+    uint8_t *tx;                 /* the request being written */
+    size_t tx_len, tx_off;
+    void *priv;
+};
+
+struct due {
+    uint64_t at, seq;
+    struct lconn *c;
+};
+
+struct engine {
+    const load_opts_t *o;
+    const load_proto_t *p;
+    load_result_t *r;
+    int ep, tfd;
+    struct lconn *conns;
+    bool open;                  /* open loop */
+    uint64_t t0, stop_at, armed;
+    double interval;            /* open loop: ns between two requests of one connection */
+    int active;
+    uint64_t outstanding;       /* over all connections */
+    uint64_t last_progress;
+    struct due *heap;
+    size_t nheap, capheap;
+    uint8_t rbuf[65536];
+};
+
+static int heap_push(struct engine *e, struct due d)
+{
+    if (e->nheap == e->capheap) {
+        size_t cap = e->capheap ? e->capheap * 2 : 256;
+        struct due *h = realloc(e->heap, cap * sizeof *h);
+        if (!h)
+            return -1;
+        e->heap = h;
+        e->capheap = cap;
+    }
+    size_t i = e->nheap++;
+    while (i > 0 && e->heap[(i - 1) / 2].at > d.at) {
+        e->heap[i] = e->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    e->heap[i] = d;
+    return 0;
+}
+
+static struct due heap_pop(struct engine *e)
+{
+    struct due top = e->heap[0], last = e->heap[--e->nheap];
+    size_t i = 0;
+    for (;;) {
+        size_t k = 2 * i + 1;
+        if (k >= e->nheap)
+            break;
+        if (k + 1 < e->nheap && e->heap[k + 1].at < e->heap[k].at)
+            k++;
+        if (e->heap[k].at >= last.at)
+            break;
+        e->heap[i] = e->heap[k];
+        i = k;
+    }
+    if (e->nheap)
+        e->heap[i] = last;
+    return top;
+}
+
+static uint64_t due_time(const struct engine *e, const struct lconn *c, uint64_t seq)
+{
+    /* Connections are spread evenly over one interval, so N connections at
+     * R/s together send one request every 1/R s, not N at once. */
+    double phase = (double)(c - e->conns) / (double)e->o->connections;
+    return e->t0 + (uint64_t)((phase + (double)seq) * e->interval);
+}
+
+static bool has_more(const struct engine *e, const struct lconn *c, uint64_t now)
+{
+    if (!e->o->duration_ns)
+        return c->sent < e->o->messages;
+    if (e->open)
+        return due_time(e, c, c->sent) < e->stop_at;
+    return now < e->stop_at;
+}
+
+static void finish(struct engine *e, struct lconn *c)
+{
+    if (c->done)
+        return;
+    c->done = true;
+    e->outstanding -= c->sent - c->completed;
+    epoll_ctl(e->ep, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
+    e->active--;
+}
+
+static void fail(struct engine *e, struct lconn *c)
+{
+    e->r->errors++;
+    finish(e, c);
+}
+
+static int want(struct engine *e, struct lconn *c, uint32_t events)
+{
+    struct epoll_event ev = {.events = events, .data.ptr = c};
+    return epoll_ctl(e->ep, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+/* Write what is pending and start every request that may start now.
+ * Returns -1 when the connection failed (counted, closed). */
+static int pump(struct engine *e, struct lconn *c, uint64_t now)
+{
+    const load_opts_t *o = e->o;
+    for (;;) {
+        while (c->tx_off < c->tx_len) {
+            ssize_t w = send(c->fd, c->tx + c->tx_off, c->tx_len - c->tx_off, MSG_NOSIGNAL);
+            if (w < 0) {
+                if (errno == EINTR)
+                    continue;
+                if (errno == EAGAIN)
+                    return want(e, c, EPOLLIN | EPOLLOUT);
+                load_error(e->r, "connection %d: send: %s", c->id, strerror(errno));
+                fail(e, c);
+                return -1;
+            }
+            c->tx_off += (size_t)w;
+            e->r->bytes_sent += (uint64_t)w;
+        }
+        if (c->sent - c->completed >= o->pipeline || !has_more(e, c, now))
+            break;
+        uint64_t start = now;
+        if (!e->open && c->ready_at > now) {
+            if (heap_push(e, (struct due){c->ready_at, c->sent, c}) < 0) {
+                load_error(e->r, "out of memory for the schedule");
+                fail(e, c);
+                return -1;
+            }
+            break;
+        }
+        if (e->open) {
+            uint64_t due = due_time(e, c, c->sent);
+            if (due > now) {
+                if (heap_push(e, (struct due){due, c->sent, c}) < 0) {
+                    load_error(e->r, "out of memory for the schedule");
+                    fail(e, c);
+                    return -1;
+                }
+                break;
+            }
+            uint64_t ready = due > c->slot_free_at ? due : c->slot_free_at;
+            double late_ms = (double)(now - ready) / 1e6;
+            if (late_ms > e->r->behind_max_ms)
+                e->r->behind_max_ms = late_ms;
+            start = due;
+        }
+        size_t k = (size_t)(c->sent % o->pipeline);
+        uint32_t tag = 0;
+        c->tx_len = e->p->request(c->priv, c->sent, c->tx, &tag, e->r);
+        c->tx_off = 0;
+        c->start[k] = start;
+        c->tag[k] = tag;
+        if (e->outstanding++ == 0)
+            e->last_progress = now; /* the no-progress clock runs while something waits */
+        c->sent++;
+    }
+    return want(e, c, EPOLLIN);
+}
+
+/* Read and hand the bytes to the protocol, one reply at a time. */
+static int drain(struct engine *e, struct lconn *c)
+{
+    const load_opts_t *o = e->o;
+    for (;;) {
+        ssize_t n = read(c->fd, e->rbuf, sizeof e->rbuf);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN)
+                return 0;
+            load_error(e->r, "connection %d: read: %s", c->id, strerror(errno));
+            fail(e, c);
+            return -1;
+        }
+        if (n == 0) {
+            load_error(e->r, "connection %d: the server closed it after %llu replies", c->id,
+                       (unsigned long long)c->completed);
+            fail(e, c);
+            return -1;
+        }
+        e->r->bytes_received += (uint64_t)n;
+        const uint8_t *p = e->rbuf;
+        size_t left = (size_t)n;
+        while (left > 0) {
+            if (c->completed == c->sent) {
+                load_error(e->r, "connection %d: %zu bytes arrived with no request outstanding",
+                           c->id, left);
+                fail(e, c);
+                return -1;
+            }
+            size_t k = (size_t)(c->completed % o->pipeline), used = 0;
+            int rc = e->p->reply(c->priv, c->completed, c->tag[k], p, left, &used, e->r);
+            if (rc < 0) {
+                fail(e, c);
+                return -1;
+            }
+            p += used;
+            left -= used;
+            if (rc == 0)
+                continue;
+            uint64_t now = yard_now_ns();
+            uint64_t lat = now > c->start[k] ? now - c->start[k] : 0;
+            yard_hist_record(&e->r->latency, lat);
+            if (e->p->completed)
+                e->p->completed(c->priv, c->tag[k], lat, e->r);
+            if (c->sent - c->completed == o->pipeline)
+                c->slot_free_at = now;
+            c->completed++;
+            e->outstanding--;
+            if (o->think_ns)
+                c->ready_at = now + o->think_ns;
+            e->r->messages++;
+            e->r->end_ns = e->last_progress = now;
+        }
+        if ((size_t)n < sizeof e->rbuf)
+            return 0;
+    }
+}
+
+static void after_io(struct engine *e, struct lconn *c, uint64_t now)
+{
+    if (c->done)
+        return;
+    if (pump(e, c, now) < 0)
+        return;
+    if (c->completed == c->sent && !has_more(e, c, now))
+        finish(e, c);
+}
+
+static void arm(struct engine *e)
+{
+    uint64_t at = e->nheap ? e->heap[0].at : 0;
+    if (at == e->armed)
+        return;
+    struct itimerspec its = {0};
+    if (at) {
+        its.it_value.tv_sec = (time_t)(at / YARD_NS_PER_S);
+        its.it_value.tv_nsec = (long)(at % YARD_NS_PER_S);
+    }
+    timerfd_settime(e->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+    e->armed = at;
+}
+
+/* Connect every connection before the clock starts. */
+static int connect_all(struct engine *e)
+{
+    int pending = 0;
+    for (int i = 0; i < e->o->connections; i++) {
+        struct lconn *c = &e->conns[i];
+        c->fd = load_connect(e->o, e->r, e->ep, c);
+        if (c->fd < 0)
+            return -1;
+        pending++;
+    }
+    struct epoll_event events[256];
+    uint64_t deadline = yard_now_ns() + e->o->timeout_ns;
+    while (pending > 0) {
+        int n = epoll_wait(e->ep, events, 256, 100);
+        if (n < 0 && errno != EINTR) {
+            load_error(e->r, "epoll_wait: %s", strerror(errno));
+            return -1;
+        }
+        for (int i = 0; i < n; i++) {
+            struct lconn *c = events[i].data.ptr;
+            if (c->connected)
+                continue;
+            if (load_connected(e->o, e->r, e->ep, c->fd, c, true) < 0)
+                return -1; /* the target is not there: nothing to measure */
+            c->connected = true;
+            pending--;
+        }
+        if (pending > 0 && yard_now_ns() > deadline) {
+            load_error(e->r, "%d of %d connections to %s not established within --timeout",
+                       pending, e->o->connections, e->o->target_text);
+            return -1;
+        }
+    }
+    e->active = e->o->connections;
+    return 0;
+}
+
+static int loop(struct engine *e)
+{
+    const load_opts_t *o = e->o;
+    e->t0 = yard_now_ns();
+    e->r->start_ns = e->t0;
+    e->stop_at = o->duration_ns ? e->t0 + o->duration_ns : UINT64_MAX;
+    e->last_progress = e->t0;
+    for (int i = 0; i < o->connections; i++)
+        after_io(e, &e->conns[i], e->t0);
+    struct epoll_event events[256];
+    while (e->active > 0) {
+        arm(e);
+        int n = epoll_wait(e->ep, events, 256, 100);
+        if (n < 0 && errno != EINTR) {
+            load_error(e->r, "epoll_wait: %s", strerror(errno));
+            return -1;
+        }
+        for (int i = 0; i < n; i++) {
+            if (events[i].data.ptr == NULL) { /* the timer */
+                uint64_t ticks;
+                if (read(e->tfd, &ticks, sizeof ticks) < 0 && errno != EAGAIN)
+                    load_error(e->r, "timerfd read: %s", strerror(errno));
+                e->armed = 0;
+                continue;
+            }
+            struct lconn *c = events[i].data.ptr;
+            if (c->done)
+                continue;
+            if ((events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && drain(e, c) < 0)
+                continue;
+            after_io(e, c, yard_now_ns());
+        }
+        uint64_t now = yard_now_ns();
+        while (e->nheap && e->heap[0].at <= now) {
+            struct due d = heap_pop(e);
+            if (!d.c->done && d.c->sent == d.seq) /* else: stale, already sent */
+                after_io(e, d.c, now);
+        }
+        if (e->active > 0 && e->outstanding > 0 && now - e->last_progress > o->timeout_ns) {
+            load_error(e->r, "no reply for %.1f s (--timeout): %llu requests on %d connections "
+                             "still waiting",
+                       (double)o->timeout_ns / 1e9, (unsigned long long)e->outstanding,
+                       e->active);
+            e->r->errors += (uint64_t)e->active;
+            break;
+        }
+    }
+    return 0;
+}
+
+int load_engine_run(const load_opts_t *o, const load_proto_t *p, load_result_t *r)
+{
+    struct engine *e = calloc(1, sizeof *e);
+    int status = -1;
+    if (!e) {
+        load_error(r, "out of memory");
+        return -1;
+    }
+    e->o = o;
+    e->p = p;
+    e->r = r;
+    e->open = o->rate > 0;
+    if (e->open)
+        e->interval = (double)o->connections * 1e9 / o->rate;
+    size_t K = o->pipeline;
+    e->ep = epoll_create1(EPOLL_CLOEXEC);
+    e->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    e->conns = calloc((size_t)o->connections, sizeof *e->conns);
+    /* One block per connection: start times, tags, the request buffer, the protocol's state;
+     * each part 16-byte aligned. */
+    size_t ring = (K * (sizeof(uint64_t) + sizeof(uint32_t)) + 15) & ~(size_t)15;
+    size_t txcap = (p->max_request + 15) & ~(size_t)15;
+    size_t per = ring + txcap + ((p->priv_size + 15) & ~(size_t)15);
+    uint8_t *mem = calloc((size_t)o->connections, per);
+    if (e->ep < 0 || e->tfd < 0 || !e->conns || !mem) {
+        load_error(r, "out of memory or descriptors for %d connections", o->connections);
+        goto out;
+    }
+    /* CLOCK_MONOTONIC is what yard_now_ns reads, so due times arm it directly. */
+    struct epoll_event tev = {.events = EPOLLIN, .data.ptr = NULL};
+    epoll_ctl(e->ep, EPOLL_CTL_ADD, e->tfd, &tev);
+    for (int i = 0; i < o->connections; i++) {
+        struct lconn *c = &e->conns[i];
+        uint8_t *m = mem + (size_t)i * per;
+        c->id = o->conn_base + i;
+        c->fd = -1;
+        c->start = (uint64_t *)(void *)m;
+        c->tag = (uint32_t *)(void *)(m + K * sizeof(uint64_t));
+        c->tx = m + ring;
+        c->priv = m + ring + txcap;
+        if (p->conn_init && p->conn_init(c->priv, c->id, o, r) < 0)
+            goto out;
+    }
+    if (connect_all(e) == 0)
+        status = loop(e);
+out:
+    if (e->conns)
+        for (int i = 0; i < o->connections; i++)
+            if (e->conns[i].fd >= 0 && !e->conns[i].done)
+                close(e->conns[i].fd);
+    if (!r->end_ns)
+        r->end_ns = yard_now_ns();
+    if (!r->start_ns)
+        r->start_ns = r->end_ns;
+    if (e->open)
+        r->target_rate = o->rate;
+    free(mem);
+    free(e->conns);
+    free(e->heap);
+    if (e->ep >= 0)
+        close(e->ep);
+    if (e->tfd >= 0)
+        close(e->tfd);
+    free(e);
+    return status;
+}
