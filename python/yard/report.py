@@ -195,6 +195,7 @@ def _figure(exp: dict, trials: list[dict], metrics: list[str]) -> str | None:
             ax.set_ylabel(METRICS.get(m, (m, True))[0])
             ax.grid(True, alpha=0.3)
     fig.suptitle(exp["title"], fontsize=10)
+    fig.tight_layout()
     return _png(fig)
 
 

@@ -159,7 +159,8 @@ def run_trial(t: Trial, bin_dir: Path, seq: int) -> dict:
         lj = load["stdout_json"]
         if load["rc"] != 0 or lj is None:
             rec["status"] = "failed"
-            rec["problems"].append(f"load exit {load['rc']}: {load['stderr'][-300:]}")
+            why = (lj or {}).get("first_error") or load["stderr"][-300:]
+            rec["problems"].append(f"load exit {load['rc']}: {why}")
         elif lj.get("invalid"):
             rec["status"] = "invalid"
             rec["problems"].append("generator marked the run invalid (behind schedule or saturated)")
