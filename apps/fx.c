@@ -58,6 +58,21 @@ void yard_fx_access(yard_fx_t *fx, yard_access_obj_t *obj, int mode, void (*fn)(
     fx->access_mode = mode;
 }
 
+void yard_fx_watch(yard_fx_t *fx, yard_bus_t *bus, uint32_t topic, uint64_t seen)
+{
+    fx->watch_set = true;
+    fx->watch_bus = bus;
+    fx->watch_topic = topic;
+    fx->watch_seen = seen;
+}
+
+void yard_fx_unwatch(yard_fx_t *fx)
+{
+    fx->watch_set = true;
+    fx->watch_bus = NULL;
+    fx->watch_seen = UINT64_MAX;
+}
+
 int yard_access_obj_init(yard_access_obj_t *obj)
 {
     pthread_rwlockattr_t attr;

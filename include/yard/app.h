@@ -19,6 +19,9 @@
  *                    shared object (Eve's [x] and [+x]), then call
  *                    app->job_done: an Eve-style permission task under the
  *                    coro model, a process-shared rwlock under the others
+ *   yard_fx_watch    call app->news when a topic of a news bus (yard/bus.h)
+ *                    has news past a sequence number, whoever published it:
+ *                    an eventfd each model waits on beside the socket
  * See docs/architecture.md for how each model carries them out. */
 #ifndef YARD_APP_H
 #define YARD_APP_H
@@ -29,6 +32,7 @@
 #include <stdint.h>
 
 #include "yard/buf.h"
+#include "yard/bus.h"
 #include "yard/coro.h"
 #include "yard/config.h"
 #include "yard/shm.h"
@@ -58,6 +62,10 @@ typedef struct yard_fx {
     void *job_arg;
     yard_access_obj_t *access_obj; /* with job: run it holding access_mode on it */
     int access_mode;
+    bool watch_set;      /* the app (re)set its watch: */
+    yard_bus_t *watch_bus;
+    uint32_t watch_topic;
+    uint64_t watch_seen; /* UINT64_MAX: stop watching */
 } yard_fx_t;
 
 int yard_fx_send(yard_fx_t *fx, const void *p, size_t n);
@@ -82,6 +90,13 @@ void yard_fx_offload(yard_fx_t *fx, void (*job)(void *arg), void *arg);
  * meanwhile app->data is not called. fn must only touch arg and obj's data. */
 void yard_fx_access(yard_fx_t *fx, yard_access_obj_t *obj, int mode, void (*fn)(void *arg),
                     void *arg);
+
+/* Call app->news once topic of bus has a sequence number above seen (at
+ * once if it already has). One watch per connection; setting it again
+ * replaces it. app->news is called until the app moves seen past the news
+ * (normally: it reads what is new and watches from there). */
+void yard_fx_watch(yard_fx_t *fx, yard_bus_t *bus, uint32_t topic, uint64_t seen);
+void yard_fx_unwatch(yard_fx_t *fx);
 
 typedef struct yard_app {
     const char *name;
@@ -108,6 +123,8 @@ typedef struct yard_app {
     /* The connection is gone (optional): release what the session holds. A
      * job still running is waited for before this is called. */
     void (*close)(void *state, void *session);
+    /* The watched topic has news (needed by apps that call watch). */
+    void (*news)(void *state, void *session, yard_fx_t *fx);
 } yard_app_t;
 
 extern const yard_app_t *const yard_apps[]; /* NULL-terminated */

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "yard/buf.h"
+#include "yard/bus.h"
 #include "yard/net.h"
 #include "yard/offload.h"
 #include "yard/server.h"
@@ -61,6 +62,8 @@ typedef struct yard_conn {
     yard_access_obj_t *job_access; /* the job needs a permission on this object */
     int job_access_mode;
     bool access_by_model; /* the model runs permission jobs (coro); else a rwlock here */
+    yard_watch_t *watch;  /* the app's news watch, from its first yard_fx_watch */
+    bool watch_polled;    /* the model waits on watch->efd (event loops) */
     /* Event-loop bookkeeping: idle-timeout list, timer heap, registered events. */
     struct yard_conn *lru_prev, *lru_next;
     uint64_t last_active;
@@ -82,6 +85,11 @@ int yard_conn_on_writable(yard_conn_t *c);
 void yard_conn_on_timer(yard_conn_t *c, yard_scratch_t *s);
 /* A job a pool thread ran has come back: run app->job_done. */
 void yard_conn_on_job_done(yard_conn_t *c, yard_scratch_t *s);
+/* The watch's eventfd is readable: drain it and, if the topic has news,
+ * run app->news. */
+void yard_conn_on_news(yard_conn_t *c, yard_scratch_t *s);
+/* The descriptor a model waits on for news, or -1. */
+static inline int yard_conn_news_fd(const yard_conn_t *c) { return c->watch ? c->watch->efd : -1; }
 static inline bool yard_conn_wants_read(const yard_conn_t *c)
 {
     return !c->read_eof && !c->closing && !c->failed && !c->job_pending &&

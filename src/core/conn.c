@@ -184,6 +184,20 @@ static void conn_apply(yard_conn_t *c, yard_fx_t *fx)
         c->wake_at = fx->wake_at == UINT64_MAX ? 0 : fx->wake_at;
     if (c->closing)
         c->wake_at = 0; /* nothing left to wake up for */
+    if (fx->watch_set && !c->failed) {
+        if (!c->watch && fx->watch_bus) {
+            c->watch = malloc(sizeof *c->watch);
+            int err = c->watch ? yard_watch_open(c->watch, fx->watch_bus) : -ENOMEM;
+            if (err < 0) {
+                free(c->watch);
+                c->watch = NULL;
+                yard_log_err("%s: news watch: %s", c->peer, strerror(-err));
+                conn_fail(c, "no descriptor for the news watch", CLOSE_WARN);
+            }
+        }
+        if (c->watch)
+            yard_watch_set(c->watch, fx->watch_topic, fx->watch_bus ? fx->watch_seen : UINT64_MAX);
+    }
     if (fx->job) {
         if (c->job_pending)
             yard_fatal("app %s offloaded a second job before the first finished",
@@ -233,6 +247,8 @@ static void conn_job_done(yard_conn_t *c, yard_scratch_t *s)
     c->srv->app->job_done(c->srv->app_state, c->session, c->job.arg, &fx);
     conn_apply(c, &fx);
     conn_reoffer(c, s);
+    if (c->watch)
+        yard_watch_poke(c->watch); /* news that came while the job ran */
 }
 
 /* Run the jobs that belong on this thread: offloaded jobs in the blocking
@@ -271,6 +287,25 @@ void yard_conn_on_timer(yard_conn_t *c, yard_scratch_t *s)
         return;
     yard_fx_t fx = conn_fx(c, s);
     c->srv->app->timer(c->srv->app_state, c->session, &fx);
+    conn_apply(c, &fx);
+    conn_reoffer(c, s);
+    conn_settle(c, s);
+    conn_flush(c, s);
+}
+
+void yard_conn_on_news(yard_conn_t *c, yard_scratch_t *s)
+{
+    if (!c->watch)
+        return;
+    yard_watch_drain(c->watch);
+    /* While a job runs the app is not called; the news waits (the watch
+     * stays due and its eventfd is signalled again on the next publish, and
+     * the models re-check after the job). */
+    if (c->failed || c->closing || c->job_pending || !yard_watch_due(c->watch) ||
+        !c->srv->app->news)
+        return;
+    yard_fx_t fx = conn_fx(c, s);
+    c->srv->app->news(c->srv->app_state, c->session, &fx);
     conn_apply(c, &fx);
     conn_reoffer(c, s);
     conn_settle(c, s);
@@ -318,16 +353,24 @@ void yard_conn_run_blocking(yard_conn_t *c, yard_scratch_t *s, const _Atomic int
      * thread or process that serves it. An armed timer is the paradigm's
      * sleeping handler: the thread waits in poll() until it is due. */
     while (!atomic_load_explicit(stop, memory_order_relaxed) && !yard_conn_finished(c)) {
-        if (c->wake_at) {
+        if (c->wake_at || c->watch) {
             uint64_t now = yard_now_ns();
-            if (now >= c->wake_at) {
+            if (c->wake_at && now >= c->wake_at) {
                 yard_conn_on_timer(c, s);
                 continue;
             }
-            struct pollfd pfd = {.fd = c->fd, .events = c->read_eof ? 0 : POLLIN};
-            uint64_t ms = (c->wake_at - now + YARD_NS_PER_MS - 1) / YARD_NS_PER_MS;
-            int r = poll(&pfd, 1, ms > 60000 ? 60000 : (int)ms);
-            if (r <= 0 || c->read_eof)
+            /* Wait for the socket, the news eventfd and the timer at once;
+             * the poll is bounded so a stop request is seen. */
+            struct pollfd pfd[2] = {{.fd = c->fd, .events = c->read_eof ? 0 : POLLIN},
+                                    {.fd = yard_conn_news_fd(c), .events = POLLIN}};
+            uint64_t ms = c->wake_at ? (c->wake_at - now + YARD_NS_PER_MS - 1) / YARD_NS_PER_MS
+                                     : 1000;
+            int r = poll(pfd, c->watch ? 2 : 1, ms > 1000 ? 1000 : (int)ms);
+            if (r > 0 && c->watch && (pfd[1].revents & POLLIN)) {
+                yard_conn_on_news(c, s);
+                continue;
+            }
+            if (r <= 0 || c->read_eof || !(pfd[0].revents & (POLLIN | POLLHUP | POLLERR)))
                 continue; /* timeout, signal, or only the timer to wait for */
         }
         if (yard_conn_on_readable(c, s) == YARD_IO_DONE)
@@ -358,6 +401,10 @@ void yard_conn_close(yard_conn_t *c, const char *reason)
             yard_log_info("%s: connection closed: %s", c->peer, c->close_reason);
         else
             yard_log_debug("%s: connection closed: %s", c->peer, c->close_reason);
+    }
+    if (c->watch) {
+        yard_watch_close(c->watch);
+        free(c->watch);
     }
     close(c->fd);
     yard_buf_free(&c->in);

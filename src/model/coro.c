@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -103,6 +104,38 @@ static uint64_t conn_deadline(const yard_conn_t *c, uint64_t last_active, uint64
     return d;
 }
 
+/* A connection with a news watch waits for its socket and the watch's
+ * eventfd at once: both go into a small epoll set of its own, and the
+ * netpoller waits on that set's descriptor like on any other. */
+struct news_wait {
+    int epfd;
+    unsigned sock_events; /* what the socket is registered for in epfd */
+};
+
+static int news_wait(struct news_wait *nw, yard_conn_t *c, unsigned dir, uint64_t deadline)
+{
+    if (nw->epfd < 0) {
+        nw->epfd = epoll_create1(EPOLL_CLOEXEC);
+        if (nw->epfd < 0)
+            return -errno;
+        struct epoll_event ev = {.events = EPOLLIN, .data.fd = yard_conn_news_fd(c)};
+        if (epoll_ctl(nw->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev) < 0)
+            return -errno;
+        ev = (struct epoll_event){.events = 0, .data.fd = c->fd};
+        if (epoll_ctl(nw->epfd, EPOLL_CTL_ADD, c->fd, &ev) < 0)
+            return -errno;
+        nw->sock_events = 0;
+    }
+    unsigned want = dir == YARD_CORO_OUT ? EPOLLOUT : dir == YARD_CORO_IN ? EPOLLIN : 0;
+    if (want != nw->sock_events) {
+        struct epoll_event ev = {.events = want, .data.fd = c->fd};
+        if (epoll_ctl(nw->epfd, EPOLL_CTL_MOD, c->fd, &ev) < 0)
+            return -errno;
+        nw->sock_events = want;
+    }
+    return yard_coro_wait_fd(nw->epfd, YARD_CORO_IN, deadline);
+}
+
 static void conn_coro(void *p)
 {
     struct conn_arg arg = *(struct conn_arg *)p;
@@ -112,6 +145,7 @@ static void conn_coro(void *p)
     uint64_t idle_ns = cm->srv->cfg->idle_timeout_ns;
     uint64_t last_active = yard_now_ns();
     const char *reason = NULL;
+    struct news_wait nw = {.epfd = -1};
     while (!atomic_load_explicit(&cm->stop, memory_order_relaxed) && !yard_conn_finished(c)) {
         if (c->job_pending && c->job_access) {
             /* An Eve-style task holding the permission; this coroutine
@@ -138,6 +172,13 @@ static void conn_coro(void *p)
             yard_conn_on_timer(c, scratch_here(cm));
             continue;
         }
+        if (c->watch && yard_watch_due(c->watch) && !c->closing) {
+            yard_conn_on_news(c, scratch_here(cm));
+            if (!yard_watch_due(c->watch))
+                continue;
+            /* the app left the news pending (it could not send): go on
+             * with I/O, which is what unblocks it */
+        }
         int rc;
         unsigned dir;
         if (c->out.len) {
@@ -148,6 +189,15 @@ static void conn_coro(void *p)
         } else if (yard_conn_wants_read(c)) {
             rc = yard_conn_on_readable(c, scratch_here(cm));
             dir = YARD_CORO_IN;
+        } else if (c->watch) {
+            /* Only news (or the app's timer) can move this connection now. */
+            int w = news_wait(&nw, c, 0, c->wake_at);
+            if (w && w != -ETIMEDOUT) {
+                reason = strerror(-w);
+                break;
+            }
+            yard_watch_drain(c->watch);
+            continue;
         } else {
             /* Only the app's timer is left to wait for (a long poll whose
              * peer half-closed). */
@@ -161,7 +211,10 @@ static void conn_coro(void *p)
             last_active = now;
             continue;
         }
-        int w = yard_coro_wait_fd(c->fd, dir, conn_deadline(c, last_active, idle_ns));
+        int w = c->watch ? news_wait(&nw, c, dir, conn_deadline(c, last_active, idle_ns))
+                         : yard_coro_wait_fd(c->fd, dir, conn_deadline(c, last_active, idle_ns));
+        if (c->watch)
+            yard_watch_drain(c->watch); /* due-ness is checked at the top */
         if (w == -ETIMEDOUT && idle_ns && yard_now_ns() >= last_active + idle_ns &&
             !(c->wake_at && yard_now_ns() >= c->wake_at)) {
             reason = "idle timeout";
@@ -173,6 +226,10 @@ static void conn_coro(void *p)
         }
     }
     live_remove(cm, c);
+    if (nw.epfd >= 0) {
+        yard_coro_forget_fd(nw.epfd);
+        close(nw.epfd);
+    }
     yard_coro_forget_fd(c->fd); /* yard_conn_close closes it */
     yard_conn_close(c, reason);
     yard_server_release(cm->srv);

@@ -16,6 +16,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <signal.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -24,6 +25,10 @@
 #include "yard/log.h"
 
 #define LOOP_EVENTS 256
+/* A connection's news eventfd is in the epoll set with the connection's
+ * address + 1 as its data (connections are aligned, so bit 0 tells them
+ * apart from the socket's entry). */
+#define NEWS_TAG ((uintptr_t)1)
 #define ACCEPT_BATCH 64
 
 static void lru_unlink(yard_conn_t *c);
@@ -217,6 +222,11 @@ static void loop_close(yard_loop_t *loop, yard_conn_t *c, const char *reason)
     if (c->timer_idx != YARD_TIMER_NONE)
         heap_remove(loop, c);
     lru_unlink(c);
+    for (int j = loop->batch_i + 1; j < loop->batch_n; j++) {
+        void *p = loop->batch[j].data.ptr;
+        if (p == c || p == (void *)((uintptr_t)c | NEWS_TAG))
+            loop->batch[j].data.ptr = NULL;
+    }
     /* close() removes the fd from the epoll set: no EPOLL_CTL_DEL needed. */
     yard_conn_close(c, reason);
     yard_server_release(loop->srv);
@@ -296,10 +306,31 @@ static void loop_after(yard_loop_t *loop, yard_conn_t *c, uint64_t now)
         loop_close(loop, c, "epoll_ctl failed");
         return;
     }
+    if (c->watch && !c->watch_polled) {
+        struct epoll_event ev = {.events = EPOLLIN,
+                                 .data.ptr = (void *)((uintptr_t)c | NEWS_TAG)};
+        if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, c->watch->efd, &ev) < 0) {
+            loop_close(loop, c, "epoll_ctl (news) failed");
+            return;
+        }
+        c->watch_polled = true;
+    }
     if (loop->srv->cfg->idle_timeout_ns) {
         lru_unlink(c);
         lru_push(loop, c, now);
     }
+}
+
+static void loop_news_event(yard_loop_t *loop, yard_conn_t *c, uint64_t now)
+{
+    if (c->job.done) {
+        /* A pool thread has the connection: just consume the wake-up; the
+         * job's completion re-signals the watch if it is still due. */
+        yard_watch_drain(c->watch);
+        return;
+    }
+    yard_conn_on_news(c, &loop->scratch);
+    loop_after(loop, c, now);
 }
 
 static void loop_conn_event(yard_loop_t *loop, yard_conn_t *c, uint32_t ev, uint64_t now)
@@ -396,9 +427,16 @@ void yard_loop_run(yard_loop_t *loop)
          * not be measured against the time before it. */
         now = yard_now_ns();
         bool stop = false;
+        loop->batch = events;
+        loop->batch_n = n;
         for (int i = 0; i < n; i++) {
+            loop->batch_i = i;
             void *p = events[i].data.ptr;
-            if (p == &loop->listen_fd)
+            if (!p)
+                continue; /* its connection was closed earlier in this batch */
+            if ((uintptr_t)p & NEWS_TAG)
+                loop_news_event(loop, (yard_conn_t *)((uintptr_t)p & ~NEWS_TAG), now);
+            else if (p == &loop->listen_fd)
                 loop_accept(loop, now);
             else if (p == &loop->stop_fd)
                 stop = stop || loop_stop_requested(loop);
@@ -407,6 +445,7 @@ void yard_loop_run(yard_loop_t *loop)
             else
                 loop_conn_event(loop, p, events[i].events, now);
         }
+        loop->batch_n = 0;
         if (stop)
             break;
         if (loop->ntimers)

@@ -16,6 +16,10 @@ typedef struct yard_loop {
     bool stop_is_sigfd; /* stop_fd is a signalfd: only SIGTERM/SIGINT stop */
     int reserve_fd;
     yard_scratch_t scratch;
+    /* The batch of events being dispatched: a connection closed mid-batch
+     * has its later entries (socket or news eventfd) cleared. */
+    struct epoll_event *batch;
+    int batch_i, batch_n;
     yard_conn_t lru;   /* sentinel of the idle-timeout list, oldest first */
     size_t nconns;
     yard_conn_t **timers; /* min-heap on timer_key */
