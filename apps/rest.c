@@ -18,11 +18,12 @@
 #include <time.h>
 
 #include "apps.h"
+#include "yard/bcrypt.h"
 #include "yard/clock.h"
 #include "yard/proto_http.h"
 
 #define KEY_MAX 64
-#define HASH_LEN 60 /* "$2b$10$" + 22 salt + 31 hash */
+#define HASH_LEN YARD_BCRYPT_LEN
 #define USER_VALUE_MAX 4096
 #define DEFAULT_REQUEST_TIMEOUT_MS 10000
 
@@ -155,40 +156,16 @@ static long store_get(struct rest_store *s, const char *k, size_t kn, void *out)
 
 /* ---- bcrypt ----------------------------------------------------------- */
 
-static bool bcrypt_hash(const char *password, int cost, struct crypt_data *cd, char *out)
-{
-    uint8_t rnd[16];
-    char salt[64];
-    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
-        return false;
-    if (!crypt_gensalt_rn("$2b$", (unsigned long)cost, (const char *)rnd, sizeof rnd, salt,
-                          sizeof salt))
-        return false;
-    memset(cd, 0, sizeof *cd);
-    const char *h = crypt_r(password, salt, cd);
-    if (!h || h[0] == '*' || strlen(h) != HASH_LEN)
-        return false;
-    memcpy(out, h, HASH_LEN + 1);
-    return true;
-}
-
 /* The offloaded job: only touches its argument. */
 static void rest_bcrypt_job(void *arg)
 {
     struct rest_job *j = arg;
     if (j->op == JOB_SET) {
-        j->ok = bcrypt_hash(j->password, j->cost, &j->cd, j->hash);
+        j->ok = yard_bcrypt_hash(j->password, j->cost, &j->cd, j->hash);
         return;
     }
-    memset(&j->cd, 0, sizeof j->cd);
-    const char *h = crypt_r(j->password, j->hash, &j->cd);
-    /* Constant-time compare: every byte is looked at whatever differs. */
-    unsigned diff = h ? 0 : 1;
-    for (size_t i = 0; h && i < HASH_LEN; i++)
-        diff |= (unsigned)(uint8_t)h[i] ^ (unsigned)(uint8_t)j->hash[i];
-    if (h && strlen(h) != HASH_LEN)
-        diff = 1;
-    j->ok = diff == 0 && j->known;
+    /* Constant-time compare; an unknown user was hashed against the dummy. */
+    j->ok = yard_bcrypt_verify(j->password, j->hash, &j->cd) && j->known;
     explicit_bzero(j->password, sizeof j->password);
 }
 
@@ -419,7 +396,7 @@ static int rest_init(void **state, const yard_config_t *cfg, yard_shm_t *shm, ch
     bool ok = cd && getrandom(rnd, sizeof rnd, 0) == (ssize_t)sizeof rnd;
     for (size_t i = 0; ok && i < sizeof rnd; i++)
         snprintf(pw + 2 * i, 3, "%02x", rnd[i]);
-    ok = ok && bcrypt_hash(pw, st->bcrypt_cost, cd, st->dummy_hash);
+    ok = ok && yard_bcrypt_hash(pw, st->bcrypt_cost, cd, st->dummy_hash);
     free(cd);
     if (!ok) {
         snprintf(err, errlen, "rest: bcrypt ($2b$, cost %d) is not available from libcrypt",

@@ -1,0 +1,20 @@
+/* bcrypt through libcrypt ($2b$): hashing with a fresh salt and a
+ * constant-time verify. Shared by the rest app's stores and the chat
+ * service's accounts. Both are slow on purpose (cost = log2 of the rounds):
+ * call them from a job or a tool, never from an event loop. */
+#ifndef YARD_BCRYPT_H
+#define YARD_BCRYPT_H
+
+#include <crypt.h>
+#include <stdbool.h>
+
+#define YARD_BCRYPT_LEN 60 /* "$2b$" cost "$" 53 characters of salt and hash */
+
+/* out gets YARD_BCRYPT_LEN characters and a NUL. false when no randomness
+ * or libcrypt refuses (cost outside 4..31). */
+bool yard_bcrypt_hash(const char *password, int cost, struct crypt_data *cd,
+                      char out[YARD_BCRYPT_LEN + 1]);
+/* Whether password matches hash; every byte is compared whatever differs. */
+bool yard_bcrypt_verify(const char *password, const char *hash, struct crypt_data *cd);
+
+#endif
