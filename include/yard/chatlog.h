@@ -1,0 +1,84 @@
+/* The chat service's durable message log: append-only segments of
+ * CRC32C-framed records (yard/proto_logrec.h) under DIR/log/, each named
+ * by the id of its first record (00000000000000000001.seg).
+ *
+ * - Appends from every thread and every process of one server are
+ *   serialised by a process-shared, robust mutex in a shared mapping made
+ *   at open (before any fork), which also holds the next id and the active
+ *   segment's committed size; ids are 1, 2, 3... with no gaps. A second
+ *   server on the same directory is refused (an OFD lock on DIR/log/LOCK).
+ * - Durability: --fsync always (fdatasync before append returns),
+ *   interval (at most every fsync_interval_ns, on an append or a sync
+ *   call, and at close) or never. A failed write is cut back off, so the
+ *   file never keeps half a record.
+ * - Open checks the last segment: a torn or corrupt tail is truncated to
+ *   the last good record and reported. Segments rotate at segment_bytes;
+ *   whole segments older than retain_s (by their last write) are deleted,
+ *   never the active one.
+ * - Readers iterate from any id, across segments, and see appends made by
+ *   any process after they started; they never read past the committed
+ *   size, so a record being written is not mistaken for corruption. */
+#ifndef YARD_CHATLOG_H
+#define YARD_CHATLOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "yard/proto_logrec.h"
+
+enum yard_chatlog_fsync { YARD_CHATLOG_FSYNC_INTERVAL, YARD_CHATLOG_FSYNC_ALWAYS,
+                          YARD_CHATLOG_FSYNC_NEVER };
+
+typedef struct yard_chatlog_opts {
+    uint64_t segment_bytes;     /* default 64 MiB */
+    int fsync;                  /* enum yard_chatlog_fsync, default interval */
+    uint64_t fsync_interval_ns; /* default 100 ms */
+    uint64_t retain_s;          /* 0: keep everything */
+} yard_chatlog_opts_t;
+
+typedef struct yard_chatlog_recovery {
+    uint64_t dropped_bytes; /* cut off the tail at open */
+    char message[512];      /* what was done, for the server's log */
+} yard_chatlog_recovery_t;
+
+typedef yard_logrec_t yard_chatlog_rec_t;
+typedef struct yard_chatlog yard_chatlog_t;
+typedef struct yard_chatlog_iter yard_chatlog_iter_t;
+
+void yard_chatlog_opts_default(yard_chatlog_opts_t *o);
+/* 0, or -errno with err naming the call and the file. */
+int yard_chatlog_open(const char *dir, const yard_chatlog_opts_t *o, yard_chatlog_t **out,
+                      yard_chatlog_recovery_t *rec, char *err, size_t errlen);
+void yard_chatlog_close(yard_chatlog_t *log);
+/* Append one record; its id and timestamp come back. 0 or -errno. */
+int yard_chatlog_append(yard_chatlog_t *log, int type, const char *sender, size_t sender_len,
+                        const char *target, size_t target_len, const char *text,
+                        size_t text_len, uint64_t *id, int64_t *ts_ns);
+/* fdatasync now if anything is unsynced. */
+int yard_chatlog_sync(yard_chatlog_t *log);
+uint64_t yard_chatlog_last_id(yard_chatlog_t *log);
+/* Delete segments older than the retention; the number deleted. */
+int yard_chatlog_prune(yard_chatlog_t *log, int64_t now_s);
+
+/* An iterator from the first retained record with id >= from_id. */
+int yard_chatlog_iter_open(yard_chatlog_t *log, uint64_t from_id, yard_chatlog_iter_t **out);
+/* 1 with *r (valid until the next call), 0 when there is nothing more yet,
+ * -errno on an error (a corrupt record: -EBADMSG). */
+int yard_chatlog_next(yard_chatlog_iter_t *it, yard_chatlog_rec_t *r);
+void yard_chatlog_iter_close(yard_chatlog_iter_t *it);
+
+typedef struct yard_chatlog_verify {
+    uint64_t segments, records, first_id, last_id;
+    char problem[512]; /* empty when clean */
+} yard_chatlog_verify_t;
+/* Read every record of DIR's log in order without opening it for writing
+ * (works beside a running server: it stops at the first record that does
+ * not decode, which may be one being written). fn returns non-zero to stop.
+ * 0, or -errno. */
+int yard_chatlog_walk(const char *dir, int (*fn)(const yard_chatlog_rec_t *r, void *arg),
+                      void *arg);
+/* Walk every segment: CRCs, ids continuous within and across segments.
+ * 0 when clean, -EBADMSG with v->problem otherwise, -errno on I/O errors. */
+int yard_chatlog_verify(const char *dir, yard_chatlog_verify_t *v);
+
+#endif

@@ -1,0 +1,42 @@
+/* The chat log's record format, pure (no I/O): CRC32C and the codec.
+ *
+ * A record, little-endian:
+ *   u16 magic 0x4C59 ("YL")  u8 version (1)  u8 type (1 message, 2 notice)
+ *   u32 total length of the record, header included
+ *   u32 CRC32C of every byte after this field
+ *   u64 id (1, 2, 3, ... with no gaps)   i64 timestamp (ns since the epoch)
+ *   u16 sender length, sender   u16 target length, target   u16 text length, text
+ * Limits: sender and target 1..64 bytes, text 0..1024 bytes. */
+#ifndef YARD_PROTO_LOGREC_H
+#define YARD_PROTO_LOGREC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define YARD_LOGREC_MAGIC 0x4C59
+#define YARD_LOGREC_VERSION 1
+#define YARD_LOGREC_HEAD 12 /* magic, version, type, length, crc */
+#define YARD_LOGREC_NAME_MAX 64
+#define YARD_LOGREC_TEXT_MAX 1024
+#define YARD_LOGREC_MIN (YARD_LOGREC_HEAD + 16 + 6 + 2)
+#define YARD_LOGREC_MAX (YARD_LOGREC_HEAD + 16 + 6 + 2 * YARD_LOGREC_NAME_MAX + YARD_LOGREC_TEXT_MAX)
+
+enum { YARD_LOGREC_MESSAGE = 1, YARD_LOGREC_NOTICE = 2 };
+enum yard_logrec_verdict { YARD_LOGREC_COMPLETE = 1, YARD_LOGREC_PARTIAL = 0, YARD_LOGREC_CORRUPT = -1 };
+
+typedef struct yard_logrec {
+    int type;
+    uint64_t id;
+    int64_t ts_ns;
+    const char *sender, *target, *text; /* into the decoded buffer */
+    size_t sender_len, target_len, text_len;
+    size_t len; /* the whole record */
+} yard_logrec_t;
+
+uint32_t yard_crc32c(uint32_t crc, const void *p, size_t n);
+/* The record's length, or -EINVAL (limits) / -ENOSPC (cap too small). */
+long yard_logrec_encode(const yard_logrec_t *r, uint8_t *out, size_t cap);
+/* COMPLETE (r filled, r->len set), PARTIAL (more bytes needed) or CORRUPT. */
+int yard_logrec_decode(const uint8_t *p, size_t n, yard_logrec_t *r);
+
+#endif

@@ -1,0 +1,658 @@
+/* The chat service's durable message log (include/yard/chatlog.h). */
+#include "yard/chatlog.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SEG_SUFFIX ".seg"
+#define READ_CHUNK (64u * 1024u)
+
+/* What every process of the server shares (an anonymous shared mapping
+ * made at open, before any fork). */
+struct shared {
+    pthread_mutex_t mu;
+    uint64_t next_id;
+    uint64_t active_first; /* name of the segment appends go to */
+    uint64_t active_size;  /* its committed size: readers stop there */
+    uint64_t last_sync_ns;
+    bool dirty;
+};
+
+struct yard_chatlog {
+    char dir[4096]; /* DIR/log */
+    yard_chatlog_opts_t o;
+    struct shared *sh;
+    int lock_fd;
+    /* The descriptor appends go through (guarded by sh->mu). Inherited over
+     * fork: every process writes at an explicit offset under the mutex. */
+    int wfd;
+    uint64_t wseg;
+};
+
+struct yard_chatlog_iter {
+    yard_chatlog_t *log;
+    int fd;
+    uint64_t seg, off, from;
+    uint8_t *buf;
+    uint64_t buf_at; /* file offset of buf[0] */
+    size_t buf_len;
+};
+
+void yard_chatlog_opts_default(yard_chatlog_opts_t *o)
+{
+    *o = (yard_chatlog_opts_t){.segment_bytes = 64u << 20,
+                               .fsync = YARD_CHATLOG_FSYNC_INTERVAL,
+                               .fsync_interval_ns = 100000000ull};
+}
+
+static uint64_t mono_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static void seg_path(char *out, size_t cap, const char *dir, uint64_t first)
+{
+    snprintf(out, cap, "%s/%020" PRIu64 SEG_SUFFIX, dir, first);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The segments' first ids, ascending. */
+static int list_segments(const char *dir, uint64_t **ids, size_t *n)
+{
+    *ids = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return -errno;
+    size_t cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len != 20 + strlen(SEG_SUFFIX) || strcmp(e->d_name + 20, SEG_SUFFIX) != 0)
+            continue;
+        char *end;
+        uint64_t v = strtoull(e->d_name, &end, 10);
+        if (end != e->d_name + 20 || v == 0)
+            continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            uint64_t *g = realloc(*ids, cap * sizeof *g);
+            if (!g) {
+                closedir(d);
+                free(*ids);
+                *ids = NULL;
+                return -ENOMEM;
+            }
+            *ids = g;
+        }
+        (*ids)[(*n)++] = v;
+    }
+    closedir(d);
+    if (*n > 1)
+        qsort(*ids, *n, sizeof **ids, cmp_u64);
+    return 0;
+}
+
+static void fsync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+/* Read a whole file (segments are at most segment_bytes). */
+static int slurp(const char *path, uint8_t **data, size_t *len)
+{
+    *data = NULL;
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    size_t size = (size_t)st.st_size;
+    uint8_t *p = malloc(size ? size : 1);
+    if (!p) {
+        close(fd);
+        return -ENOMEM;
+    }
+    size_t got = 0;
+    while (got < size) {
+        ssize_t r = pread(fd, p + got, size - got, (off_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
+    *data = p;
+    *len = got;
+    return 0;
+}
+
+/* Scan a segment's bytes: how many good records from its first id on, and
+ * where the good part ends. */
+static size_t scan(const uint8_t *p, size_t n, uint64_t first, uint64_t *count, int64_t *last_ts)
+{
+    size_t off = 0;
+    *count = 0;
+    yard_logrec_t r;
+    while (off < n && yard_logrec_decode(p + off, n - off, &r) == YARD_LOGREC_COMPLETE &&
+           r.id == first + *count) {
+        off += r.len;
+        (*count)++;
+        if (last_ts)
+            *last_ts = r.ts_ns;
+    }
+    return off;
+}
+
+static int create_segment(yard_chatlog_t *log, uint64_t first)
+{
+    char path[4200];
+    seg_path(path, sizeof path, log->dir, first);
+    /* O_TRUNC: a file by this name can only hold bytes never committed. */
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    fsync_dir(log->dir);
+    return fd;
+}
+
+int yard_chatlog_open(const char *dir, const yard_chatlog_opts_t *o, yard_chatlog_t **out,
+                      yard_chatlog_recovery_t *rec, char *err, size_t errlen)
+{
+    yard_chatlog_t *log = calloc(1, sizeof *log);
+    uint64_t *segs = NULL;
+    size_t nseg = 0;
+    int rc = -ENOMEM;
+    if (!log) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    log->lock_fd = log->wfd = -1;
+    log->o = *o;
+    if (!log->o.segment_bytes)
+        log->o.segment_bytes = 64u << 20;
+    memset(rec, 0, sizeof *rec);
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+        rc = -errno;
+        snprintf(err, errlen, "mkdir %s: %s", dir, strerror(errno));
+        goto fail;
+    }
+    snprintf(log->dir, sizeof log->dir, "%s/log", dir);
+    if (mkdir(log->dir, 0700) < 0 && errno != EEXIST) {
+        rc = -errno;
+        snprintf(err, errlen, "mkdir %s: %s", log->dir, strerror(errno));
+        goto fail;
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/LOCK", log->dir);
+    log->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    if (log->lock_fd < 0 || fcntl(log->lock_fd, F_OFD_SETLK, &fl) < 0) {
+        rc = -errno;
+        snprintf(err, errlen, "%s: %s", path,
+                 errno == EAGAIN || errno == EACCES ? "another server is using this log"
+                                                    : strerror(errno));
+        goto fail;
+    }
+    rc = list_segments(log->dir, &segs, &nseg);
+    if (rc < 0) {
+        snprintf(err, errlen, "opendir %s: %s", log->dir, strerror(-rc));
+        goto fail;
+    }
+    uint64_t first = nseg ? segs[nseg - 1] : 1, count = 0, size = 0;
+    if (nseg) {
+        /* The last segment: keep its good prefix, cut off the rest. */
+        seg_path(path, sizeof path, log->dir, first);
+        uint8_t *data;
+        size_t len;
+        rc = slurp(path, &data, &len);
+        if (rc < 0) {
+            snprintf(err, errlen, "read %s: %s", path, strerror(-rc));
+            goto fail;
+        }
+        size = scan(data, len, first, &count, NULL);
+        free(data);
+        if (size < len) {
+            if (truncate(path, (off_t)size) < 0) {
+                rc = -errno;
+                snprintf(err, errlen, "truncate %s: %s", path, strerror(errno));
+                goto fail;
+            }
+            rec->dropped_bytes = len - size;
+            snprintf(rec->message, sizeof rec->message,
+                     "log: cut %" PRIu64 " bytes of a torn or corrupt tail off %.300s at offset %" PRIu64
+                     " (last good id %" PRIu64 ")",
+                     (uint64_t)(len - size), path, (uint64_t)size, first + count - 1);
+        }
+    }
+    log->sh = mmap(NULL, sizeof *log->sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (log->sh == MAP_FAILED) {
+        log->sh = NULL;
+        rc = -errno;
+        snprintf(err, errlen, "mmap: %s", strerror(errno));
+        goto fail;
+    }
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+    pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(&log->sh->mu, &a);
+    pthread_mutexattr_destroy(&a);
+    log->sh->next_id = first + count;
+    log->sh->active_first = first;
+    log->sh->active_size = size;
+    log->sh->last_sync_ns = mono_ns();
+    if (!nseg) {
+        log->wfd = create_segment(log, first);
+        if (log->wfd < 0) {
+            rc = log->wfd;
+            seg_path(path, sizeof path, log->dir, first);
+            snprintf(err, errlen, "create %s: %s", path, strerror(-rc));
+            goto fail;
+        }
+        log->wseg = first;
+    }
+    free(segs);
+    if (log->o.retain_s)
+        yard_chatlog_prune(log, (int64_t)time(NULL));
+    *out = log;
+    return 0;
+fail:
+    free(segs);
+    yard_chatlog_close(log);
+    return rc;
+}
+
+void yard_chatlog_close(yard_chatlog_t *log)
+{
+    if (!log)
+        return;
+    if (log->sh && log->wfd >= 0 && log->o.fsync != YARD_CHATLOG_FSYNC_NEVER)
+        fdatasync(log->wfd);
+    if (log->wfd >= 0)
+        close(log->wfd);
+    if (log->lock_fd >= 0)
+        close(log->lock_fd);
+    if (log->sh)
+        munmap(log->sh, sizeof *log->sh);
+    free(log);
+}
+
+static void lock(yard_chatlog_t *log)
+{
+    if (pthread_mutex_lock(&log->sh->mu) == EOWNERDEAD) {
+        /* A process died holding it, maybe mid-write: bytes past the
+         * committed size are not part of the log. */
+        pthread_mutex_consistent(&log->sh->mu);
+        if (log->wfd >= 0 && log->wseg == log->sh->active_first)
+            ftruncate(log->wfd, (off_t)log->sh->active_size);
+    }
+}
+
+static void unlock(yard_chatlog_t *log) { pthread_mutex_unlock(&log->sh->mu); }
+
+/* Under the lock: the write descriptor on the active segment. */
+static int writer(yard_chatlog_t *log)
+{
+    if (log->wfd >= 0 && log->wseg == log->sh->active_first)
+        return 0;
+    if (log->wfd >= 0)
+        close(log->wfd);
+    char path[4200];
+    seg_path(path, sizeof path, log->dir, log->sh->active_first);
+    log->wfd = open(path, O_RDWR | O_CLOEXEC);
+    log->wseg = log->sh->active_first;
+    return log->wfd < 0 ? -errno : 0;
+}
+
+int yard_chatlog_append(yard_chatlog_t *log, int type, const char *sender, size_t sender_len,
+                        const char *target, size_t target_len, const char *text,
+                        size_t text_len, uint64_t *id, int64_t *ts_ns)
+{
+    uint8_t buf[YARD_LOGREC_MAX];
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    yard_logrec_t r = {.type = type, .ts_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec,
+                       .sender = sender, .sender_len = sender_len, .target = target,
+                       .target_len = target_len, .text = text, .text_len = text_len, .id = 1};
+    long len = yard_logrec_encode(&r, buf, sizeof buf);
+    if (len < 0)
+        return (int)len;
+    lock(log);
+    int rc = writer(log);
+    struct shared *sh = log->sh;
+    if (rc == 0 && sh->active_size > 0 && sh->active_size + (uint64_t)len > log->o.segment_bytes) {
+        /* Rotate: the old segment is complete (synced unless --fsync never). */
+        if (log->o.fsync != YARD_CHATLOG_FSYNC_NEVER)
+            fdatasync(log->wfd);
+        int fd = create_segment(log, sh->next_id);
+        if (fd < 0) {
+            rc = fd;
+        } else {
+            close(log->wfd);
+            log->wfd = fd;
+            log->wseg = sh->active_first = sh->next_id;
+            sh->active_size = 0;
+        }
+    }
+    if (rc == 0) {
+        r.id = sh->next_id;
+        yard_logrec_encode(&r, buf, sizeof buf);
+        size_t done = 0;
+        while (done < (size_t)len) {
+            ssize_t w = pwrite(log->wfd, buf + done, (size_t)len - done,
+                               (off_t)(sh->active_size + done));
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0) {
+                rc = w < 0 ? -errno : -EIO;
+                /* Leave no half record behind (a full disk, a size limit). */
+                ftruncate(log->wfd, (off_t)sh->active_size);
+                break;
+            }
+            done += (size_t)w;
+        }
+    }
+    if (rc == 0) {
+        sh->active_size += (uint64_t)len;
+        sh->next_id++;
+        sh->dirty = true;
+        uint64_t mono = mono_ns();
+        if (log->o.fsync == YARD_CHATLOG_FSYNC_ALWAYS ||
+            (log->o.fsync == YARD_CHATLOG_FSYNC_INTERVAL &&
+             mono - sh->last_sync_ns >= log->o.fsync_interval_ns)) {
+            if (fdatasync(log->wfd) < 0 && log->o.fsync == YARD_CHATLOG_FSYNC_ALWAYS)
+                rc = -errno; /* written but not known durable: say so */
+            sh->last_sync_ns = mono;
+            sh->dirty = false;
+        }
+        *id = r.id;
+        *ts_ns = r.ts_ns;
+    }
+    bool rotated_old = rc == 0 && log->o.retain_s && sh->active_size == (uint64_t)len;
+    unlock(log);
+    if (rotated_old)
+        yard_chatlog_prune(log, now.tv_sec);
+    return rc;
+}
+
+int yard_chatlog_sync(yard_chatlog_t *log)
+{
+    int rc = 0;
+    lock(log);
+    if (log->sh->dirty && log->o.fsync != YARD_CHATLOG_FSYNC_NEVER && writer(log) == 0) {
+        if (fdatasync(log->wfd) < 0)
+            rc = -errno;
+        log->sh->dirty = false;
+        log->sh->last_sync_ns = mono_ns();
+    }
+    unlock(log);
+    return rc;
+}
+
+uint64_t yard_chatlog_last_id(yard_chatlog_t *log)
+{
+    lock(log);
+    uint64_t v = log->sh->next_id - 1;
+    unlock(log);
+    return v;
+}
+
+int yard_chatlog_prune(yard_chatlog_t *log, int64_t now_s)
+{
+    if (!log->o.retain_s)
+        return 0;
+    uint64_t *segs;
+    size_t n;
+    if (list_segments(log->dir, &segs, &n) < 0)
+        return 0;
+    lock(log);
+    uint64_t active = log->sh->active_first;
+    unlock(log);
+    int deleted = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (segs[i] >= active)
+            break;
+        char path[4200];
+        seg_path(path, sizeof path, log->dir, segs[i]);
+        struct stat st;
+        /* A segment's last write is its mtime: it is older than the
+         * retention when even its newest record is. */
+        if (stat(path, &st) == 0 && (int64_t)st.st_mtime < now_s - (int64_t)log->o.retain_s &&
+            unlink(path) == 0)
+            deleted++;
+    }
+    free(segs);
+    return deleted;
+}
+
+/* ---- reading ------------------------------------------------------------- */
+
+static int iter_seek_segment(yard_chatlog_iter_t *it, uint64_t seg)
+{
+    if (it->fd >= 0)
+        close(it->fd);
+    char path[4200];
+    seg_path(path, sizeof path, it->log->dir, seg);
+    it->fd = open(path, O_RDONLY | O_CLOEXEC);
+    it->seg = seg;
+    it->off = 0;
+    it->buf_len = 0;
+    return it->fd < 0 ? -errno : 0;
+}
+
+int yard_chatlog_iter_open(yard_chatlog_t *log, uint64_t from_id, yard_chatlog_iter_t **out)
+{
+    yard_chatlog_iter_t *it = calloc(1, sizeof *it);
+    if (!it)
+        return -ENOMEM;
+    it->buf = malloc(READ_CHUNK);
+    it->fd = -1;
+    it->log = log;
+    it->from = from_id;
+    if (!it->buf) {
+        free(it);
+        return -ENOMEM;
+    }
+    lock(log);
+    uint64_t next = log->sh->next_id, active = log->sh->active_first, size = log->sh->active_size;
+    unlock(log);
+    int rc;
+    if (from_id >= next) {
+        /* Only what is yet to come: start at the end, scan nothing. */
+        rc = iter_seek_segment(it, active);
+        it->off = size;
+    } else {
+        uint64_t *segs;
+        size_t n;
+        rc = list_segments(log->dir, &segs, &n);
+        if (rc == 0) {
+            uint64_t pick = n ? segs[0] : active;
+            for (size_t i = 0; i < n; i++)
+                if (segs[i] <= from_id)
+                    pick = segs[i];
+            free(segs);
+            rc = iter_seek_segment(it, pick);
+        }
+    }
+    if (rc < 0) {
+        yard_chatlog_iter_close(it);
+        return rc;
+    }
+    *out = it;
+    return 0;
+}
+
+void yard_chatlog_iter_close(yard_chatlog_iter_t *it)
+{
+    if (!it)
+        return;
+    if (it->fd >= 0)
+        close(it->fd);
+    free(it->buf);
+    free(it);
+}
+
+int yard_chatlog_next(yard_chatlog_iter_t *it, yard_chatlog_rec_t *r)
+{
+    for (;;) {
+        lock(it->log);
+        uint64_t active = it->log->sh->active_first, committed = it->log->sh->active_size;
+        unlock(it->log);
+        uint64_t limit;
+        if (it->seg == active) {
+            limit = committed;
+        } else {
+            struct stat st;
+            if (it->fd < 0 || fstat(it->fd, &st) < 0)
+                limit = 0;
+            else
+                limit = (uint64_t)st.st_size;
+        }
+        if (it->off >= limit) {
+            if (it->seg >= active)
+                return 0; /* nothing more yet */
+            /* This segment is complete: on to the next one. */
+            uint64_t *segs;
+            size_t n;
+            int rc = list_segments(it->log->dir, &segs, &n);
+            if (rc < 0)
+                return rc;
+            uint64_t nextseg = 0;
+            for (size_t i = 0; i < n && !nextseg; i++)
+                if (segs[i] > it->seg)
+                    nextseg = segs[i];
+            free(segs);
+            if (!nextseg)
+                return 0;
+            iter_seek_segment(it, nextseg); /* pruned meanwhile: the loop moves on */
+            continue;
+        }
+        /* The record at it->off, from the buffer (refilled as needed). */
+        size_t avail = it->off >= it->buf_at && it->off < it->buf_at + it->buf_len
+                           ? (size_t)(it->buf_at + it->buf_len - it->off)
+                           : 0;
+        if (avail < YARD_LOGREC_MAX && it->buf_at + it->buf_len < limit) {
+            size_t want = limit - it->off < READ_CHUNK ? (size_t)(limit - it->off) : READ_CHUNK;
+            ssize_t got = pread(it->fd, it->buf, want, (off_t)it->off);
+            if (got < 0)
+                return -errno;
+            it->buf_at = it->off;
+            it->buf_len = (size_t)got;
+            avail = (size_t)got;
+        }
+        if (avail > limit - it->off)
+            avail = (size_t)(limit - it->off);
+        const uint8_t *p = it->buf + (it->off - it->buf_at);
+        int v = yard_logrec_decode(p, avail, r);
+        if (v != YARD_LOGREC_COMPLETE)
+            return -EBADMSG; /* committed bytes that do not decode */
+        it->off += r->len;
+        if (r->id >= it->from)
+            return 1;
+    }
+}
+
+int yard_chatlog_verify(const char *dir, yard_chatlog_verify_t *v)
+{
+    memset(v, 0, sizeof *v);
+    char logdir[4200];
+    snprintf(logdir, sizeof logdir, "%s/log", dir);
+    uint64_t *segs;
+    size_t n;
+    int rc = list_segments(logdir, &segs, &n);
+    if (rc < 0)
+        return rc;
+    uint64_t expect = 0;
+    for (size_t i = 0; i < n && !v->problem[0]; i++) {
+        char path[4300];
+        seg_path(path, sizeof path, logdir, segs[i]);
+        uint8_t *data;
+        size_t len;
+        rc = slurp(path, &data, &len);
+        if (rc < 0) {
+            free(segs);
+            return rc;
+        }
+        if (expect && segs[i] != expect)
+            snprintf(v->problem, sizeof v->problem, "%.300s: starts at id %" PRIu64 ", expected %" PRIu64,
+                     path, segs[i], expect);
+        uint64_t count;
+        size_t good = scan(data, len, segs[i], &count, NULL);
+        free(data);
+        if (!v->problem[0] && good < len)
+            snprintf(v->problem, sizeof v->problem,
+                     "%.300s: %zu bytes at offset %zu do not decode as record %" PRIu64, path,
+                     len - good, good, segs[i] + count);
+        if (!v->first_id && count)
+            v->first_id = segs[i];
+        if (count)
+            v->last_id = segs[i] + count - 1;
+        v->records += count;
+        v->segments++;
+        expect = segs[i] + count;
+    }
+    free(segs);
+    return v->problem[0] ? -EBADMSG : 0;
+}
+
+int yard_chatlog_walk(const char *dir, int (*fn)(const yard_chatlog_rec_t *r, void *arg),
+                      void *arg)
+{
+    char logdir[4200];
+    snprintf(logdir, sizeof logdir, "%s/log", dir);
+    uint64_t *segs;
+    size_t n;
+    int rc = list_segments(logdir, &segs, &n);
+    if (rc < 0)
+        return rc;
+    int stop = 0;
+    for (size_t i = 0; i < n && !stop; i++) {
+        char path[4300];
+        seg_path(path, sizeof path, logdir, segs[i]);
+        uint8_t *data;
+        size_t len;
+        if ((rc = slurp(path, &data, &len)) < 0) {
+            if (rc == -ENOENT)
+                continue; /* pruned meanwhile */
+            break;
+        }
+        rc = 0;
+        yard_logrec_t r;
+        for (size_t off = 0; !stop && off < len &&
+                             yard_logrec_decode(data + off, len - off, &r) == YARD_LOGREC_COMPLETE;
+             off += r.len)
+            stop = fn(&r, arg);
+        free(data);
+    }
+    free(segs);
+    return rc;
+}
