@@ -1,0 +1,34 @@
+/* The chat service's accounts: DIR/accounts, one "name:bcrypt-hash" line
+ * per account, mode 0600. Changes (yard-chat account add|remove) take an
+ * OFD lock on DIR/accounts.lock, write a new file beside it, fsync it and
+ * rename it over the old one, so a server reading the file at a login sees
+ * the old or the new version, never half of one. Names are account names
+ * and nicks at once: 1-30 characters, a letter or one of [\]^_`{|} first,
+ * then also digits and '-'; compared case-insensitively (ASCII). */
+#ifndef YARD_CHAT_ACCOUNTS_H
+#define YARD_CHAT_ACCOUNTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "yard/bcrypt.h"
+
+#define YARD_ACCOUNT_NAME_MAX 30
+#define YARD_ACCOUNT_PASSWORD_MAX 256
+
+bool yard_account_name_valid(const char *name, size_t len);
+/* 0, or -errno with a message naming the file or the problem. -EEXIST: the
+ * account exists; -ENOENT (remove): it does not. */
+int yard_accounts_add(const char *dir, const char *name, const char *password, int cost,
+                      char *err, size_t errlen);
+int yard_accounts_remove(const char *dir, const char *name, char *err, size_t errlen);
+/* Calls fn for each account, in file order. 0 or -errno. */
+int yard_accounts_list(const char *dir, void (*fn)(const char *name, void *arg), void *arg,
+                       char *err, size_t errlen);
+/* The account's hash (and its canonical spelling, if canon is not NULL: 31
+ * bytes): 0, -ENOENT, or -errno. Reads the file each time (logins are rare
+ * and the file is small), so changes apply to the next login at once. */
+int yard_accounts_lookup(const char *dir, const char *name, size_t len,
+                         char hash[YARD_BCRYPT_LEN + 1], char *canon);
+
+#endif

@@ -1,0 +1,278 @@
+/* The chat service's account file (include/yard/chat_accounts.h). */
+#include "yard/chat_accounts.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define LINE_MAX_LEN (YARD_ACCOUNT_NAME_MAX + 1 + YARD_BCRYPT_LEN + 1)
+
+static bool special(char c) { return c && strchr("[\\]^_`{|}", c) != NULL; }
+
+bool yard_account_name_valid(const char *name, size_t len)
+{
+    if (len < 1 || len > YARD_ACCOUNT_NAME_MAX)
+        return false;
+    if (!isalpha((unsigned char)name[0]) && !special(name[0]))
+        return false;
+    for (size_t i = 1; i < len; i++)
+        if (!isalnum((unsigned char)name[i]) && !special(name[i]) && name[i] != '-')
+            return false;
+    return true;
+}
+
+struct entry {
+    char name[YARD_ACCOUNT_NAME_MAX + 1];
+    char hash[YARD_BCRYPT_LEN + 1];
+};
+
+/* Read every account. -ENOENT when there is no file yet (an empty list for
+ * the callers that change it). A malformed line is an error: the file is
+ * ours and should never have one. */
+static int load(const char *dir, struct entry **out, size_t *n, char *err, size_t errlen)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/accounts", dir);
+    *out = NULL;
+    *n = 0;
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        int e = errno;
+        snprintf(err, errlen, "open %s: %s", path, strerror(e));
+        return -e;
+    }
+    size_t cap = 0, lineno = 0;
+    char line[LINE_MAX_LEN + 8];
+    int rc = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        size_t len = strcspn(line, "\n");
+        line[len] = 0;
+        char *colon = strchr(line, ':');
+        if (!colon || !yard_account_name_valid(line, (size_t)(colon - line)) ||
+            strlen(colon + 1) != YARD_BCRYPT_LEN) {
+            snprintf(err, errlen, "%s:%zu: not 'name:bcrypt-hash'", path, lineno);
+            rc = -EINVAL;
+            break;
+        }
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            struct entry *e = realloc(*out, cap * sizeof *e);
+            if (!e) {
+                rc = -ENOMEM;
+                snprintf(err, errlen, "out of memory reading %s", path);
+                break;
+            }
+            *out = e;
+        }
+        struct entry *e = &(*out)[(*n)++];
+        memcpy(e->name, line, (size_t)(colon - line));
+        e->name[colon - line] = 0;
+        memcpy(e->hash, colon + 1, YARD_BCRYPT_LEN + 1);
+    }
+    if (!rc && ferror(f)) {
+        rc = -EIO;
+        snprintf(err, errlen, "read %s: %s", path, strerror(errno));
+    }
+    fclose(f);
+    if (rc) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+    }
+    return rc;
+}
+
+/* Replace the file with these entries: write, fsync, rename, fsync the
+ * directory. */
+static int store(const char *dir, const struct entry *e, size_t n, char *err, size_t errlen)
+{
+    char path[4096], tmp[4200];
+    snprintf(path, sizeof path, "%s/accounts", dir);
+    snprintf(tmp, sizeof tmp, "%s/accounts.tmp", dir);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        int er = errno;
+        snprintf(err, errlen, "open %s: %s", tmp, strerror(er));
+        return -er;
+    }
+    fchmod(fd, 0600); /* even if the file was there with other bits */
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        close(fd);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%s:%s\n", e[i].name, e[i].hash);
+    int er = 0;
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0)
+        er = errno;
+    if (fclose(f) != 0 && !er)
+        er = errno;
+    if (!er && rename(tmp, path) != 0)
+        er = errno;
+    if (er) {
+        snprintf(err, errlen, "write %s: %s", path, strerror(er));
+        unlink(tmp);
+        return -er;
+    }
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+    return 0;
+}
+
+/* Changes are serialised by an OFD write lock on DIR/accounts.lock (an
+ * open file description of our own: a lock nobody else's fork shares). */
+static int lock_dir(const char *dir, char *err, size_t errlen)
+{
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+        int e = errno;
+        snprintf(err, errlen, "mkdir %s: %s", dir, strerror(e));
+        return -e;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/accounts.lock", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        int e = errno;
+        snprintf(err, errlen, "open %s: %s", path, strerror(e));
+        return -e;
+    }
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    while (fcntl(fd, F_OFD_SETLKW, &fl) < 0) {
+        if (errno == EINTR)
+            continue;
+        int e = errno;
+        snprintf(err, errlen, "lock %s: %s", path, strerror(e));
+        close(fd);
+        return -e;
+    }
+    return fd; /* closing it releases the lock */
+}
+
+static ssize_t find(const struct entry *e, size_t n, const char *name, size_t len)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strlen(e[i].name) == len && strncasecmp(e[i].name, name, len) == 0)
+            return (ssize_t)i;
+    return -1;
+}
+
+int yard_accounts_add(const char *dir, const char *name, const char *password, int cost,
+                      char *err, size_t errlen)
+{
+    size_t len = strlen(name);
+    if (!yard_account_name_valid(name, len)) {
+        snprintf(err, errlen,
+                 "'%s' is not a valid account name (1-%d characters: a letter or one of "
+                 "[\\]^_`{|} first, then also digits and '-')",
+                 name, YARD_ACCOUNT_NAME_MAX);
+        return -EINVAL;
+    }
+    size_t plen = strlen(password);
+    if (plen == 0 || plen > YARD_ACCOUNT_PASSWORD_MAX || strpbrk(password, "\r\n")) {
+        snprintf(err, errlen, "the password must be 1-%d bytes on one line",
+                 YARD_ACCOUNT_PASSWORD_MAX);
+        return -EINVAL;
+    }
+    /* Hash before taking the lock: it is the slow part. */
+    struct entry ne = {0};
+    memcpy(ne.name, name, len);
+    struct crypt_data *cd = calloc(1, sizeof *cd);
+    bool ok = cd && yard_bcrypt_hash(password, cost, cd, ne.hash);
+    free(cd);
+    if (!ok) {
+        snprintf(err, errlen, "bcrypt failed (cost %d: 4..31)", cost);
+        return -EINVAL;
+    }
+    int lk = lock_dir(dir, err, errlen);
+    if (lk < 0)
+        return lk;
+    struct entry *e;
+    size_t n;
+    int rc = load(dir, &e, &n, err, errlen);
+    if (rc == -ENOENT)
+        rc = 0;
+    if (!rc && find(e, n, name, len) >= 0) {
+        snprintf(err, errlen, "account '%s' exists", name);
+        rc = -EEXIST;
+    }
+    if (!rc) {
+        struct entry *grown = realloc(e, (n + 1) * sizeof *e);
+        if (!grown) {
+            rc = -ENOMEM;
+        } else {
+            e = grown;
+            e[n++] = ne;
+            rc = store(dir, e, n, err, errlen);
+        }
+    }
+    free(e);
+    close(lk);
+    return rc;
+}
+
+int yard_accounts_remove(const char *dir, const char *name, char *err, size_t errlen)
+{
+    int lk = lock_dir(dir, err, errlen);
+    if (lk < 0)
+        return lk;
+    struct entry *e;
+    size_t n;
+    int rc = load(dir, &e, &n, err, errlen);
+    ssize_t i = rc ? -1 : find(e, n, name, strlen(name));
+    if (rc == -ENOENT || (!rc && i < 0)) {
+        snprintf(err, errlen, "no account '%s'", name);
+        rc = -ENOENT;
+    } else if (!rc) {
+        memmove(&e[i], &e[i + 1], (n - (size_t)i - 1) * sizeof *e);
+        rc = store(dir, e, n - 1, err, errlen);
+    }
+    free(e);
+    close(lk);
+    return rc;
+}
+
+int yard_accounts_list(const char *dir, void (*fn)(const char *name, void *arg), void *arg,
+                       char *err, size_t errlen)
+{
+    struct entry *e;
+    size_t n;
+    int rc = load(dir, &e, &n, err, errlen);
+    if (rc == -ENOENT)
+        return 0; /* no file: no accounts */
+    for (size_t i = 0; !rc && i < n; i++)
+        fn(e[i].name, arg);
+    free(e);
+    return rc;
+}
+
+int yard_accounts_lookup(const char *dir, const char *name, size_t len,
+                         char hash[YARD_BCRYPT_LEN + 1], char *canon)
+{
+    char err[256];
+    struct entry *e;
+    size_t n;
+    int rc = load(dir, &e, &n, err, sizeof err);
+    if (rc)
+        return rc;
+    ssize_t i = find(e, n, name, len);
+    if (i < 0) {
+        rc = -ENOENT;
+    } else {
+        memcpy(hash, e[i].hash, YARD_BCRYPT_LEN + 1);
+        if (canon)
+            strcpy(canon, e[i].name);
+    }
+    free(e);
+    return rc;
+}

@@ -1,0 +1,149 @@
+/* yard-chat account add|remove|list: the accounts file of a data directory
+ * (include/yard/chat_accounts.h). The password never comes from argv,
+ * where other users could read it in /proc. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "chat.h"
+#include "yard/chat_accounts.h"
+
+static int usage_error(const char *msg, const char *arg)
+{
+    fprintf(stderr, "yard-chat account: ");
+    fprintf(stderr, msg, arg);
+    fprintf(stderr, "\nTry 'yard-chat --help'.\n");
+    return 2;
+}
+
+/* One line from f, without its newline; false at EOF or when too long. */
+static bool read_line(FILE *f, char *buf, size_t cap)
+{
+    if (!fgets(buf, (int)cap, f))
+        return false;
+    size_t n = strcspn(buf, "\n");
+    if (buf[n] != '\n' && !feof(f))
+        return false; /* longer than the buffer */
+    buf[n] = 0;
+    if (n && buf[n - 1] == '\r')
+        buf[n - 1] = 0;
+    return true;
+}
+
+static bool prompt(const char *what, char *buf, size_t cap)
+{
+    struct termios old, quiet;
+    tcgetattr(STDIN_FILENO, &old);
+    quiet = old;
+    quiet.c_lflag &= ~(tcflag_t)ECHO;
+    fprintf(stderr, "%s", what);
+    tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet);
+    bool ok = read_line(stdin, buf, cap);
+    tcsetattr(STDIN_FILENO, TCSAFLUSH, &old);
+    fputc('\n', stderr);
+    return ok;
+}
+
+static int read_password(char *pw, size_t cap)
+{
+    if (isatty(STDIN_FILENO)) {
+        char again[YARD_ACCOUNT_PASSWORD_MAX + 2];
+        if (!prompt("Password: ", pw, cap) || !prompt("Again: ", again, sizeof again)) {
+            fprintf(stderr, "yard-chat account: no password\n");
+            return -1;
+        }
+        bool same = strcmp(pw, again) == 0;
+        explicit_bzero(again, sizeof again);
+        if (!same) {
+            fprintf(stderr, "yard-chat account: the passwords differ\n");
+            return -1;
+        }
+        return 0;
+    }
+    if (!read_line(stdin, pw, cap)) {
+        fprintf(stderr, "yard-chat account: expected the password on the first line of stdin "
+                        "(1-%d bytes)\n",
+                YARD_ACCOUNT_PASSWORD_MAX);
+        return -1;
+    }
+    return 0;
+}
+
+static void print_name(const char *name, void *arg)
+{
+    (void)arg;
+    printf("%s\n", name);
+}
+
+int chat_account_main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"data", required_argument, NULL, 'd'},
+        {"cost", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    if (argc < 2)
+        return usage_error("expected add, remove or list%s", "");
+    const char *verb = argv[1];
+    const char *dir = NULL;
+    int cost = 12;
+    optind = 2;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd': dir = optarg; break;
+        case 'c': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (end == optarg || *end || v < 4 || v > 31)
+                return usage_error("--cost: expected a bcrypt cost from 4 to 31, got '%s'",
+                                   optarg);
+            cost = (int)v;
+            break;
+        }
+        case 'h':
+            printf("usage: yard-chat account add|remove|list [NAME] --data DIR [--cost N]\n");
+            return 0;
+        case ':': return usage_error("%s needs a value", argv[optind - 1]);
+        default: return usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (!dir)
+        return usage_error("--data DIR is required%s", "");
+    const char *name = optind < argc ? argv[optind] : NULL;
+    bool wants_name = !strcmp(verb, "add") || !strcmp(verb, "remove");
+    if (strcmp(verb, "list") && !wants_name)
+        return usage_error("unknown action '%s' (add, remove or list)", verb);
+    if (wants_name && !name)
+        return usage_error("%s needs an account NAME", verb);
+    if (optind + (wants_name ? 1 : 0) < argc)
+        return usage_error("unexpected argument '%s'", argv[optind + (wants_name ? 1 : 0)]);
+    char err[512];
+    int rc;
+    if (!strcmp(verb, "list")) {
+        rc = yard_accounts_list(dir, print_name, NULL, err, sizeof err);
+    } else if (!strcmp(verb, "remove")) {
+        rc = yard_accounts_remove(dir, name, err, sizeof err);
+    } else {
+        if (!yard_account_name_valid(name, strlen(name)))
+            return usage_error("'%s' is not a valid account name (1-30 characters: a letter "
+                               "or one of [\\]^_`{|} first, then also digits and '-')",
+                               name);
+        char pw[YARD_ACCOUNT_PASSWORD_MAX + 2];
+        if (read_password(pw, sizeof pw) < 0)
+            return 1;
+        rc = yard_accounts_add(dir, name, pw, cost, err, sizeof err);
+        explicit_bzero(pw, sizeof pw);
+    }
+    if (rc < 0) {
+        fprintf(stderr, "yard-chat account %s: %s\n", verb, err);
+        return 1;
+    }
+    return 0;
+}

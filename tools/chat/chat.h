@@ -1,0 +1,8 @@
+/* yard-chat's subcommands. */
+#ifndef YARD_CHAT_TOOL_H
+#define YARD_CHAT_TOOL_H
+
+int chat_account_main(int argc, char **argv);
+int chat_log_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,41 @@
+/* yard-chat: the chat service's tool. `yard-chat account ...` manages the
+ * accounts of a server's data directory. */
+#include <stdio.h>
+#include <string.h>
+
+#include "chat.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: yard-chat account add|remove|list [NAME] --data DIR [--cost N]\n"
+               "       yard-chat log verify|dump --data DIR [--from ID]\n"
+               "\n"
+               "  account add NAME     create an account; the password is read from the\n"
+               "                       terminal (twice, not echoed) or, when stdin is not a\n"
+               "                       terminal, from its first line; never from argv\n"
+               "  account remove NAME  delete an account\n"
+               "  account list         the account names, one per line\n"
+               "  --data DIR           the server's data directory (yard-serve --app chat\n"
+               "                       --data DIR)\n"
+               "  --cost N             bcrypt cost for add, 4..31 (default 12)\n"
+               "  log verify           check the message log: every record's CRC, ids without\n"
+               "                       gaps; exit 1 and say where when it is damaged\n"
+               "  log dump             print the log's records as JSON lines (id, ts_ns, type,\n"
+               "                       sender, target, text), from --from ID on\n"
+               "\n"
+               "Exit status: 0 done, 1 failed (the message says why), 2 usage error.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "account"))
+        return chat_account_main(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "log"))
+        return chat_log_main(argc - 1, argv + 1);
+    fprintf(stderr, "yard-chat: unknown command '%s' (try --help)\n", argv[1]);
+    return 2;
+}
