@@ -33,6 +33,9 @@ typedef struct yard_bus {
 
 /* A bus with ntopics topics in the shared region; NULL when it is full. */
 yard_bus_t *yard_bus_create(yard_shm_t *shm, uint32_t ntopics);
+/* Stop (and join) this process's waker threads, before the shared region
+ * their buses live in is unmapped. */
+void yard_bus_stop_wakers(void);
 /* Raise topic's sequence to at least seq and wake the watchers. */
 void yard_bus_publish(yard_bus_t *bus, uint32_t topic, uint64_t seq);
 static inline uint64_t yard_bus_seq(const yard_bus_t *bus, uint32_t topic)

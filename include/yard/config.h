@@ -31,6 +31,16 @@ typedef struct yard_config {
     int bcrypt_cost;        /* bcrypt cost (log2 rounds) */
     int offload_threads;    /* event-loop models: job pool size; 0 runs jobs inline */
     size_t store_entries;   /* capacity of each shared key-value store */
+    /* App settings (chat). */
+    const char *data_dir;   /* accounts, the message log, read positions */
+    int fsync_mode;         /* enum yard_fsync_mode */
+    uint64_t fsync_interval_ns;
+    unsigned replay_max;    /* messages replayed on JOIN at most */
+    uint64_t retain_s;      /* prune log segments older than this; 0: keep */
+    uint64_t register_timeout_ns;
+    unsigned max_channels;  /* channels the server can hold */
 } yard_config_t;
+
+enum yard_fsync_mode { YARD_FSYNC_INTERVAL, YARD_FSYNC_ALWAYS, YARD_FSYNC_NEVER };
 
 #endif

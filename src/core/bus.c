@@ -47,7 +47,9 @@ static struct {
     pthread_mutex_t mu;
     yard_watch_t *head;
     yard_bus_t *bus[MAX_BUSES]; /* the buses with a waker in this process */
+    pthread_t waker[MAX_BUSES];
     int nbus;
+    bool stopping;
 } reg = {.mu = PTHREAD_MUTEX_INITIALIZER};
 static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
 
@@ -56,6 +58,7 @@ static void reg_atfork_child(void)
     pthread_mutex_init(&reg.mu, NULL);
     reg.head = NULL;
     reg.nbus = 0;
+    reg.stopping = false;
 }
 
 static void reg_install(void) { pthread_atfork(NULL, NULL, reg_atfork_child); }
@@ -80,6 +83,10 @@ static void *waker_main(void *arg)
     uint32_t g = atomic_load_explicit(&bus->gen, memory_order_acquire);
     for (;;) {
         pthread_mutex_lock(&reg.mu);
+        if (reg.stopping) {
+            pthread_mutex_unlock(&reg.mu);
+            return NULL;
+        }
         for (yard_watch_t *w = reg.head; w; w = w->next)
             if (w->bus == bus && yard_watch_due(w))
                 signal_efd(w->efd);
@@ -109,11 +116,9 @@ int yard_watch_open(yard_watch_t *w, yard_bus_t *bus)
         int err = reg.nbus == MAX_BUSES ? EMFILE : 0;
         pthread_attr_t attr;
         pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         pthread_attr_setstacksize(&attr, 64 * 1024);
-        pthread_t t;
         if (!err)
-            err = pthread_create(&t, &attr, waker_main, bus);
+            err = pthread_create(&reg.waker[reg.nbus], &attr, waker_main, bus);
         pthread_attr_destroy(&attr);
         if (err) {
             pthread_mutex_unlock(&reg.mu);
@@ -175,4 +180,22 @@ void yard_watch_close(yard_watch_t *w)
     pthread_mutex_unlock(&reg.mu);
     close(w->efd);
     w->efd = -1;
+}
+
+void yard_bus_stop_wakers(void)
+{
+    pthread_once(&reg_once, reg_install);
+    pthread_mutex_lock(&reg.mu);
+    reg.stopping = true;
+    int n = reg.nbus;
+    pthread_mutex_unlock(&reg.mu);
+    for (int i = 0; i < n; i++) {
+        /* A wake, not a publish: other processes' wakers are not ours to stop. */
+        futex_wake_all(&reg.bus[i]->gen);
+        pthread_join(reg.waker[i], NULL);
+    }
+    pthread_mutex_lock(&reg.mu);
+    reg.nbus = 0;
+    reg.stopping = false;
+    pthread_mutex_unlock(&reg.mu);
 }

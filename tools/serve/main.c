@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "yard/bus.h"
 #include "yard/app.h"
 #include "yard/clock.h"
 #include "yard/log.h"
@@ -58,6 +59,16 @@ static void usage(FILE *f)
             "  --offload-threads N  event-loop models: threads that run CPU-heavy jobs such as\n"
             "                       bcrypt (default 2); 0 runs them inline, blocking the loop\n"
             "  --store-entries N    rest: capacity of each shared store (default 65536)\n"
+            "  --data DIR           chat: the data directory: accounts (yard-chat account),\n"
+            "                       the message log, read positions (required)\n"
+            "  --fsync MODE         chat: 'always' (before a message is relayed), 'interval'\n"
+            "                       (default) or 'never'\n"
+            "  --fsync-interval-ms N  chat: with --fsync interval (default 100)\n"
+            "  --replay-max N       chat: on JOIN, replay at most N missed messages (1000)\n"
+            "  --retain DUR         chat: delete log segments older than DUR, e.g. 30d\n"
+            "                       (default 0: keep everything)\n"
+            "  --registration-timeout-ms N  chat: time to log in (default 10000)\n"
+            "  --max-channels N     chat: channels the server holds (default 256)\n"
             "  --backlog N          listen(2) backlog (default 4096)\n"
             "  --log-level LEVEL    error | warning | info | debug (default warning)\n"
             "  --list-apps          list the apps and exit (--json for JSON)\n"
@@ -172,7 +183,9 @@ int main(int argc, char **argv)
 {
     enum { OPT_APP = 256, OPT_MODEL, OPT_LISTEN, OPT_WORKERS, OPT_PROCS, OPT_MAX_CONNS,
            OPT_IDLE, OPT_OUT, OPT_FLUSH, OPT_BACKLOG, OPT_LOG, OPT_LIST_APPS, OPT_LIST_MODELS,
-           OPT_JSON, OPT_VERSION, OPT_LONGPOLL, OPT_BCRYPT, OPT_OFFLOAD, OPT_STORE, OPT_COUNTER_SYNC, OPT_REQ_TIMEOUT };
+           OPT_JSON, OPT_VERSION, OPT_LONGPOLL, OPT_BCRYPT, OPT_OFFLOAD, OPT_STORE, OPT_COUNTER_SYNC, OPT_REQ_TIMEOUT,
+           OPT_DATA, OPT_FSYNC, OPT_FSYNC_MS, OPT_REPLAY_MAX, OPT_RETAIN, OPT_REG_TIMEOUT,
+           OPT_CHANNELS };
     static const struct option opts[] = {
         {"app", required_argument, NULL, OPT_APP},
         {"model", required_argument, NULL, OPT_MODEL},
@@ -194,6 +207,13 @@ int main(int argc, char **argv)
         {"request-timeout-ms", required_argument, NULL, OPT_REQ_TIMEOUT},
         {"offload-threads", required_argument, NULL, OPT_OFFLOAD},
         {"store-entries", required_argument, NULL, OPT_STORE},
+        {"data", required_argument, NULL, OPT_DATA},
+        {"fsync", required_argument, NULL, OPT_FSYNC},
+        {"fsync-interval-ms", required_argument, NULL, OPT_FSYNC_MS},
+        {"replay-max", required_argument, NULL, OPT_REPLAY_MAX},
+        {"retain", required_argument, NULL, OPT_RETAIN},
+        {"registration-timeout-ms", required_argument, NULL, OPT_REG_TIMEOUT},
+        {"max-channels", required_argument, NULL, OPT_CHANNELS},
         {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -204,10 +224,15 @@ int main(int argc, char **argv)
                          .longpoll_ns = 5000 * YARD_NS_PER_MS,
                          .bcrypt_cost = 10,
                          .offload_threads = 2,
-                         .store_entries = 65536};
+                         .store_entries = 65536,
+                         .fsync_mode = YARD_FSYNC_INTERVAL,
+                         .fsync_interval_ns = 100 * YARD_NS_PER_MS,
+                         .replay_max = 1000,
+                         .register_timeout_ns = 10 * YARD_NS_PER_S,
+                         .max_channels = 256};
     const char *listen_text = "127.0.0.1:7000";
     int log_level = YARD_LOG_WARN, list = 0, json = 0;
-    bool flush_given = false, counter_sync_given = false;
+    bool flush_given = false, counter_sync_given = false, chat_given = false;
     char err[256];
 
     opterr = 0;
@@ -261,6 +286,55 @@ int main(int argc, char **argv)
         case OPT_STORE:
             cfg.store_entries = (size_t)parse_count("--store-entries", optarg, 16, 1 << 24);
             break;
+        case OPT_DATA: cfg.data_dir = optarg; break;
+        case OPT_FSYNC:
+            chat_given = true;
+            if (strcmp(optarg, "always") == 0)
+                cfg.fsync_mode = YARD_FSYNC_ALWAYS;
+            else if (strcmp(optarg, "interval") == 0)
+                cfg.fsync_mode = YARD_FSYNC_INTERVAL;
+            else if (strcmp(optarg, "never") == 0)
+                cfg.fsync_mode = YARD_FSYNC_NEVER;
+            else
+                usage_error("--fsync: expected 'always', 'interval' or 'never', got '%s'", optarg);
+            break;
+        case OPT_FSYNC_MS:
+            chat_given = true;
+            cfg.fsync_interval_ns =
+                (uint64_t)parse_count("--fsync-interval-ms", optarg, 1, 3600000) * YARD_NS_PER_MS;
+            break;
+        case OPT_REPLAY_MAX:
+            chat_given = true;
+            cfg.replay_max = (unsigned)parse_count("--replay-max", optarg, 0, 1000000);
+            break;
+        case OPT_RETAIN: {
+            chat_given = true;
+            /* A duration with d (days) allowed besides s, m, h. */
+            size_t n = strlen(optarg);
+            uint64_t ns = 0;
+            if (n > 1 && optarg[n - 1] == 'd') {
+                char num[32];
+                snprintf(num, sizeof num, "%.*s", (int)(n - 1), optarg);
+                cfg.retain_s = parse_count("--retain", num, 0, 36500) * 86400;
+            } else if (yard_parse_duration_ns(optarg, YARD_NS_PER_S, &ns) == 0) {
+                cfg.retain_s = ns / YARD_NS_PER_S;
+            } else {
+                usage_error("--retain: expected a duration such as 30d, 12h or 0 (keep "
+                            "everything), got '%s'",
+                            optarg);
+            }
+            break;
+        }
+        case OPT_REG_TIMEOUT:
+            chat_given = true;
+            cfg.register_timeout_ns = (uint64_t)parse_count("--registration-timeout-ms", optarg,
+                                                            1, 3600000) *
+                                      YARD_NS_PER_MS;
+            break;
+        case OPT_CHANNELS:
+            chat_given = true;
+            cfg.max_channels = (unsigned)parse_count("--max-channels", optarg, 1, 4096);
+            break;
         case OPT_LIST_APPS: list = 1; break;
         case OPT_LIST_MODELS: list = 2; break;
         case OPT_JSON: json = 1; break;
@@ -302,6 +376,16 @@ int main(int argc, char **argv)
                     app->name);
     if (counter_sync_given && strcmp(app->name, "counter") != 0)
         usage_error("--counter-sync applies to --app counter, not --app %s", app->name);
+    bool is_chat = strcmp(app->name, "chat") == 0;
+    if ((chat_given || cfg.data_dir) && !is_chat)
+        usage_error("--data, --fsync, --fsync-interval-ms, --replay-max, --retain, "
+                    "--registration-timeout-ms and --max-channels apply to --app chat, not "
+                    "--app %s",
+                    app->name);
+    if (is_chat && !cfg.data_dir)
+        usage_error("--app chat needs --data DIR (accounts, the message log, read "
+                    "positions)%s",
+                    "");
     if (yard_addr_parse(listen_text, &cfg.listen, err, sizeof err) < 0)
         usage_error("--listen: %s", err);
     if (app->uses_out && !cfg.out)
@@ -353,6 +437,7 @@ out:
         fprintf(stderr, "%s: closing --out %s: %s\n", progname, cfg.out, strerror(errno));
         status = 1;
     }
+    yard_bus_stop_wakers(); /* they read buses in the shared region */
     if (app->fini)
         app->fini(srv.app_state);
     yard_shm_destroy(srv.shm);

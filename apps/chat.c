@@ -1,0 +1,1168 @@
+/* The chat app: a self-hosted chat service speaking an IRC subset, so that
+ * irssi, WeeChat and ii can use it (docs/chat.md lists what is supported).
+ *
+ * Every message is appended to a durable log (src/chat/chatlog.c) and the
+ * log's last id is published on a news bus; every connection watches the
+ * bus and, when there is news, reads the log from where it was and relays
+ * what is for it: messages to channels it is in, and to its account. One
+ * order for everyone (the log's), nothing lost while offline (a durable
+ * read position per account and channel, replayed on JOIN), and the sender
+ * of every message is the account that logged in, never what the client
+ * claims.
+ *
+ * Logging in: SASL PLAIN (CAP REQ sasl, AUTHENTICATE) or PASS with
+ * NICK = the account. The bcrypt check runs as an offloaded job; a failed
+ * login is answered only after a delay that grows with the failures. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "apps.h"
+#include "chat_state.h"
+#include "yard/bcrypt.h"
+#include "yard/chat_accounts.h"
+#include "yard/chatlog.h"
+#include "yard/clock.h"
+#include "yard/log.h"
+
+#define SERVER "yard"
+#define LINE_MAX_MSG 512 /* the message part, CRLF included (RFC 1459) */
+#define LINE_MAX_TAGS 8191
+#define PARAMS_MAX 15
+#define NEWS_BATCH 1024 /* records relayed per news call before yielding */
+#define FLOOD_BURST 200.0
+#define FLOOD_RATE 100.0 /* lines per second, sustained */
+#define OWN_RING 1024
+
+struct chat_app {
+    const yard_config_t *cfg;
+    chat_state_t *cs;
+    yard_bus_t *bus;
+    yard_chatlog_t *log;
+    char dummy_hash[YARD_BCRYPT_LEN + 1]; /* verified against for unknown accounts */
+    char motd[2048];
+};
+
+enum { ST_NEW, ST_AUTH, ST_READY };
+
+struct auth_job {
+    const char *dir;
+    const char *dummy;
+    char account[CHAT_NAME_MAX + 1];
+    char canon[CHAT_NAME_MAX + 1];
+    char password[YARD_ACCOUNT_PASSWORD_MAX + 1];
+    bool ok;
+    bool sasl;
+    struct crypt_data cd;
+};
+
+struct session {
+    int state;
+    bool cap_active;   /* CAP LS/REQ seen: registration waits for CAP END */
+    bool cap_time, cap_echo, cap_sasl;
+    bool sasl_plain;   /* AUTHENTICATE PLAIN accepted, payload expected */
+    bool sasl_done;
+    bool got_nick, got_user, have_pass;
+    bool discarding;   /* inside an overlong line */
+    char nick[CHAT_NAME_MAX + 1];
+    char pass[YARD_ACCOUNT_PASSWORD_MAX + 1];
+    char sasl_buf[1024];
+    size_t sasl_len;
+    char account[CHAT_NAME_MAX + 1];
+    char account_key[CHAT_NAME_MAX + 1];
+    int slot;
+    unsigned failures;
+    uint64_t fail_until; /* a failed login's answer waits until then */
+    int pending_fail;    /* 0, or 904 / 464: the answer to give at fail_until */
+    struct auth_job *job;
+    yard_chatlog_iter_t *it;
+    uint64_t seen;       /* last log id relayed (or skipped) */
+    uint64_t own[OWN_RING]; /* ids this connection appended, oldest first */
+    unsigned own_head, own_len;
+    double tokens;
+    uint64_t tokens_at;
+};
+
+/* ---- output helpers ------------------------------------------------------ */
+
+static void sendf(yard_fx_t *fx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sendf(yard_fx_t *fx, const char *fmt, ...)
+{
+    char line[LINE_MAX_MSG + LINE_MAX_TAGS + 4];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line - 2, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n > sizeof line - 3)
+        n = (int)(sizeof line - 3);
+    line[n++] = '\r';
+    line[n++] = '\n';
+    yard_fx_send(fx, line, (size_t)n);
+}
+
+static const char *who(const struct session *s) { return s->state == ST_READY ? s->account : s->got_nick ? s->nick : "*"; }
+
+static void numeric(yard_fx_t *fx, const struct session *s, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void numeric(yard_fx_t *fx, const struct session *s, int code, const char *fmt, ...)
+{
+    char rest[LINE_MAX_MSG];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rest, sizeof rest, fmt, ap);
+    va_end(ap);
+    sendf(fx, ":" SERVER " %03d %s %s", code, who(s), rest);
+}
+
+static void format_time(char *out, size_t cap, int64_t ns)
+{
+    time_t secs = (time_t)(ns / 1000000000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    size_t n = strftime(out, cap, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + n, cap - n, ".%03dZ", (int)(ns / 1000000 % 1000));
+}
+
+/* ---- a small IRC line parser -------------------------------------------- */
+
+struct msg {
+    char *cmd;
+    char *params[PARAMS_MAX];
+    int n;
+};
+
+/* Split one line (no CR/LF, NUL-terminated, writable) into its command and
+ * parameters; tags and a source prefix from the client are ignored.
+ * false when there is no command. */
+static bool parse(char *line, struct msg *m)
+{
+    char *p = line;
+    m->n = 0;
+    if (*p == '@') { /* tags: skipped (clients send none we use) */
+        p = strchr(p, ' ');
+        if (!p)
+            return false;
+    }
+    while (*p == ' ')
+        p++;
+    if (*p == ':') { /* a source prefix: ignored, the account is the source */
+        p = strchr(p, ' ');
+        if (!p)
+            return false;
+        while (*p == ' ')
+            p++;
+    }
+    if (!*p)
+        return false;
+    m->cmd = p;
+    p = strchr(p, ' ');
+    if (p)
+        *p++ = 0;
+    for (char *c = m->cmd; *c; c++)
+        if (*c >= 'a' && *c <= 'z')
+            *c = (char)(*c - 'a' + 'A');
+    while (p && *p) {
+        while (*p == ' ')
+            p++;
+        if (!*p)
+            break;
+        if (*p == ':' || m->n == PARAMS_MAX - 1) {
+            m->params[m->n++] = *p == ':' ? p + 1 : p;
+            break;
+        }
+        m->params[m->n++] = p;
+        p = strchr(p, ' ');
+        if (p)
+            *p++ = 0;
+    }
+    return true;
+}
+
+static bool valid_channel(const char *c)
+{
+    size_t n = strlen(c);
+    if (n < 2 || n > CHAT_CHAN_MAX || (c[0] != '#' && c[0] != '&'))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (c[i] == ' ' || c[i] == ',' || c[i] == 7 || c[i] == ':' || (unsigned char)c[i] < 32)
+            return false;
+    return true;
+}
+
+static int b64val(char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+/* Base64 (with padding) into out; the length, or -1. */
+static long b64decode(const char *in, size_t n, char *out, size_t cap)
+{
+    if (n % 4)
+        return -1;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 4) {
+        int v[4];
+        for (int k = 0; k < 4; k++) {
+            v[k] = in[i + k] == '=' && i + 4 == n && k >= 2 ? 0 : b64val(in[i + k]);
+            if (v[k] < 0)
+                return -1;
+        }
+        uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
+        int bytes = in[i + 2] == '=' ? 1 : in[i + 3] == '=' ? 2 : 3;
+        if (o + (size_t)bytes > cap)
+            return -1;
+        out[o++] = (char)(w >> 16);
+        if (bytes > 1)
+            out[o++] = (char)(w >> 8);
+        if (bytes > 2)
+            out[o++] = (char)w;
+    }
+    return (long)o;
+}
+
+/* ---- the log and the news ------------------------------------------------ */
+
+static void own_push(struct session *s, uint64_t id)
+{
+    if (s->own_len == OWN_RING) { /* forget the oldest: it will be relayed back once */
+        s->own_head = (s->own_head + 1) % OWN_RING;
+        s->own_len--;
+    }
+    s->own[(s->own_head + s->own_len) % OWN_RING] = id;
+    s->own_len++;
+}
+
+/* Is id one this connection sent? Ids come in order, so the ring's front
+ * is the only candidate (older fronts were passed). */
+static bool own_pop(struct session *s, uint64_t id)
+{
+    while (s->own_len && s->own[s->own_head] < id) {
+        s->own_head = (s->own_head + 1) % OWN_RING;
+        s->own_len--;
+    }
+    if (s->own_len && s->own[s->own_head] == id) {
+        s->own_head = (s->own_head + 1) % OWN_RING;
+        s->own_len--;
+        return true;
+    }
+    return false;
+}
+
+static void relay(yard_fx_t *fx, const struct session *s, const yard_chatlog_rec_t *r)
+{
+    const char *cmd = r->type == YARD_LOGREC_NOTICE ? "NOTICE" : "PRIVMSG";
+    if (s->cap_time) {
+        char t[40];
+        format_time(t, sizeof t, r->ts_ns);
+        sendf(fx, "@time=%s :%.*s!%.*s@" SERVER " %s %.*s :%.*s", t, (int)r->sender_len,
+              r->sender, (int)r->sender_len, r->sender, cmd, (int)r->target_len, r->target,
+              (int)r->text_len, r->text);
+    } else {
+        sendf(fx, ":%.*s!%.*s@" SERVER " %s %.*s :%.*s", (int)r->sender_len, r->sender,
+              (int)r->sender_len, r->sender, cmd, (int)r->target_len, r->target,
+              (int)r->text_len, r->text);
+    }
+}
+
+/* Is this record for this connection, and through which channel? */
+static bool for_me(struct chat_app *app, struct session *s, const yard_chatlog_rec_t *r,
+                   char *chan_key)
+{
+    chan_key[0] = 0;
+    char target[CHAT_CHAN_MAX + 1];
+    if (r->target_len > CHAT_CHAN_MAX)
+        return false;
+    chat_casefold(target, r->target, r->target_len);
+    if (target[0] == '#' || target[0] == '&') {
+        chat_lock(app->cs);
+        int c = chat_channel_find(app->cs, r->target, r->target_len, false);
+        bool in = c >= 0 && chat_is_in(app->cs, s->slot, c);
+        chat_unlock(app->cs);
+        if (in)
+            strcpy(chan_key, target);
+        return in;
+    }
+    return strcmp(target, s->account_key) == 0;
+}
+
+/* Relay what the log holds past s->seen, then watch from there. */
+static void chat_news(void *state, void *session, yard_fx_t *fx)
+{
+    struct chat_app *app = state;
+    struct session *s = session;
+    if (s->state != ST_READY || !s->it)
+        return;
+    yard_chatlog_rec_t r;
+    int n = 0, rc;
+    while (n < NEWS_BATCH && (rc = yard_chatlog_next(s->it, &r)) == 1) {
+        n++;
+        if (r.id <= s->seen)
+            continue;
+        s->seen = r.id;
+        char key[CHAT_CHAN_MAX + 1];
+        bool mine = own_pop(s, r.id);
+        bool to_me = for_me(app, s, &r, key);
+        /* echo-message: the sender sees its message, a private one too. */
+        if (mine ? s->cap_echo : to_me)
+            relay(fx, s, &r);
+        if (to_me && key[0])
+            chat_pos_set(app->cs, s->account, key, r.id);
+    }
+    if (n == 0 && rc < 0)
+        yard_log_warn("chat: reading the log for %s: %s", s->account, strerror(-rc));
+    yard_fx_watch(fx, app->bus, 0, s->seen);
+}
+
+/* Append one message and tell everyone. */
+static int post(struct chat_app *app, struct session *s, yard_fx_t *fx, int type,
+                const char *target, const char *text)
+{
+    /* What fits the relayed line ":acc!acc@yard PRIVMSG target :text\r\n". */
+    size_t room = LINE_MAX_MSG - 2 - (1 + 2 * strlen(s->account) + 2 + strlen(SERVER) + 1 + 7 +
+                                      1 + strlen(target) + 2);
+    size_t len = strlen(text);
+    if (len > room) {
+        len = room;
+        while (len > 0 && ((unsigned char)text[len] & 0xC0) == 0x80)
+            len--; /* do not cut a UTF-8 sequence */
+    }
+    uint64_t id;
+    int64_t ts;
+    int rc = yard_chatlog_append(app->log, type, s->account, strlen(s->account), target,
+                                 strlen(target), text, len, &id, &ts);
+    if (rc < 0) {
+        yard_log_err("chat: appending to the log: %s", strerror(-rc));
+        sendf(fx, ":" SERVER " NOTICE %s :Message not delivered: the server cannot store it "
+                  "(%s)",
+              s->account, strerror(-rc));
+        return rc;
+    }
+    own_push(s, id);
+    /* The log syncs itself per --fsync; read positions are a shared file
+     * mapping (a crash of any process keeps them) flushed at shutdown, and
+     * pushed along here when every message must be durable. */
+    if (app->cfg->fsync_mode == YARD_FSYNC_ALWAYS)
+        chat_pos_sync(app->cs);
+    yard_bus_publish(app->bus, 0, id);
+    return 0;
+}
+
+/* ---- registration -------------------------------------------------------- */
+
+static void auth_job_run(void *arg)
+{
+    struct auth_job *j = arg;
+    char hash[YARD_BCRYPT_LEN + 1];
+    int rc = yard_accounts_lookup(j->dir, j->account, strlen(j->account), hash, j->canon);
+    /* An unknown account is hashed anyway, so timing does not tell. */
+    bool ok = yard_bcrypt_verify(j->password, rc == 0 ? hash : j->dummy, &j->cd);
+    j->ok = ok && rc == 0;
+    explicit_bzero(j->password, sizeof j->password);
+}
+
+static void start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                       const char *account, size_t alen, const char *password, size_t plen,
+                       bool sasl)
+{
+    struct auth_job *j = calloc(1, sizeof *j);
+    if (!j) {
+        fx->nomem = true;
+        return;
+    }
+    j->dir = app->cfg->data_dir;
+    j->dummy = app->dummy_hash;
+    j->sasl = sasl;
+    snprintf(j->account, sizeof j->account, "%.*s", (int)(alen < CHAT_NAME_MAX ? alen : CHAT_NAME_MAX), account);
+    snprintf(j->password, sizeof j->password, "%.*s",
+             (int)(plen < YARD_ACCOUNT_PASSWORD_MAX ? plen : YARD_ACCOUNT_PASSWORD_MAX), password);
+    s->job = j;
+    s->state = ST_AUTH;
+    yard_fx_offload(fx, auth_job_run, j);
+}
+
+static void welcome(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    numeric(fx, s, 1, ":Welcome to the yard chat, %s", s->account);
+    numeric(fx, s, 2, ":Your host is " SERVER ", running Switchyard 0.1.0");
+    numeric(fx, s, 3, ":This server speaks an IRC subset; see docs/chat.md");
+    numeric(fx, s, 4, SERVER " 0.1.0 i nt");
+    numeric(fx, s, 5, "CASEMAPPING=rfc1459 CHANTYPES=#& NICKLEN=%d CHANNELLEN=%d TOPICLEN=%d "
+                      "CHANLIMIT=#&:%u :are supported by this server",
+            CHAT_NAME_MAX, CHAT_CHAN_MAX, CHAT_TOPIC_MAX, app->cfg->max_channels);
+    if (app->motd[0]) {
+        numeric(fx, s, 375, ":- " SERVER " Message of the day -");
+        char copy[sizeof app->motd];
+        strcpy(copy, app->motd);
+        char *save = NULL;
+        for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+            numeric(fx, s, 372, ":- %.400s", l);
+        numeric(fx, s, 376, ":End of /MOTD command.");
+    } else {
+        numeric(fx, s, 422, ":MOTD File is missing");
+    }
+}
+
+/* Logged in: take a member slot and start relaying from the log's end. */
+static void become_ready(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    chat_lock(app->cs);
+    s->slot = chat_member_add(app->cs, s->account);
+    chat_unlock(app->cs);
+    if (s->slot < 0) {
+        sendf(fx, "ERROR :Closing Link: the server is full");
+        yard_fx_close(fx, NULL);
+        return;
+    }
+    s->state = ST_READY;
+    chat_casefold(s->account_key, s->account, strlen(s->account));
+    s->seen = yard_chatlog_last_id(app->log);
+    int rc = yard_chatlog_iter_open(app->log, s->seen + 1, &s->it);
+    if (rc < 0) {
+        yard_log_err("chat: opening the log for %s: %s", s->account, strerror(-rc));
+        sendf(fx, "ERROR :Closing Link: the server cannot read its log");
+        yard_fx_close(fx, NULL);
+        return;
+    }
+    yard_fx_wake_at(fx, 0); /* the registration timeout is over */
+    welcome(app, s, fx);
+    yard_fx_watch(fx, app->bus, 0, s->seen);
+}
+
+/* NICK, USER and (PASS or SASL) are in, and CAP negotiation is over. */
+static void try_register(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    if (s->state != ST_NEW || !s->got_nick || !s->got_user || s->cap_active || s->pending_fail)
+        return;
+    if (s->sasl_done) {
+        if (strcasecmp(s->nick, s->account) != 0) {
+            /* The nick is the account's name: tell the client so. */
+            sendf(fx, ":%s!%s@" SERVER " NICK %s", s->nick, s->account, s->account);
+        }
+        become_ready(app, s, fx);
+        return;
+    }
+    if (!s->have_pass) {
+        numeric(fx, s, 464, ":Password required: log in with SASL PLAIN or PASS (your nick is "
+                            "your account)");
+        sendf(fx, "ERROR :Closing Link: not logged in");
+        yard_fx_close(fx, NULL);
+        return;
+    }
+    start_auth(app, s, fx, s->nick, strlen(s->nick), s->pass, strlen(s->pass), false);
+    explicit_bzero(s->pass, sizeof s->pass);
+}
+
+static void chat_job_done(void *state, void *session, void *arg, yard_fx_t *fx)
+{
+    struct chat_app *app = state;
+    struct session *s = session;
+    struct auth_job *j = arg;
+    s->job = NULL;
+    s->state = ST_NEW;
+    if (j->ok) {
+        snprintf(s->account, sizeof s->account, "%s", j->canon);
+        if (j->sasl) {
+            s->sasl_done = true;
+            numeric(fx, s, 900, "%s!%s@" SERVER " %s :You are now logged in as %s", s->account,
+                    s->account, s->account, s->account);
+            numeric(fx, s, 903, ":SASL authentication successful");
+        } else {
+            s->sasl_done = true; /* the same from here on */
+        }
+        try_register(app, s, fx);
+    } else {
+        /* Slow down guessing: the answer waits 1 s per failure so far (at
+         * most 10 s), on top of bcrypt's own cost. */
+        s->failures++;
+        uint64_t delay = (uint64_t)(s->failures < 10 ? s->failures : 10) * YARD_NS_PER_S;
+        s->fail_until = fx->now_ns + delay;
+        s->pending_fail = j->sasl ? 904 : 464;
+        yard_fx_wake_at(fx, s->fail_until);
+    }
+    free(j);
+}
+
+/* ---- channel commands ---------------------------------------------------- */
+
+static void names(struct chat_app *app, struct session *s, yard_fx_t *fx, int c, const char *name)
+{
+    char line[LINE_MAX_MSG];
+    size_t len = 0;
+    chat_lock(app->cs);
+    for (unsigned i = 0; i < app->cs->nmember; i++) {
+        struct chat_member *m = chat_member_at(app->cs, (int)i);
+        if (!m->used || !chat_is_in(app->cs, (int)i, c))
+            continue;
+        size_t an = strlen(m->account);
+        if (len + an + 1 > 400) {
+            numeric(fx, s, 353, "= %s :%.*s", name, (int)len, line);
+            len = 0;
+        }
+        if (len)
+            line[len++] = ' ';
+        memcpy(line + len, m->account, an);
+        len += an;
+    }
+    chat_unlock(app->cs);
+    if (len)
+        numeric(fx, s, 353, "= %s :%.*s", name, (int)len, line);
+    numeric(fx, s, 366, "%s :End of /NAMES list.", name);
+}
+
+static void topic_reply(struct chat_app *app, struct session *s, yard_fx_t *fx, int c)
+{
+    struct chat_channel ch;
+    chat_lock(app->cs);
+    ch = app->cs->chans[c];
+    chat_unlock(app->cs);
+    if (!ch.topic[0]) {
+        numeric(fx, s, 331, "%s :No topic is set", ch.name);
+        return;
+    }
+    numeric(fx, s, 332, "%s :%s", ch.name, ch.topic);
+    numeric(fx, s, 333, "%s %s %lld", ch.name, ch.topic_by, (long long)ch.topic_at);
+}
+
+/* Replay what the account missed in this channel: the records after its
+ * read position up to what this connection has already relayed (s->seen),
+ * the newest replay_max of them. */
+static void replay(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *name,
+                   const char *key)
+{
+    bool known;
+    uint64_t from = chat_pos_get(app->cs, s->account, key, &known);
+    if (!known || from >= s->seen) {
+        chat_pos_set(app->cs, s->account, key, s->seen);
+        return;
+    }
+    unsigned max = app->cfg->replay_max;
+    uint64_t *ids = max ? calloc(max, sizeof *ids) : NULL;
+    yard_chatlog_iter_t *it = NULL;
+    uint64_t total = 0;
+    if ((max && !ids) || yard_chatlog_iter_open(app->log, from + 1, &it) < 0) {
+        free(ids);
+        numeric(fx, s, 900 + 0 * 0, ":history unavailable");
+        return;
+    }
+    /* First pass: the ids that match, keeping the newest max in a ring. */
+    yard_chatlog_rec_t r;
+    char target[CHAT_CHAN_MAX + 1];
+    while (yard_chatlog_next(it, &r) == 1 && r.id <= s->seen) {
+        if (r.target_len > CHAT_CHAN_MAX)
+            continue;
+        chat_casefold(target, r.target, r.target_len);
+        if (strcmp(target, key) != 0)
+            continue;
+        if (max)
+            ids[total % max] = r.id;
+        total++;
+    }
+    yard_chatlog_iter_close(it);
+    uint64_t shown = total < max ? total : max;
+    if (total > shown)
+        sendf(fx, ":" SERVER " NOTICE %s :%llu older messages of %s were not replayed "
+                  "(--replay-max %u)",
+              name, (unsigned long long)(total - shown), name, max);
+    if (shown) {
+        uint64_t first = ids[(total - shown) % max];
+        if (yard_chatlog_iter_open(app->log, first, &it) == 0) {
+            uint64_t sent = 0;
+            while (sent < shown && yard_chatlog_next(it, &r) == 1 && r.id <= s->seen) {
+                if (r.target_len > CHAT_CHAN_MAX)
+                    continue;
+                chat_casefold(target, r.target, r.target_len);
+                if (strcmp(target, key) != 0)
+                    continue;
+                relay(fx, s, &r);
+                sent++;
+            }
+            yard_chatlog_iter_close(it);
+        }
+    }
+    free(ids);
+    chat_pos_set(app->cs, s->account, key, s->seen);
+}
+
+static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *name)
+{
+    if (!valid_channel(name)) {
+        numeric(fx, s, 403, "%s :No such channel", name);
+        return;
+    }
+    chat_lock(app->cs);
+    int c = chat_channel_find(app->cs, name, strlen(name), true);
+    bool already = c >= 0 && chat_is_in(app->cs, s->slot, c);
+    if (c >= 0)
+        chat_set_in(app->cs, s->slot, c, true);
+    char shown[CHAT_CHAN_MAX + 1], key[CHAT_CHAN_MAX + 1];
+    if (c >= 0) {
+        strcpy(shown, app->cs->chans[c].name);
+        strcpy(key, app->cs->chans[c].key);
+    }
+    chat_unlock(app->cs);
+    if (c == -2) {
+        numeric(fx, s, 405, "%s :The server holds no more channels (--max-channels)", name);
+        return;
+    }
+    if (already)
+        return;
+    sendf(fx, ":%s!%s@" SERVER " JOIN %s", s->account, s->account, shown);
+    topic_reply(app, s, fx, c);
+    names(app, s, fx, c, shown);
+    replay(app, s, fx, shown, key);
+}
+
+static int channel_of(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *name,
+                      bool need_member)
+{
+    chat_lock(app->cs);
+    int c = chat_channel_find(app->cs, name, strlen(name), false);
+    bool in = c >= 0 && chat_is_in(app->cs, s->slot, c);
+    chat_unlock(app->cs);
+    if (c < 0) {
+        numeric(fx, s, 403, "%s :No such channel", name);
+        return -1;
+    }
+    if (need_member && !in) {
+        numeric(fx, s, 442, "%s :You're not on that channel", name);
+        return -1;
+    }
+    return c;
+}
+
+static void part_one(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *name,
+                     const char *why)
+{
+    int c = channel_of(app, s, fx, name, true);
+    if (c < 0)
+        return;
+    chat_lock(app->cs);
+    chat_set_in(app->cs, s->slot, c, false);
+    char shown[CHAT_CHAN_MAX + 1];
+    strcpy(shown, app->cs->chans[c].name);
+    chat_unlock(app->cs);
+    sendf(fx, ":%s!%s@" SERVER " PART %s :%s", s->account, s->account, shown, why ? why : "");
+}
+
+static void message(struct chat_app *app, struct session *s, yard_fx_t *fx, const struct msg *m,
+                    int type)
+{
+    bool notice = type == YARD_LOGREC_NOTICE;
+    if (m->n < 1) {
+        if (!notice)
+            numeric(fx, s, 411, ":No recipient given (%s)", m->cmd);
+        return;
+    }
+    if (m->n < 2 || !m->params[1][0]) {
+        if (!notice)
+            numeric(fx, s, 412, ":No text to send");
+        return;
+    }
+    char *save = NULL;
+    for (char *t = strtok_r(m->params[0], ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (t[0] == '#' || t[0] == '&') {
+            chat_lock(app->cs);
+            int c = chat_channel_find(app->cs, t, strlen(t), false);
+            bool in = c >= 0 && chat_is_in(app->cs, s->slot, c);
+            char shown[CHAT_CHAN_MAX + 1] = "";
+            if (c >= 0)
+                strcpy(shown, app->cs->chans[c].name);
+            chat_unlock(app->cs);
+            if (c < 0) {
+                if (!notice)
+                    numeric(fx, s, 403, "%s :No such channel", t);
+            } else if (!in) {
+                if (!notice)
+                    numeric(fx, s, 404, "%s :Cannot send to channel (join it first)", t);
+            } else {
+                post(app, s, fx, type, shown, m->params[1]);
+            }
+            continue;
+        }
+        char hash[YARD_BCRYPT_LEN + 1], canon[CHAT_NAME_MAX + 1];
+        if (!yard_account_name_valid(t, strlen(t)) ||
+            yard_accounts_lookup(app->cfg->data_dir, t, strlen(t), hash, canon) != 0) {
+            if (!notice)
+                numeric(fx, s, 401, "%s :No such nick/channel", t);
+            continue;
+        }
+        post(app, s, fx, type, canon, m->params[1]);
+    }
+}
+
+/* ---- the command table --------------------------------------------------- */
+
+static void cap(struct chat_app *app, struct session *s, yard_fx_t *fx, const struct msg *m)
+{
+    const char *sub = m->n ? m->params[0] : "";
+    if (!strcasecmp(sub, "LS") || !strcasecmp(sub, "LIST")) {
+        if (s->state != ST_READY)
+            s->cap_active = true;
+        if (!strcasecmp(sub, "LS"))
+            sendf(fx, ":" SERVER " CAP %s LS :server-time echo-message sasl=PLAIN", who(s));
+        else
+            sendf(fx, ":" SERVER " CAP %s LIST :%s%s%s", who(s), s->cap_time ? "server-time " : "",
+                  s->cap_echo ? "echo-message " : "", s->cap_sasl ? "sasl" : "");
+    } else if (!strcasecmp(sub, "REQ")) {
+        if (s->state != ST_READY)
+            s->cap_active = true;
+        const char *list = m->n > 1 ? m->params[1] : "";
+        char copy[512];
+        snprintf(copy, sizeof copy, "%s", list);
+        bool t = s->cap_time, e = s->cap_echo, sa = s->cap_sasl, ok = true;
+        char *save = NULL;
+        for (char *c = strtok_r(copy, " ", &save); c; c = strtok_r(NULL, " ", &save)) {
+            bool off = c[0] == '-';
+            const char *name = off ? c + 1 : c;
+            if (!strcmp(name, "server-time"))
+                t = !off;
+            else if (!strcmp(name, "echo-message"))
+                e = !off;
+            else if (!strcmp(name, "sasl"))
+                sa = !off;
+            else
+                ok = false;
+        }
+        if (ok) {
+            s->cap_time = t;
+            s->cap_echo = e;
+            s->cap_sasl = sa;
+            sendf(fx, ":" SERVER " CAP %s ACK :%s", who(s), list);
+        } else {
+            sendf(fx, ":" SERVER " CAP %s NAK :%s", who(s), list);
+        }
+    } else if (!strcasecmp(sub, "END")) {
+        s->cap_active = false;
+        try_register(app, s, fx);
+    } else {
+        numeric(fx, s, 410, "%s :Invalid CAP command", sub);
+    }
+}
+
+static void authenticate(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                         const struct msg *m)
+{
+    if (s->state == ST_READY || s->sasl_done) {
+        numeric(fx, s, 907, ":You have already authenticated using SASL");
+        return;
+    }
+    if (m->n < 1) {
+        numeric(fx, s, 461, "AUTHENTICATE :Not enough parameters");
+        return;
+    }
+    const char *arg = m->params[0];
+    if (!s->sasl_plain) {
+        if (!strcmp(arg, "*")) {
+            numeric(fx, s, 906, ":SASL authentication aborted");
+        } else if (strcasecmp(arg, "PLAIN") != 0) {
+            numeric(fx, s, 908, "PLAIN :are available SASL mechanisms");
+            numeric(fx, s, 904, ":SASL authentication failed");
+        } else {
+            s->sasl_plain = true;
+            s->sasl_len = 0;
+            sendf(fx, "AUTHENTICATE +");
+        }
+        return;
+    }
+    if (!strcmp(arg, "*")) {
+        s->sasl_plain = false;
+        numeric(fx, s, 906, ":SASL authentication aborted");
+        return;
+    }
+    /* The payload comes in 400-byte pieces; a shorter one (or "+") ends it. */
+    size_t n = strcmp(arg, "+") ? strlen(arg) : 0;
+    if (s->sasl_len + n >= sizeof s->sasl_buf) {
+        s->sasl_plain = false;
+        numeric(fx, s, 905, ":SASL message too long");
+        return;
+    }
+    memcpy(s->sasl_buf + s->sasl_len, arg, n);
+    s->sasl_len += n;
+    if (n == 400)
+        return;
+    s->sasl_plain = false;
+    char plain[768];
+    long len = b64decode(s->sasl_buf, s->sasl_len, plain, sizeof plain);
+    explicit_bzero(s->sasl_buf, sizeof s->sasl_buf);
+    /* authzid NUL authcid NUL password */
+    char *z1 = len > 0 ? memchr(plain, 0, (size_t)len) : NULL;
+    char *z2 = z1 ? memchr(z1 + 1, 0, (size_t)(plain + len - z1 - 1)) : NULL;
+    if (!z2 || z2 == z1 + 1 || z2 + 1 == plain + len || memchr(z2 + 1, 0, (size_t)(plain + len - z2 - 1)) ||
+        (z1 != plain && (z1 - plain != z2 - z1 - 1 || memcmp(plain, z1 + 1, (size_t)(z1 - plain))))) {
+        numeric(fx, s, 904, ":SASL authentication failed (malformed PLAIN)");
+        explicit_bzero(plain, sizeof plain);
+        return;
+    }
+    start_auth(app, s, fx, z1 + 1, (size_t)(z2 - z1 - 1), z2 + 1, (size_t)(plain + len - z2 - 1),
+               true);
+    explicit_bzero(plain, sizeof plain);
+}
+
+static void command(struct chat_app *app, struct session *s, yard_fx_t *fx, struct msg *m)
+{
+    const char *c = m->cmd;
+    if (!strcmp(c, "PING")) {
+        sendf(fx, ":" SERVER " PONG " SERVER " :%s", m->n ? m->params[0] : "");
+        return;
+    }
+    if (!strcmp(c, "PONG"))
+        return;
+    if (!strcmp(c, "QUIT")) {
+        sendf(fx, "ERROR :Closing Link: %s (Quit: %s)", who(s), m->n ? m->params[0] : "");
+        yard_fx_close(fx, NULL);
+        return;
+    }
+    if (!strcmp(c, "CAP")) {
+        cap(app, s, fx, m);
+        return;
+    }
+    if (s->state != ST_READY) {
+        if (!strcmp(c, "AUTHENTICATE")) {
+            authenticate(app, s, fx, m);
+        } else if (!strcmp(c, "PASS")) {
+            if (m->n < 1) {
+                numeric(fx, s, 461, "PASS :Not enough parameters");
+            } else {
+                snprintf(s->pass, sizeof s->pass, "%s", m->params[0]);
+                s->have_pass = true;
+            }
+        } else if (!strcmp(c, "NICK")) {
+            if (m->n < 1) {
+                numeric(fx, s, 431, ":No nickname given");
+            } else if (!yard_account_name_valid(m->params[0], strlen(m->params[0]))) {
+                numeric(fx, s, 432, "%s :Erroneous nickname", m->params[0]);
+            } else {
+                snprintf(s->nick, sizeof s->nick, "%s", m->params[0]);
+                s->got_nick = true;
+                try_register(app, s, fx);
+            }
+        } else if (!strcmp(c, "USER")) {
+            if (m->n < 4) {
+                numeric(fx, s, 461, "USER :Not enough parameters");
+            } else {
+                s->got_user = true;
+                try_register(app, s, fx);
+            }
+        } else {
+            numeric(fx, s, 451, "%s :You have not registered", c);
+        }
+        return;
+    }
+    if (!strcmp(c, "PRIVMSG")) {
+        message(app, s, fx, m, YARD_LOGREC_MESSAGE);
+    } else if (!strcmp(c, "NOTICE")) {
+        message(app, s, fx, m, YARD_LOGREC_NOTICE);
+    } else if (!strcmp(c, "JOIN")) {
+        if (m->n < 1) {
+            numeric(fx, s, 461, "JOIN :Not enough parameters");
+            return;
+        }
+        if (!strcmp(m->params[0], "0")) { /* leave every channel */
+            for (unsigned i = 0; i < app->cs->nchan; i++) {
+                chat_lock(app->cs);
+                bool in = app->cs->chans[i].used && chat_is_in(app->cs, s->slot, (int)i);
+                char name[CHAT_CHAN_MAX + 1];
+                strcpy(name, app->cs->chans[i].name);
+                chat_unlock(app->cs);
+                if (in)
+                    part_one(app, s, fx, name, "Left all channels");
+            }
+            return;
+        }
+        char *save = NULL;
+        for (char *t = strtok_r(m->params[0], ",", &save); t; t = strtok_r(NULL, ",", &save))
+            join_one(app, s, fx, t);
+    } else if (!strcmp(c, "PART")) {
+        if (m->n < 1) {
+            numeric(fx, s, 461, "PART :Not enough parameters");
+            return;
+        }
+        char *save = NULL;
+        for (char *t = strtok_r(m->params[0], ",", &save); t; t = strtok_r(NULL, ",", &save))
+            part_one(app, s, fx, t, m->n > 1 ? m->params[1] : NULL);
+    } else if (!strcmp(c, "NAMES")) {
+        if (m->n < 1) {
+            numeric(fx, s, 366, "* :End of /NAMES list.");
+            return;
+        }
+        char *save = NULL;
+        for (char *t = strtok_r(m->params[0], ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            int ch = channel_of(app, s, fx, t, false);
+            if (ch >= 0)
+                names(app, s, fx, ch, app->cs->chans[ch].name);
+        }
+    } else if (!strcmp(c, "TOPIC")) {
+        if (m->n < 1) {
+            numeric(fx, s, 461, "TOPIC :Not enough parameters");
+            return;
+        }
+        int ch = channel_of(app, s, fx, m->params[0], m->n > 1);
+        if (ch < 0)
+            return;
+        if (m->n == 1) {
+            topic_reply(app, s, fx, ch);
+            return;
+        }
+        chat_lock(app->cs);
+        struct chat_channel *cc = &app->cs->chans[ch];
+        snprintf(cc->topic, sizeof cc->topic, "%s", m->params[1]);
+        snprintf(cc->topic_by, sizeof cc->topic_by, "%s", s->account);
+        cc->topic_at = (int64_t)time(NULL);
+        char shown[CHAT_CHAN_MAX + 1];
+        strcpy(shown, cc->name);
+        chat_unlock(app->cs);
+        sendf(fx, ":%s!%s@" SERVER " TOPIC %s :%s", s->account, s->account, shown, m->params[1]);
+    } else if (!strcmp(c, "MOTD")) {
+        if (app->motd[0]) {
+            numeric(fx, s, 375, ":- " SERVER " Message of the day -");
+            numeric(fx, s, 372, ":- %.400s", app->motd);
+            numeric(fx, s, 376, ":End of /MOTD command.");
+        } else {
+            numeric(fx, s, 422, ":MOTD File is missing");
+        }
+    } else if (!strcmp(c, "WHO")) {
+        const char *mask = m->n ? m->params[0] : "*";
+        int ch = (mask[0] == '#' || mask[0] == '&') ? channel_of(app, s, fx, mask, false) : -1;
+        if (ch >= 0) {
+            chat_lock(app->cs);
+            for (unsigned i = 0; i < app->cs->nmember; i++) {
+                struct chat_member *mm = chat_member_at(app->cs, (int)i);
+                if (mm->used && chat_is_in(app->cs, (int)i, ch))
+                    numeric(fx, s, 352, "%s %s " SERVER " " SERVER " %s H :0 %s",
+                            app->cs->chans[ch].name, mm->account, mm->account, mm->account);
+            }
+            chat_unlock(app->cs);
+        }
+        numeric(fx, s, 315, "%s :End of /WHO list.", mask);
+    } else if (!strcmp(c, "MODE")) {
+        /* Modes are not supported; answer queries so clients settle. */
+        if (m->n >= 1 && (m->params[0][0] == '#' || m->params[0][0] == '&')) {
+            int ch = channel_of(app, s, fx, m->params[0], false);
+            if (ch >= 0 && m->n == 1)
+                numeric(fx, s, 324, "%s +nt", app->cs->chans[ch].name);
+            else if (ch >= 0 && m->n > 1 && strcmp(m->params[1], "b") && strcmp(m->params[1], "+b"))
+                numeric(fx, s, 482, "%s :Channel modes are not supported", m->params[0]);
+            else if (ch >= 0)
+                numeric(fx, s, 368, "%s :End of channel ban list", m->params[0]);
+        } else {
+            numeric(fx, s, 221, "+i");
+        }
+    } else if (!strcmp(c, "NICK")) {
+        if (m->n >= 1 && strcasecmp(m->params[0], s->account) != 0)
+            numeric(fx, s, 432, "%s :Your nick is your account name", m->params[0]);
+    } else if (!strcmp(c, "USER") || !strcmp(c, "PASS")) {
+        numeric(fx, s, 462, ":You may not reregister");
+    } else if (!strcmp(c, "AUTHENTICATE")) {
+        numeric(fx, s, 907, ":You have already authenticated using SASL");
+    } else {
+        numeric(fx, s, 421, "%s :Unknown command", c);
+    }
+}
+
+/* ---- the app callbacks --------------------------------------------------- */
+
+static void chat_open(void *state, void *session, yard_fx_t *fx)
+{
+    struct chat_app *app = state;
+    struct session *s = session;
+    s->slot = -1;
+    s->tokens = FLOOD_BURST;
+    s->tokens_at = fx->now_ns;
+    yard_fx_wake_at(fx, fx->now_ns + app->cfg->register_timeout_ns);
+}
+
+static void chat_timer(void *state, void *session, yard_fx_t *fx)
+{
+    struct chat_app *app = state;
+    struct session *s = session;
+    if (s->pending_fail && fx->now_ns >= s->fail_until) {
+        int code = s->pending_fail;
+        s->pending_fail = 0;
+        if (code == 904) {
+            numeric(fx, s, 904, ":SASL authentication failed");
+            try_register(app, s, fx); /* NICK and USER may be waiting */
+        } else {
+            numeric(fx, s, 464, ":Password incorrect");
+            sendf(fx, "ERROR :Closing Link: password incorrect");
+            yard_fx_close(fx, NULL);
+            return;
+        }
+        if (s->state != ST_READY)
+            yard_fx_wake_at(fx, fx->now_ns + app->cfg->register_timeout_ns);
+        return;
+    }
+    if (s->state != ST_READY) {
+        sendf(fx, "ERROR :Closing Link: registration timed out");
+        yard_fx_close(fx, NULL);
+    }
+    /* Otherwise: the flood-control pause is over; the engine offers the
+     * waiting input again. */
+}
+
+static size_t chat_data(void *state, void *session, const uint8_t *in, size_t n, yard_fx_t *fx)
+{
+    struct chat_app *app = state;
+    struct session *s = session;
+    size_t used = 0;
+    /* Refill the flood bucket. */
+    double dt = (double)(fx->now_ns - s->tokens_at) / 1e9;
+    s->tokens_at = fx->now_ns;
+    s->tokens = s->tokens + dt * FLOOD_RATE > FLOOD_BURST ? FLOOD_BURST : s->tokens + dt * FLOOD_RATE;
+    while (used < n && !fx->close && !fx->job && !s->pending_fail) {
+        const uint8_t *p = in + used;
+        size_t left = n - used;
+        const uint8_t *nl = memchr(p, '\n', left);
+        if (s->discarding) {
+            used += nl ? (size_t)(nl - p) + 1 : left;
+            if (nl)
+                s->discarding = false;
+            continue;
+        }
+        size_t tags = 0;
+        if (left && p[0] == '@') {
+            const uint8_t *sp = memchr(p, ' ', nl ? (size_t)(nl - p) : left);
+            tags = sp ? (size_t)(sp - p) + 1 : (nl ? (size_t)(nl - p) : left);
+        }
+        if (!nl) {
+            if (tags > LINE_MAX_TAGS + 1 || left - tags > LINE_MAX_MSG - 2 + 1) {
+                numeric(fx, s, 417, ":Input line was too long");
+                s->discarding = true;
+                used = n;
+            }
+            break; /* wait for the rest of the line */
+        }
+        size_t len = (size_t)(nl - p);
+        if (len && p[len - 1] == '\r')
+            len--;
+        used += (size_t)(nl - p) + 1;
+        if (tags > LINE_MAX_TAGS + 1 || len - (tags < len ? tags : len) > LINE_MAX_MSG - 2) {
+            numeric(fx, s, 417, ":Input line was too long");
+            continue;
+        }
+        if (len == 0)
+            continue;
+        if (memchr(p, 0, len)) {
+            numeric(fx, s, 421, "* :Line contains a NUL byte");
+            continue;
+        }
+        if (s->state == ST_READY) {
+            if (s->tokens < 1) {
+                /* Flooding: stop reading this client until a token is due. */
+                used -= (size_t)(nl - p) + 1;
+                yard_fx_wake_at(fx, fx->now_ns + (uint64_t)(1e9 / FLOOD_RATE));
+                break;
+            }
+            s->tokens -= 1;
+        }
+        char line[LINE_MAX_MSG + LINE_MAX_TAGS + 2];
+        memcpy(line, p, len);
+        line[len] = 0;
+        struct msg m;
+        if (parse(line, &m))
+            command(app, s, fx, &m);
+    }
+    if (fx->eof)
+        return n;
+    return used;
+}
+
+static void chat_close(void *state, void *session)
+{
+    struct chat_app *app = state;
+    struct session *s = session;
+    if (s->slot >= 0) {
+        chat_lock(app->cs);
+        chat_member_remove(app->cs, s->slot);
+        chat_unlock(app->cs);
+    }
+    if (s->it)
+        yard_chatlog_iter_close(s->it);
+    free(s->job); /* a job is never running here: the engine waits for it */
+    explicit_bzero(s->pass, sizeof s->pass);
+}
+
+static int chat_init(void **state, const yard_config_t *cfg, yard_shm_t *shm, char *err,
+                     size_t errlen)
+{
+    struct chat_app *app = yard_shm_alloc(shm, sizeof *app);
+    if (!app) {
+        snprintf(err, errlen, "shared region too small");
+        return -1;
+    }
+    app->cfg = cfg;
+    app->cs = yard_shm_alloc(shm, sizeof *app->cs);
+    app->bus = yard_bus_create(shm, 1);
+    unsigned members = cfg->max_conns > 0 && cfg->max_conns < 100000 ? (unsigned)cfg->max_conns : 16384;
+    if (!app->cs || !app->bus ||
+        chat_state_init(app->cs, shm, cfg->data_dir, cfg->max_channels, members, err, errlen) < 0) {
+        if (!err[0])
+            snprintf(err, errlen, "shared region too small");
+        return -1;
+    }
+    yard_chatlog_opts_t lo = {0};
+    yard_chatlog_opts_default(&lo);
+    lo.fsync = cfg->fsync_mode == YARD_FSYNC_ALWAYS  ? YARD_CHATLOG_FSYNC_ALWAYS
+               : cfg->fsync_mode == YARD_FSYNC_NEVER ? YARD_CHATLOG_FSYNC_NEVER
+                                                     : YARD_CHATLOG_FSYNC_INTERVAL;
+    lo.fsync_interval_ns = cfg->fsync_interval_ns;
+    lo.retain_s = cfg->retain_s;
+    yard_chatlog_recovery_t rec = {0};
+    if (yard_chatlog_open(cfg->data_dir, &lo, &app->log, &rec, err, errlen) < 0)
+        return -1;
+    if (rec.dropped_bytes)
+        yard_log_warn("chat: %s", rec.message);
+    yard_bus_publish(app->bus, 0, yard_chatlog_last_id(app->log));
+    struct crypt_data *cd = calloc(1, sizeof *cd);
+    bool ok = cd && yard_bcrypt_hash("not a password", 10, cd, app->dummy_hash);
+    free(cd);
+    if (!ok) {
+        snprintf(err, errlen, "bcrypt is not available");
+        return -1;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/motd", cfg->data_dir);
+    FILE *f = fopen(path, "re");
+    if (f) {
+        size_t got = fread(app->motd, 1, sizeof app->motd - 1, f);
+        app->motd[got] = 0;
+        fclose(f);
+    }
+    *state = app;
+    return 0;
+}
+
+static void chat_fini(void *state)
+{
+    struct chat_app *app = state;
+    yard_chatlog_sync(app->log);
+    yard_chatlog_close(app->log);
+    chat_state_fini(app->cs);
+}
+
+const yard_app_t yard_app_chat = {
+    .name = "chat",
+    .summary = "a chat service speaking an IRC subset: accounts, durable history, offline "
+               "catch-up",
+    .session_size = sizeof(struct session),
+    .init = chat_init,
+    .fini = chat_fini,
+    .open = chat_open,
+    .data = chat_data,
+    .timer = chat_timer,
+    .job_done = chat_job_done,
+    .close = chat_close,
+    .news = chat_news,
+};

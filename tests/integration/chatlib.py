@@ -1,0 +1,118 @@
+"""A small IRC client for the chat tests: register (PASS or SASL PLAIN), send
+lines, and wait for lines with a deadline (never sleep-and-hope)."""
+
+import base64
+import re
+import socket
+import subprocess
+import time
+
+from conftest import BIN
+
+CHAT = BIN / "yard-chat"
+
+
+def add_account(data, name, password, cost=4):
+    r = subprocess.run([CHAT, "account", "add", name, "--data", str(data), "--cost", str(cost)],
+                       input=password + "\n", capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+
+
+class Irc:
+    def __init__(self, port, host="127.0.0.1", timeout=10.0):
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.buf = b""
+        self.lines: list[str] = []   # every line received, in order
+        self.pos = 0                 # lines before this were consumed by expect()
+        self.closed = False
+
+    def send(self, *lines: str):
+        self.sock.sendall("".join(line + "\r\n" for line in lines).encode())
+
+    def _fill(self, deadline: float) -> bool:
+        left = deadline - time.monotonic()
+        if left <= 0 or self.closed:
+            return False
+        self.sock.settimeout(left)
+        try:
+            data = self.sock.recv(1 << 16)
+        except socket.timeout:
+            return False
+        except ConnectionResetError:
+            data = b""
+        if not data:
+            self.closed = True
+            return False
+        self.buf += data
+        while b"\r\n" in self.buf:
+            line, self.buf = self.buf.split(b"\r\n", 1)
+            self.lines.append(line.decode(errors="replace"))
+        return True
+
+    def expect(self, pattern: str, timeout: float = 10.0) -> re.Match:
+        """The next line (after those already matched) that matches pattern."""
+        rx = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        while True:
+            for i in range(self.pos, len(self.lines)):
+                m = rx.search(self.lines[i])
+                if m:
+                    self.pos = i + 1
+                    return m
+            if not self._fill(deadline):
+                raise AssertionError(f"no line matching {pattern!r} within {timeout}s; got "
+                                     f"{self.lines[self.pos:][-10:]} closed={self.closed}")
+
+    def wait_closed(self, timeout: float = 10.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while not self.closed:
+            if not self._fill(deadline) and not self.closed and time.monotonic() >= deadline:
+                return False
+        return True
+
+    def collect(self, pattern: str, count: int, timeout: float = 30.0) -> list[re.Match]:
+        """count lines matching pattern (from the unconsumed ones on)."""
+        rx = re.compile(pattern)
+        out = []
+        deadline = time.monotonic() + timeout
+        i = self.pos
+        while len(out) < count:
+            while i < len(self.lines) and len(out) < count:
+                m = rx.search(self.lines[i])
+                if m:
+                    out.append(m)
+                i += 1
+            if len(out) < count and not self._fill(deadline):
+                raise AssertionError(f"{len(out)} of {count} lines matching {pattern!r} within "
+                                     f"{timeout}s; last: {self.lines[-5:]}")
+        self.pos = i
+        return out
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def login_pass(port, name, password, **kw) -> Irc:
+    c = Irc(port, **kw)
+    c.send(f"PASS {password}", f"NICK {name}", f"USER {name} 0 * :{name}")
+    c.expect(r" 001 ")
+    return c
+
+
+def login_sasl(port, name, password, caps="sasl", **kw) -> Irc:
+    c = Irc(port, **kw)
+    c.send("CAP LS 302", f"NICK {name}", f"USER {name} 0 * :{name}")
+    c.expect(r"CAP \S+ LS ")
+    c.send(f"CAP REQ :{caps}")
+    c.expect(r"CAP \S+ ACK ")
+    c.send("AUTHENTICATE PLAIN")
+    c.expect(r"^AUTHENTICATE \+")
+    payload = base64.b64encode(f"\0{name}\0{password}".encode()).decode()
+    c.send(f"AUTHENTICATE {payload}")
+    c.expect(r" 903 ")
+    c.send("CAP END")
+    c.expect(r" 001 ")
+    return c
