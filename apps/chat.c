@@ -29,11 +29,11 @@
 #include "yard/chatlog.h"
 #include "yard/clock.h"
 #include "yard/log.h"
+#include "yard/proto_ircline.h"
 
 #define SERVER "yard"
-#define LINE_MAX_MSG 512 /* the message part, CRLF included (RFC 1459) */
-#define LINE_MAX_TAGS 8191
-#define PARAMS_MAX 15
+#define LINE_MAX_MSG YARD_IRC_MSG_MAX
+#define LINE_MAX_TAGS YARD_IRC_TAGS_MAX
 #define NEWS_BATCH 1024 /* records relayed per news call before yielding */
 #define FLOOD_BURST 200.0
 #define FLOOD_RATE 100.0 /* lines per second, sustained */
@@ -130,61 +130,6 @@ static void format_time(char *out, size_t cap, int64_t ns)
     snprintf(out + n, cap - n, ".%03dZ", (int)(ns / 1000000 % 1000));
 }
 
-/* ---- a small IRC line parser -------------------------------------------- */
-
-struct msg {
-    char *cmd;
-    char *params[PARAMS_MAX];
-    int n;
-};
-
-/* Split one line (no CR/LF, NUL-terminated, writable) into its command and
- * parameters; tags and a source prefix from the client are ignored.
- * false when there is no command. */
-static bool parse(char *line, struct msg *m)
-{
-    char *p = line;
-    m->n = 0;
-    if (*p == '@') { /* tags: skipped (clients send none we use) */
-        p = strchr(p, ' ');
-        if (!p)
-            return false;
-    }
-    while (*p == ' ')
-        p++;
-    if (*p == ':') { /* a source prefix: ignored, the account is the source */
-        p = strchr(p, ' ');
-        if (!p)
-            return false;
-        while (*p == ' ')
-            p++;
-    }
-    if (!*p)
-        return false;
-    m->cmd = p;
-    p = strchr(p, ' ');
-    if (p)
-        *p++ = 0;
-    for (char *c = m->cmd; *c; c++)
-        if (*c >= 'a' && *c <= 'z')
-            *c = (char)(*c - 'a' + 'A');
-    while (p && *p) {
-        while (*p == ' ')
-            p++;
-        if (!*p)
-            break;
-        if (*p == ':' || m->n == PARAMS_MAX - 1) {
-            m->params[m->n++] = *p == ':' ? p + 1 : p;
-            break;
-        }
-        m->params[m->n++] = p;
-        p = strchr(p, ' ');
-        if (p)
-            *p++ = 0;
-    }
-    return true;
-}
-
 static bool valid_channel(const char *c)
 {
     size_t n = strlen(c);
@@ -194,43 +139,6 @@ static bool valid_channel(const char *c)
         if (c[i] == ' ' || c[i] == ',' || c[i] == 7 || c[i] == ':' || (unsigned char)c[i] < 32)
             return false;
     return true;
-}
-
-static int b64val(char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    return c == '+' ? 62 : c == '/' ? 63 : -1;
-}
-
-/* Base64 (with padding) into out; the length, or -1. */
-static long b64decode(const char *in, size_t n, char *out, size_t cap)
-{
-    if (n % 4)
-        return -1;
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 4) {
-        int v[4];
-        for (int k = 0; k < 4; k++) {
-            v[k] = in[i + k] == '=' && i + 4 == n && k >= 2 ? 0 : b64val(in[i + k]);
-            if (v[k] < 0)
-                return -1;
-        }
-        uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
-        int bytes = in[i + 2] == '=' ? 1 : in[i + 3] == '=' ? 2 : 3;
-        if (o + (size_t)bytes > cap)
-            return -1;
-        out[o++] = (char)(w >> 16);
-        if (bytes > 1)
-            out[o++] = (char)(w >> 8);
-        if (bytes > 2)
-            out[o++] = (char)w;
-    }
-    return (long)o;
 }
 
 /* ---- the log and the news ------------------------------------------------ */
@@ -657,7 +565,7 @@ static void part_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
     sendf(fx, ":%s!%s@" SERVER " PART %s :%s", s->account, s->account, shown, why ? why : "");
 }
 
-static void message(struct chat_app *app, struct session *s, yard_fx_t *fx, const struct msg *m,
+static void message(struct chat_app *app, struct session *s, yard_fx_t *fx, const yard_irc_msg_t *m,
                     int type)
 {
     bool notice = type == YARD_LOGREC_NOTICE;
@@ -705,7 +613,7 @@ static void message(struct chat_app *app, struct session *s, yard_fx_t *fx, cons
 
 /* ---- the command table --------------------------------------------------- */
 
-static void cap(struct chat_app *app, struct session *s, yard_fx_t *fx, const struct msg *m)
+static void cap(struct chat_app *app, struct session *s, yard_fx_t *fx, const yard_irc_msg_t *m)
 {
     const char *sub = m->n ? m->params[0] : "";
     if (!strcasecmp(sub, "LS") || !strcasecmp(sub, "LIST")) {
@@ -753,7 +661,7 @@ static void cap(struct chat_app *app, struct session *s, yard_fx_t *fx, const st
 }
 
 static void authenticate(struct chat_app *app, struct session *s, yard_fx_t *fx,
-                         const struct msg *m)
+                         const yard_irc_msg_t *m)
 {
     if (s->state == ST_READY || s->sasl_done) {
         numeric(fx, s, 907, ":You have already authenticated using SASL");
@@ -795,23 +703,20 @@ static void authenticate(struct chat_app *app, struct session *s, yard_fx_t *fx,
         return;
     s->sasl_plain = false;
     char plain[768];
-    long len = b64decode(s->sasl_buf, s->sasl_len, plain, sizeof plain);
+    long len = yard_b64decode(s->sasl_buf, s->sasl_len, plain, sizeof plain);
     explicit_bzero(s->sasl_buf, sizeof s->sasl_buf);
-    /* authzid NUL authcid NUL password */
-    char *z1 = len > 0 ? memchr(plain, 0, (size_t)len) : NULL;
-    char *z2 = z1 ? memchr(z1 + 1, 0, (size_t)(plain + len - z1 - 1)) : NULL;
-    if (!z2 || z2 == z1 + 1 || z2 + 1 == plain + len || memchr(z2 + 1, 0, (size_t)(plain + len - z2 - 1)) ||
-        (z1 != plain && (z1 - plain != z2 - z1 - 1 || memcmp(plain, z1 + 1, (size_t)(z1 - plain))))) {
+    const char *user, *pass;
+    size_t ulen, plen;
+    if (len <= 0 || !yard_sasl_plain_split(plain, (size_t)len, &user, &ulen, &pass, &plen)) {
         numeric(fx, s, 904, ":SASL authentication failed (malformed PLAIN)");
         explicit_bzero(plain, sizeof plain);
         return;
     }
-    start_auth(app, s, fx, z1 + 1, (size_t)(z2 - z1 - 1), z2 + 1, (size_t)(plain + len - z2 - 1),
-               true);
+    start_auth(app, s, fx, user, ulen, pass, plen, true);
     explicit_bzero(plain, sizeof plain);
 }
 
-static void command(struct chat_app *app, struct session *s, yard_fx_t *fx, struct msg *m)
+static void command(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
     const char *c = m->cmd;
     if (!strcmp(c, "PING")) {
@@ -1022,57 +927,48 @@ static size_t chat_data(void *state, void *session, const uint8_t *in, size_t n,
     s->tokens_at = fx->now_ns;
     s->tokens = s->tokens + dt * FLOOD_RATE > FLOOD_BURST ? FLOOD_BURST : s->tokens + dt * FLOOD_RATE;
     while (used < n && !fx->close && !fx->job && !s->pending_fail) {
-        const uint8_t *p = in + used;
+        const char *p = (const char *)in + used;
         size_t left = n - used;
-        const uint8_t *nl = memchr(p, '\n', left);
         if (s->discarding) {
+            const char *nl = memchr(p, '\n', left);
             used += nl ? (size_t)(nl - p) + 1 : left;
-            if (nl)
-                s->discarding = false;
+            s->discarding = !nl;
             continue;
         }
-        size_t tags = 0;
-        if (left && p[0] == '@') {
-            const uint8_t *sp = memchr(p, ' ', nl ? (size_t)(nl - p) : left);
-            tags = sp ? (size_t)(sp - p) + 1 : (nl ? (size_t)(nl - p) : left);
-        }
-        if (!nl) {
-            if (tags > LINE_MAX_TAGS + 1 || left - tags > LINE_MAX_MSG - 2 + 1) {
-                numeric(fx, s, 417, ":Input line was too long");
-                s->discarding = true;
-                used = n;
-            }
+        size_t start = 0, len = 0, u = 0;
+        int f = yard_irc_frame(p, left, &start, &len, &u);
+        if (f == YARD_IRC_NEED) {
+            used += u;
             break; /* wait for the rest of the line */
         }
-        size_t len = (size_t)(nl - p);
-        if (len && p[len - 1] == '\r')
-            len--;
-        used += (size_t)(nl - p) + 1;
-        if (tags > LINE_MAX_TAGS + 1 || len - (tags < len ? tags : len) > LINE_MAX_MSG - 2) {
+        if (f != YARD_IRC_LINE) {
             numeric(fx, s, 417, ":Input line was too long");
+            s->discarding = f == YARD_IRC_TOOLONG_OPEN;
+            used += u;
             continue;
         }
-        if (len == 0)
-            continue;
-        if (memchr(p, 0, len)) {
+        if (memchr(p + start, 0, len)) {
             numeric(fx, s, 421, "* :Line contains a NUL byte");
+            used += u;
             continue;
         }
         if (s->state == ST_READY) {
             if (s->tokens < 1) {
                 /* Flooding: stop reading this client until a token is due. */
-                used -= (size_t)(nl - p) + 1;
                 yard_fx_wake_at(fx, fx->now_ns + (uint64_t)(1e9 / FLOOD_RATE));
                 break;
             }
             s->tokens -= 1;
         }
+        used += u;
         char line[LINE_MAX_MSG + LINE_MAX_TAGS + 2];
-        memcpy(line, p, len);
+        memcpy(line, p + start, len);
         line[len] = 0;
-        struct msg m;
-        if (parse(line, &m))
+        yard_irc_msg_t m;
+        if (yard_irc_parse(line, &m))
             command(app, s, fx, &m);
+        else
+            numeric(fx, s, 421, "* :Not a command");
     }
     if (fx->eof)
         return n;

@@ -1,0 +1,48 @@
+/* IRC lines, pure (no I/O): framing a byte stream into lines with RFC 1459
+ * and IRCv3 limits, splitting a line into command and parameters, base64
+ * and the SASL PLAIN payload. What the chat app needs, fuzzed
+ * (fuzz/fuzz_ircline.c). */
+#ifndef YARD_PROTO_IRCLINE_H
+#define YARD_PROTO_IRCLINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define YARD_IRC_MSG_MAX 512   /* the message part, CRLF included (RFC 1459) */
+#define YARD_IRC_TAGS_MAX 8191 /* IRCv3 message tags, '@' and the space included */
+#define YARD_IRC_PARAMS_MAX 15
+
+enum yard_irc_frame {
+    YARD_IRC_LINE = 1,          /* a line at p + *start, *len bytes (no CR/LF) */
+    YARD_IRC_NEED = 0,          /* no complete line yet */
+    YARD_IRC_TOOLONG = -1,      /* over the limits, newline included in *used */
+    YARD_IRC_TOOLONG_OPEN = -2  /* over the limits and not ended yet: skip *used bytes
+                                 * and keep discarding up to the next newline */
+};
+
+/* Find the next line in p[0..n); *used is what to consume in every case.
+ * Lines end with LF, an optional CR before it is dropped; empty lines are
+ * skipped. */
+int yard_irc_frame(const char *p, size_t n, size_t *start, size_t *len, size_t *used);
+
+typedef struct yard_irc_msg {
+    char *cmd; /* upper-cased in place */
+    char *params[YARD_IRC_PARAMS_MAX];
+    int n;
+} yard_irc_msg_t;
+
+/* Split a NUL-terminated line, in place. Tags and a source prefix are
+ * skipped (the server takes neither from a client); the 15th parameter
+ * takes the rest of the line. false when there is no valid command
+ * (letters, or three digits). */
+bool yard_irc_parse(char *line, yard_irc_msg_t *m);
+
+/* Base64 with padding; the decoded length or -1. */
+long yard_b64decode(const char *in, size_t n, char *out, size_t cap);
+
+/* SASL PLAIN "authzid NUL authcid NUL password": false when malformed, or
+ * when an authzid is given and differs from authcid. */
+bool yard_sasl_plain_split(const char *p, size_t n, const char **user, size_t *user_len,
+                           const char **pass, size_t *pass_len);
+
+#endif

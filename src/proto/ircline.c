@@ -1,0 +1,146 @@
+/* IRC lines (include/yard/proto_ircline.h). */
+#include "yard/proto_ircline.h"
+
+#include <string.h>
+
+int yard_irc_frame(const char *p, size_t n, size_t *start, size_t *len, size_t *used)
+{
+    size_t skip = 0;
+    while (skip < n && (p[skip] == '\n' || p[skip] == '\r'))
+        skip++; /* empty lines */
+    p += skip;
+    n -= skip;
+    const char *nl = memchr(p, '\n', n);
+    size_t line = nl ? (size_t)(nl - p) : n;
+    size_t body = line && nl && p[line - 1] == '\r' ? line - 1 : line;
+    size_t tags = 0;
+    if (body && p[0] == '@') {
+        const char *sp = memchr(p, ' ', body);
+        tags = sp ? (size_t)(sp - p) + 1 : body;
+    }
+    bool over = tags > YARD_IRC_TAGS_MAX || body - tags > YARD_IRC_MSG_MAX - 2;
+    if (!nl) {
+        /* Without its end the line can still be judged too long. */
+        if (over && (tags > YARD_IRC_TAGS_MAX || body - tags > YARD_IRC_MSG_MAX - 1)) {
+            *used = skip + n;
+            return YARD_IRC_TOOLONG_OPEN;
+        }
+        *used = skip;
+        return YARD_IRC_NEED;
+    }
+    *used = skip + line + 1;
+    if (over)
+        return YARD_IRC_TOOLONG;
+    *start = skip;
+    *len = body;
+    return YARD_IRC_LINE;
+}
+
+bool yard_irc_parse(char *line, yard_irc_msg_t *m)
+{
+    char *p = line;
+    m->n = 0;
+    if (*p == '@') {
+        p = strchr(p, ' ');
+        if (!p)
+            return false;
+    }
+    while (*p == ' ')
+        p++;
+    if (*p == ':') {
+        p = strchr(p, ' ');
+        if (!p)
+            return false;
+        while (*p == ' ')
+            p++;
+    }
+    if (!*p)
+        return false;
+    m->cmd = p;
+    p = strchr(p, ' ');
+    if (p)
+        *p++ = 0;
+    size_t cl = strlen(m->cmd);
+    bool digits = cl == 3, letters = cl > 0;
+    for (char *c = m->cmd; *c; c++) {
+        if (*c >= 'a' && *c <= 'z')
+            *c = (char)(*c - 'a' + 'A');
+        digits = digits && *c >= '0' && *c <= '9';
+        letters = letters && *c >= 'A' && *c <= 'Z';
+    }
+    if (!digits && !letters)
+        return false;
+    while (p && *p) {
+        while (*p == ' ')
+            p++;
+        if (!*p)
+            break;
+        if (*p == ':' || m->n == YARD_IRC_PARAMS_MAX - 1) {
+            m->params[m->n++] = *p == ':' ? p + 1 : p;
+            break;
+        }
+        m->params[m->n++] = p;
+        p = strchr(p, ' ');
+        if (p)
+            *p++ = 0;
+    }
+    return true;
+}
+
+static int b64val(char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+long yard_b64decode(const char *in, size_t n, char *out, size_t cap)
+{
+    if (n % 4)
+        return -1;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 4) {
+        bool last = i + 4 == n;
+        int pad = last && in[i + 3] == '=' ? (in[i + 2] == '=' ? 2 : 1) : 0;
+        int v[4];
+        for (int k = 0; k < 4; k++) {
+            v[k] = k >= 4 - pad ? 0 : b64val(in[i + k]);
+            if (v[k] < 0)
+                return -1;
+        }
+        unsigned w = (unsigned)v[0] << 18 | (unsigned)v[1] << 12 | (unsigned)v[2] << 6 |
+                     (unsigned)v[3];
+        int bytes = 3 - pad;
+        if (o + (size_t)bytes > cap)
+            return -1;
+        out[o++] = (char)(w >> 16);
+        if (bytes > 1)
+            out[o++] = (char)(w >> 8);
+        if (bytes > 2)
+            out[o++] = (char)w;
+    }
+    return (long)o;
+}
+
+bool yard_sasl_plain_split(const char *p, size_t n, const char **user, size_t *user_len,
+                           const char **pass, size_t *pass_len)
+{
+    const char *z1 = memchr(p, 0, n);
+    if (!z1)
+        return false;
+    const char *z2 = memchr(z1 + 1, 0, (size_t)(p + n - z1 - 1));
+    if (!z2 || memchr(z2 + 1, 0, (size_t)(p + n - z2 - 1)))
+        return false;
+    size_t zl = (size_t)(z1 - p), ul = (size_t)(z2 - z1 - 1), pl = (size_t)(p + n - z2 - 1);
+    if (!ul || !pl || (zl && (zl != ul || memcmp(p, z1 + 1, ul) != 0)))
+        return false;
+    *user = z1 + 1;
+    *user_len = ul;
+    *pass = z2 + 1;
+    *pass_len = pl;
+    return true;
+}

@@ -1,0 +1,309 @@
+/* The durable chat log: append and iterate, rotation, reopen, torn tails,
+ * many processes and threads appending at once, iterators that see later
+ * appends, a second server refused, pruning, and a failed write (file size
+ * limit) that leaves no half record. */
+#include <errno.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test.h"
+#include "yard/chatlog.h"
+
+static char root[256];
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)st, (void)flag, (void)f;
+    return remove(p);
+}
+
+static void fresh(char *dir, const char *name)
+{
+    snprintf(dir, 512, "%s/%s", root, name);
+}
+
+static yard_chatlog_t *open_log(const char *dir, uint64_t seg_bytes, yard_chatlog_recovery_t *rec)
+{
+    yard_chatlog_opts_t o;
+    yard_chatlog_opts_default(&o);
+    if (seg_bytes)
+        o.segment_bytes = seg_bytes;
+    yard_chatlog_t *log = NULL;
+    char err[512];
+    yard_chatlog_recovery_t dummy;
+    int rc = yard_chatlog_open(dir, &o, &log, rec ? rec : &dummy, err, sizeof err);
+    if (rc < 0)
+        TEST_FAIL("open %s: %s", dir, err);
+    return log;
+}
+
+static uint64_t append(yard_chatlog_t *log, const char *text)
+{
+    uint64_t id;
+    int64_t ts;
+    int rc = yard_chatlog_append(log, YARD_LOGREC_MESSAGE, "alice", 5, "#room", 5, text,
+                                 strlen(text), &id, &ts);
+    ASSERT_EQ(rc, 0);
+    ASSERT(ts > 0);
+    return id;
+}
+
+static void test_append_iterate_rotate_reopen(void)
+{
+    char dir[512];
+    fresh(dir, "basic");
+    yard_chatlog_t *log = open_log(dir, 400, NULL); /* a few records per segment */
+    for (int i = 1; i <= 50; i++) {
+        char t[32];
+        snprintf(t, sizeof t, "message %d", i);
+        ASSERT_U64_EQ(append(log, t), (uint64_t)i);
+    }
+    ASSERT_U64_EQ(yard_chatlog_last_id(log), 50);
+    yard_chatlog_verify_t v;
+    ASSERT_EQ(yard_chatlog_verify(dir, &v), 0);
+    ASSERT_U64_EQ(v.records, 50);
+    ASSERT(v.segments > 5);
+    /* From the middle, across segments. */
+    yard_chatlog_iter_t *it;
+    ASSERT_EQ(yard_chatlog_iter_open(log, 23, &it), 0);
+    yard_chatlog_rec_t r;
+    for (uint64_t want = 23; want <= 50; want++) {
+        ASSERT_EQ(yard_chatlog_next(it, &r), 1);
+        ASSERT_U64_EQ(r.id, want);
+        char t[32];
+        int n = snprintf(t, sizeof t, "message %d", (int)want);
+        ASSERT_EQ(r.text_len, n);
+        ASSERT_MEM_EQ(r.text, t, (size_t)n);
+    }
+    ASSERT_EQ(yard_chatlog_next(it, &r), 0);
+    /* It sees what comes later. */
+    append(log, "later");
+    ASSERT_EQ(yard_chatlog_next(it, &r), 1);
+    ASSERT_U64_EQ(r.id, 51);
+    yard_chatlog_iter_close(it);
+    /* A second server on the same directory is refused. */
+    yard_chatlog_opts_t o;
+    yard_chatlog_opts_default(&o);
+    yard_chatlog_t *other = NULL;
+    yard_chatlog_recovery_t rec;
+    char err[512];
+    ASSERT(yard_chatlog_open(dir, &o, &other, &rec, err, sizeof err) < 0);
+    ASSERT(strstr(err, "another server is using this log"));
+    yard_chatlog_close(log);
+    /* Reopen: ids go on. */
+    log = open_log(dir, 400, &rec);
+    ASSERT_U64_EQ(rec.dropped_bytes, 0);
+    ASSERT_U64_EQ(append(log, "after reopen"), 52);
+    yard_chatlog_close(log);
+}
+
+static void test_torn_tail(void)
+{
+    char dir[512], seg[1024];
+    fresh(dir, "torn");
+    yard_chatlog_t *log = open_log(dir, 0, NULL);
+    for (int i = 0; i < 5; i++)
+        append(log, "x");
+    yard_chatlog_close(log);
+    snprintf(seg, sizeof seg, "%s/log/%020d.seg", dir, 1);
+    struct stat st;
+    ASSERT_EQ(stat(seg, &st), 0);
+    /* Cut the last record in half. */
+    ASSERT_EQ(truncate(seg, st.st_size - 7), 0);
+    yard_chatlog_recovery_t rec;
+    log = open_log(dir, 0, &rec);
+    ASSERT(rec.dropped_bytes > 0);
+    ASSERT(strstr(rec.message, "torn or corrupt tail"));
+    ASSERT_U64_EQ(yard_chatlog_last_id(log), 4);
+    ASSERT_U64_EQ(append(log, "y"), 5);
+    yard_chatlog_close(log);
+    yard_chatlog_verify_t v;
+    ASSERT_EQ(yard_chatlog_verify(dir, &v), 0);
+    /* Garbage in the middle is found by verify. */
+    FILE *f = fopen(seg, "r+");
+    ASSERT(f);
+    fseek(f, 40, SEEK_SET);
+    fputc('!', f);
+    fclose(f);
+    ASSERT_EQ(yard_chatlog_verify(dir, &v), -EBADMSG);
+    ASSERT(strstr(v.problem, "do not decode"));
+}
+
+struct thr {
+    yard_chatlog_t *log;
+    int who, n;
+};
+
+static void *thread_appender(void *arg)
+{
+    struct thr *t = arg;
+    for (int i = 0; i < t->n; i++) {
+        char text[32];
+        snprintf(text, sizeof text, "t%d-%d", t->who, i);
+        uint64_t id;
+        int64_t ts;
+        if (yard_chatlog_append(t->log, YARD_LOGREC_MESSAGE, "bob", 3, "#x", 2, text,
+                                strlen(text), &id, &ts) != 0)
+            abort();
+    }
+    return NULL;
+}
+
+static void test_many_writers(void)
+{
+    char dir[512];
+    fresh(dir, "many");
+    yard_chatlog_t *log = open_log(dir, 4096, NULL);
+    /* Processes first (TSan: no fork after threads). */
+    enum { PROCS = 4, PER = 500, THREADS = 3 };
+    pid_t pids[PROCS];
+    for (int p = 0; p < PROCS; p++) {
+        pids[p] = fork();
+        ASSERT(pids[p] >= 0);
+        if (pids[p] == 0) {
+            for (int i = 0; i < PER; i++) {
+                char text[32];
+                snprintf(text, sizeof text, "p%d-%d", p, i);
+                uint64_t id;
+                int64_t ts;
+                if (yard_chatlog_append(log, YARD_LOGREC_MESSAGE, "carol", 5, "#x", 2, text,
+                                        strlen(text), &id, &ts) != 0)
+                    _exit(1);
+            }
+            _exit(0);
+        }
+    }
+    for (int p = 0; p < PROCS; p++) {
+        int status;
+        ASSERT_EQ(waitpid(pids[p], &status, 0), pids[p]);
+        ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    pthread_t t[THREADS];
+    struct thr a[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        a[i] = (struct thr){log, i, PER};
+        ASSERT_EQ(pthread_create(&t[i], NULL, thread_appender, &a[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    uint64_t total = (PROCS + THREADS) * PER;
+    ASSERT_U64_EQ(yard_chatlog_last_id(log), total);
+    /* Every message exactly once, ids 1..total without gaps. */
+    static unsigned char seen[PROCS + THREADS][PER];
+    memset(seen, 0, sizeof seen);
+    yard_chatlog_iter_t *it;
+    ASSERT_EQ(yard_chatlog_iter_open(log, 1, &it), 0);
+    yard_chatlog_rec_t r;
+    uint64_t want = 1;
+    while (yard_chatlog_next(it, &r) == 1) {
+        ASSERT_U64_EQ(r.id, want);
+        want++;
+        char text[32];
+        snprintf(text, sizeof text, "%.*s", (int)r.text_len, r.text);
+        int w, i;
+        char kind;
+        ASSERT_EQ(sscanf(text, "%c%d-%d", &kind, &w, &i), 3);
+        int row = kind == 'p' ? w : PROCS + w;
+        ASSERT_EQ(seen[row][i], 0);
+        seen[row][i] = 1;
+    }
+    ASSERT_U64_EQ(want, total + 1);
+    yard_chatlog_iter_close(it);
+    yard_chatlog_close(log);
+    yard_chatlog_verify_t v;
+    ASSERT_EQ(yard_chatlog_verify(dir, &v), 0);
+    ASSERT_U64_EQ(v.records, total);
+}
+
+static void test_prune(void)
+{
+    char dir[512];
+    fresh(dir, "prune");
+    yard_chatlog_opts_t o;
+    yard_chatlog_opts_default(&o);
+    o.segment_bytes = 200;
+    o.retain_s = 3600;
+    yard_chatlog_t *log = NULL;
+    yard_chatlog_recovery_t rec;
+    char err[512];
+    ASSERT_EQ(yard_chatlog_open(dir, &o, &log, &rec, err, sizeof err), 0);
+    for (int i = 0; i < 20; i++)
+        append(log, "some text to fill segments");
+    yard_chatlog_verify_t v;
+    ASSERT_EQ(yard_chatlog_verify(dir, &v), 0);
+    uint64_t before = v.segments;
+    ASSERT(before > 3);
+    /* Age every segment by two hours: all but the active one go. */
+    char path[1024];
+    snprintf(path, sizeof path, "%s/log", dir);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "touch -d '-2 hours' %s/*.seg", path);
+    ASSERT_EQ(system(cmd), 0);
+    int deleted = yard_chatlog_prune(log, (int64_t)time(NULL));
+    ASSERT_EQ(deleted, (int)before - 1);
+    ASSERT_EQ(yard_chatlog_verify(dir, &v), 0);
+    ASSERT_U64_EQ(v.segments, 1);
+    /* Appends and an iterator from a pruned id still work. */
+    uint64_t id = append(log, "after prune");
+    yard_chatlog_iter_t *it;
+    ASSERT_EQ(yard_chatlog_iter_open(log, 1, &it), 0);
+    yard_chatlog_rec_t r;
+    uint64_t last = 0;
+    while (yard_chatlog_next(it, &r) == 1)
+        last = r.id;
+    ASSERT_U64_EQ(last, id);
+    yard_chatlog_iter_close(it);
+    yard_chatlog_close(log);
+}
+
+static void test_failed_write_leaves_no_half_record(void)
+{
+    char dir[512];
+    fresh(dir, "full");
+    yard_chatlog_t *log = open_log(dir, 0, NULL);
+    append(log, "first");
+    /* A file size limit stands in for a full disk: the write fails (EFBIG
+     * with SIGXFSZ ignored), nothing of it stays, the next append works. */
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit old, lim;
+    getrlimit(RLIMIT_FSIZE, &old);
+    lim = old;
+    lim.rlim_cur = 100;
+    setrlimit(RLIMIT_FSIZE, &lim);
+    char big[900];
+    memset(big, 'z', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    uint64_t id;
+    int64_t ts;
+    int rc = yard_chatlog_append(log, YARD_LOGREC_MESSAGE, "alice", 5, "#room", 5, big,
+                                 strlen(big), &id, &ts);
+    setrlimit(RLIMIT_FSIZE, &old);
+    ASSERT(rc < 0);
+    ASSERT_U64_EQ(append(log, "second"), 2);
+    yard_chatlog_close(log);
+    yard_chatlog_verify_t v;
+    ASSERT_EQ(yard_chatlog_verify(dir, &v), 0);
+    ASSERT_U64_EQ(v.records, 2);
+}
+
+int main(void)
+{
+    snprintf(root, sizeof root, "/tmp/yard-test-chatlog-XXXXXX");
+    ASSERT(mkdtemp(root));
+    test_many_writers(); /* forks: before any thread exists */
+    test_append_iterate_rotate_reopen();
+    test_torn_tail();
+    test_prune();
+    test_failed_write_leaves_no_half_record();
+    nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    return 0;
+}
