@@ -4,5 +4,6 @@
 
 int chat_account_main(int argc, char **argv);
 int chat_log_main(int argc, char **argv);
+int chat_connect_main(int argc, char **argv);
 
 #endif

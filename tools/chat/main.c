@@ -1,5 +1,4 @@
-/* yard-chat: the chat service's tool. `yard-chat account ...` manages the
- * accounts of a server's data directory. */
+/* yard-chat: the chat service's tool: accounts, the log, the client. */
 #include <stdio.h>
 #include <string.h>
 
@@ -9,6 +8,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: yard-chat account add|remove|list [NAME] --data DIR [--cost N]\n"
                "       yard-chat log verify|dump --data DIR [--from ID]\n"
+               "       yard-chat connect HOST:PORT --user NAME [--join #chan]... [--plain]\n"
+               "                 [--password-file FILE]\n"
                "\n"
                "  account add NAME     create an account; the password is read from the\n"
                "                       terminal (twice, not echoed) or, when stdin is not a\n"
@@ -22,6 +23,12 @@ static void usage(FILE *f)
                "                       gaps; exit 1 and say where when it is damaged\n"
                "  log dump             print the log's records as JSON lines (id, ts_ns, type,\n"
                "                       sender, target, text), from --from ID on\n"
+               "  connect              the chat client: a terminal UI (PgUp/PgDn scroll back,\n"
+               "                       /join /part /msg /me /quit), or with --plain lines from\n"
+               "                       stdin and received lines on stdout. The password comes\n"
+               "                       from YARD_PASSWORD, --password-file (mode 0600) or a\n"
+               "                       prompt; never argv. It reconnects with back-off and\n"
+               "                       catches up through the server's replay.\n"
                "\n"
                "Exit status: 0 done, 1 failed (the message says why), 2 usage error.\n");
 }
@@ -36,6 +43,8 @@ int main(int argc, char **argv)
         return chat_account_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "log"))
         return chat_log_main(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "connect"))
+        return chat_connect_main(argc - 1, argv + 1);
     fprintf(stderr, "yard-chat: unknown command '%s' (try --help)\n", argv[1]);
     return 2;
 }

@@ -1,0 +1,233 @@
+"""Clients of the chat service: yard-chat connect (--plain and its ncurses UI
+in a pseudo-terminal), reconnection with catch-up, and a real IRC client,
+ii (Debian's package), logging in, joining, sending and receiving."""
+
+import os
+import pty
+import queue
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+from chatlib import CHAT, add_account, login_pass
+from conftest import BIN, wait_for
+
+pytestmark = pytest.mark.skipif(not CHAT.exists(), reason="yard-chat is not built")
+
+
+@pytest.fixture
+def data(tmp_path):
+    d = tmp_path / "data"
+    for name in ("alice", "bob", "carol"):
+        add_account(d, name, f"pw-{name}")
+    return d
+
+
+def serve(start_server, data, port=0):
+    return start_server([BIN / "yard-serve", "--app", "chat", "--model", "epoll", "--listen",
+                         f"127.0.0.1:{port}", "--data", data])
+
+
+class Plain:
+    """yard-chat connect --plain with its stdout read by a thread."""
+
+    def __init__(self, port, user, *args, env_password=True):
+        env = dict(os.environ)
+        if env_password:
+            env["YARD_PASSWORD"] = f"pw-{user}"
+        self.p = subprocess.Popen([CHAT, "connect", f"127.0.0.1:{port}", "--user", user, "--plain",
+                                   *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, env=env)
+        self.q: queue.Queue = queue.Queue()
+        self.lines: list[str] = []
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self):
+        for line in self.p.stdout:
+            self.q.put(line.rstrip("\n"))
+        self.q.put(None)
+
+    def expect(self, needle, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        for line in self.lines:
+            if needle in line:
+                self.lines.remove(line)
+                return line
+        while time.monotonic() < deadline:
+            try:
+                line = self.q.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            if needle in line:
+                return line
+            self.lines.append(line)
+        raise AssertionError(f"no line with {needle!r}; got {self.lines[-10:]}")
+
+    def say(self, line):
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+
+    def finish(self, timeout=10):
+        self.p.stdin.close()
+        return self.p.wait(timeout)
+
+
+def test_plain_clients_talk(start_server, data):
+    srv = serve(start_server, data)
+    a = Plain(srv.port, "alice", "--join", "#room")
+    a.expect("* joined #room")
+    b = Plain(srv.port, "bob", "--join", "#room")
+    b.expect("* joined #room")
+    b.say("hello alice")
+    b.say("/me waves")
+    b.say("/msg alice just you")
+    a.expect("[#room] <bob> hello alice")
+    a.expect("[#room] * bob waves")
+    a.expect("[alice] <bob> just you")
+    a.say("/part")
+    a.expect("* left #room")
+    a.say("/quit")
+    assert a.p.wait(10) == 0
+    assert b.finish() == 0
+
+
+def test_password_sources(start_server, data, tmp_path):
+    srv = serve(start_server, data)
+    pw = tmp_path / "pw"
+    pw.write_text("pw-carol\n")
+    pw.chmod(0o644)
+    r = subprocess.run([CHAT, "connect", f"127.0.0.1:{srv.port}", "--user", "carol", "--plain",
+                        "--password-file", pw], capture_output=True, text=True, timeout=10,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 1 and "readable by others" in r.stderr
+    pw.chmod(0o600)
+    c = Plain(srv.port, "carol", "--password-file", str(pw), "--join", "#x", env_password=False)
+    c.expect("* joined #x")
+    assert c.finish() == 0
+    # No password anywhere and no terminal: a clear refusal.
+    r = subprocess.run([CHAT, "connect", f"127.0.0.1:{srv.port}", "--user", "carol", "--plain"],
+                       capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL,
+                       env={k: v for k, v in os.environ.items() if k != "YARD_PASSWORD"},
+                       start_new_session=True)
+    assert r.returncode == 1 and "no password" in r.stderr
+    # A wrong password is reported.
+    env = dict(os.environ, YARD_PASSWORD="nope")
+    p = subprocess.Popen([CHAT, "connect", f"127.0.0.1:{srv.port}", "--user", "carol",
+                          "--plain"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                         env=env)
+    line = ""
+    deadline = time.monotonic() + 15
+    while "login failed" not in line and time.monotonic() < deadline:
+        line = p.stdout.readline()
+    p.kill()
+    p.wait()
+    assert "login failed" in line
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def test_reconnect_and_catch_up(start_server, data):
+    port = free_port()
+    srv = serve(start_server, data, port)
+    a = Plain(srv.port, "alice", "--join", "#room")
+    a.expect("* joined #room")
+    srv.close()   # the server goes away
+    a.expect("* disconnected; trying again")
+    srv2 = serve(start_server, data, port)
+    b = login_pass(srv2.port, "bob", "pw-bob")
+    b.send("JOIN #room", "PRIVMSG #room :while you were away")
+    b.expect(r" 366 ")
+    # The client comes back by itself, joins again, and the server replays.
+    a.expect("* connected to", timeout=40)
+    a.expect("<bob> while you were away", timeout=10)
+    assert a.finish() == 0
+
+
+def test_terminal_ui_in_a_pty(start_server, data):
+    srv = serve(start_server, data)
+    b = Plain(srv.port, "bob", "--join", "#room")
+    b.expect("* joined #room")
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.environ["TERM"] = "xterm"
+        os.environ["YARD_PASSWORD"] = "pw-alice"
+        os.environ["LINES"], os.environ["COLUMNS"] = "24", "80"
+        os.execv(str(CHAT), [str(CHAT), "connect", f"127.0.0.1:{srv.port}", "--user", "alice",
+                             "--join", "#room"])
+    screen = b""
+
+    def read_until(needle, timeout=10):
+        nonlocal screen
+        deadline = time.monotonic() + timeout
+        while needle not in screen and time.monotonic() < deadline:
+            r, _, _ = select.select([fd], [], [], 0.2)
+            if r:
+                try:
+                    screen += os.read(fd, 65536)
+                except OSError:
+                    break
+        assert needle in screen, screen[-500:]
+
+    try:
+        read_until(b"joined #room")
+        read_until(b"connected")        # the status line
+        os.write(fd, b"hi from the ui\r")
+        b.expect("[#room] <alice> hi from the ui")
+        b.say("back to you")
+        read_until(b"back to you")
+        os.write(fd, b"/quit\r")
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+        os.close(fd)
+    assert b.finish() == 0
+
+
+@pytest.mark.skipif(not shutil.which("ii"), reason="ii is not installed (apt install ii)")
+def test_ii_a_real_irc_client(start_server, data, tmp_path):
+    srv = serve(start_server, data)
+    root = tmp_path / "irc"
+    env = dict(os.environ, IIPASS="pw-alice")
+    ii = subprocess.Popen(["ii", "-s", "127.0.0.1", "-p", str(srv.port), "-n", "alice", "-k",
+                           "IIPASS", "-i", str(root)], env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE)
+    try:
+        server_dir = root / "127.0.0.1"
+        wait_for(lambda: (server_dir / "in").exists(), what="ii's in FIFO")
+        wait_for(lambda: "Welcome to the yard chat, alice" in
+                 (server_dir / "out").read_text(errors="replace"), what="ii logged in")
+        with open(server_dir / "in", "w") as f:
+            f.write("/j #room\n")
+        chan = server_dir / "#room"
+        wait_for(lambda: (chan / "in").exists(), what="ii joined #room")
+        b = login_pass(srv.port, "bob", "pw-bob")
+        b.send("JOIN #room")
+        b.expect(r" 366 ")
+        with open(chan / "in", "w") as f:
+            f.write("hello from ii\n")
+        b.expect(r"^:alice!alice@yard PRIVMSG #room :hello from ii$")
+        b.send("PRIVMSG #room :hello ii")
+        wait_for(lambda: "<bob> hello ii" in (chan / "out").read_text(errors="replace"),
+                 what="ii received bob's message")
+    finally:
+        ii.terminate()
+        ii.wait(10)
