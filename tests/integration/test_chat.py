@@ -298,3 +298,29 @@ def test_torn_tail_is_cut_and_reported(chat):
     ids = [json_id for json_id in (int(line.split('"id": ')[1].split(",")[0])
                                    for line in r.stdout.splitlines())]
     assert ids == list(range(1, 7))
+
+
+@pytest.mark.parametrize("model", ["fork", "epoll", "coro"])
+def test_yard_load_chat_counts_every_delivery(chat, model):
+    """yard-load chat: 20 members, 400 messages at 400/s; every other member
+    gets each one (19 x 400 deliveries), none lost."""
+    srv, _ = chat(model)
+    r = subprocess.run([BIN / "yard-load", "chat", "--target", f"127.0.0.1:{srv.port}",
+                        "--connections", "20", "--rate", "400", "--duration", "1s", "--json"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    import json
+    d = json.loads(r.stdout)
+    assert d["mode"] == "chat" and d["messages_sent"] == 400
+    assert d["deliveries"] == d["messages"] == 19 * 400 and d["errors"] == 0
+    assert 0 < d["latency_us"]["p50"] < 1e6
+
+
+def test_yard_load_chat_wrong_password_is_an_error(chat):
+    srv, _ = chat("epoll")
+    r = subprocess.run([BIN / "yard-load", "chat", "--target", f"127.0.0.1:{srv.port}",
+                        "--connections", "2", "--rate", "10", "--duration", "1s",
+                        "--password-prefix", "wrong-", "--timeout", "15s"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1
+    assert "refused the login" in r.stderr

@@ -36,6 +36,8 @@ typedef struct load_opts {
     const char *users_csv; /* http: username;password lines */
     uint64_t think_ns;    /* http closed loop: pause between a reply and the next request */
     uint64_t count_initial; /* counter: the count before the run (replies never go below it) */
+    const char *user_prefix;     /* chat: accounts are <prefix><i> */
+    const char *password_prefix; /* chat: passwords are <password_prefix><prefix><i> */
 } load_opts_t;
 
 /* http mode: one endpoint's counts (merged across threads like the rest). */
@@ -64,6 +66,7 @@ typedef struct load_result {
     double behind_max_ms;
     uint64_t window_bytes;
     double target_rate; /* open loop: requests/s asked for */
+    uint64_t sent_msgs; /* chat: messages sent (r->messages counts deliveries) */
     load_endpoint_t ep[LOAD_HTTP_ENDPOINTS]; /* http */
 } load_result_t;
 
@@ -97,6 +100,7 @@ int load_run_echo(const load_opts_t *o, load_result_t *r);
 int load_run_counter(const load_opts_t *o, load_result_t *r);
 int load_run_rate(const load_opts_t *o, load_result_t *r);
 int load_run_http(const load_opts_t *o, load_result_t *r);
+int load_run_chat(const load_opts_t *o, load_result_t *r);
 /* http: check the scenario and weights, read --users-csv; once, before the
  * threads start. -1 with a message naming the flag. */
 int load_http_prepare(load_opts_t *o, const char *weights, char *err, size_t errlen);

@@ -33,6 +33,9 @@ static const struct load_mode {
      load_run_rate, NULL, NULL, false},
     {"http", "the REST study's scenarios over keep-alive HTTP/1.1 (open or closed loop)",
      load_run_http, NULL, NULL, true},
+    {"chat", "the chat service's fan-out: N logged-in members of one channel, --rate "
+             "messages/s in total, delivery latency at every other member",
+     load_run_chat, NULL, NULL, false},
 };
 
 static void init_result(load_result_t *r)
@@ -74,6 +77,8 @@ static void usage(FILE *f)
             "  --users-csv FILE    http: 'username;password' per line (the study's file);\n"
             "                      default user<N> / pw<N>-secret\n"
             "  --think-time DUR    http, closed loop: pause after each reply (default 0)\n"
+            "  --user-prefix P     chat: accounts are P0, P1, ... (default u)\n"
+            "  --password-prefix Q chat: passwords are QP0, QP1, ... (default pw-)\n"
             "  --size S            echo: bytes per message (default 16)\n"
             "  --read-ratio R      counter: share of reads, 0..1 (default 0.5)\n"
             "  --bandwidth BW      rate: per connection, e.g. 1Mbps, 500kbps (bits) or\n"
@@ -170,6 +175,7 @@ static void merge(load_result_t *into, const load_result_t *from, bool first)
         into->behind_max_ms = from->behind_max_ms;
     into->window_bytes += from->window_bytes;
     into->target_rate += from->target_rate;
+    into->sent_msgs += from->sent_msgs;
     for (int i = 0; i < LOAD_HTTP_ENDPOINTS; i++) {
         load_endpoint_t *a = &into->ep[i];
         const load_endpoint_t *b = &from->ep[i];
@@ -252,6 +258,8 @@ int main(int argc, char **argv)
         {"threads", required_argument, NULL, 'N'}, {"scenario", required_argument, NULL, 'S'},
         {"weights", required_argument, NULL, 'W'}, {"users", required_argument, NULL, 'c'},
         {"users-csv", required_argument, NULL, 'F'}, {"think-time", required_argument, NULL, 'K'},
+        {"user-prefix", required_argument, NULL, 'X'},
+        {"password-prefix", required_argument, NULL, 'Y'},
         {NULL, 0, NULL, 0},
     };
     double msg_rate = 0;
@@ -336,6 +344,8 @@ int main(int argc, char **argv)
         case 'S': o.scenario = optarg; break;
         case 'W': weights = optarg; break;
         case 'F': o.users_csv = optarg; break;
+        case 'X': o.user_prefix = optarg; break;
+        case 'Y': o.password_prefix = optarg; break;
         case 'K':
             if (yard_parse_duration_ns(optarg, YARD_NS_PER_S, &o.think_ns) < 0)
                 usage_error("--think-time: expected a duration such as 1s or 100ms, got '%s'",
@@ -380,7 +390,23 @@ int main(int argc, char **argv)
         usage_error("--bandwidth, --msg-rate and --message belong to the rate mode, not %s",
                     o.mode);
     }
-    if (!mode->request_response && (o.rate > 0 || o.pipeline != 1))
+    bool is_chat = !strcmp(o.mode, "chat");
+    if (is_chat) {
+        if (!(o.rate > 0))
+            usage_error("chat needs --rate (messages per second over all connections)%s", "");
+        if (o.connections < 2)
+            usage_error("chat needs --connections 2 or more (senders are also receivers)%s", "");
+        if (o.threads != 1)
+            usage_error("chat runs on one thread (--threads 1)%s", "");
+        if (!o.user_prefix)
+            o.user_prefix = "u";
+        if (!o.password_prefix)
+            o.password_prefix = "pw-";
+    } else if (o.user_prefix || o.password_prefix) {
+        usage_error("--user-prefix and --password-prefix belong to the chat mode, not %s",
+                    o.mode);
+    }
+    if (!mode->request_response && !is_chat && (o.rate > 0 || o.pipeline != 1))
         usage_error("--rate and --pipeline belong to the request/response modes, not %s", o.mode);
     if (strcmp(o.mode, "http") != 0 && (o.scenario || weights || o.users_csv || o.think_ns))
         usage_error("--scenario, --weights, --users-csv and --think-time belong to the http "

@@ -109,7 +109,10 @@ void load_report(const load_opts_t *o, const load_result_t *r, double cpu_s)
     bool open = r->target_rate > 0;
     int behind = (rate || open) && r->behind_max_ms > 0.01 * secs * 1e3;
     int invalid = saturated || behind;
+    bool chat = !strcmp(o->mode, "chat");
     double target = rate ? r->target_bps : r->target_rate, achieved = rate ? r->achieved_bps : tput;
+    if (chat)
+        achieved = secs > 0 ? (double)r->sent_msgs / secs : 0;
     double cpu_per_100k = r->messages ? cpu_s * 1e5 / (double)r->messages : 0;
     if (o->json) {
         printf("{\"mode\": \"%s\", \"target\": \"%s\", \"connections\": %d, \"size\": %zu, ", o->mode,
@@ -144,6 +147,9 @@ void load_report(const load_opts_t *o, const load_result_t *r, double cpu_s)
                    "\"count_final\": %llu, ",
                    o->read_ratio, (unsigned long long)r->increments,
                    (unsigned long long)r->count_initial, (unsigned long long)r->count_final);
+        if (chat)
+            printf("\"messages_sent\": %llu, \"deliveries\": %llu, ",
+                   (unsigned long long)r->sent_msgs, (unsigned long long)r->messages);
         if (!strcmp(o->mode, "http")) {
             printf("\"scenario\": \"%s\", \"think_time_s\": %.3f, ",
                    o->scenario ? o->scenario : "root", (double)o->think_ns / 1e9);
@@ -184,11 +190,18 @@ void load_report(const load_opts_t *o, const load_result_t *r, double cpu_s)
                    o->target_text, o->connections, open ? "open loop" : "closed loop",
                    o->duration_ns ? " for a duration" : "", o->pipeline, o->threads,
                    o->threads == 1 ? "" : "s");
-            printf("  round trips   %llu in %.3f s = %.0f/s", (unsigned long long)r->messages,
-                   secs, tput);
-            if (open)
+            if (chat)
+                printf("  sent          %llu messages = %.0f/s (asked for %.0f/s); %llu "
+                       "deliveries = %.0f/s\n",
+                       (unsigned long long)r->sent_msgs, achieved, r->target_rate,
+                       (unsigned long long)r->messages, tput);
+            else
+                printf("  round trips   %llu in %.3f s = %.0f/s", (unsigned long long)r->messages,
+                       secs, tput);
+            if (open && !chat)
                 printf(" (asked for %.0f/s)", r->target_rate);
-            printf("\n");
+            if (!chat)
+                printf("\n");
             if (open)
                 printf("  behind        the generator was at most %.2f ms late%s\n",
                        r->behind_max_ms, behind ? " -- more than 1% of the run: INVALID" : "");

@@ -1,0 +1,295 @@
+/* chat mode: the chat service's fan-out under load. N connections log in
+ * (PASS with NICK = account: <prefix><i> / <password-prefix><prefix><i>,
+ * the accounts bench/chat_serve creates), join one channel, and then send
+ * --rate messages per second in total, open loop: message k is due at
+ * t0 + k/R and is sent by connection k mod N, carrying its due time. Every
+ * other member must receive it; the delivery latency, from the due time to
+ * the receipt at each member, goes into the histogram (so a stalled server
+ * shows in full). At the end the run waits (--timeout) for what is still
+ * on its way and counts what never arrived as lost: errors. */
+#include <errno.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "load.h"
+#include "yard/clock.h"
+#include "yard/net.h"
+#include "yard/proto_ircline.h"
+
+#define CHAN "#bench"
+
+struct cconn {
+    int id, fd;
+    bool connected, joined;
+    char in[65536];
+    size_t in_len;
+    char out[8192];
+    size_t out_len;
+};
+
+struct chat_run {
+    const load_opts_t *o;
+    load_result_t *r;
+    int ep, tfd;
+    struct cconn *c;
+    int joined;
+    uint64_t delivered, expected;
+    uint64_t t0, sent, total; /* the schedule: message k is due at t0 + k * interval */
+    double interval;
+};
+
+static void queue_line(struct chat_run *cr, struct cconn *c, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void queue_line(struct chat_run *cr, struct cconn *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(c->out + c->out_len, sizeof c->out - c->out_len - 2, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof c->out - c->out_len - 2) {
+        load_error(cr->r, "connection %d: output queue full (the server does not read)", c->id);
+        return;
+    }
+    c->out_len += (size_t)n;
+    c->out[c->out_len++] = '\r';
+    c->out[c->out_len++] = '\n';
+}
+
+static int flush(struct chat_run *cr, struct cconn *c)
+{
+    while (c->out_len) {
+        ssize_t w = send(c->fd, c->out, c->out_len, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && errno == EAGAIN)
+            break;
+        if (w <= 0) {
+            load_error(cr->r, "connection %d: send: %s", c->id, strerror(errno));
+            return -1;
+        }
+        cr->r->bytes_sent += (uint64_t)w;
+        memmove(c->out, c->out + w, c->out_len - (size_t)w);
+        c->out_len -= (size_t)w;
+    }
+    struct epoll_event ev = {.events = EPOLLIN | (c->out_len ? EPOLLOUT : 0), .data.ptr = c};
+    epoll_ctl(cr->ep, EPOLL_CTL_MOD, c->fd, &ev);
+    return 0;
+}
+
+static int on_line(struct chat_run *cr, struct cconn *c, char *line)
+{
+    yard_irc_msg_t m;
+    char *p = line;
+    if (*p == '@') {
+        p = strchr(p, ' ');
+        if (!p)
+            return 0;
+    }
+    if (!yard_irc_parse(p, &m))
+        return 0;
+    if (!strcmp(m.cmd, "PING")) {
+        queue_line(cr, c, "PONG :%s", m.n ? m.params[0] : "");
+    } else if (!strcmp(m.cmd, "001")) {
+        queue_line(cr, c, "JOIN " CHAN);
+    } else if (!strcmp(m.cmd, "366") && !c->joined) {
+        c->joined = true;
+        cr->joined++;
+    } else if (!strcmp(m.cmd, "464") || !strcmp(m.cmd, "ERROR")) {
+        load_error(cr->r, "connection %d: the server refused the login: %s", c->id,
+                   m.n ? m.params[m.n - 1] : "");
+        return -1;
+    } else if (!strcmp(m.cmd, "PRIVMSG") && m.n == 2) {
+        unsigned long long due;
+        int from;
+        unsigned long long k;
+        if (sscanf(m.params[1], "%d %llu %llu", &from, &k, &due) == 3) {
+            uint64_t now = yard_now_ns();
+            yard_hist_record(&cr->r->latency, now > due ? now - due : 0);
+            cr->delivered++;
+            cr->r->messages++;
+            cr->r->end_ns = now;
+        }
+    }
+    return 0;
+}
+
+static int on_readable(struct chat_run *cr, struct cconn *c)
+{
+    for (;;) {
+        ssize_t n = read(c->fd, c->in + c->in_len, sizeof c->in - c->in_len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return 0;
+        if (n <= 0) {
+            load_error(cr->r, "connection %d: the server closed it", c->id);
+            return -1;
+        }
+        cr->r->bytes_received += (uint64_t)n;
+        c->in_len += (size_t)n;
+        size_t off = 0;
+        for (;;) {
+            size_t start, len, used;
+            int f = yard_irc_frame(c->in + off, c->in_len - off, &start, &len, &used);
+            off += used;
+            if (f == YARD_IRC_NEED)
+                break;
+            if (f != YARD_IRC_LINE)
+                continue;
+            char line[YARD_IRC_MSG_MAX + YARD_IRC_TAGS_MAX + 2];
+            memcpy(line, c->in + off - used + start, len);
+            line[len] = 0;
+            if (on_line(cr, c, line) < 0)
+                return -1;
+        }
+        memmove(c->in, c->in + off, c->in_len - off);
+        c->in_len -= off;
+    }
+}
+
+static void arm(struct chat_run *cr, uint64_t at)
+{
+    struct itimerspec its = {.it_value = {.tv_sec = (time_t)(at / YARD_NS_PER_S),
+                                          .tv_nsec = (long)(at % YARD_NS_PER_S)}};
+    timerfd_settime(cr->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+/* Wait for events until cond holds or the deadline passes; the timer
+ * callback (when given) runs on every timer tick. */
+static int pump(struct chat_run *cr, uint64_t deadline, int (*tick)(struct chat_run *, uint64_t),
+                bool (*done)(struct chat_run *))
+{
+    struct epoll_event ev[256];
+    while (!done(cr)) {
+        uint64_t now = yard_now_ns();
+        if (now >= deadline)
+            return 1;
+        int timeout = (int)((deadline - now) / YARD_NS_PER_MS) + 1;
+        int n = epoll_wait(cr->ep, ev, 256, timeout > 100 ? 100 : timeout);
+        for (int i = 0; i < n; i++) {
+            if (!ev[i].data.ptr) {
+                uint64_t ticks;
+                if (read(cr->tfd, &ticks, sizeof ticks) < 0 && errno != EAGAIN)
+                    return -1;
+                if (tick && tick(cr, yard_now_ns()) < 0)
+                    return -1;
+                continue;
+            }
+            struct cconn *c = ev[i].data.ptr;
+            if (!c->connected) {
+                if (load_connected(cr->o, cr->r, cr->ep, c->fd, c, true) < 0)
+                    return -1;
+                c->connected = true;
+                queue_line(cr, c, "PASS %s%s%d", cr->o->password_prefix, cr->o->user_prefix,
+                           c->id);
+                queue_line(cr, c, "NICK %s%d", cr->o->user_prefix, c->id);
+                queue_line(cr, c, "USER %s%d 0 * :load", cr->o->user_prefix, c->id);
+            } else if ((ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && on_readable(cr, c) < 0) {
+                return -1;
+            }
+            if (flush(cr, c) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+static bool all_joined(struct chat_run *cr) { return cr->joined == cr->o->connections; }
+static bool all_delivered(struct chat_run *cr) { return cr->delivered >= cr->expected; }
+static bool never(struct chat_run *cr) { (void)cr; return false; }
+
+/* Send every message that is due. */
+static int send_due(struct chat_run *cr, uint64_t now)
+{
+    while (cr->sent < cr->total) {
+        uint64_t due = cr->t0 + (uint64_t)((double)cr->sent * cr->interval);
+        if (due > now) {
+            arm(cr, due);
+            return 0;
+        }
+        double late = (double)(now - due) / 1e6;
+        if (late > cr->r->behind_max_ms)
+            cr->r->behind_max_ms = late;
+        struct cconn *c = &cr->c[cr->sent % (uint64_t)cr->o->connections];
+        queue_line(cr, c, "PRIVMSG " CHAN " :%d %" PRIu64 " %" PRIu64, c->id, cr->sent, due);
+        if (flush(cr, c) < 0)
+            return -1;
+        cr->sent++;
+        cr->r->sent_msgs++;
+    }
+    return 0;
+}
+
+int load_run_chat(const load_opts_t *o, load_result_t *r)
+{
+    struct chat_run cr = {.o = o, .r = r};
+    cr.ep = epoll_create1(EPOLL_CLOEXEC);
+    cr.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    cr.c = calloc((size_t)o->connections, sizeof *cr.c);
+    int status = -1;
+    if (cr.ep < 0 || cr.tfd < 0 || !cr.c) {
+        load_error(r, "out of memory or descriptors");
+        goto out;
+    }
+    struct epoll_event tev = {.events = EPOLLIN, .data.ptr = NULL};
+    epoll_ctl(cr.ep, EPOLL_CTL_ADD, cr.tfd, &tev);
+    for (int i = 0; i < o->connections; i++)
+        cr.c[i].fd = -1;
+    for (int i = 0; i < o->connections; i++) {
+        cr.c[i].id = i;
+        cr.c[i].fd = load_connect(o, r, cr.ep, &cr.c[i]);
+        if (cr.c[i].fd < 0)
+            goto out;
+    }
+    /* Log in and join, before the clock starts. */
+    int rc = pump(&cr, yard_now_ns() + o->timeout_ns, NULL, all_joined);
+    if (rc != 0) {
+        if (rc > 0)
+            load_error(r, "only %d of %d connections logged in and joined within --timeout",
+                       cr.joined, o->connections);
+        goto out;
+    }
+    cr.total = o->duration_ns ? (uint64_t)(o->rate * (double)o->duration_ns / 1e9) : o->messages;
+    cr.interval = 1e9 / o->rate;
+    cr.sent = 0;
+    cr.expected = cr.total * (uint64_t)(o->connections - 1);
+    cr.t0 = r->start_ns = yard_now_ns();
+    r->target_rate = o->rate;
+    if (send_due(&cr, cr.t0) < 0)
+        goto out;
+    uint64_t window_end = cr.t0 + (uint64_t)((double)cr.total * cr.interval);
+    if (pump(&cr, window_end, send_due, never) < 0)
+        goto out;
+    if (send_due(&cr, yard_now_ns()) < 0)
+        goto out;
+    /* What is still on its way. */
+    rc = pump(&cr, yard_now_ns() + o->timeout_ns, NULL, all_delivered);
+    if (rc < 0)
+        goto out;
+    if (cr.delivered < cr.expected) {
+        load_error(r, "%" PRIu64 " of %" PRIu64 " deliveries never arrived within --timeout",
+                   cr.expected - cr.delivered, cr.expected);
+        r->errors += cr.expected - cr.delivered;
+    }
+    if (!r->end_ns)
+        r->end_ns = yard_now_ns();
+    status = 0;
+out:
+    if (cr.c)
+        for (int i = 0; i < o->connections; i++)
+            if (cr.c[i].fd >= 0)
+                close(cr.c[i].fd);
+    free(cr.c);
+    if (cr.ep >= 0)
+        close(cr.ep);
+    if (cr.tfd >= 0)
+        close(cr.tfd);
+    return status;
+}
