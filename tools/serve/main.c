@@ -34,7 +34,7 @@ static void usage(FILE *f)
             "SIGTERM or SIGINT stops accepting, closes every connection, reaps every\n"
             "child process and exits 0.\n"
             "\n"
-            "  --app APP            echo | counter | sink (see --list-apps)\n"
+            "  --app APP            echo | counter | sink | rest | chat (see --list-apps)\n"
             "  --model MODEL        fork | thread | epoll | reactors | coro (see --list-models)\n"
             "  --listen HOST:PORT   address to listen on (default 127.0.0.1:7000); HOST is a\n"
             "                       numeric IPv4 address, [IPv6] or localhost; port 0 picks a\n"
@@ -358,7 +358,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!cfg.app)
-        usage_error("--app is required (one of echo, counter, sink)%s", "");
+        usage_error("--app is required (one of echo, counter, sink, rest, chat)%s", "");
     if (!cfg.model)
         usage_error("--model is required (one of fork, thread, epoll, reactors, coro)%s", "");
     const yard_app_t *app = yard_app_find(cfg.app);
