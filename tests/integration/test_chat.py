@@ -324,3 +324,19 @@ def test_yard_load_chat_wrong_password_is_an_error(chat):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 1
     assert "refused the login" in r.stderr
+
+
+def test_flood_control_paces_without_dropping(chat):
+    """300 lines at once: 200 are served at once, the rest at 100 per second;
+    none is dropped and the connection stays up."""
+    import time
+    srv, _ = chat("epoll")
+    c = login_pass(srv.port, "u40", "pw-u40")
+    t0 = time.monotonic()
+    c.send(*[f"PING n{k}" for k in range(300)])
+    got = c.collect(r"PONG yard :n(\d+)$", 300, timeout=20)
+    took = time.monotonic() - t0
+    assert [int(m.group(1)) for m in got] == list(range(300))
+    assert took >= 0.8, took   # the last 100 waited for their tokens
+    c.send("PING alive")
+    c.expect(r"PONG yard :alive")
