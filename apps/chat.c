@@ -80,7 +80,8 @@ struct session {
     uint64_t fail_until; /* a failed login's answer waits until then */
     int pending_fail;    /* 0, or 904 / 464: the answer to give at fail_until */
     struct auth_job *job;
-    yard_chatlog_iter_t *it;
+    yard_chatlog_iter_t *it; /* opened by the process that relays (fork --pair: SEND) */
+    pid_t it_pid;
     uint64_t seen;       /* last log id relayed (or skipped) */
     uint64_t own[OWN_RING]; /* ids this connection appended, oldest first */
     unsigned own_head, own_len;
@@ -211,8 +212,21 @@ static void chat_news(void *state, void *session, yard_fx_t *fx)
 {
     struct chat_app *app = state;
     struct session *s = session;
-    if (s->state != ST_READY || !s->it)
+    if (s->state != ST_READY)
         return;
+    if (!s->it || s->it_pid != getpid()) {
+        /* The first news in this process (with fork --pair the session is
+         * shared, the iterator is not). */
+        int e = yard_chatlog_iter_open(app->log, s->seen + 1, &s->it);
+        if (e < 0) {
+            s->it = NULL;
+            yard_log_err("chat: opening the log for %s: %s", s->account, strerror(-e));
+            sendf(fx, "ERROR :Closing Link: the server cannot read its log");
+            yard_fx_close(fx, NULL);
+            return;
+        }
+        s->it_pid = getpid();
+    }
     yard_chatlog_rec_t r;
     int n = 0, rc;
     while (n < NEWS_BATCH && (rc = yard_chatlog_next(s->it, &r)) == 1) {
@@ -337,13 +351,6 @@ static void become_ready(struct chat_app *app, struct session *s, yard_fx_t *fx)
     s->state = ST_READY;
     chat_casefold(s->account_key, s->account, strlen(s->account));
     s->seen = yard_chatlog_last_id(app->log);
-    int rc = yard_chatlog_iter_open(app->log, s->seen + 1, &s->it);
-    if (rc < 0) {
-        yard_log_err("chat: opening the log for %s: %s", s->account, strerror(-rc));
-        sendf(fx, "ERROR :Closing Link: the server cannot read its log");
-        yard_fx_close(fx, NULL);
-        return;
-    }
     yard_fx_wake_at(fx, 0); /* the registration timeout is over */
     welcome(app, s, fx);
     yard_fx_watch(fx, app->bus, 0, s->seen);
@@ -984,7 +991,7 @@ static void chat_close(void *state, void *session)
         chat_member_remove(app->cs, s->slot);
         chat_unlock(app->cs);
     }
-    if (s->it)
+    if (s->it && s->it_pid == getpid())
         yard_chatlog_iter_close(s->it);
     free(s->job); /* a job is never running here: the engine waits for it */
     explicit_bzero(s->pass, sizeof s->pass);

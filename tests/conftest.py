@@ -51,6 +51,8 @@ def model_args(model: str) -> list[str]:
     """The yard-serve flags for a model name used in test ids."""
     if model == "reactors-procs":
         return ["--model", "reactors", "--procs", "--workers", "2"]
+    if model == "fork-pair":  # chat only: papayaChat's RECV/SEND process pair
+        return ["--model", "fork", "--pair"]
     if model in ("reactors", "coro"):
         return ["--model", model, "--workers", "2"]
     return ["--model", model]

@@ -33,6 +33,9 @@ typedef struct yard_bus {
 
 /* A bus with ntopics topics in the shared region; NULL when it is full. */
 yard_bus_t *yard_bus_create(yard_shm_t *shm, uint32_t ntopics);
+/* When non-zero, every publish also sends this signal to the publisher's
+ * process group (papayaChat's wake-up, for fork --pair). Set before fork. */
+extern int yard_bus_group_signal;
 /* Stop (and join) this process's waker threads, before the shared region
  * their buses live in is unmapped. */
 void yard_bus_stop_wakers(void);

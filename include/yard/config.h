@@ -20,6 +20,7 @@ typedef struct yard_config {
     int flush;          /* enum yard_flush_mode */
     uint64_t idle_timeout_ns; /* 0: off */
     bool procs;         /* reactors: processes instead of threads */
+    bool pair;          /* fork: papayaChat's RECV/SEND process pair per connection */
     int backlog;
     size_t shm_bytes;   /* size of the shared region mapped before any fork */
     /* App settings (counter). */

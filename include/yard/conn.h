@@ -5,6 +5,7 @@
 #ifndef YARD_CONN_H
 #define YARD_CONN_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -63,6 +64,9 @@ typedef struct yard_conn {
     int job_access_mode;
     bool access_by_model; /* the model runs permission jobs (coro); else a rwlock here */
     yard_watch_t *watch;  /* the app's news watch, from its first yard_fx_watch */
+    bool no_watch;        /* fork --pair RECV: news is the SEND process's business */
+    pthread_mutex_t *app_lock; /* fork --pair: held around every app callback (the
+                                * session is shared with the SEND process) */
     bool watch_polled;    /* the model waits on watch->efd (event loops) */
     /* Event-loop bookkeeping: idle-timeout list, timer heap, registered events. */
     struct yard_conn *lru_prev, *lru_next;
@@ -77,6 +81,12 @@ typedef struct yard_conn {
 
 /* Allocate a connection for an accepted fd and let the app open it. */
 yard_conn_t *yard_conn_open(yard_server_t *srv, int fd, bool blocking);
+/* The same with the session at a given place (fork --pair: a shared page),
+ * whose callbacks run holding app_lock, and without news watches. */
+yard_conn_t *yard_conn_open_shared(yard_server_t *srv, int fd, void *session,
+                                   pthread_mutex_t *app_lock);
+/* Lock a process-shared robust mutex (taking it over from a dead holder). */
+void yard_conn_app_lock(pthread_mutex_t *mu);
 /* Read once, hand the bytes to the app and carry out its effects. */
 int yard_conn_on_readable(yard_conn_t *c, yard_scratch_t *s);
 /* Send queued output. */

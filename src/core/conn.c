@@ -40,18 +40,52 @@ static yard_fx_t conn_fx(yard_conn_t *c, yard_scratch_t *s)
                        .now_ns = yard_now_ns()};
 }
 
+void yard_conn_app_lock(pthread_mutex_t *mu)
+{
+    if (pthread_mutex_lock(mu) == EOWNERDEAD)
+        pthread_mutex_consistent(mu);
+}
+
+#define APP_LOCK(c)                                                                               \
+    do {                                                                                           \
+        if ((c)->app_lock)                                                                         \
+            yard_conn_app_lock((c)->app_lock);                                                     \
+    } while (0)
+#define APP_UNLOCK(c)                                                                             \
+    do {                                                                                           \
+        if ((c)->app_lock)                                                                         \
+            pthread_mutex_unlock((c)->app_lock);                                                   \
+    } while (0)
+
+static yard_conn_t *conn_open(yard_server_t *srv, int fd, bool blocking, void *session,
+                              pthread_mutex_t *app_lock);
+
 yard_conn_t *yard_conn_open(yard_server_t *srv, int fd, bool blocking)
 {
-    struct conn_alloc *a = calloc(1, sizeof *a + srv->app->session_size);
+    return conn_open(srv, fd, blocking, NULL, NULL);
+}
+
+yard_conn_t *yard_conn_open_shared(yard_server_t *srv, int fd, void *session,
+                                   pthread_mutex_t *app_lock)
+{
+    return conn_open(srv, fd, true, session, app_lock);
+}
+
+static yard_conn_t *conn_open(yard_server_t *srv, int fd, bool blocking, void *session,
+                              pthread_mutex_t *app_lock)
+{
+    struct conn_alloc *a = calloc(1, sizeof *a + (session ? 0 : srv->app->session_size));
     if (!a)
         return NULL;
     yard_conn_t *c = &a->conn;
+    c->app_lock = app_lock;
+    c->no_watch = session != NULL;
     c->srv = srv;
     c->fd = fd;
     c->blocking = blocking;
     c->jobs_inline = blocking || srv->cfg->offload_threads == 0;
     c->timer_idx = YARD_TIMER_NONE;
-    c->session = a->session;
+    c->session = session ? session : (void *)a->session;
     yard_addr_t peer;
     if (yard_peer_name(fd, &peer) == 0)
         yard_addr_format(&peer, c->peer, sizeof c->peer);
@@ -68,7 +102,9 @@ yard_conn_t *yard_conn_open(yard_server_t *srv, int fd, bool blocking)
     }
     if (srv->app->open) {
         yard_fx_t fx = conn_fx(c, NULL);
+        APP_LOCK(c);
         srv->app->open(srv->app_state, c->session, &fx);
+        APP_UNLOCK(c);
         conn_apply(c, &fx);
         conn_settle(c, NULL);
         conn_flush(c, NULL);
@@ -184,7 +220,7 @@ static void conn_apply(yard_conn_t *c, yard_fx_t *fx)
         c->wake_at = fx->wake_at == UINT64_MAX ? 0 : fx->wake_at;
     if (c->closing)
         c->wake_at = 0; /* nothing left to wake up for */
-    if (fx->watch_set && !c->failed) {
+    if (fx->watch_set && !c->failed && !c->no_watch) {
         if (!c->watch && fx->watch_bus) {
             c->watch = malloc(sizeof *c->watch);
             int err = c->watch ? yard_watch_open(c->watch, fx->watch_bus) : -ENOMEM;
@@ -214,7 +250,9 @@ static void conn_feed(yard_conn_t *c, yard_buf_t *ib, yard_scratch_t *s, bool eo
     const yard_app_t *app = c->srv->app;
     yard_fx_t fx = conn_fx(c, s);
     fx.eof = eof;
+    APP_LOCK(c);
     size_t used = app->data(c->srv->app_state, c->session, yard_buf_head(ib), ib->len, &fx);
+    APP_UNLOCK(c);
     if (used > ib->len)
         yard_fatal("app %s consumed %zu of %zu bytes", app->name, used, ib->len);
     yard_buf_consume(ib, eof ? ib->len : used);
@@ -244,7 +282,9 @@ static void conn_job_done(yard_conn_t *c, yard_scratch_t *s)
     c->job.done = NULL;
     c->job_access = NULL;
     yard_fx_t fx = conn_fx(c, s);
+    APP_LOCK(c);
     c->srv->app->job_done(c->srv->app_state, c->session, c->job.arg, &fx);
+    APP_UNLOCK(c);
     conn_apply(c, &fx);
     conn_reoffer(c, s);
     if (c->watch)
@@ -286,7 +326,9 @@ void yard_conn_on_timer(yard_conn_t *c, yard_scratch_t *s)
     if (c->failed || !c->srv->app->timer)
         return;
     yard_fx_t fx = conn_fx(c, s);
+    APP_LOCK(c);
     c->srv->app->timer(c->srv->app_state, c->session, &fx);
+    APP_UNLOCK(c);
     conn_apply(c, &fx);
     conn_reoffer(c, s);
     conn_settle(c, s);
@@ -305,7 +347,9 @@ void yard_conn_on_news(yard_conn_t *c, yard_scratch_t *s)
         !c->srv->app->news)
         return;
     yard_fx_t fx = conn_fx(c, s);
+    APP_LOCK(c);
     c->srv->app->news(c->srv->app_state, c->session, &fx);
+    APP_UNLOCK(c);
     conn_apply(c, &fx);
     conn_reoffer(c, s);
     conn_settle(c, s);
@@ -391,8 +435,11 @@ void yard_conn_close(yard_conn_t *c, const char *reason)
     if (c->store.len && srv->out_fd >= 0 &&
         yard_write_all(srv->out_fd, yard_buf_head(&c->store), c->store.len) < 0)
         yard_log_err("%s: writing %s: %s", c->peer, srv->cfg->out, strerror(errno));
-    if (srv->app->close)
+    if (srv->app->close) {
+        APP_LOCK(c);
         srv->app->close(srv->app_state, c->session);
+        APP_UNLOCK(c);
+    }
     /* Log before the peer can see the close, so the log is never behind. */
     if (c->close_reason) {
         if (level == CLOSE_WARN)

@@ -5,17 +5,27 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "models.h"
+#include "yard/bus.h"
 #include "yard/clock.h"
 #include "yard/conn.h"
 #include "yard/log.h"
 
 #define STOP_GRACE_NS (1500 * YARD_NS_PER_MS)
+
+/* --pair: the session both processes of a pair share, and its lock. */
+struct pair_page {
+    pthread_mutex_t mu;
+    max_align_t session[];
+};
 
 static _Atomic int child_stop;
 static int child_conn_fd = -1;
@@ -30,7 +40,14 @@ static void child_on_signal(int sig)
         shutdown(child_conn_fd, SHUT_RDWR);
 }
 
+static _Noreturn void run_child(yard_server_t *srv, int fd, pid_t parent, struct pair_page *pp);
+
 static _Noreturn void fork_child(yard_server_t *srv, int fd, pid_t parent)
+{
+    run_child(srv, fd, parent, NULL);
+}
+
+static _Noreturn void run_child(yard_server_t *srv, int fd, pid_t parent, struct pair_page *pp)
 {
     close(srv->listen_fd);
     close(srv->sig_fd);
@@ -49,7 +66,8 @@ static _Noreturn void fork_child(yard_server_t *srv, int fd, pid_t parent)
     sigaddset(&set, SIGINT);
     sigprocmask(SIG_UNBLOCK, &set, NULL);
 
-    yard_conn_t *c = yard_conn_open(srv, fd, true);
+    yard_conn_t *c = pp ? yard_conn_open_shared(srv, fd, pp->session, &pp->mu)
+                        : yard_conn_open(srv, fd, true);
     if (!c) {
         yard_log_err("out of memory for a connection");
         _exit(1);
@@ -61,11 +79,70 @@ static _Noreturn void fork_child(yard_server_t *srv, int fd, pid_t parent)
     _exit(0);
 }
 
-static void fork_on_child_exit(pid_t pid, int status, void *arg)
+/* --pair: papayaChat's design. Each client gets two processes sharing the
+ * socket and the app session (a MAP_SHARED page, callbacks under its
+ * process-shared mutex): RECV runs the connection as the fork model does,
+ * but without news watches; SEND waits for SIGUSR1, which every publish
+ * sends to the whole process group, and then runs app->news and writes what
+ * it produced. Unlike papayaChat's pause(), SEND keeps SIGUSR1 blocked and
+ * takes it with sigtimedwait, so a signal that arrives while it is writing
+ * is not lost. */
+
+static void pair_noop(int sig) { (void)sig; }
+
+static _Noreturn void pair_send(yard_server_t *srv, int fd, pid_t parent, struct pair_page *pp)
 {
-    yard_server_t *srv = arg;
-    yard_server_release(srv);
-    if (WIFSIGNALED(status) && WTERMSIG(status) != SIGTERM && WTERMSIG(status) != SIGKILL)
+    close(srv->listen_fd);
+    close(srv->sig_fd);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent)
+        _exit(0);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    /* The parent ignores SIGUSR1, and an ignored signal is discarded even
+     * when blocked: give it an action so that it stays pending for us. */
+    struct sigaction sa = {.sa_handler = pair_noop};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, NULL);
+    yard_buf_t out = {0};
+    for (;;) {
+        struct timespec tick = {.tv_sec = 1};
+        int sig = sigtimedwait(&set, NULL, &tick);
+        if (sig == SIGTERM || sig == SIGINT)
+            break;
+        if (sig != SIGUSR1 && !(sig < 0 && errno == EAGAIN))
+            continue;
+        /* A wake-up (or a second without one: look anyway, cheaply). */
+        yard_fx_t fx = {.out = &out, .now_ns = yard_now_ns()};
+        yard_conn_app_lock(&pp->mu);
+        srv->app->news(srv->app_state, pp->session, &fx);
+        pthread_mutex_unlock(&pp->mu);
+        if (out.len && yard_write_all(fd, yard_buf_head(&out), out.len) < 0)
+            break;
+        yard_buf_clear(&out);
+        if (fx.close)
+            break;
+    }
+    yard_buf_free(&out);
+    _exit(0);
+}
+
+
+static void fork_on_child_exit(pid_t pid, int status, void *arg);
+
+static _Noreturn void pair_recv(yard_server_t *srv, int fd, pid_t parent, struct pair_page *pp)
+{
+    run_child(srv, fd, parent, pp);
+}
+
+static void fork_report_exit(pid_t pid, int status)
+{
+    if (WIFSIGNALED(status) && WTERMSIG(status) != SIGTERM && WTERMSIG(status) != SIGKILL &&
+        WTERMSIG(status) != SIGUSR1)
         yard_log_err("connection process %ld died of signal %d (%s)", (long)pid, WTERMSIG(status),
                      strsignal(WTERMSIG(status)));
     else if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
@@ -77,11 +154,97 @@ struct fork_model {
     yard_server_t *srv;
     yard_children_t children;
     pid_t self;
+    /* --pair: RECV pid -> SEND pid, so SEND goes when its RECV does. */
+    struct {
+        pid_t recv, send;
+    } *pairs;
+    size_t npairs, cap;
 };
+
+static void fork_on_child_exit(pid_t pid, int status, void *arg)
+{
+    struct fork_model *fm = arg;
+    fork_report_exit(pid, status);
+    if (!fm->srv->cfg->pair) {
+        yard_server_release(fm->srv);
+        return;
+    }
+    for (size_t i = 0; i < fm->npairs; i++) {
+        if (fm->pairs[i].recv == pid) {
+            if (fm->pairs[i].send)
+                kill(fm->pairs[i].send, SIGTERM); /* its SEND half */
+            fm->pairs[i].recv = 0;
+            yard_server_release(fm->srv); /* one connection, counted once */
+        }
+        if (fm->pairs[i].send == pid)
+            fm->pairs[i].send = 0;
+        if (!fm->pairs[i].recv && !fm->pairs[i].send) {
+            fm->pairs[i] = fm->pairs[--fm->npairs];
+            i--;
+        }
+    }
+}
+
+static void pair_on_conn(struct fork_model *fm, int fd, const char *peer)
+{
+    size_t bytes = sizeof(struct pair_page) + fm->srv->app->session_size;
+    struct pair_page *pp = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                                -1, 0);
+    if (pp != MAP_FAILED && fm->npairs == fm->cap) {
+        size_t cap = fm->cap ? fm->cap * 2 : 64;
+        void *grown = realloc(fm->pairs, cap * sizeof *fm->pairs);
+        if (grown) {
+            fm->pairs = grown;
+            fm->cap = cap;
+        }
+    }
+    if (pp == MAP_FAILED || fm->npairs == fm->cap) {
+        yard_log_err("%s: out of memory for a process pair: connection closed", peer);
+        if (pp != MAP_FAILED)
+            munmap(pp, bytes);
+        close(fd);
+        yard_server_release(fm->srv);
+        return;
+    }
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+    pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(&pp->mu, &a);
+    pthread_mutexattr_destroy(&a);
+    pid_t recv = fork();
+    if (recv == 0)
+        pair_recv(fm->srv, fd, fm->self, pp);
+    pid_t send = recv > 0 ? fork() : -1;
+    if (send == 0)
+        pair_send(fm->srv, fd, fm->self, pp);
+    close(fd);
+    munmap(pp, bytes); /* the children keep their mappings */
+    if (recv < 0 || send < 0) {
+        yard_log_err("%s: fork: %s: connection closed", peer, strerror(errno));
+        if (recv > 0)
+            kill(recv, SIGKILL);
+        if (recv < 0)
+            yard_server_release(fm->srv);
+    }
+    if (recv > 0 && yard_children_add(&fm->children, recv) < 0)
+        kill(recv, SIGKILL);
+    if (send > 0 && yard_children_add(&fm->children, send) < 0)
+        kill(send, SIGKILL);
+    if (recv > 0) {
+        fm->pairs[fm->npairs].recv = recv;
+        fm->pairs[fm->npairs].send = send > 0 ? send : 0;
+        fm->npairs++;
+    }
+}
 
 static void fork_on_conn(int fd, const char *peer, void *arg)
 {
     struct fork_model *fm = arg;
+    if (fm->srv->cfg->pair) {
+        pair_on_conn(fm, fd, peer);
+        return;
+    }
     pid_t pid = fork();
     if (pid == 0)
         fork_child(fm->srv, fd, fm->self);
@@ -99,17 +262,26 @@ static void fork_on_signal(int sig, void *arg)
 {
     struct fork_model *fm = arg;
     if (sig == SIGCHLD)
-        yard_children_reap(&fm->children, fork_on_child_exit, fm->srv);
+        yard_children_reap(&fm->children, fork_on_child_exit, fm);
 }
 
 static int fork_serve(yard_server_t *srv)
 {
     struct fork_model fm = {.srv = srv, .self = getpid()};
+    if (srv->cfg->pair) {
+        /* papayaChat's wake-up: every publish signals the process group.
+         * Our own group, so nothing else gets it; RECV and this parent
+         * ignore it, SEND takes it with sigtimedwait. */
+        setpgid(0, 0);
+        signal(SIGUSR1, SIG_IGN);
+        yard_bus_group_signal = SIGUSR1;
+    }
     yard_server_accept_loop(srv, fork_on_conn, fork_on_signal, &fm);
     close(srv->listen_fd);
     srv->listen_fd = -1;
     yard_children_stop(&fm.children, srv->sig_fd, STOP_GRACE_NS);
     yard_children_free(&fm.children);
+    free(fm.pairs);
     return 0;
 }
 

@@ -17,6 +17,8 @@ from conftest import BIN, MODELS
 pytestmark = pytest.mark.skipif(not CHAT.exists(), reason="yard-chat is not built")
 
 NUSERS = 50
+# The chat app also runs as papayaChat did: a RECV and a SEND process per client.
+CHAT_MODELS = MODELS + (["fork-pair"] if "fork" in MODELS else [])
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +48,7 @@ def chat(start_server, accounts, tmp_path):
     return start
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", CHAT_MODELS)
 def test_login_with_pass_and_sasl(chat, model):
     srv, _ = chat(model)
     a = login_pass(srv.port, "u1", "pw-u1")
@@ -125,7 +127,7 @@ def test_commands_before_login_and_bad_input(chat):
     assert s.wait_closed()
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", CHAT_MODELS)
 def test_fan_out_50_clients_3_channels(chat, model):
     """50 clients in 3 channels, each sends 200 messages: every member gets
     every message of its channel exactly once, all in the same order, with the
@@ -183,7 +185,7 @@ def test_fan_out_50_clients_3_channels(chat, model):
         c.close()
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", CHAT_MODELS)
 def test_offline_catch_up(chat, model):
     srv, _ = chat(model)
     a = login_pass(srv.port, "u5", "pw-u5")
@@ -229,7 +231,7 @@ def test_echo_message_and_private_messages(chat):
     b.expect(r" 404 u8 #e ")
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", CHAT_MODELS)
 def test_crash_safety_with_fsync_always(chat, model, tmp_path):
     """kill -9 the whole server while clients send; after a restart every
     message echoed back to its sender is in the log exactly once, and the log
@@ -300,7 +302,7 @@ def test_torn_tail_is_cut_and_reported(chat):
     assert ids == list(range(1, 7))
 
 
-@pytest.mark.parametrize("model", ["fork", "epoll", "coro"])
+@pytest.mark.parametrize("model", ["fork", "fork-pair", "epoll", "coro"])
 def test_yard_load_chat_counts_every_delivery(chat, model):
     """yard-load chat: 20 members, 400 messages at 400/s; every other member
     gets each one (19 x 400 deliveries), none lost."""
@@ -340,3 +342,33 @@ def test_flood_control_paces_without_dropping(chat):
     assert took >= 0.8, took   # the last 100 waited for their tokens
     c.send("PING alive")
     c.expect(r"PONG yard :alive")
+
+
+def test_pair_mode_is_a_process_pair(chat):
+    """fork --pair: two processes per client, RECV and SEND, in the server's
+    own process group; both go when the client does."""
+    srv, _ = chat("fork-pair")
+    from conftest import wait_for
+
+    def children():
+        out = subprocess.run(["pgrep", "-P", str(srv.proc.pid)], capture_output=True, text=True)
+        return [int(p) for p in out.stdout.split()]
+
+    c = login_pass(srv.port, "u41", "pw-u41")
+    wait_for(lambda: len(children()) == 2, what="a RECV and a SEND process")
+    assert os.getpgid(srv.proc.pid) == srv.proc.pid
+    c.send("QUIT :bye")
+    assert c.wait_closed()
+    wait_for(lambda: len(children()) == 0, what="the pair gone with its client")
+
+
+@pytest.mark.parametrize("flags,needle", [
+    (["--model", "epoll", "--pair"], "--pair is papayaChat's process pair: it needs --model fork"),
+])
+def test_pair_usage_errors(accounts, flags, needle):
+    r = subprocess.run([BIN / "yard-serve", "--app", "chat", "--data", accounts, *flags],
+                       capture_output=True, text=True, timeout=10)
+    assert r.returncode == 2 and needle in r.stderr
+    r = subprocess.run([BIN / "yard-serve", "--app", "echo", "--model", "fork", "--pair"],
+                       capture_output=True, text=True, timeout=10)
+    assert r.returncode == 2 and "an app that relays news" in r.stderr

@@ -42,6 +42,8 @@ static void usage(FILE *f)
             "  --workers N          reactors: number of event loops; coro: number of worker\n"
             "                       threads (default: the CPUs in the affinity mask, %d here)\n"
             "  --procs              reactors: run the loops as processes, not threads\n"
+            "  --pair               fork + chat: papayaChat's design, a RECV and a SEND process\n"
+            "                       per client, woken by SIGUSR1 sent to the process group\n"
             "  --max-conns N        close connection N+1 at once (logged); 0 = no limit (default)\n"
             "  --idle-timeout DUR   close a connection idle for DUR (e.g. 30s, 500ms); default off\n"
             "  --out PATH           sink: file to write received bytes to (default /dev/null);\n"
@@ -185,7 +187,7 @@ int main(int argc, char **argv)
            OPT_IDLE, OPT_OUT, OPT_FLUSH, OPT_BACKLOG, OPT_LOG, OPT_LIST_APPS, OPT_LIST_MODELS,
            OPT_JSON, OPT_VERSION, OPT_LONGPOLL, OPT_BCRYPT, OPT_OFFLOAD, OPT_STORE, OPT_COUNTER_SYNC, OPT_REQ_TIMEOUT,
            OPT_DATA, OPT_FSYNC, OPT_FSYNC_MS, OPT_REPLAY_MAX, OPT_RETAIN, OPT_REG_TIMEOUT,
-           OPT_CHANNELS };
+           OPT_CHANNELS, OPT_PAIR };
     static const struct option opts[] = {
         {"app", required_argument, NULL, OPT_APP},
         {"model", required_argument, NULL, OPT_MODEL},
@@ -214,6 +216,7 @@ int main(int argc, char **argv)
         {"retain", required_argument, NULL, OPT_RETAIN},
         {"registration-timeout-ms", required_argument, NULL, OPT_REG_TIMEOUT},
         {"max-channels", required_argument, NULL, OPT_CHANNELS},
+        {"pair", no_argument, NULL, OPT_PAIR},
         {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -287,6 +290,7 @@ int main(int argc, char **argv)
             cfg.store_entries = (size_t)parse_count("--store-entries", optarg, 16, 1 << 24);
             break;
         case OPT_DATA: cfg.data_dir = optarg; break;
+        case OPT_PAIR: cfg.pair = true; break;
         case OPT_FSYNC:
             chat_given = true;
             if (strcmp(optarg, "always") == 0)
@@ -377,6 +381,10 @@ int main(int argc, char **argv)
     if (counter_sync_given && strcmp(app->name, "counter") != 0)
         usage_error("--counter-sync applies to --app counter, not --app %s", app->name);
     bool is_chat = strcmp(app->name, "chat") == 0;
+    if (cfg.pair && (strcmp(model->name, "fork") != 0 || !app->news))
+        usage_error("--pair is papayaChat's process pair: it needs --model fork and an app "
+                    "that relays news (chat)%s",
+                    "");
     if ((chat_given || cfg.data_dir) && !is_chat)
         usage_error("--data, --fsync, --fsync-interval-ms, --replay-max, --retain, "
                     "--registration-timeout-ms and --max-channels apply to --app chat, not "
