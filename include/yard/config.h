@@ -22,6 +22,7 @@ typedef struct yard_config {
     bool procs;         /* reactors: processes instead of threads */
     bool pair;          /* fork: papayaChat's RECV/SEND process pair per connection */
     int backlog;
+    size_t max_sendq;   /* bytes queued for a peer before it is disconnected; 0: 8 MiB */
     size_t shm_bytes;   /* size of the shared region mapped before any fork */
     /* App settings (counter). */
     bool counter_perms;     /* read/full permissions instead of an atomic */

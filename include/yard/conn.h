@@ -22,7 +22,8 @@
  * (backpressure); resume when the queue drains. */
 #define YARD_OUT_HIGH_WATER (256u * 1024u)
 /* A peer that lets more than this pile up is disconnected ("send queue
- * exceeded"); reachable only by data pushed to a client that does not read. */
+ * exceeded"; --max-sendq changes it); reachable only by data pushed to a
+ * client that does not read (chat). */
 #define YARD_OUT_LIMIT (8u * 1024u * 1024u)
 /* A partial request larger than this closes the connection. */
 #define YARD_IN_LIMIT (1u * 1024u * 1024u)

@@ -200,7 +200,8 @@ static void conn_flush(yard_conn_t *c, yard_scratch_t *s)
     } else if (!c->failed && !defer && c->out.len) {
         yard_conn_on_writable(c);
     }
-    if (c->out.len > YARD_OUT_LIMIT)
+    size_t limit = c->srv->cfg->max_sendq ? c->srv->cfg->max_sendq : YARD_OUT_LIMIT;
+    if (c->out.len > limit)
         conn_fail(c, "send queue exceeded", CLOSE_WARN);
 }
 

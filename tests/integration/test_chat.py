@@ -2,6 +2,7 @@
 order, offline catch-up, bad input, crash safety of the log."""
 
 import base64
+import socket
 import os
 import shutil
 import signal
@@ -372,3 +373,32 @@ def test_pair_usage_errors(accounts, flags, needle):
     r = subprocess.run([BIN / "yard-serve", "--app", "echo", "--model", "fork", "--pair"],
                        capture_output=True, text=True, timeout=10)
     assert r.returncode == 2 and "an app that relays news" in r.stderr
+
+
+def test_a_client_that_does_not_read_is_dropped(chat):
+    """SendQ: a member that never reads is disconnected once --max-sendq
+    bytes wait for it; the others carry on."""
+    srv, _ = chat("epoll", "--max-sendq", "65536")
+    lazy = socket.socket()
+    lazy.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    lazy.connect(("127.0.0.1", srv.port))
+    lazy.sendall(b"PASS pw-u45\r\nNICK u45\r\nUSER u45 0 * :x\r\nJOIN #q\r\n")
+    talkers = [login_pass(srv.port, f"u{i}", f"pw-u{i}") for i in range(20, 40)]
+    for t in talkers:
+        t.send("JOIN #q")
+        t.expect(r" 366 ")
+    from conftest import wait_for
+    text = "y" * 400
+    sent = 0
+    while "send queue exceeded" not in srv.stderr() and sent < 40:
+        for t in talkers:
+            t.send(*[f"PRIVMSG #q :{text}"] * 100)
+        sent += 1
+        for t in talkers:   # keep the talkers' own sockets drained
+            t.send("PING x")
+            t.expect(r"PONG yard :x", timeout=30)
+    wait_for(lambda: "send queue exceeded" in srv.stderr(), what="the SendQ disconnect")
+    talkers[0].send("NAMES #q")
+    names = talkers[0].expect(r" 353 \S+ = #q :(.*)$").group(1).split()
+    assert "u45" not in names and "u20" in names
+    lazy.close()

@@ -72,6 +72,8 @@ static void usage(FILE *f)
             "  --registration-timeout-ms N  chat: time to log in (default 10000)\n"
             "  --max-channels N     chat: channels the server holds (default 256)\n"
             "  --backlog N          listen(2) backlog (default 4096)\n"
+            "  --max-sendq BYTES    disconnect a peer that lets more than this wait for it\n"
+            "                       ('send queue exceeded'; default 8388608)\n"
             "  --log-level LEVEL    error | warning | info | debug (default warning)\n"
             "  --list-apps          list the apps and exit (--json for JSON)\n"
             "  --list-models        list the models and their traits and exit (--json for JSON)\n"
@@ -187,7 +189,7 @@ int main(int argc, char **argv)
            OPT_IDLE, OPT_OUT, OPT_FLUSH, OPT_BACKLOG, OPT_LOG, OPT_LIST_APPS, OPT_LIST_MODELS,
            OPT_JSON, OPT_VERSION, OPT_LONGPOLL, OPT_BCRYPT, OPT_OFFLOAD, OPT_STORE, OPT_COUNTER_SYNC, OPT_REQ_TIMEOUT,
            OPT_DATA, OPT_FSYNC, OPT_FSYNC_MS, OPT_REPLAY_MAX, OPT_RETAIN, OPT_REG_TIMEOUT,
-           OPT_CHANNELS, OPT_PAIR };
+           OPT_CHANNELS, OPT_PAIR, OPT_SENDQ };
     static const struct option opts[] = {
         {"app", required_argument, NULL, OPT_APP},
         {"model", required_argument, NULL, OPT_MODEL},
@@ -217,6 +219,7 @@ int main(int argc, char **argv)
         {"registration-timeout-ms", required_argument, NULL, OPT_REG_TIMEOUT},
         {"max-channels", required_argument, NULL, OPT_CHANNELS},
         {"pair", no_argument, NULL, OPT_PAIR},
+        {"max-sendq", required_argument, NULL, OPT_SENDQ},
         {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -291,6 +294,9 @@ int main(int argc, char **argv)
             break;
         case OPT_DATA: cfg.data_dir = optarg; break;
         case OPT_PAIR: cfg.pair = true; break;
+        case OPT_SENDQ:
+            cfg.max_sendq = (size_t)parse_count("--max-sendq", optarg, 4096, (size_t)1 << 34);
+            break;
         case OPT_FSYNC:
             chat_given = true;
             if (strcmp(optarg, "always") == 0)
