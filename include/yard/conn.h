@@ -122,4 +122,22 @@ void yard_conn_run_blocking(yard_conn_t *c, yard_scratch_t *s, const _Atomic int
 void yard_conn_close(yard_conn_t *c, const char *reason);
 void yard_scratch_free(yard_scratch_t *s);
 
+/* The live connections of a model whose connections block or park (thread,
+ * coro), so that a stop can shutdown() every socket and wake them all. A
+ * connection leaves the set before its fd is closed, so a stop never shuts
+ * down a descriptor number that has been reused. Thread-safe. */
+typedef struct yard_conn_set {
+    pthread_mutex_t mu;
+    yard_conn_t **v;
+    size_t n, cap;
+} yard_conn_set_t;
+
+#define YARD_CONN_SET_INIT {.mu = PTHREAD_MUTEX_INITIALIZER}
+/* 0, or -ENOMEM (the connection is not in the set). */
+int yard_conn_set_add(yard_conn_set_t *set, yard_conn_t *c);
+void yard_conn_set_remove(yard_conn_set_t *set, yard_conn_t *c);
+void yard_conn_set_shutdown_all(yard_conn_set_t *set);
+/* Free the array (the set must be empty of running connections). */
+void yard_conn_set_free(yard_conn_set_t *set);
+
 #endif

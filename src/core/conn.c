@@ -466,3 +466,51 @@ void yard_scratch_free(yard_scratch_t *s)
     yard_buf_free(&s->in);
     yard_buf_free(&s->out);
 }
+
+int yard_conn_set_add(yard_conn_set_t *set, yard_conn_t *c)
+{
+    int rc = 0;
+    pthread_mutex_lock(&set->mu);
+    if (set->n == set->cap) {
+        size_t cap = set->cap ? set->cap * 2 : 64;
+        yard_conn_t **v = realloc(set->v, cap * sizeof *v);
+        if (v) {
+            set->v = v;
+            set->cap = cap;
+        }
+    }
+    if (set->n < set->cap)
+        set->v[set->n++] = c;
+    else
+        rc = -ENOMEM;
+    pthread_mutex_unlock(&set->mu);
+    return rc;
+}
+
+void yard_conn_set_remove(yard_conn_set_t *set, yard_conn_t *c)
+{
+    pthread_mutex_lock(&set->mu);
+    for (size_t i = 0; i < set->n; i++)
+        if (set->v[i] == c) {
+            set->v[i] = set->v[--set->n];
+            break;
+        }
+    pthread_mutex_unlock(&set->mu);
+}
+
+void yard_conn_set_shutdown_all(yard_conn_set_t *set)
+{
+    pthread_mutex_lock(&set->mu);
+    for (size_t i = 0; i < set->n; i++)
+        shutdown(set->v[i]->fd, SHUT_RDWR);
+    pthread_mutex_unlock(&set->mu);
+}
+
+void yard_conn_set_free(yard_conn_set_t *set)
+{
+    pthread_mutex_lock(&set->mu);
+    free(set->v);
+    set->v = NULL;
+    set->n = set->cap = 0;
+    pthread_mutex_unlock(&set->mu);
+}

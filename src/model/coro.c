@@ -37,9 +37,7 @@ struct coro_model {
     yard_scratch_t *scratch; /* one per worker */
     unsigned nscratch;
     _Atomic int stop;
-    pthread_mutex_t mu; /* live set; never held across a park */
-    yard_conn_t **live;
-    size_t n, cap;
+    yard_conn_set_t live; /* its lock is never held across a park */
     atomic_uint nlive;       /* connection coroutines not yet finished */
     yard_coro_waitq_t drained; /* woken when nlive drops */
     int reserve_fd;
@@ -49,37 +47,6 @@ static yard_scratch_t *scratch_here(struct coro_model *cm)
 {
     int w = yard_coro_worker_id();
     return &cm->scratch[w >= 0 && (unsigned)w < cm->nscratch ? (unsigned)w : 0];
-}
-
-static bool live_add(struct coro_model *cm, yard_conn_t *c)
-{
-    bool ok = true;
-    pthread_mutex_lock(&cm->mu);
-    if (cm->n == cm->cap) {
-        size_t cap = cm->cap ? cm->cap * 2 : 64;
-        yard_conn_t **live = realloc(cm->live, cap * sizeof *live);
-        if (live) {
-            cm->live = live;
-            cm->cap = cap;
-        } else {
-            ok = false;
-        }
-    }
-    if (ok)
-        cm->live[cm->n++] = c;
-    pthread_mutex_unlock(&cm->mu);
-    return ok;
-}
-
-static void live_remove(struct coro_model *cm, yard_conn_t *c)
-{
-    pthread_mutex_lock(&cm->mu);
-    for (size_t i = 0; i < cm->n; i++)
-        if (cm->live[i] == c) {
-            cm->live[i] = cm->live[--cm->n];
-            break;
-        }
-    pthread_mutex_unlock(&cm->mu);
 }
 
 struct conn_arg {
@@ -225,7 +192,7 @@ static void conn_coro(void *p)
             break;
         }
     }
-    live_remove(cm, c);
+    yard_conn_set_remove(&cm->live, c);
     if (nw.epfd >= 0) {
         yard_coro_forget_fd(nw.epfd);
         close(nw.epfd);
@@ -244,13 +211,13 @@ static void coro_start_conn(struct coro_model *cm, int fd, const char *peer)
     if (c)
         c->access_by_model = true; /* permission tasks, not a rwlock */
     struct conn_arg *arg = malloc(sizeof *arg);
-    if (c && arg && live_add(cm, c)) {
+    if (c && arg && yard_conn_set_add(&cm->live, c) == 0) {
         *arg = (struct conn_arg){cm, c};
         atomic_fetch_add(&cm->nlive, 1);
         if (yard_coro_go(conn_coro, arg) == 0)
             return;
         atomic_fetch_sub(&cm->nlive, 1);
-        live_remove(cm, c);
+        yard_conn_set_remove(&cm->live, c);
     }
     yard_log_err("%s: out of memory for a connection", peer);
     free(arg);
@@ -302,10 +269,7 @@ static void coro_main(void *p)
     close(srv->listen_fd);
     srv->listen_fd = -1;
     /* Wake every connection parked on its socket; each sees the stop flag. */
-    pthread_mutex_lock(&cm->mu);
-    for (size_t i = 0; i < cm->n; i++)
-        shutdown(cm->live[i]->fd, SHUT_RDWR);
-    pthread_mutex_unlock(&cm->mu);
+    yard_conn_set_shutdown_all(&cm->live);
     uint64_t deadline = yard_now_ns() + STOP_GRACE_NS;
     unsigned left;
     while ((left = atomic_load(&cm->nlive)) && yard_now_ns() < deadline)
@@ -319,7 +283,7 @@ static int coro_serve(yard_server_t *srv)
 {
     static struct coro_model cm; /* abandoned coroutines may point at it */
     memset(&cm, 0, sizeof cm);
-    pthread_mutex_init(&cm.mu, NULL);
+    cm.live = (yard_conn_set_t)YARD_CONN_SET_INIT;
     cm.srv = srv;
     int workers = srv->cfg->workers > 0 ? srv->cfg->workers : yard_cpus_available();
     cm.nscratch = (unsigned)(workers > 0 ? workers : 1);
@@ -339,9 +303,7 @@ static int coro_serve(yard_server_t *srv)
     for (unsigned i = 0; i < cm.nscratch; i++)
         yard_scratch_free(&cm.scratch[i]);
     free(cm.scratch);
-    free(cm.live);
-    cm.live = NULL;
-    cm.n = cm.cap = 0;
+    yard_conn_set_free(&cm.live);
     if (cm.reserve_fd >= 0)
         close(cm.reserve_fd);
     if (srv->listen_fd >= 0) {

@@ -24,8 +24,7 @@ struct thread_model {
     yard_server_t *srv;
     pthread_mutex_t mu;
     pthread_cond_t idle; /* signalled when a connection thread ends */
-    yard_conn_t **live; /* so that stop can shutdown() every socket */
-    size_t n, cap;
+    yard_conn_set_t live; /* so that stop can shutdown() every socket */
     size_t running;     /* connection threads not yet finished, under mu */
     pthread_attr_t attr;
     _Atomic int stop;
@@ -36,21 +35,13 @@ struct thread_model {
 static struct thread_model thread_model_state = {
     .mu = PTHREAD_MUTEX_INITIALIZER,
     .idle = PTHREAD_COND_INITIALIZER,
+    .live = YARD_CONN_SET_INIT,
 };
 
 struct thread_arg {
     struct thread_model *tm;
     yard_conn_t *c;
 };
-
-static void live_remove(struct thread_model *tm, yard_conn_t *c)
-{
-    for (size_t i = 0; i < tm->n; i++)
-        if (tm->live[i] == c) {
-            tm->live[i] = tm->live[--tm->n];
-            return;
-        }
-}
 
 static void *conn_thread(void *p)
 {
@@ -59,11 +50,7 @@ static void *conn_thread(void *p)
     struct thread_model *tm = arg.tm;
     yard_scratch_t scratch = {0};
     yard_conn_run_blocking(arg.c, &scratch, &tm->stop);
-    pthread_mutex_lock(&tm->mu);
-    /* Leave the live set before the fd is closed, so stop never shuts down
-     * a descriptor number that has been reused. */
-    live_remove(tm, arg.c);
-    pthread_mutex_unlock(&tm->mu);
+    yard_conn_set_remove(&tm->live, arg.c); /* before the fd is closed */
     yard_conn_close(arg.c, NULL);
     yard_scratch_free(&scratch);
     yard_server_release(tm->srv);
@@ -80,18 +67,9 @@ static void thread_on_conn(int fd, const char *peer, void *model)
     yard_server_t *srv = tm->srv;
     yard_conn_t *c = yard_conn_open(srv, fd, true);
     struct thread_arg *arg = malloc(sizeof *arg);
+    bool ok = c && arg && yard_conn_set_add(&tm->live, c) == 0;
     pthread_mutex_lock(&tm->mu);
-    if (c && arg && tm->n == tm->cap) {
-        size_t cap = tm->cap ? tm->cap * 2 : 64;
-        yard_conn_t **live = realloc(tm->live, cap * sizeof *live);
-        if (live) {
-            tm->live = live;
-            tm->cap = cap;
-        }
-    }
-    bool ok = c && arg && tm->n < tm->cap;
     if (ok) {
-        tm->live[tm->n++] = c;
         *arg = (struct thread_arg){tm, c};
         pthread_t tid;
         int rc = pthread_create(&tid, &tm->attr, conn_thread, arg);
@@ -99,7 +77,7 @@ static void thread_on_conn(int fd, const char *peer, void *model)
             tm->running++;
         } else {
             yard_log_err("%s: cannot create a thread: %s: connection closed", peer, strerror(rc));
-            live_remove(tm, c);
+            yard_conn_set_remove(&tm->live, c);
             ok = false;
         }
     } else {
@@ -128,10 +106,9 @@ static void thread_stop_all(struct thread_model *tm)
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000L;
     }
-    pthread_mutex_lock(&tm->mu);
     /* Wake every thread blocked in read or write on its socket. */
-    for (size_t i = 0; i < tm->n; i++)
-        shutdown(tm->live[i]->fd, SHUT_RDWR);
+    yard_conn_set_shutdown_all(&tm->live);
+    pthread_mutex_lock(&tm->mu);
     while (tm->running > 0 && yard_now_ns() < deadline)
         if (pthread_cond_timedwait(&tm->idle, &tm->mu, &ts) == ETIMEDOUT)
             break;
@@ -154,12 +131,10 @@ static int thread_serve(yard_server_t *srv)
     thread_stop_all(tm);
     pthread_attr_destroy(&tm->attr);
     pthread_mutex_lock(&tm->mu);
-    if (tm->running == 0) {
-        free(tm->live);
-        tm->live = NULL;
-        tm->n = tm->cap = 0;
-    }
+    bool idle = tm->running == 0;
     pthread_mutex_unlock(&tm->mu);
+    if (idle)
+        yard_conn_set_free(&tm->live);
     return 0;
 }
 
