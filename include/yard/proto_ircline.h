@@ -25,6 +25,12 @@ enum yard_irc_frame {
  * skipped. */
 int yard_irc_frame(const char *p, size_t n, size_t *start, size_t *len, size_t *used);
 
+/* Frame every complete line of p[0..n) and call fn with it, NUL-terminated
+ * in a buffer of fn's own (overlong lines are skipped). Returns the bytes
+ * consumed (the rest is a partial line to keep), or -1 when fn returned a
+ * negative value (the bytes up to that line are consumed). */
+long yard_irc_each_line(const char *p, size_t n, int (*fn)(char *line, void *arg), void *arg);
+
 typedef struct yard_irc_msg {
     char *cmd; /* upper-cased in place */
     char *params[YARD_IRC_PARAMS_MAX];

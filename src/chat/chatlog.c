@@ -581,51 +581,12 @@ int yard_chatlog_next(yard_chatlog_iter_t *it, yard_chatlog_rec_t *r)
     }
 }
 
-int yard_chatlog_verify(const char *dir, yard_chatlog_verify_t *v)
-{
-    memset(v, 0, sizeof *v);
-    char logdir[4200];
-    snprintf(logdir, sizeof logdir, "%s/log", dir);
-    uint64_t *segs;
-    size_t n;
-    int rc = list_segments(logdir, &segs, &n);
-    if (rc < 0)
-        return rc;
-    uint64_t expect = 0;
-    for (size_t i = 0; i < n && !v->problem[0]; i++) {
-        char path[4300];
-        seg_path(path, sizeof path, logdir, segs[i]);
-        uint8_t *data;
-        size_t len;
-        rc = slurp(path, &data, &len);
-        if (rc < 0) {
-            free(segs);
-            return rc;
-        }
-        if (expect && segs[i] != expect)
-            snprintf(v->problem, sizeof v->problem, "%.300s: starts at id %" PRIu64 ", expected %" PRIu64,
-                     path, segs[i], expect);
-        uint64_t count;
-        size_t good = scan(data, len, segs[i], &count, NULL);
-        free(data);
-        if (!v->problem[0] && good < len)
-            snprintf(v->problem, sizeof v->problem,
-                     "%.300s: %zu bytes at offset %zu do not decode as record %" PRIu64, path,
-                     len - good, good, segs[i] + count);
-        if (!v->first_id && count)
-            v->first_id = segs[i];
-        if (count)
-            v->last_id = segs[i] + count - 1;
-        v->records += count;
-        v->segments++;
-        expect = segs[i] + count;
-    }
-    free(segs);
-    return v->problem[0] ? -EBADMSG : 0;
-}
-
-int yard_chatlog_walk(const char *dir, int (*fn)(const yard_chatlog_rec_t *r, void *arg),
-                      void *arg)
+/* Read DIR/log's segments in order, read-only, and hand each one's bytes to
+ * fn (non-zero stops). A segment pruned meanwhile is skipped. */
+static int each_segment(const char *dir,
+                        int (*fn)(const char *path, uint64_t first, const uint8_t *data,
+                                  size_t len, void *arg),
+                        void *arg)
 {
     char logdir[4200];
     snprintf(logdir, sizeof logdir, "%s/log", dir);
@@ -634,25 +595,87 @@ int yard_chatlog_walk(const char *dir, int (*fn)(const yard_chatlog_rec_t *r, vo
     int rc = list_segments(logdir, &segs, &n);
     if (rc < 0)
         return rc;
-    int stop = 0;
-    for (size_t i = 0; i < n && !stop; i++) {
+    for (size_t i = 0; i < n; i++) {
         char path[4300];
         seg_path(path, sizeof path, logdir, segs[i]);
         uint8_t *data;
         size_t len;
         if ((rc = slurp(path, &data, &len)) < 0) {
-            if (rc == -ENOENT)
-                continue; /* pruned meanwhile */
+            if (rc == -ENOENT) {
+                rc = 0;
+                continue;
+            }
             break;
         }
-        rc = 0;
-        yard_logrec_t r;
-        for (size_t off = 0; !stop && off < len &&
-                             yard_logrec_decode(data + off, len - off, &r) == YARD_LOGREC_COMPLETE;
-             off += r.len)
-            stop = fn(&r, arg);
+        int stop = fn(path, segs[i], data, len, arg);
         free(data);
+        if (stop)
+            break;
     }
     free(segs);
     return rc;
+}
+
+struct verify_state {
+    yard_chatlog_verify_t *v;
+    uint64_t expect;
+};
+
+static int verify_segment(const char *path, uint64_t first, const uint8_t *data, size_t len,
+                          void *arg)
+{
+    struct verify_state *vs = arg;
+    yard_chatlog_verify_t *v = vs->v;
+    if (vs->expect && first != vs->expect)
+        snprintf(v->problem, sizeof v->problem,
+                 "%.300s: starts at id %" PRIu64 ", expected %" PRIu64, path, first, vs->expect);
+    uint64_t count;
+    size_t good = scan(data, len, first, &count, NULL);
+    if (!v->problem[0] && good < len)
+        snprintf(v->problem, sizeof v->problem,
+                 "%.300s: %zu bytes at offset %zu do not decode as record %" PRIu64, path,
+                 len - good, good, first + count);
+    if (!v->first_id && count)
+        v->first_id = first;
+    if (count)
+        v->last_id = first + count - 1;
+    v->records += count;
+    v->segments++;
+    vs->expect = first + count;
+    return v->problem[0] != 0;
+}
+
+int yard_chatlog_verify(const char *dir, yard_chatlog_verify_t *v)
+{
+    memset(v, 0, sizeof *v);
+    struct verify_state vs = {.v = v};
+    int rc = each_segment(dir, verify_segment, &vs);
+    if (rc < 0)
+        return rc;
+    return v->problem[0] ? -EBADMSG : 0;
+}
+
+struct walk_state {
+    int (*fn)(const yard_chatlog_rec_t *r, void *arg);
+    void *arg;
+};
+
+static int walk_segment(const char *path, uint64_t first, const uint8_t *data, size_t len,
+                        void *arg)
+{
+    struct walk_state *ws = arg;
+    yard_logrec_t r;
+    for (size_t off = 0;
+         off < len && yard_logrec_decode(data + off, len - off, &r) == YARD_LOGREC_COMPLETE;
+         off += r.len)
+        if (ws->fn(&r, ws->arg))
+            return 1;
+    return 0;
+}
+
+int yard_chatlog_walk(const char *dir, int (*fn)(const yard_chatlog_rec_t *r, void *arg),
+                      void *arg)
+{
+    struct walk_state ws = {fn, arg};
+    return each_segment(dir, walk_segment, &ws);
 }

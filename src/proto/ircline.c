@@ -36,6 +36,25 @@ int yard_irc_frame(const char *p, size_t n, size_t *start, size_t *len, size_t *
     return YARD_IRC_LINE;
 }
 
+long yard_irc_each_line(const char *p, size_t n, int (*fn)(char *line, void *arg), void *arg)
+{
+    size_t off = 0;
+    for (;;) {
+        size_t start = 0, len = 0, used = 0;
+        int f = yard_irc_frame(p + off, n - off, &start, &len, &used);
+        if (f == YARD_IRC_NEED)
+            return (long)(off + used);
+        if (f == YARD_IRC_LINE) {
+            char line[YARD_IRC_MSG_MAX + YARD_IRC_TAGS_MAX + 2];
+            memcpy(line, p + off + start, len);
+            line[len] = 0;
+            if (fn(line, arg) < 0)
+                return -1;
+        }
+        off += used;
+    }
+}
+
 bool yard_irc_parse(char *line, yard_irc_msg_t *m)
 {
     char *p = line;

@@ -247,6 +247,13 @@ static void on_line(char *line)
     }
 }
 
+static int on_line_cb(char *line, void *arg)
+{
+    (void)arg;
+    on_line(line);
+    return 0;
+}
+
 static bool on_readable(void)
 {
     ssize_t n = read(C.fd, C.in + C.in_len, sizeof C.in - C.in_len);
@@ -256,20 +263,7 @@ static bool on_readable(void)
         return false;
     }
     C.in_len += (size_t)n;
-    size_t off = 0;
-    for (;;) {
-        size_t start, len, used;
-        int f = yard_irc_frame(C.in + off, C.in_len - off, &start, &len, &used);
-        off += used;
-        if (f == YARD_IRC_NEED)
-            break;
-        if (f != YARD_IRC_LINE)
-            continue;
-        char line[YARD_IRC_MSG_MAX + YARD_IRC_TAGS_MAX + 2];
-        memcpy(line, C.in + off - used + start, len);
-        line[len] = 0;
-        on_line(line);
-    }
+    size_t off = (size_t)yard_irc_each_line(C.in, C.in_len, on_line_cb, NULL);
     memmove(C.in, C.in + off, C.in_len - off);
     C.in_len -= off;
     return true;

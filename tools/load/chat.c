@@ -120,6 +120,17 @@ static int on_line(struct chat_run *cr, struct cconn *c, char *line)
     return 0;
 }
 
+struct line_ctx {
+    struct chat_run *cr;
+    struct cconn *c;
+};
+
+static int line_cb(char *line, void *arg)
+{
+    struct line_ctx *lc = arg;
+    return on_line(lc->cr, lc->c, line);
+}
+
 static int on_readable(struct chat_run *cr, struct cconn *c)
 {
     for (;;) {
@@ -134,23 +145,12 @@ static int on_readable(struct chat_run *cr, struct cconn *c)
         }
         cr->r->bytes_received += (uint64_t)n;
         c->in_len += (size_t)n;
-        size_t off = 0;
-        for (;;) {
-            size_t start, len, used;
-            int f = yard_irc_frame(c->in + off, c->in_len - off, &start, &len, &used);
-            off += used;
-            if (f == YARD_IRC_NEED)
-                break;
-            if (f != YARD_IRC_LINE)
-                continue;
-            char line[YARD_IRC_MSG_MAX + YARD_IRC_TAGS_MAX + 2];
-            memcpy(line, c->in + off - used + start, len);
-            line[len] = 0;
-            if (on_line(cr, c, line) < 0)
-                return -1;
-        }
-        memmove(c->in, c->in + off, c->in_len - off);
-        c->in_len -= off;
+        struct line_ctx lc = {cr, c};
+        long off = yard_irc_each_line(c->in, c->in_len, line_cb, &lc);
+        if (off < 0)
+            return -1;
+        memmove(c->in, c->in + off, c->in_len - (size_t)off);
+        c->in_len -= (size_t)off;
     }
 }
 
