@@ -243,8 +243,16 @@ static void chat_news(void *state, void *session, yard_fx_t *fx)
         if (to_me && key[0])
             chat_pos_set(app->cs, s->account, key, r.id);
     }
-    if (n == 0 && rc < 0)
-        yard_log_warn("chat: reading the log for %s: %s", s->account, strerror(-rc));
+    if (rc < 0) {
+        /* Committed bytes that do not decode (a damaged disk): this
+         * connection cannot go on relaying, and must not spin on the same
+         * record. `yard-chat log verify` says where. */
+        yard_log_err("chat: reading the log for %s after id %llu: %s", s->account,
+                     (unsigned long long)s->seen, strerror(-rc));
+        sendf(fx, "ERROR :Closing Link: the server cannot read its log");
+        yard_fx_close(fx, NULL);
+        return;
+    }
     yard_fx_watch(fx, app->bus, 0, s->seen);
 }
 
@@ -469,13 +477,16 @@ static void replay(struct chat_app *app, struct session *s, yard_fx_t *fx, const
     uint64_t total = 0;
     if ((max && !ids) || yard_chatlog_iter_open(app->log, from + 1, &it) < 0) {
         free(ids);
-        numeric(fx, s, 900 + 0 * 0, ":history unavailable");
+        sendf(fx, ":" SERVER " NOTICE %s :The history of %s cannot be read now; nothing was "
+                  "replayed",
+              name, name);
         return;
     }
     /* First pass: the ids that match, keeping the newest max in a ring. */
     yard_chatlog_rec_t r;
     char target[CHAT_CHAN_MAX + 1];
-    while (yard_chatlog_next(it, &r) == 1 && r.id <= s->seen) {
+    int rc;
+    while ((rc = yard_chatlog_next(it, &r)) == 1 && r.id <= s->seen) {
         if (r.target_len > CHAT_CHAN_MAX)
             continue;
         chat_casefold(target, r.target, r.target_len);
@@ -486,6 +497,12 @@ static void replay(struct chat_app *app, struct session *s, yard_fx_t *fx, const
         total++;
     }
     yard_chatlog_iter_close(it);
+    if (rc < 0) {
+        yard_log_err("chat: replaying %s for %s: %s", name, s->account, strerror(-rc));
+        sendf(fx, ":" SERVER " NOTICE %s :Part of the history of %s is damaged; what could be "
+                  "read is replayed",
+              name, name);
+    }
     uint64_t shown = total < max ? total : max;
     if (total > shown)
         sendf(fx, ":" SERVER " NOTICE %s :%llu older messages of %s were not replayed "
