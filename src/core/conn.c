@@ -29,6 +29,8 @@ static void conn_apply(yard_conn_t *c, yard_fx_t *fx);
 static void conn_feed(yard_conn_t *c, yard_buf_t *ib, yard_scratch_t *s, bool eof);
 static void conn_settle(yard_conn_t *c, yard_scratch_t *s);
 static void conn_flush(yard_conn_t *c, yard_scratch_t *s);
+static void conn_reoffer(yard_conn_t *c, yard_scratch_t *s);
+static void conn_call(yard_conn_t *c, yard_scratch_t *s, void (*cb)(void *, void *, yard_fx_t *));
 
 /* A fresh effect record. Output goes through the scratch buffer (and from
  * there straight to the socket) unless older output is still queued, which
@@ -100,15 +102,8 @@ static yard_conn_t *conn_open(yard_server_t *srv, int fd, bool blocking, void *s
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     }
-    if (srv->app->open) {
-        yard_fx_t fx = conn_fx(c, NULL);
-        APP_LOCK(c);
-        srv->app->open(srv->app_state, c->session, &fx);
-        APP_UNLOCK(c);
-        conn_apply(c, &fx);
-        conn_settle(c, NULL);
-        conn_flush(c, NULL);
-    }
+    if (srv->app->open)
+        conn_call(c, NULL, srv->app->open);
     return c;
 }
 
@@ -321,19 +316,26 @@ void yard_conn_on_job_done(yard_conn_t *c, yard_scratch_t *s)
     conn_flush(c, s);
 }
 
-void yard_conn_on_timer(yard_conn_t *c, yard_scratch_t *s)
+/* An app callback of the (state, session, fx) kind (open, timer, news) and
+ * everything after it: its effects, input that waited, inline jobs, output. */
+static void conn_call(yard_conn_t *c, yard_scratch_t *s, void (*cb)(void *, void *, yard_fx_t *))
 {
-    c->wake_at = 0;
-    if (c->failed || !c->srv->app->timer)
-        return;
     yard_fx_t fx = conn_fx(c, s);
     APP_LOCK(c);
-    c->srv->app->timer(c->srv->app_state, c->session, &fx);
+    cb(c->srv->app_state, c->session, &fx);
     APP_UNLOCK(c);
     conn_apply(c, &fx);
     conn_reoffer(c, s);
     conn_settle(c, s);
     conn_flush(c, s);
+}
+
+void yard_conn_on_timer(yard_conn_t *c, yard_scratch_t *s)
+{
+    c->wake_at = 0;
+    if (c->failed || !c->srv->app->timer)
+        return;
+    conn_call(c, s, c->srv->app->timer);
 }
 
 void yard_conn_on_news(yard_conn_t *c, yard_scratch_t *s)
@@ -347,14 +349,7 @@ void yard_conn_on_news(yard_conn_t *c, yard_scratch_t *s)
     if (c->failed || c->closing || c->job_pending || !yard_watch_due(c->watch) ||
         !c->srv->app->news)
         return;
-    yard_fx_t fx = conn_fx(c, s);
-    APP_LOCK(c);
-    c->srv->app->news(c->srv->app_state, c->session, &fx);
-    APP_UNLOCK(c);
-    conn_apply(c, &fx);
-    conn_reoffer(c, s);
-    conn_settle(c, s);
-    conn_flush(c, s);
+    conn_call(c, s, c->srv->app->news);
 }
 
 int yard_conn_on_readable(yard_conn_t *c, yard_scratch_t *s)
