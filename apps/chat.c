@@ -95,17 +95,13 @@ static void sendf(yard_fx_t *fx, const char *fmt, ...) __attribute__((format(pri
 static void sendf(yard_fx_t *fx, const char *fmt, ...)
 {
     char line[LINE_MAX_MSG + LINE_MAX_TAGS + 4];
+    bool cut;
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line - 2, fmt, ap);
+    size_t n = yard_irc_vline(line, sizeof line, &cut, fmt, ap);
     va_end(ap);
-    if (n < 0)
-        return;
-    if ((size_t)n > sizeof line - 3)
-        n = (int)(sizeof line - 3);
-    line[n++] = '\r';
-    line[n++] = '\n';
-    yard_fx_send(fx, line, (size_t)n);
+    if (n)
+        yard_fx_send(fx, line, n);
 }
 
 static const char *who(const struct session *s) { return s->state == ST_READY ? s->account : s->got_nick ? s->nick : "*"; }

@@ -5,6 +5,7 @@
 #ifndef YARD_PROTO_IRCLINE_H
 #define YARD_PROTO_IRCLINE_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -30,6 +31,13 @@ int yard_irc_frame(const char *p, size_t n, size_t *start, size_t *len, size_t *
  * consumed (the rest is a partial line to keep), or -1 when fn returned a
  * negative value (the bytes up to that line are consumed). */
 long yard_irc_each_line(const char *p, size_t n, int (*fn)(char *line, void *arg), void *arg);
+
+/* Format one line and end it with CRLF in out[0..cap) (cap >= 3). A line
+ * longer than cap - 3 (one byte goes to vsnprintf's NUL) is cut to that,
+ * and *cut says so. Returns its length,
+ * CRLF included, or 0 when the format fails. */
+size_t yard_irc_vline(char *out, size_t cap, bool *cut, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
 
 typedef struct yard_irc_msg {
     char *cmd; /* upper-cased in place */

@@ -1,6 +1,7 @@
 /* IRC lines (include/yard/proto_ircline.h). */
 #include "yard/proto_ircline.h"
 
+#include <stdio.h>
 #include <string.h>
 
 int yard_irc_frame(const char *p, size_t n, size_t *start, size_t *len, size_t *used)
@@ -162,4 +163,16 @@ bool yard_sasl_plain_split(const char *p, size_t n, const char **user, size_t *u
     *pass = z2 + 1;
     *pass_len = pl;
     return true;
+}
+
+size_t yard_irc_vline(char *out, size_t cap, bool *cut, const char *fmt, va_list ap)
+{
+    int n = vsnprintf(out, cap - 2, fmt, ap);
+    if (n < 0)
+        return 0;
+    *cut = (size_t)n > cap - 3;
+    size_t len = *cut ? cap - 3 : (size_t)n;
+    out[len++] = '\r';
+    out[len++] = '\n';
+    return len;
 }

@@ -1,5 +1,6 @@
 /* IRC lines: framing with the RFC 1459 and IRCv3 limits (also byte at a
  * time), parsing, base64 and SASL PLAIN. */
+#include <stdarg.h>
 #include <string.h>
 
 #include "test.h"
@@ -126,8 +127,38 @@ static void test_sasl(void)
     ASSERT_EQ(yard_b64decode("QUJD", 4, out, 2), -1); /* no room */
 }
 
+static size_t vline(char *out, size_t cap, bool *cut, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    size_t n = yard_irc_vline(out, cap, cut, fmt, ap);
+    va_end(ap);
+    return n;
+}
+
+static void test_vline(void)
+{
+    char buf[64];
+    bool cut;
+    ASSERT_EQ(vline(buf, sizeof buf, &cut, "PING %s", "x"), 8);
+    ASSERT(!cut);
+    ASSERT_MEM_EQ(buf, "PING x\r\n", 8);
+    /* Every capacity: never past it, always ends in CRLF, cut when short. */
+    for (size_t cap = 3; cap < 20; cap++) {
+        char small[32];
+        memset(small, '#', sizeof small);
+        size_t n = vline(small, cap, &cut, "PRIVMSG #a :%s", "hello");
+        ASSERT(n <= cap && n >= 2);
+        ASSERT_MEM_EQ(small + n - 2, "\r\n", 2);
+        ASSERT_EQ(small[cap], '#');
+        /* vsnprintf keeps a byte for its NUL: a line needs its length + 3. */
+        ASSERT_EQ(cut, strlen("PRIVMSG #a :hello") + 3 > cap);
+    }
+}
+
 int main(void)
 {
+    test_vline();
     test_framing();
     test_limits();
     test_byte_at_a_time();

@@ -100,17 +100,12 @@ static void send_line(const char *fmt, ...)
     if (C.fd < 0)
         return;
     char line[600];
+    bool cut;
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line - 2, fmt, ap);
+    size_t n = yard_irc_vline(line, sizeof line, &cut, fmt, ap);
     va_end(ap);
-    if (n < 0)
-        return;
-    if (n > (int)sizeof line - 3)
-        n = (int)sizeof line - 3;
-    line[n++] = '\r';
-    line[n++] = '\n';
-    if (yard_write_all(C.fd, line, (size_t)n) < 0) {
+    if (n && yard_write_all(C.fd, line, n) < 0) {
         close(C.fd);
         C.fd = -1;
     }

@@ -49,17 +49,19 @@ static void queue_line(struct chat_run *cr, struct cconn *c, const char *fmt, ..
     __attribute__((format(printf, 3, 4)));
 static void queue_line(struct chat_run *cr, struct cconn *c, const char *fmt, ...)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(c->out + c->out_len, sizeof c->out - c->out_len - 2, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= sizeof c->out - c->out_len - 2) {
+    bool cut = true;
+    size_t n = 0;
+    if (sizeof c->out - c->out_len >= 3) {
+        va_list ap;
+        va_start(ap, fmt);
+        n = yard_irc_vline(c->out + c->out_len, sizeof c->out - c->out_len, &cut, fmt, ap);
+        va_end(ap);
+    }
+    if (!n || cut) {
         load_error(cr->r, "connection %d: output queue full (the server does not read)", c->id);
         return;
     }
-    c->out_len += (size_t)n;
-    c->out[c->out_len++] = '\r';
-    c->out[c->out_len++] = '\n';
+    c->out_len += n;
 }
 
 static int flush(struct chat_run *cr, struct cconn *c)
