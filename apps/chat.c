@@ -203,6 +203,37 @@ static bool for_me(struct chat_app *app, struct session *s, const yard_chatlog_r
     return strcmp(target, s->account_key) == 0;
 }
 
+/* Read positions move once per channel per batch of relayed records, not
+ * once per record: each move takes the shared lock. */
+struct pos_batch {
+    struct {
+        char key[CHAT_CHAN_MAX + 1];
+        uint64_t id;
+    } at[8];
+    int n;
+};
+
+static void pos_flush(struct chat_app *app, struct session *s, struct pos_batch *pb)
+{
+    for (int i = 0; i < pb->n; i++)
+        chat_pos_set(app->cs, s->account, pb->at[i].key, pb->at[i].id);
+    pb->n = 0;
+}
+
+static void pos_note(struct chat_app *app, struct session *s, struct pos_batch *pb,
+                     const char *key, uint64_t id)
+{
+    for (int i = 0; i < pb->n; i++)
+        if (strcmp(pb->at[i].key, key) == 0) {
+            pb->at[i].id = id;
+            return;
+        }
+    if (pb->n == (int)(sizeof pb->at / sizeof pb->at[0]))
+        pos_flush(app, s, pb);
+    strcpy(pb->at[pb->n].key, key);
+    pb->at[pb->n++].id = id;
+}
+
 /* Relay what the log holds past s->seen, then watch from there. */
 static void chat_news(void *state, void *session, yard_fx_t *fx)
 {
@@ -224,6 +255,7 @@ static void chat_news(void *state, void *session, yard_fx_t *fx)
         s->it_pid = getpid();
     }
     yard_chatlog_rec_t r;
+    struct pos_batch pos = {0};
     int n = 0, rc;
     while (n < NEWS_BATCH && (rc = yard_chatlog_next(s->it, &r)) == 1) {
         n++;
@@ -237,8 +269,9 @@ static void chat_news(void *state, void *session, yard_fx_t *fx)
         if (mine ? s->cap_echo : to_me)
             relay(fx, s, &r);
         if (to_me && key[0])
-            chat_pos_set(app->cs, s->account, key, r.id);
+            pos_note(app, s, &pos, key, r.id);
     }
+    pos_flush(app, s, &pos);
     if (rc < 0) {
         /* Committed bytes that do not decode (a damaged disk): this
          * connection cannot go on relaying, and must not spin on the same
