@@ -26,6 +26,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (f == YARD_IRC_LINE) {
             if (start + len > used || len > YARD_IRC_MSG_MAX + YARD_IRC_TAGS_MAX)
                 abort();
+            if (memchr(p + off + start, '\r', len) || memchr(p + off + start, '\n', len))
+                abort(); /* no CR or LF inside a line, ever */
             char *line = malloc(len + 1);
             if (!line)
                 abort();
@@ -39,6 +41,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     if (m.params[i] < line || m.params[i] > line + len)
                         abort();
             }
+            size_t kept = yard_irc_strip_controls(line, len);
+            if (kept > len || yard_irc_has_controls(line, kept))
+                abort();
             free(line);
         } else if (f != YARD_IRC_TOOLONG && f != YARD_IRC_TOOLONG_OPEN) {
             abort();

@@ -22,9 +22,18 @@ enum yard_irc_frame {
 };
 
 /* Find the next line in p[0..n); *used is what to consume in every case.
- * Lines end with LF, an optional CR before it is dropped; empty lines are
- * skipped. */
+ * A line ends at CRLF, or at a bare CR or LF (so no CR or LF is ever inside
+ * a line); empty lines are skipped. */
 int yard_irc_frame(const char *p, size_t n, size_t *start, size_t *len, size_t *used);
+
+/* Remove, in place, the control characters a terminal would act on: C0
+ * controls except IRC's formatting codes (0x02 0x03 0x04 0x0F 0x11 0x16
+ * 0x1D 0x1E 0x1F) and CTCP's 0x01, DEL, and C1 controls encoded as UTF-8
+ * (U+0080..U+009F); a tab becomes a space. Returns the new length (and
+ * NUL-terminates when it shrank). */
+size_t yard_irc_strip_controls(char *s, size_t n);
+/* Whether s[0..n) holds anything yard_irc_strip_controls would remove. */
+bool yard_irc_has_controls(const char *s, size_t n);
 
 /* Frame every complete line of p[0..n) and call fn with it, NUL-terminated
  * in a buffer of fn's own (overlong lines are skipped). Returns the bytes

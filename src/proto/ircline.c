@@ -4,16 +4,27 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The first CR or LF in p[0..n), or NULL. */
+static const char *line_end(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] == '\r' || p[i] == '\n')
+            return p + i;
+    return NULL;
+}
+
 int yard_irc_frame(const char *p, size_t n, size_t *start, size_t *len, size_t *used)
 {
     size_t skip = 0;
     while (skip < n && (p[skip] == '\n' || p[skip] == '\r'))
-        skip++; /* empty lines */
+        skip++; /* empty lines, and the LF of a CRLF whose CR ended the last line */
     p += skip;
     n -= skip;
-    const char *nl = memchr(p, '\n', n);
-    size_t line = nl ? (size_t)(nl - p) : n;
-    size_t body = line && nl && p[line - 1] == '\r' ? line - 1 : line;
+    /* A bare CR ends a line as LF does (RFC 1459 allows either alone). Were
+     * it kept inside a line, a client that splits on CR would show the rest
+     * as a line of its own, with any sender the text claims. */
+    const char *nl = line_end(p, n);
+    size_t body = nl ? (size_t)(nl - p) : n;
     size_t tags = 0;
     if (body && p[0] == '@') {
         const char *sp = memchr(p, ' ', body);
@@ -29,12 +40,64 @@ int yard_irc_frame(const char *p, size_t n, size_t *start, size_t *len, size_t *
         *used = skip;
         return YARD_IRC_NEED;
     }
-    *used = skip + line + 1;
+    /* A CRLF is consumed whole; a bare CR or LF alone. */
+    size_t end = body + 1 + (nl[0] == '\r' && body + 1 < n && nl[1] == '\n');
+    *used = skip + end;
     if (over)
         return YARD_IRC_TOOLONG;
     *start = skip;
     *len = body;
     return YARD_IRC_LINE;
+}
+
+/* IRC formatting codes (bold, colour, hex colour, reset, monospace,
+ * reverse, italic, strikethrough, underline) and CTCP's delimiter. */
+static bool allowed_control(unsigned char c)
+{
+    switch (c) {
+    case 0x01: case 0x02: case 0x03: case 0x04: case 0x0F:
+    case 0x11: case 0x16: case 0x1D: case 0x1E: case 0x1F:
+        return true;
+    default:
+        return false;
+    }
+}
+
+size_t yard_irc_strip_controls(char *s, size_t n)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '\t') {
+            s[o++] = ' ';
+            continue;
+        }
+        if ((c < 0x20 && !allowed_control(c)) || c == 0x7F)
+            continue;
+        /* C1 controls as UTF-8 (U+0080..U+009F: C2 80..C2 9F); U+009B is a
+         * CSI to some terminals. */
+        if (c == 0xC2 && i + 1 < n && (unsigned char)s[i + 1] >= 0x80 &&
+            (unsigned char)s[i + 1] <= 0x9F) {
+            i++;
+            continue;
+        }
+        s[o++] = (char)c;
+    }
+    if (o < n)
+        s[o] = 0;
+    return o;
+}
+
+bool yard_irc_has_controls(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if ((c < 0x20 && !allowed_control(c)) || c == 0x7F ||
+            (c == 0xC2 && i + 1 < n && (unsigned char)s[i + 1] >= 0x80 &&
+             (unsigned char)s[i + 1] <= 0x9F))
+            return true;
+    }
+    return false;
 }
 
 long yard_irc_each_line(const char *p, size_t n, int (*fn)(char *line, void *arg), void *arg)

@@ -156,8 +156,50 @@ static void test_vline(void)
     }
 }
 
+/* A bare CR ends a line: text after it can never pose as a line of its own
+ * inside the first (the chat hardening issue's forged sender). */
+static void test_bare_cr(void)
+{
+    const char *s = "PRIVMSG #x :hi\r:bob!bob@yard PRIVMSG #x :FAKE\r\n";
+    size_t st, len, used;
+    ASSERT_EQ(frame(s, &st, &len, &used), YARD_IRC_LINE);
+    ASSERT_EQ(len, strlen("PRIVMSG #x :hi"));
+    ASSERT_EQ(used, len + 1);
+    ASSERT_EQ(frame(s + used, &st, &len, &used), YARD_IRC_LINE);
+    ASSERT_EQ(len, strlen(":bob!bob@yard PRIVMSG #x :FAKE"));
+    ASSERT_EQ(used, len + 2); /* the CRLF consumed whole */
+    /* A CR at the end of what arrived ends the line; the LF that follows
+     * later is an empty line. */
+    ASSERT_EQ(frame("PING a\r", &st, &len, &used), YARD_IRC_LINE);
+    ASSERT_EQ(len, 6);
+    ASSERT_EQ(used, 7);
+    ASSERT_EQ(frame("\nPING b\n", &st, &len, &used), YARD_IRC_LINE);
+    ASSERT_EQ(st, 1);
+    ASSERT_EQ(len, 6);
+}
+
+static void test_strip_controls(void)
+{
+    char s[64];
+    /* ESC and an OSC sequence lose their control bytes; formatting codes
+     * and CTCP's 0x01 stay; a tab becomes a space; C1 (U+009B) goes. */
+    strcpy(s, "a\x1b[31mred\x1b]0;t\x07\x02b\x02 \x01" "ACTION x\x01\tz\xc2\x9bq\x7f\xc3\xa9");
+    size_t n = yard_irc_strip_controls(s, strlen(s));
+    ASSERT_STR_EQ(s, "a[31mred]0;t\x02b\x02 \x01" "ACTION x\x01 zq\xc3\xa9");
+    ASSERT_EQ(n, strlen(s));
+    ASSERT(!yard_irc_has_controls(s, n));
+    ASSERT(yard_irc_has_controls("a\x1b", 2));
+    ASSERT(yard_irc_has_controls("\xc2\x85", 2));
+    ASSERT(!yard_irc_has_controls("\xc2\xa0\x03" "4red", 6));
+    /* Nothing to remove: unchanged. */
+    strcpy(s, "plain \xe2\x9c\x93");
+    ASSERT_EQ(yard_irc_strip_controls(s, strlen(s)), strlen("plain \xe2\x9c\x93"));
+}
+
 int main(void)
 {
+    test_bare_cr();
+    test_strip_controls();
     test_vline();
     test_framing();
     test_limits();
