@@ -259,3 +259,11 @@ def server_has_read(client: socket.socket) -> bool:
                 rx_queue = int(f[4].split(":")[1], 16)
                 return rx_queue == 0
     return False
+
+
+@pytest.fixture(scope="module")
+def yard_chat_built():
+    """The chat suites need yard-chat (accounts, the log tools, the client):
+    without it their tests fail, rather than the suites skipping themselves."""
+    chat = BIN / "yard-chat"
+    assert chat.exists(), f"{chat} is missing: build it (make build)"

@@ -10,7 +10,7 @@ import pytest
 from conftest import BIN
 
 CHAT = BIN / "yard-chat"
-pytestmark = pytest.mark.skipif(not CHAT.exists(), reason="yard-chat is not built")
+pytestmark = pytest.mark.usefixtures("yard_chat_built")
 
 
 def account(*args, password=None, timeout=30):

@@ -18,7 +18,7 @@ import pytest
 from chatlib import CHAT, add_account, login_pass
 from conftest import BIN, wait_for
 
-pytestmark = pytest.mark.skipif(not CHAT.exists(), reason="yard-chat is not built")
+pytestmark = pytest.mark.usefixtures("yard_chat_built")
 
 
 @pytest.fixture
@@ -202,8 +202,8 @@ def test_terminal_ui_in_a_pty(start_server, data):
     assert b.finish() == 0
 
 
-@pytest.mark.skipif(not shutil.which("ii"), reason="ii is not installed (apt install ii)")
 def test_ii_a_real_irc_client(start_server, data, tmp_path):
+    assert shutil.which("ii"), "ii is not installed (the Makefile's apt packages include it)"
     srv = serve(start_server, data)
     root = tmp_path / "irc"
     env = dict(os.environ, IIPASS="pw-alice")
