@@ -26,6 +26,16 @@
 #define HASH_LEN YARD_BCRYPT_LEN
 #define USER_VALUE_MAX 4096
 #define DEFAULT_REQUEST_TIMEOUT_MS 10000
+/* bcrypt reads at most 72 bytes of a password: two longer passwords with the
+ * same first 72 bytes would verify as each other, so longer ones are refused
+ * rather than silently cut. */
+#define PASSWORD_MAX 72
+#define PASSWORD_TOO_LONG "Password longer than 72 bytes (bcrypt uses only the first 72)"
+/* HTTP clients vanish without closing (a laptop sleeps, a NAT forgets), and
+ * every silent keep-alive connection costs a process under fork and a thread
+ * under thread: 300 of them once held 483 MB. A minute is longer than any
+ * pause between a well-behaved client's requests and than the 5 s long poll. */
+#define DEFAULT_IDLE_TIMEOUT_S 60
 
 struct rest_slot_hdr {
     uint32_t used;
@@ -67,7 +77,7 @@ struct rest_job {
     char user[KEY_MAX];
     size_t user_len;
     char hash[HASH_LEN + 1]; /* verify: stored hash in; set: new hash out */
-    char password[1024];
+    char password[PASSWORD_MAX + 1];
     struct crypt_data cd;
 };
 
@@ -250,22 +260,31 @@ static const char *route_method(int r)
     return (r == R_ROOT || r == R_LONGPOLL || r == R_USER_GET) ? "GET" : "POST";
 }
 
-/* Copy the "password" string of a {"password": "..."} body into out. */
-static bool body_password(const uint8_t *body, size_t len, char *out, size_t cap)
+enum body_pw { PW_OK, PW_BAD, PW_TOO_LONG };
+
+/* Copy the "password" string of a {"password": "..."} body into out (room
+ * for PASSWORD_MAX bytes and a NUL). Its length is counted in bytes of UTF-8,
+ * as bcrypt counts it, after JSON escapes are decoded. */
+static int body_password(const uint8_t *body, size_t len, char *out)
 {
     json_error_t e;
     json_t *j = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &e);
-    bool ok = false;
+    int r = PW_BAD;
     if (j && json_is_object(j)) {
         json_t *p = json_object_get(j, "password");
-        if (json_is_string(p) && json_string_length(p) < cap &&
-            strlen(json_string_value(p)) == json_string_length(p)) {
-            memcpy(out, json_string_value(p), json_string_length(p) + 1);
-            ok = true;
+        /* A string, and no NUL inside it that C would cut it at. */
+        if (json_is_string(p) && strlen(json_string_value(p)) == json_string_length(p)) {
+            size_t n = json_string_length(p);
+            if (n > PASSWORD_MAX) {
+                r = PW_TOO_LONG;
+            } else {
+                memcpy(out, json_string_value(p), n + 1);
+                r = PW_OK;
+            }
         }
     }
     json_decref(j);
-    return ok;
+    return r;
 }
 
 /* Handle one complete request. Returns false when the connection must stop
@@ -341,9 +360,14 @@ static bool handle(struct rest_state *st, struct rest_session *s, const yard_htt
         text(fx, 500, "Out of memory", ka, minor);
         return ka;
     }
-    if (!body_password(body, req->body_len, j->password, sizeof j->password)) {
+    int pw = body_password(body, req->body_len, j->password);
+    if (pw != PW_OK) {
         free(j);
-        text(fx, 400, "Body must be {\"password\": string}", ka, minor);
+        /* Refused the same way for known and unknown users, before any
+         * hashing: a verify of a password that no set could have stored
+         * tells nothing about who exists. */
+        text(fx, 400, pw == PW_TOO_LONG ? PASSWORD_TOO_LONG : "Body must be {\"password\": string}",
+             ka, minor);
         return ka;
     }
     j->op = r == R_PW_SET ? JOB_SET : JOB_VERIFY;
@@ -521,6 +545,7 @@ const yard_app_t yard_app_rest = {
     .name = "rest",
     .summary = "REST study service over HTTP/1.1: bcrypt passwords, user info, long poll",
     .session_size = sizeof(struct rest_session),
+    .default_idle_timeout_ns = DEFAULT_IDLE_TIMEOUT_S * YARD_NS_PER_S,
     .init = rest_init,
     .data = rest_data,
     .timer = rest_timer,

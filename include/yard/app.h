@@ -35,6 +35,7 @@
 #include "yard/bus.h"
 #include "yard/coro.h"
 #include "yard/config.h"
+#include "yard/net.h"
 #include "yard/shm.h"
 
 /* A shared object that tasks take read or full permissions on. Lives in the
@@ -57,6 +58,7 @@ typedef struct yard_fx {
     bool eof; /* input, not an effect: the peer has closed its side, so these are
                * the last bytes; what the app does not consume is dropped */
     uint64_t now_ns;   /* input: the engine's monotonic clock when the call began */
+    const yard_addr_t *peer; /* input: the peer's address (NULL when unknown) */
     uint64_t wake_at;  /* 0: no timer; UINT64_MAX: cancel the armed one */
     void (*job)(void *arg);
     void *job_arg;
@@ -103,6 +105,17 @@ typedef struct yard_app {
     const char *summary;
     size_t session_size; /* per-connection state the engine allocates, zeroed */
     bool uses_out;       /* the app writes to --out */
+    /* Silent connections. A service whose clients may vanish without a word
+     * (HTTP keep-alive) declares how long the engine keeps a silent
+     * connection when --idle-timeout is not given; --idle-timeout DUR
+     * replaces it and --idle-timeout 0 turns it off. 0: no default, as for
+     * the benchmark apps, whose load must never be cut short. */
+    uint64_t default_idle_timeout_ns;
+    /* Non-NULL: the engine never closes this app's connections for silence,
+     * because its clients may rightly stay silent for hours (the app judges
+     * liveness itself), so --idle-timeout is a usage error. The text, shown
+     * with that error and in --help, says what the app offers instead. */
+    const char *idle_exempt;
 
     /* Once, before any fork or thread: allocate state that connections share
      * from the shared region so that process models share it too. */

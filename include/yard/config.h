@@ -41,6 +41,14 @@ typedef struct yard_config {
     uint64_t retain_s;      /* prune log segments older than this; 0: keep */
     uint64_t register_timeout_ns;
     unsigned max_channels;  /* channels the server can hold */
+    unsigned channels_per_account; /* CHANLIMIT: channels one account may be in */
+    /* Login limits (apps/chat_guard.h). */
+    unsigned login_max_pending;      /* password checks in flight, server-wide */
+    unsigned login_pending_per_addr; /* ... from one source address */
+    unsigned max_unregistered;       /* connections not logged in yet, in total */
+    unsigned unregistered_per_addr;  /* ... from one source address */
+    double login_fail_addr_burst, login_fail_addr_per_s;       /* failures per address */
+    double login_fail_account_burst, login_fail_account_per_s; /* failures per account */
 } yard_config_t;
 
 enum yard_fsync_mode { YARD_FSYNC_INTERVAL, YARD_FSYNC_ALWAYS, YARD_FSYNC_NEVER };

@@ -6,6 +6,7 @@ between connections (and processes, under fork and reactors --procs)."""
 from __future__ import annotations
 
 import json
+import select
 import socket
 import subprocess
 import threading
@@ -13,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import MODELS
+from conftest import MODELS, wait_for
 
 FLAGS = ("--bcrypt-cost", "4", "--longpoll-ms", "300")
 
@@ -275,3 +276,121 @@ def test_longpoll_not_late_after_idle(serve, model):
     elapsed = time.monotonic() - t0
     assert (st, body) == (200, b"OK")
     assert 0.29 <= elapsed < 1.5, f"0.3 s long poll answered after {elapsed:.2f}s"
+
+
+# --- silent connections: the rest app's idle timeout ---------------------------
+
+def idle_log_line(srv) -> str:
+    """The start-up line that states the effective idle timeout (--log-level info)."""
+    return wait_for(lambda: next((ln for ln in srv.stderr().splitlines()
+                                  if " info: idle timeout " in ln), None),
+                    what="the idle timeout start-up line")
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_idle_timeout_closes_silent_keeps_active(serve, model):
+    """A connection that says nothing is closed once it has been silent for
+    --idle-timeout; one that keeps sending requests on the same keep-alive
+    connection, each well within the timeout, is served throughout."""
+    srv = serve("rest", model, *FLAGS, "--idle-timeout", "1s", "--log-level", "info")
+    silent = srv.connect()
+    active = srv.connect()
+    t0 = time.monotonic()
+    buf = bytearray()
+    served = 0
+    closed_at = None
+    # Each round waits up to 0.25 s (the active client's pause between
+    # requests, well under the timeout) for the silent one's close, then the
+    # active one makes a request. The active connection must outlive the
+    # silent one by more than a full timeout; 40 rounds bound it to ~10 s.
+    for _ in range(40):
+        if closed_at is None:
+            if select.select([silent], [], [], 0.25)[0]:
+                assert silent.recv(10) == b""  # closed by the server, no answer owed
+                closed_at = time.monotonic() - t0
+        else:
+            time.sleep(0.25)  # pacing, not waiting for anything
+        active.sendall(get("/"))
+        st, h, body = read_response(active, buf)
+        assert (st, body) == (200, b"OK") and h.get("connection") != "close"
+        served += 1
+        if closed_at is not None and time.monotonic() - t0 > closed_at + 1.2:
+            break
+    assert closed_at is not None, "the silent connection was never closed"
+    assert closed_at >= 0.9, f"closed after {closed_at:.2f}s, before the 1 s timeout"
+    assert closed_at < 5.0, f"closed only after {closed_at:.2f}s"
+    assert served >= 8
+    silent.close()
+    active.close()
+    wait_for(lambda: any("idle timeout" in ln and "(from --idle-timeout)" not in ln
+                         for ln in srv.stderr().splitlines()), what="the close is logged")
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_idle_timeout_default_is_60s(serve, model):
+    """Without --idle-timeout the rest app's own default applies; the
+    start-up line says how long and where it came from (waiting 60 s for
+    the close itself would prove no more than the 1 s test above)."""
+    srv = serve("rest", model, *FLAGS, "--log-level", "info")
+    line = idle_log_line(srv)
+    assert "idle timeout 60s (the default of --app rest" in line, line
+    assert exchange(srv, get("/"))[0][0] == 200
+
+
+def test_idle_timeout_flag_replaces_the_default(serve):
+    srv = serve("rest", "epoll", *FLAGS, "--idle-timeout", "90s", "--log-level", "info")
+    assert "idle timeout 90s (from --idle-timeout)" in idle_log_line(srv)
+
+
+@pytest.mark.parametrize("model", ["epoll", "fork"])
+def test_idle_timeout_0_turns_the_default_off(serve, model):
+    srv = serve("rest", model, *FLAGS, "--idle-timeout", "0", "--log-level", "info")
+    assert "idle timeout off (--idle-timeout 0)" in idle_log_line(srv)
+    with srv.connect() as s:  # and the server still serves
+        s.sendall(get("/"))
+        assert read_response(s, bytearray())[0] == 200
+
+
+# --- bcrypt's 72-byte limit -------------------------------------------------------
+
+def pw_body(pw: str) -> bytes:
+    return json.dumps({"password": pw}).encode()  # non-ASCII goes as \\u escapes
+
+
+TOO_LONG = b"Password longer than 72 bytes (bcrypt uses only the first 72)"
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_password_over_72_bytes_is_refused(serve, model):
+    """bcrypt reads 72 bytes of a password at most, so a longer one would
+    verify by its prefix: set and verify refuse it (400, connection kept),
+    and every byte of a 72-byte password counts."""
+    srv = serve("rest", model, *FLAGS)
+    p72 = "a" * 72
+    with srv.connect() as s:
+        buf = bytearray()
+
+        def ask(raw: bytes):
+            s.sendall(raw)
+            st, h, body = read_response(s, buf)
+            return st, body, h
+
+        assert ask(post("/password/set/long", pw_body(p72)))[:2] == (200, b"OK")
+        assert ask(post("/password/verify/long", pw_body(p72)))[:2] == (200, b"OK")
+        assert ask(post("/password/verify/long", pw_body("a" * 71 + "b")))[0] == 403
+        # 73 bytes sharing the stored 72: bcrypt alone would say 200.
+        st, body, h = ask(post("/password/verify/long", pw_body(p72 + "X")))
+        assert (st, body) == (400, TOO_LONG)
+        assert h["content-type"] == "text/plain" and h.get("connection") != "close"
+        st, body, _ = ask(post("/password/set/other", pw_body("b" * 73)))
+        assert (st, body) == (400, TOO_LONG)
+        assert ask(post("/password/verify/other", pw_body("b" * 72)))[:2] == \
+            (400, b"Password not found")  # nothing was stored
+        # The same answer for an unknown user, and for a very long password.
+        assert ask(post("/password/verify/nobody", pw_body("c" * 73)))[:2] == (400, TOO_LONG)
+        assert ask(post("/password/set/huge", pw_body("d" * 5000)))[:2] == (400, TOO_LONG)
+        # Bytes, not characters: é is two bytes in UTF-8.
+        assert ask(post("/password/set/utf8", pw_body("é" * 36)))[:2] == (200, b"OK")
+        assert ask(post("/password/verify/utf8", pw_body("é" * 36)))[:2] == (200, b"OK")
+        assert ask(post("/password/set/utf8", pw_body("é" * 37)))[:2] == (400, TOO_LONG)
+        assert ask(get("/"))[:2] == (200, b"OK")  # the connection survived it all

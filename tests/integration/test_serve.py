@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import socket
 import struct
@@ -63,6 +64,45 @@ def test_help_documents_every_flag():
                  "--store-entries",
                  "--list-apps", "--list-models", "--json"]:
         assert flag.encode() in r.stdout, flag
+
+
+def test_help_states_each_apps_idle_timeout_default():
+    """--help lists the idle timeout each app declares: rest closes silent
+    connections after 60 s, the benchmark apps never do, and 0 turns a
+    default off."""
+    out = run("--help").stdout.decode()
+    defaults = dict(re.findall(r"^ {25}(\w+) +(\S+)", out, re.M))
+    assert defaults.get("rest") == "60s", out
+    for app in ("echo", "counter", "sink"):
+        assert defaults.get(app) == "off", (app, out)
+    assert "0 turns the app's default off" in out
+
+
+@pytest.mark.parametrize("app", ["echo", "counter", "sink"])
+def test_benchmark_apps_have_no_idle_timeout(serve, app):
+    """A benchmark's load must never be cut short: no default, as stated at
+    start-up."""
+    server = serve(app, "epoll", "--log-level", "info")
+    wait_for(lambda: f"idle timeout off (--app {app} has no default" in server.stderr(),
+             what="the idle timeout start-up line")
+
+
+@pytest.mark.parametrize("value", ["30s", "0"])
+def test_chat_refuses_idle_timeout(tmp_path, value):
+    """A logged-in IRC client may sit silent for hours, so chat never closes
+    a connection for silence alone and --idle-timeout is a usage error that
+    says why and points to --registration-timeout-ms. Needs chat's table to
+    declare idle_exempt (apps/chat.c)."""
+    try:
+        r = run("--app", "chat", "--model", "epoll", "--listen", "127.0.0.1:0", "--data",
+                tmp_path, "--idle-timeout", value, timeout=5)
+    except subprocess.TimeoutExpired:
+        pytest.fail("yard-serve served chat with --idle-timeout instead of refusing it")
+    assert r.returncode == 2, r
+    err = r.stderr.decode()
+    assert "--idle-timeout does not apply to --app chat" in err, err
+    assert "silent for hours" in err and "--registration-timeout-ms" in err, err
+    assert r.stdout == b""
 
 
 @pytest.mark.parametrize("args, needle", [

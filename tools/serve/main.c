@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,71 @@
 #define EXIT_USAGE 2
 
 static const char *progname = "yard-serve";
+
+/* Why an app that declares idle_exempt refuses --idle-timeout; its own text
+ * follows, saying what it offers instead. */
+#define IDLE_EXEMPT_WHY                                                                            \
+    "it never closes a connection for silence alone (its clients may rightly stay silent for "    \
+    "hours);"
+
+/* A duration as the shortest exact "<n><unit>" (60s, 500ms), for --help and
+ * the start-up log. */
+static void format_duration(uint64_t ns, char *buf, size_t len)
+{
+    if (ns % YARD_NS_PER_S == 0)
+        snprintf(buf, len, "%llus", (unsigned long long)(ns / YARD_NS_PER_S));
+    else if (ns % YARD_NS_PER_MS == 0)
+        snprintf(buf, len, "%llums", (unsigned long long)(ns / YARD_NS_PER_MS));
+    else if (ns % YARD_NS_PER_US == 0)
+        snprintf(buf, len, "%lluus", (unsigned long long)(ns / YARD_NS_PER_US));
+    else
+        snprintf(buf, len, "%lluns", (unsigned long long)ns);
+}
+
+/* Prints text word-wrapped before column 88, the help's width; col is the
+ * column the cursor is at, continuation lines start at column indent. */
+static void print_wrapped(FILE *f, const char *text, int col, int indent)
+{
+    const char *p = text;
+    while (*p) {
+        int word = (int)strcspn(p, " ");
+        if (col > indent && col + 1 + word > 88) {
+            fprintf(f, "\n%*s", indent, "");
+            col = indent;
+        } else if (col > indent) {
+            fputc(' ', f);
+            col++;
+        }
+        fprintf(f, "%.*s", word, p);
+        col += word;
+        p += word;
+        p += strspn(p, " ");
+    }
+    fputc('\n', f);
+}
+
+/* --idle-timeout's help, with each app's default read from its table, so
+ * the help cannot drift from what the apps declare. */
+static void usage_idle_timeout(FILE *f)
+{
+    fprintf(f, "  --idle-timeout DUR   close a connection that has been silent for DUR (e.g. 30s,\n"
+               "                       500ms, 2m); 0 turns the app's default off. Each app\n"
+               "                       declares its default:\n");
+    for (const yard_app_t *const *a = yard_apps; *a; a++) {
+        fprintf(f, "                         %-9s ", (*a)->name);
+        if ((*a)->idle_exempt) {
+            char text[512];
+            snprintf(text, sizeof text, "not accepted: %s %s", IDLE_EXEMPT_WHY, (*a)->idle_exempt);
+            print_wrapped(f, text, 35, 35);
+        } else if ((*a)->default_idle_timeout_ns) {
+            char d[32];
+            format_duration((*a)->default_idle_timeout_ns, d, sizeof d);
+            fprintf(f, "%s\n", d);
+        } else {
+            fprintf(f, "off\n");
+        }
+    }
+}
 
 static void usage(FILE *f)
 {
@@ -44,8 +110,11 @@ static void usage(FILE *f)
             "  --procs              reactors: run the loops as processes, not threads\n"
             "  --pair               fork + chat: papayaChat's design, a RECV and a SEND process\n"
             "                       per client, woken by SIGUSR1 sent to the process group\n"
-            "  --max-conns N        close connection N+1 at once (logged); 0 = no limit (default)\n"
-            "  --idle-timeout DUR   close a connection idle for DUR (e.g. 30s, 500ms); default off\n"
+            "  --max-conns N        close connection N+1 at once (logged); 0 = no limit (default)"
+            "\n",
+            yard_cpus_available());
+    usage_idle_timeout(f);
+    fprintf(f,
             "  --out PATH           sink: file to write received bytes to (default /dev/null);\n"
             "                       truncated at start, appended to by every connection\n"
             "  --flush MODE         sink: 'each' writes every chunk as it arrives (default);\n"
@@ -70,7 +139,20 @@ static void usage(FILE *f)
             "  --retain DUR         chat: delete log segments older than DUR, e.g. 30d\n"
             "                       (default 0: keep everything)\n"
             "  --registration-timeout-ms N  chat: time to log in (default 10000)\n"
-            "  --max-channels N     chat: channels the server holds (default 256)\n"
+            "  --max-channels N     chat: channels the server holds at once (default 1024); a\n"
+            "                       channel nobody is in gives its slot back\n"
+            "  --max-channels-per-account N  chat: channels one account may be in, over all\n"
+            "                       its connections; announced as CHANLIMIT (default 50)\n"
+            "  --login-max-pending N  chat: password checks in flight, server-wide; past it a\n"
+            "                       login is told to try again, nothing is hashed (default 16)\n"
+            "  --login-max-pending-per-addr N  chat: checks in flight from one source address\n"
+            "                       (an IPv4 address or an IPv6 /64); more wait (default 2)\n"
+            "  --login-failures-per-addr N/DUR  chat: failed logins allowed from one address:\n"
+            "                       N at once, then N per DUR (default 30/10m)\n"
+            "  --login-failures-per-account N/DUR  chat: the same per account, whether or not\n"
+            "                       it exists (default 10/10m)\n"
+            "  --max-unregistered N  chat: connections not logged in yet (default 1024)\n"
+            "  --max-unregistered-per-addr N  chat: the same from one address (default 64)\n"
             "  --backlog N          listen(2) backlog (default 4096)\n"
             "  --max-sendq BYTES    disconnect a peer that lets more than this wait for it\n"
             "                       ('send queue exceeded'; default 8388608)\n"
@@ -82,14 +164,16 @@ static void usage(FILE *f)
             "  -h, --help           show this help\n"
             "\n"
             "Exit status: 0 after a clean stop, 1 on a runtime error (e.g. the port is in use),\n"
-            "2 on a usage error.\n",
-            yard_cpus_available());
+            "2 on a usage error.\n");
 }
 
-static _Noreturn void usage_error(const char *fmt, const char *arg)
+static _Noreturn __attribute__((format(printf, 1, 2))) void usage_error(const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, "%s: ", progname);
-    fprintf(stderr, fmt, arg);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
     fprintf(stderr, "\nTry 'yard-serve --help'.\n");
     exit(EXIT_USAGE);
 }
@@ -105,6 +189,24 @@ static long parse_count(const char *flag, const char *s, long min, long max)
         exit(EXIT_USAGE);
     }
     return v;
+}
+
+/* "N/DUR": N at once, then N per DUR (a token bucket). */
+static void parse_rate(const char *flag, const char *s, double *burst, double *per_s)
+{
+    char *slash;
+    errno = 0;
+    long n = strtol(s, &slash, 10);
+    uint64_t ns = 0;
+    if (errno || slash == s || *slash != '/' || n < 1 || n > 1000000 ||
+        yard_parse_duration_ns(slash + 1, YARD_NS_PER_S, &ns) < 0 || ns == 0) {
+        fprintf(stderr, "%s: %s: expected N/DURATION such as 10/10m (N at once, then N per "
+                        "DURATION), got '%s'\n",
+                progname, flag, s);
+        exit(EXIT_USAGE);
+    }
+    *burst = (double)n;
+    *per_s = (double)n / ((double)ns / 1e9);
 }
 
 static void json_string(const char *s)
@@ -172,6 +274,27 @@ static void list_apps(int json)
         printf("\n]\n");
 }
 
+/* States the effective idle timeout and where it came from, so that an
+ * operator (and a test) can see a default without waiting for it to fire. */
+static void log_idle_timeout(const yard_app_t *app, const yard_config_t *cfg, bool given)
+{
+    char d[32];
+    format_duration(cfg->idle_timeout_ns, d, sizeof d);
+    if (given && cfg->idle_timeout_ns)
+        yard_log_info("idle timeout %s (from --idle-timeout)", d);
+    else if (given)
+        yard_log_info("idle timeout off (--idle-timeout 0)");
+    else if (cfg->idle_timeout_ns)
+        yard_log_info("idle timeout %s (the default of --app %s; --idle-timeout changes it)", d,
+                      app->name);
+    else if (app->idle_exempt)
+        yard_log_info("idle timeout off (--app %s never closes a connection for silence alone)",
+                      app->name);
+    else
+        yard_log_info("idle timeout off (--app %s has no default; --idle-timeout sets one)",
+                      app->name);
+}
+
 static int parse_log_level(const char *s)
 {
     static const char *const names[] = {"error", "warning", "info", "debug"};
@@ -189,7 +312,9 @@ int main(int argc, char **argv)
            OPT_IDLE, OPT_OUT, OPT_FLUSH, OPT_BACKLOG, OPT_LOG, OPT_LIST_APPS, OPT_LIST_MODELS,
            OPT_JSON, OPT_VERSION, OPT_LONGPOLL, OPT_BCRYPT, OPT_OFFLOAD, OPT_STORE, OPT_COUNTER_SYNC, OPT_REQ_TIMEOUT,
            OPT_DATA, OPT_FSYNC, OPT_FSYNC_MS, OPT_REPLAY_MAX, OPT_RETAIN, OPT_REG_TIMEOUT,
-           OPT_CHANNELS, OPT_PAIR, OPT_SENDQ };
+           OPT_CHANNELS, OPT_PAIR, OPT_SENDQ, OPT_CHANLIMIT, OPT_LOGIN_PENDING,
+           OPT_LOGIN_PENDING_ADDR, OPT_LOGIN_FAIL_ADDR, OPT_LOGIN_FAIL_ACCOUNT, OPT_UNREG,
+           OPT_UNREG_ADDR };
     static const struct option opts[] = {
         {"app", required_argument, NULL, OPT_APP},
         {"model", required_argument, NULL, OPT_MODEL},
@@ -218,6 +343,13 @@ int main(int argc, char **argv)
         {"retain", required_argument, NULL, OPT_RETAIN},
         {"registration-timeout-ms", required_argument, NULL, OPT_REG_TIMEOUT},
         {"max-channels", required_argument, NULL, OPT_CHANNELS},
+        {"max-channels-per-account", required_argument, NULL, OPT_CHANLIMIT},
+        {"login-max-pending", required_argument, NULL, OPT_LOGIN_PENDING},
+        {"login-max-pending-per-addr", required_argument, NULL, OPT_LOGIN_PENDING_ADDR},
+        {"login-failures-per-addr", required_argument, NULL, OPT_LOGIN_FAIL_ADDR},
+        {"login-failures-per-account", required_argument, NULL, OPT_LOGIN_FAIL_ACCOUNT},
+        {"max-unregistered", required_argument, NULL, OPT_UNREG},
+        {"max-unregistered-per-addr", required_argument, NULL, OPT_UNREG_ADDR},
         {"pair", no_argument, NULL, OPT_PAIR},
         {"max-sendq", required_argument, NULL, OPT_SENDQ},
         {"version", no_argument, NULL, OPT_VERSION},
@@ -235,10 +367,20 @@ int main(int argc, char **argv)
                          .fsync_interval_ns = 100 * YARD_NS_PER_MS,
                          .replay_max = 1000,
                          .register_timeout_ns = 10 * YARD_NS_PER_S,
-                         .max_channels = 256};
+                         .max_channels = 1024,
+                         .channels_per_account = 50,
+                         .login_max_pending = 16,
+                         .login_pending_per_addr = 2,
+                         .max_unregistered = 1024,
+                         .unregistered_per_addr = 64,
+                         .login_fail_addr_burst = 30,
+                         .login_fail_addr_per_s = 30.0 / 600,
+                         .login_fail_account_burst = 10,
+                         .login_fail_account_per_s = 10.0 / 600};
     const char *listen_text = "127.0.0.1:7000";
     int log_level = YARD_LOG_WARN, list = 0, json = 0;
     bool flush_given = false, counter_sync_given = false, chat_given = false;
+    bool idle_given = false;
     char err[256];
 
     opterr = 0;
@@ -253,6 +395,7 @@ int main(int argc, char **argv)
         case OPT_MAX_CONNS: cfg.max_conns = parse_count("--max-conns", optarg, 0, LONG_MAX); break;
         case OPT_BACKLOG: cfg.backlog = (int)parse_count("--backlog", optarg, 1, 1 << 20); break;
         case OPT_IDLE:
+            idle_given = true;
             if (yard_parse_duration_ns(optarg, YARD_NS_PER_S, &cfg.idle_timeout_ns) < 0)
                 usage_error("--idle-timeout: expected a duration such as 30s, 500ms or 2m, got '%s'",
                             optarg);
@@ -345,6 +488,39 @@ int main(int argc, char **argv)
             chat_given = true;
             cfg.max_channels = (unsigned)parse_count("--max-channels", optarg, 1, 4096);
             break;
+        case OPT_CHANLIMIT:
+            chat_given = true;
+            cfg.channels_per_account =
+                (unsigned)parse_count("--max-channels-per-account", optarg, 1, 4096);
+            break;
+        case OPT_LOGIN_PENDING:
+            chat_given = true;
+            cfg.login_max_pending = (unsigned)parse_count("--login-max-pending", optarg, 1, 4096);
+            break;
+        case OPT_LOGIN_PENDING_ADDR:
+            chat_given = true;
+            cfg.login_pending_per_addr =
+                (unsigned)parse_count("--login-max-pending-per-addr", optarg, 1, 4096);
+            break;
+        case OPT_LOGIN_FAIL_ADDR:
+            chat_given = true;
+            parse_rate("--login-failures-per-addr", optarg, &cfg.login_fail_addr_burst,
+                       &cfg.login_fail_addr_per_s);
+            break;
+        case OPT_LOGIN_FAIL_ACCOUNT:
+            chat_given = true;
+            parse_rate("--login-failures-per-account", optarg, &cfg.login_fail_account_burst,
+                       &cfg.login_fail_account_per_s);
+            break;
+        case OPT_UNREG:
+            chat_given = true;
+            cfg.max_unregistered = (unsigned)parse_count("--max-unregistered", optarg, 1, 65536);
+            break;
+        case OPT_UNREG_ADDR:
+            chat_given = true;
+            cfg.unregistered_per_addr =
+                (unsigned)parse_count("--max-unregistered-per-addr", optarg, 1, 65536);
+            break;
         case OPT_LIST_APPS: list = 1; break;
         case OPT_LIST_MODELS: list = 2; break;
         case OPT_JSON: json = 1; break;
@@ -353,7 +529,7 @@ int main(int argc, char **argv)
         case ':': usage_error("%s needs a value", argv[optind - 1]);
         default:
             if (optopt && optopt < 256)
-                usage_error("unknown option '-%c'", (char[]){(char)optopt, 0});
+                usage_error("unknown option '-%c'", optopt);
             usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
@@ -393,13 +569,18 @@ int main(int argc, char **argv)
                     "");
     if ((chat_given || cfg.data_dir) && !is_chat)
         usage_error("--data, --fsync, --fsync-interval-ms, --replay-max, --retain, "
-                    "--registration-timeout-ms and --max-channels apply to --app chat, not "
-                    "--app %s",
+                    "--registration-timeout-ms, --max-channels, --max-channels-per-account, "
+                    "--login-* and --max-unregistered* apply to --app chat, not --app %s",
                     app->name);
     if (is_chat && !cfg.data_dir)
         usage_error("--app chat needs --data DIR (accounts, the message log, read "
                     "positions)%s",
                     "");
+    if (idle_given && app->idle_exempt)
+        usage_error("--idle-timeout does not apply to --app %s: " IDLE_EXEMPT_WHY " %s", app->name,
+                    app->idle_exempt);
+    if (!idle_given)
+        cfg.idle_timeout_ns = app->default_idle_timeout_ns;
     if (yard_addr_parse(listen_text, &cfg.listen, err, sizeof err) < 0)
         usage_error("--listen: %s", err);
     if (app->uses_out && !cfg.out)
@@ -441,6 +622,7 @@ int main(int argc, char **argv)
     printf("listening %s\n", where);
     fflush(stdout);
     yard_log_info("serving app %s with model %s on %s", app->name, model->name, where);
+    log_idle_timeout(app, &cfg, idle_given);
     status = model->serve(&srv);
     yard_log_info("stopped: %lu connections accepted, %lu refused",
                   atomic_load(&srv.shared->accepted), atomic_load(&srv.shared->rejected));
