@@ -436,12 +436,13 @@ void yard_conn_close(yard_conn_t *c, const char *reason)
         srv->app->close(srv->app_state, c->session);
         APP_UNLOCK(c);
     }
-    /* Log before the peer can see the close, so the log is never behind. */
+    /* Log before the peer can see the close, so the log is never behind.
+     * Rate-limited: a flood of bad clients must not flood the log. */
     if (c->close_reason) {
         if (level == CLOSE_WARN)
-            yard_log_warn("%s: connection closed: %s", c->peer, c->close_reason);
+            yard_log_limited(YARD_LOG_WARN, "%s: connection closed: %s", c->peer, c->close_reason);
         else if (level == CLOSE_INFO)
-            yard_log_info("%s: connection closed: %s", c->peer, c->close_reason);
+            yard_log_limited(YARD_LOG_INFO, "%s: connection closed: %s", c->peer, c->close_reason);
         else
             yard_log_debug("%s: connection closed: %s", c->peer, c->close_reason);
     }

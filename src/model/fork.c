@@ -76,6 +76,7 @@ static _Noreturn void run_child(yard_server_t *srv, int fd, pid_t parent, struct
     yard_conn_run_blocking(c, &scratch, &child_stop);
     yard_conn_close(c, NULL);
     yard_scratch_free(&scratch);
+    yard_log_flush(50); /* _exit skips atexit: queued log lines go now or are lost */
     _exit(0);
 }
 
@@ -128,6 +129,7 @@ static _Noreturn void pair_send(yard_server_t *srv, int fd, pid_t parent, struct
             break;
     }
     yard_buf_free(&out);
+    yard_log_flush(50);
     _exit(0);
 }
 

@@ -121,6 +121,7 @@ static _Noreturn void reactor_child(yard_server_t *srv, struct reactor *rs, int 
         _exit(1);
     yard_loop_run(&rs[me].loop);
     yard_loop_fini(&rs[me].loop);
+    yard_log_flush(50); /* _exit skips atexit: queued log lines go now or are lost */
     _exit(0);
 }
 
