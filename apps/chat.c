@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "apps.h"
+#include "chat_guard.h"
 #include "chat_state.h"
 #include "yard/bcrypt.h"
 #include "yard/chat_accounts.h"
@@ -38,21 +39,28 @@
 #define FLOOD_BURST 200.0
 #define FLOOD_RATE 100.0 /* lines per second, sustained */
 #define OWN_RING 1024
+#define TARGMAX 4 /* targets of one PRIVMSG or NOTICE */
+#define CHECK_RETRY_NS (50 * YARD_NS_PER_MS) /* a login waiting for its address's turn */
+#define DEFAULT_COST 12 /* yard-chat account add's, for a server without accounts */
 
 struct chat_app {
     const yard_config_t *cfg;
     chat_state_t *cs;
     yard_bus_t *bus;
     yard_chatlog_t *log;
-    char dummy_hash[YARD_BCRYPT_LEN + 1]; /* verified against for unknown accounts */
+    chat_guard_t *guard;
+    /* A hash whose salt is used to check passwords of unknown accounts, at
+     * the cost of the dearest account (yard_bcrypt_dummy). */
+    char dummy_template[YARD_BCRYPT_LEN + 1];
     char motd[2048];
 };
 
-enum { ST_NEW, ST_AUTH, ST_READY };
+/* ST_WAIT: credentials are in, waiting for the address's turn to check. */
+enum { ST_NEW, ST_WAIT, ST_AUTH, ST_READY };
 
 struct auth_job {
     const char *dir;
-    const char *dummy;
+    char dummy_template[YARD_BCRYPT_LEN + 1];
     char account[CHAT_NAME_MAX + 1];
     char canon[CHAT_NAME_MAX + 1];
     char password[YARD_ACCOUNT_PASSWORD_MAX + 1];
@@ -75,7 +83,18 @@ struct session {
     size_t sasl_len;
     char account[CHAT_NAME_MAX + 1];
     char account_key[CHAT_NAME_MAX + 1];
+    char client[CHAT_CLIENT_MAX + 1]; /* the device: "alice@phone", or USER's name */
+    bool client_from_sasl;
     int slot;
+    chat_addr_t addr;        /* the source address the login limits count */
+    uint64_t enter_ticket;   /* counted as not logged in yet */
+    uint64_t check_ticket;   /* a password check in flight */
+    char check_key[CHAT_NAME_MAX + 1]; /* its account, casefolded */
+    uint64_t register_by;    /* the registration timeout */
+    /* ST_WAIT: the login to check once the address has its turn. */
+    char wait_account[CHAT_NAME_MAX + 1];
+    char wait_password[YARD_ACCOUNT_PASSWORD_MAX + 1];
+    bool wait_sasl;
     unsigned failures;
     uint64_t fail_until; /* a failed login's answer waits until then */
     int pending_fail;    /* 0, or 904 / 464: the answer to give at fail_until */
@@ -168,7 +187,20 @@ static bool own_pop(struct session *s, uint64_t id)
 
 static void relay(yard_fx_t *fx, const struct session *s, const yard_chatlog_rec_t *r)
 {
-    const char *cmd = r->type == YARD_LOGREC_NOTICE ? "NOTICE" : "PRIVMSG";
+    const char *cmd = r->type == YARD_LOGREC_NOTICE  ? "NOTICE"
+                      : r->type == YARD_LOGREC_TOPIC ? "TOPIC"
+                                                     : "PRIVMSG";
+    /* Text is stored without control characters (chat_data removes them),
+     * but a log written before that rule may hold some. */
+    char clean[YARD_LOGREC_TEXT_MAX + 1];
+    yard_chatlog_rec_t copy;
+    if (yard_irc_has_controls(r->text, r->text_len)) {
+        copy = *r;
+        memcpy(clean, r->text, r->text_len);
+        copy.text_len = yard_irc_strip_controls(clean, r->text_len);
+        copy.text = clean;
+        r = &copy;
+    }
     if (s->cap_time) {
         char t[40];
         format_time(t, sizeof t, r->ts_ns);
@@ -216,7 +248,7 @@ struct pos_batch {
 static void pos_flush(struct chat_app *app, struct session *s, struct pos_batch *pb)
 {
     for (int i = 0; i < pb->n; i++)
-        chat_pos_set(app->cs, s->account, pb->at[i].key, pb->at[i].id);
+        chat_pos_set(app->cs, s->account, s->client, pb->at[i].key, pb->at[i].id);
     pb->n = 0;
 }
 
@@ -265,8 +297,9 @@ static void chat_news(void *state, void *session, yard_fx_t *fx)
         char key[CHAT_CHAN_MAX + 1];
         bool mine = own_pop(s, r.id);
         bool to_me = for_me(app, s, &r, key);
-        /* echo-message: the sender sees its message, a private one too. */
-        if (mine ? s->cap_echo : to_me)
+        /* echo-message: the sender sees its message, a private one too. A
+         * topic change goes to every member, its setter included. */
+        if (r.type == YARD_LOGREC_TOPIC ? to_me : mine ? s->cap_echo : to_me)
             relay(fx, s, &r);
         if (to_me && key[0])
             pos_note(app, s, &pos, key, r.id);
@@ -314,7 +347,7 @@ static int post(struct chat_app *app, struct session *s, yard_fx_t *fx, int type
      * mapping (a crash of any process keeps them) flushed at shutdown, and
      * pushed along here when every message must be durable. */
     if (app->cfg->fsync_mode == YARD_FSYNC_ALWAYS)
-        chat_pos_sync(app->cs);
+        chat_state_sync(app->cs);
     yard_bus_publish(app->bus, 0, id);
     return 0;
 }
@@ -325,31 +358,112 @@ static void auth_job_run(void *arg)
 {
     struct auth_job *j = arg;
     char hash[YARD_BCRYPT_LEN + 1];
-    int rc = yard_accounts_lookup(j->dir, j->account, strlen(j->account), hash, j->canon);
-    /* An unknown account is hashed anyway, so timing does not tell. */
-    bool ok = yard_bcrypt_verify(j->password, rc == 0 ? hash : j->dummy, &j->cd);
+    int max_cost = 0;
+    int rc = yard_accounts_lookup(j->dir, j->account, strlen(j->account), hash, j->canon,
+                                  &max_cost);
+    /* An unknown account is checked anyway, against a hash as dear as the
+     * dearest account's, so timing does not tell which accounts exist. */
+    if (rc != 0)
+        yard_bcrypt_dummy(j->dummy_template, max_cost ? max_cost : DEFAULT_COST, hash);
+    bool ok = yard_bcrypt_verify(j->password, hash, &j->cd);
     j->ok = ok && rc == 0;
     explicit_bzero(j->password, sizeof j->password);
 }
 
+static void forget_wait(struct session *s)
+{
+    explicit_bzero(s->wait_password, sizeof s->wait_password);
+    s->wait_account[0] = 0;
+}
+
+/* A login that is refused before any check (the limits): answered at once. */
+static void refuse_login(struct chat_app *app, struct session *s, yard_fx_t *fx, bool sasl,
+                         const char *why)
+{
+    s->state = ST_NEW;
+    forget_wait(s);
+    if (sasl) {
+        numeric(fx, s, 904, ":SASL authentication failed: %s", why);
+        return;
+    }
+    sendf(fx, "ERROR :Closing Link: %s", why);
+    yard_fx_close(fx, NULL);
+}
+
+/* Check a password, within the login limits (apps/chat_guard.h). */
 static void start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
                        const char *account, size_t alen, const char *password, size_t plen,
                        bool sasl)
 {
+    if (alen > CHAT_NAME_MAX)
+        alen = CHAT_NAME_MAX;
+    if (plen > YARD_ACCOUNT_PASSWORD_MAX)
+        plen = YARD_ACCOUNT_PASSWORD_MAX;
+    char key[CHAT_NAME_MAX + 1];
+    chat_casefold(key, account, alen);
+    uint64_t ticket, retry_ns;
+    int v = chat_guard_check_begin(app->guard, &s->addr, key, fx->now_ns, &ticket, &retry_ns);
+    char why[200], where[64];
+    switch (v) {
+    case CHAT_GUARD_OK:
+        break;
+    case CHAT_GUARD_WAIT:
+        /* The address has its share of checks in flight: this one waits its
+         * turn (reading nothing meanwhile), within the registration time. */
+        if (s->wait_account != account) {
+            snprintf(s->wait_account, sizeof s->wait_account, "%.*s", (int)alen, account);
+            snprintf(s->wait_password, sizeof s->wait_password, "%.*s", (int)plen, password);
+        }
+        s->wait_sasl = sasl;
+        s->state = ST_WAIT;
+        yard_fx_wake_at(fx, fx->now_ns + CHECK_RETRY_NS < s->register_by
+                                ? fx->now_ns + CHECK_RETRY_NS
+                                : s->register_by);
+        return;
+    case CHAT_GUARD_BUSY:
+        refuse_login(app, s, fx, sasl, "the server is busy checking other logins; try again in "
+                                       "a few seconds");
+        return;
+    case CHAT_GUARD_ADDR_LIMIT:
+        chat_addr_text(&s->addr, where, sizeof where);
+        snprintf(why, sizeof why, "too many failed logins from %s; try again in %llu s", where,
+                 (unsigned long long)((retry_ns + YARD_NS_PER_S - 1) / YARD_NS_PER_S));
+        s->failures++;
+        refuse_login(app, s, fx, sasl, why);
+        return;
+    default: /* CHAT_GUARD_ACCOUNT_LIMIT */
+        snprintf(why, sizeof why, "too many failed logins for %s; try again in %llu s", key,
+                 (unsigned long long)((retry_ns + YARD_NS_PER_S - 1) / YARD_NS_PER_S));
+        s->failures++;
+        refuse_login(app, s, fx, sasl, why);
+        return;
+    }
     struct auth_job *j = calloc(1, sizeof *j);
     if (!j) {
+        chat_guard_check_end(app->guard, ticket, &s->addr, key, false, fx->now_ns);
         fx->nomem = true;
         return;
     }
+    s->check_ticket = ticket;
+    memcpy(s->check_key, key, sizeof key);
     j->dir = app->cfg->data_dir;
-    j->dummy = app->dummy_hash;
+    memcpy(j->dummy_template, app->dummy_template, sizeof j->dummy_template);
     j->sasl = sasl;
-    snprintf(j->account, sizeof j->account, "%.*s", (int)(alen < CHAT_NAME_MAX ? alen : CHAT_NAME_MAX), account);
-    snprintf(j->password, sizeof j->password, "%.*s",
-             (int)(plen < YARD_ACCOUNT_PASSWORD_MAX ? plen : YARD_ACCOUNT_PASSWORD_MAX), password);
+    snprintf(j->account, sizeof j->account, "%.*s", (int)alen, account);
+    snprintf(j->password, sizeof j->password, "%.*s", (int)plen, password);
+    forget_wait(s);
     s->job = j;
     s->state = ST_AUTH;
     yard_fx_offload(fx, auth_job_run, j);
+}
+
+/* The check in flight is over (its job is done). */
+static void end_check(struct chat_app *app, struct session *s, bool ok, uint64_t now_ns)
+{
+    if (!s->check_ticket)
+        return;
+    chat_guard_check_end(app->guard, s->check_ticket, &s->addr, s->check_key, ok, now_ns);
+    s->check_ticket = 0;
 }
 
 static void welcome(struct chat_app *app, struct session *s, yard_fx_t *fx)
@@ -359,8 +473,10 @@ static void welcome(struct chat_app *app, struct session *s, yard_fx_t *fx)
     numeric(fx, s, 3, ":This server speaks an IRC subset; see docs/chat.md");
     numeric(fx, s, 4, SERVER " 0.1.0 i nt");
     numeric(fx, s, 5, "CASEMAPPING=rfc1459 CHANTYPES=#& NICKLEN=%d CHANNELLEN=%d TOPICLEN=%d "
-                      "CHANLIMIT=#&:%u :are supported by this server",
-            CHAT_NAME_MAX, CHAT_CHAN_MAX, CHAT_TOPIC_MAX, app->cfg->max_channels);
+                      "CHANLIMIT=#&:%u TARGMAX=PRIVMSG:%d,NOTICE:%d :are supported by this "
+                      "server",
+            CHAT_NAME_MAX, CHAT_CHAN_MAX, CHAT_TOPIC_MAX, app->cfg->channels_per_account,
+            TARGMAX, TARGMAX);
     if (app->motd[0]) {
         numeric(fx, s, 375, ":- " SERVER " Message of the day -");
         char copy[sizeof app->motd];
@@ -386,6 +502,8 @@ static void become_ready(struct chat_app *app, struct session *s, yard_fx_t *fx)
         return;
     }
     s->state = ST_READY;
+    chat_guard_leave(app->guard, s->enter_ticket);
+    s->enter_ticket = 0;
     chat_casefold(s->account_key, s->account, strlen(s->account));
     s->seen = yard_chatlog_last_id(app->log);
     yard_fx_wake_at(fx, 0); /* the registration timeout is over */
@@ -415,6 +533,7 @@ static void try_register(struct chat_app *app, struct session *s, yard_fx_t *fx)
     }
     start_auth(app, s, fx, s->nick, strlen(s->nick), s->pass, strlen(s->pass), false);
     explicit_bzero(s->pass, sizeof s->pass);
+    s->have_pass = false;
 }
 
 static void chat_job_done(void *state, void *session, void *arg, yard_fx_t *fx)
@@ -424,6 +543,7 @@ static void chat_job_done(void *state, void *session, void *arg, yard_fx_t *fx)
     struct auth_job *j = arg;
     s->job = NULL;
     s->state = ST_NEW;
+    end_check(app, s, j->ok, fx->now_ns);
     if (j->ok) {
         snprintf(s->account, sizeof s->account, "%s", j->canon);
         if (j->sasl) {
@@ -449,55 +569,106 @@ static void chat_job_done(void *state, void *session, void *arg, yard_fx_t *fx)
 
 /* ---- channel commands ---------------------------------------------------- */
 
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp((const char *)a, (const char *)b);
+}
+
+/* The accounts in channel c, each once however many connections it has
+ * there, sorted by their casefolded name: n entries of CHAT_NAME_MAX + 1
+ * bytes (the account's spelling), or NULL when there is none or no memory
+ * (*nomem says which). */
+static char (*members_of(struct chat_app *app, int c, size_t *n, bool *nomem))[CHAT_NAME_MAX + 1]
+{
+    *n = 0;
+    *nomem = false;
+    chat_lock(app->cs);
+    size_t cap = app->cs->chans[c].used ? app->cs->chans[c].members : 0;
+    char(*v)[CHAT_NAME_MAX + 1] = cap ? malloc(cap * sizeof *v) : NULL;
+    for (unsigned i = 0; v && i < app->cs->nmember && *n < cap; i++) {
+        struct chat_member *m = chat_member_at(app->cs, (int)i);
+        if (m->used && chat_is_in(app->cs, (int)i, c))
+            snprintf(v[(*n)++], sizeof v[0], "%s", m->account);
+    }
+    chat_unlock(app->cs);
+    if (cap && !v) {
+        *nomem = true;
+        return NULL;
+    }
+    /* Sort by the casefolded name with the spelling after it, then keep the
+     * first of each run of one account. */
+    char(*keyed)[2 * (CHAT_NAME_MAX + 1)] = *n ? malloc(*n * sizeof *keyed) : NULL;
+    if (*n && !keyed) {
+        free(v);
+        *nomem = true;
+        return NULL;
+    }
+    for (size_t i = 0; i < *n; i++) {
+        size_t len = strlen(v[i]);
+        chat_casefold(keyed[i], v[i], len);
+        memcpy(keyed[i] + len + 1, v[i], len + 1);
+    }
+    qsort(keyed, *n, sizeof *keyed, name_cmp);
+    size_t out = 0;
+    for (size_t i = 0; i < *n; i++) {
+        if (out && strcmp(keyed[i], keyed[i - 1]) == 0)
+            continue;
+        snprintf(v[out++], sizeof v[0], "%s", keyed[i] + strlen(keyed[i]) + 1);
+    }
+    free(keyed);
+    *n = out;
+    return v;
+}
+
 static void names(struct chat_app *app, struct session *s, yard_fx_t *fx, int c, const char *name)
 {
+    size_t n;
+    bool nomem;
+    char(*who_is)[CHAT_NAME_MAX + 1] = members_of(app, c, &n, &nomem);
+    if (nomem)
+        fx->nomem = true;
     char line[LINE_MAX_MSG];
     size_t len = 0;
-    chat_lock(app->cs);
-    for (unsigned i = 0; i < app->cs->nmember; i++) {
-        struct chat_member *m = chat_member_at(app->cs, (int)i);
-        if (!m->used || !chat_is_in(app->cs, (int)i, c))
-            continue;
-        size_t an = strlen(m->account);
+    for (size_t i = 0; i < n; i++) {
+        size_t an = strlen(who_is[i]);
         if (len + an + 1 > 400) {
             numeric(fx, s, 353, "= %s :%.*s", name, (int)len, line);
             len = 0;
         }
         if (len)
             line[len++] = ' ';
-        memcpy(line + len, m->account, an);
+        memcpy(line + len, who_is[i], an);
         len += an;
     }
-    chat_unlock(app->cs);
+    free(who_is);
     if (len)
         numeric(fx, s, 353, "= %s :%.*s", name, (int)len, line);
     numeric(fx, s, 366, "%s :End of /NAMES list.", name);
 }
 
-static void topic_reply(struct chat_app *app, struct session *s, yard_fx_t *fx, int c)
+static void topic_reply(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                        const char *name, const char *key)
 {
-    struct chat_channel ch;
-    chat_lock(app->cs);
-    ch = app->cs->chans[c];
-    chat_unlock(app->cs);
-    if (!ch.topic[0]) {
-        numeric(fx, s, 331, "%s :No topic is set", ch.name);
+    char topic[CHAT_TOPIC_MAX + 1], by[CHAT_NAME_MAX + 1];
+    int64_t at;
+    if (!chat_topic_get(app->cs, key, topic, by, &at)) {
+        numeric(fx, s, 331, "%s :No topic is set", name);
         return;
     }
-    numeric(fx, s, 332, "%s :%s", ch.name, ch.topic);
-    numeric(fx, s, 333, "%s %s %lld", ch.name, ch.topic_by, (long long)ch.topic_at);
+    numeric(fx, s, 332, "%s :%s", name, topic);
+    numeric(fx, s, 333, "%s %s!%s@" SERVER " %lld", name, by, by, (long long)at);
 }
 
-/* Replay what the account missed in this channel: the records after its
- * read position up to what this connection has already relayed (s->seen),
- * the newest replay_max of them. */
+/* Replay what this device of the account missed in this channel: the
+ * messages after its read position up to what this connection has already
+ * relayed (s->seen), the newest replay_max of them. */
 static void replay(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *name,
                    const char *key)
 {
     bool known;
-    uint64_t from = chat_pos_get(app->cs, s->account, key, &known);
+    uint64_t from = chat_pos_get(app->cs, s->account, s->client, key, &known);
     if (!known || from >= s->seen) {
-        chat_pos_set(app->cs, s->account, key, s->seen);
+        chat_pos_set(app->cs, s->account, s->client, key, s->seen);
         return;
     }
     unsigned max = app->cfg->replay_max;
@@ -516,7 +687,7 @@ static void replay(struct chat_app *app, struct session *s, yard_fx_t *fx, const
     char target[CHAT_CHAN_MAX + 1];
     int rc;
     while ((rc = yard_chatlog_next(it, &r)) == 1 && r.id <= s->seen) {
-        if (r.target_len > CHAT_CHAN_MAX)
+        if (r.target_len > CHAT_CHAN_MAX || r.type == YARD_LOGREC_TOPIC)
             continue;
         chat_casefold(target, r.target, r.target_len);
         if (strcmp(target, key) != 0)
@@ -542,7 +713,7 @@ static void replay(struct chat_app *app, struct session *s, yard_fx_t *fx, const
         if (yard_chatlog_iter_open(app->log, first, &it) == 0) {
             uint64_t sent = 0;
             while (sent < shown && yard_chatlog_next(it, &r) == 1 && r.id <= s->seen) {
-                if (r.target_len > CHAT_CHAN_MAX)
+                if (r.target_len > CHAT_CHAN_MAX || r.type == YARD_LOGREC_TOPIC)
                     continue;
                 chat_casefold(target, r.target, r.target_len);
                 if (strcmp(target, key) != 0)
@@ -554,7 +725,7 @@ static void replay(struct chat_app *app, struct session *s, yard_fx_t *fx, const
         }
     }
     free(ids);
-    chat_pos_set(app->cs, s->account, key, s->seen);
+    chat_pos_set(app->cs, s->account, s->client, key, s->seen);
 }
 
 static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *name)
@@ -564,9 +735,17 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
         return;
     }
     chat_lock(app->cs);
-    int c = chat_channel_find(app->cs, name, strlen(name), true);
+    int c = chat_channel_find(app->cs, name, strlen(name), false);
     bool already = c >= 0 && chat_is_in(app->cs, s->slot, c);
-    if (c >= 0)
+    /* The account's limit counts its channels over all its connections. */
+    bool over = !already &&
+                chat_account_channels(app->cs, s->account_key, -1) >=
+                    app->cfg->channels_per_account &&
+                (c < 0 || chat_account_channels(app->cs, s->account_key, c) >
+                              app->cfg->channels_per_account);
+    if (!already && !over && c < 0)
+        c = chat_channel_find(app->cs, name, strlen(name), true);
+    if (c >= 0 && !over)
         chat_set_in(app->cs, s->slot, c, true);
     char shown[CHAT_CHAN_MAX + 1], key[CHAT_CHAN_MAX + 1];
     if (c >= 0) {
@@ -574,6 +753,11 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
         strcpy(key, app->cs->chans[c].key);
     }
     chat_unlock(app->cs);
+    if (over) {
+        numeric(fx, s, 405, "%s :You have joined too many channels (CHANLIMIT %u)", name,
+                app->cfg->channels_per_account);
+        return;
+    }
     if (c == -2) {
         numeric(fx, s, 405, "%s :The server holds no more channels (--max-channels)", name);
         return;
@@ -581,9 +765,20 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
     if (already)
         return;
     sendf(fx, ":%s!%s@" SERVER " JOIN %s", s->account, s->account, shown);
-    topic_reply(app, s, fx, c);
+    topic_reply(app, s, fx, shown, key);
     names(app, s, fx, c, shown);
     replay(app, s, fx, shown, key);
+}
+
+/* The live channel ch's name as first created; false if it was freed since. */
+static bool channel_name(struct chat_app *app, int ch, char out[CHAT_CHAN_MAX + 1])
+{
+    chat_lock(app->cs);
+    bool live = app->cs->chans[ch].used;
+    if (live)
+        strcpy(out, app->cs->chans[ch].name);
+    chat_unlock(app->cs);
+    return live;
 }
 
 static int channel_of(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *name,
@@ -611,11 +806,49 @@ static void part_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
     if (c < 0)
         return;
     chat_lock(app->cs);
-    chat_set_in(app->cs, s->slot, c, false);
     char shown[CHAT_CHAN_MAX + 1];
     strcpy(shown, app->cs->chans[c].name);
+    chat_set_in(app->cs, s->slot, c, false); /* the last one out frees the slot */
     chat_unlock(app->cs);
     sendf(fx, ":%s!%s@" SERVER " PART %s :%s", s->account, s->account, shown, why ? why : "");
+}
+
+/* Split a comma list of targets in place: each target once (compared
+ * casefolded), at most max of them; the rest are counted in *dropped (the
+ * first of them in *first_dropped). Returns how many there are. */
+static int split_targets(char *list, char **out, int max, int *dropped, char **first_dropped)
+{
+    int n = 0;
+    *dropped = 0;
+    *first_dropped = NULL;
+    char keys[TARGMAX][CHAT_CHAN_MAX + 1];
+    char *save = NULL;
+    for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        char k[CHAT_CHAN_MAX + 1];
+        size_t len = strlen(t);
+        chat_casefold(k, t, len > CHAT_CHAN_MAX ? CHAT_CHAN_MAX : len);
+        bool dup = false;
+        for (int i = 0; i < n && !dup; i++)
+            dup = strcmp(keys[i], k) == 0;
+        if (dup)
+            continue;
+        if (n == max) {
+            if (!(*dropped)++)
+                *first_dropped = t;
+            continue;
+        }
+        strcpy(keys[n], k);
+        out[n++] = t;
+    }
+    return n;
+}
+
+/* Flood control charges every delivered target (the line itself paid for
+ * the first), so a list of targets cannot multiply one token. */
+static void charge(struct session *s, int targets)
+{
+    if (targets > 1)
+        s->tokens -= targets - 1;
 }
 
 static void message(struct chat_app *app, struct session *s, yard_fx_t *fx, const yard_irc_msg_t *m,
@@ -632,8 +865,15 @@ static void message(struct chat_app *app, struct session *s, yard_fx_t *fx, cons
             numeric(fx, s, 412, ":No text to send");
         return;
     }
-    char *save = NULL;
-    for (char *t = strtok_r(m->params[0], ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    char *targets[TARGMAX], *first_dropped;
+    int dropped;
+    int n = split_targets(m->params[0], targets, TARGMAX, &dropped, &first_dropped);
+    if (dropped && !notice)
+        numeric(fx, s, 407, "%s :Too many targets: at most %d (TARGMAX); %d not sent to",
+                first_dropped, TARGMAX, dropped);
+    int delivered = 0;
+    for (int i = 0; i < n; i++) {
+        char *t = targets[i];
         if (t[0] == '#' || t[0] == '&') {
             chat_lock(app->cs);
             int c = chat_channel_find(app->cs, t, strlen(t), false);
@@ -648,20 +888,22 @@ static void message(struct chat_app *app, struct session *s, yard_fx_t *fx, cons
             } else if (!in) {
                 if (!notice)
                     numeric(fx, s, 404, "%s :Cannot send to channel (join it first)", t);
-            } else {
-                post(app, s, fx, type, shown, m->params[1]);
+            } else if (post(app, s, fx, type, shown, m->params[1]) == 0) {
+                delivered++;
             }
             continue;
         }
         char hash[YARD_BCRYPT_LEN + 1], canon[CHAT_NAME_MAX + 1];
         if (!yard_account_name_valid(t, strlen(t)) ||
-            yard_accounts_lookup(app->cfg->data_dir, t, strlen(t), hash, canon) != 0) {
+            yard_accounts_lookup(app->cfg->data_dir, t, strlen(t), hash, canon, NULL) != 0) {
             if (!notice)
                 numeric(fx, s, 401, "%s :No such nick/channel", t);
             continue;
         }
-        post(app, s, fx, type, canon, m->params[1]);
+        if (post(app, s, fx, type, canon, m->params[1]) == 0)
+            delivered++;
     }
+    charge(s, delivered);
 }
 
 /* ---- the command table --------------------------------------------------- */
@@ -711,6 +953,20 @@ static void cap(struct chat_app *app, struct session *s, yard_fx_t *fx, const ya
     } else {
         numeric(fx, s, 410, "%s :Invalid CAP command", sub);
     }
+}
+
+/* A device's client id: letters, digits, '-', '_' and '.', lower case. */
+static void set_client(struct session *s, const char *id, size_t len)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < len && o < CHAT_CLIENT_MAX; i++) {
+        char c = id[i];
+        if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.')
+            s->client[o++] = c;
+        else if (c >= 'A' && c <= 'Z')
+            s->client[o++] = (char)(c - 'A' + 'a');
+    }
+    s->client[o] = 0;
 }
 
 static void authenticate(struct chat_app *app, struct session *s, yard_fx_t *fx,
@@ -765,6 +1021,13 @@ static void authenticate(struct chat_app *app, struct session *s, yard_fx_t *fx,
         explicit_bzero(plain, sizeof plain);
         return;
     }
+    /* "alice@phone": the account alice, from the device called phone. */
+    const char *at = memchr(user, '@', ulen);
+    if (at) {
+        set_client(s, at + 1, (size_t)(user + ulen - at - 1));
+        s->client_from_sasl = true;
+        ulen = (size_t)(at - user);
+    }
     start_auth(app, s, fx, user, ulen, pass, plen, true);
     explicit_bzero(plain, sizeof plain);
 }
@@ -811,6 +1074,11 @@ static void command(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
             if (m->n < 4) {
                 numeric(fx, s, 461, "USER :Not enough parameters");
             } else {
+                /* The user name says which device this is ("phone", or
+                 * "alice@phone"), unless SASL's user name already did. */
+                const char *u = m->params[0], *at = strchr(u, '@');
+                if (!s->client_from_sasl)
+                    set_client(s, at ? at + 1 : u, strlen(at ? at + 1 : u));
                 s->got_user = true;
                 try_register(app, s, fx);
             }
@@ -841,27 +1109,39 @@ static void command(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
             return;
         }
         char *save = NULL;
-        for (char *t = strtok_r(m->params[0], ",", &save); t; t = strtok_r(NULL, ",", &save))
+        int n = 0;
+        for (char *t = strtok_r(m->params[0], ",", &save); t; t = strtok_r(NULL, ",", &save)) {
             join_one(app, s, fx, t);
+            n++;
+        }
+        charge(s, n);
     } else if (!strcmp(c, "PART")) {
         if (m->n < 1) {
             numeric(fx, s, 461, "PART :Not enough parameters");
             return;
         }
         char *save = NULL;
-        for (char *t = strtok_r(m->params[0], ",", &save); t; t = strtok_r(NULL, ",", &save))
+        int n = 0;
+        for (char *t = strtok_r(m->params[0], ",", &save); t; t = strtok_r(NULL, ",", &save)) {
             part_one(app, s, fx, t, m->n > 1 ? m->params[1] : NULL);
+            n++;
+        }
+        charge(s, n);
     } else if (!strcmp(c, "NAMES")) {
         if (m->n < 1) {
             numeric(fx, s, 366, "* :End of /NAMES list.");
             return;
         }
         char *save = NULL;
+        int n = 0;
         for (char *t = strtok_r(m->params[0], ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            char shown[CHAT_CHAN_MAX + 1];
             int ch = channel_of(app, s, fx, t, false);
-            if (ch >= 0)
-                names(app, s, fx, ch, app->cs->chans[ch].name);
+            if (ch >= 0 && channel_name(app, ch, shown))
+                names(app, s, fx, ch, shown);
+            n++;
         }
+        charge(s, n);
     } else if (!strcmp(c, "TOPIC")) {
         if (m->n < 1) {
             numeric(fx, s, 461, "TOPIC :Not enough parameters");
@@ -870,19 +1150,34 @@ static void command(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
         int ch = channel_of(app, s, fx, m->params[0], m->n > 1);
         if (ch < 0)
             return;
+        chat_lock(app->cs);
+        char shown[CHAT_CHAN_MAX + 1], key[CHAT_CHAN_MAX + 1];
+        strcpy(shown, app->cs->chans[ch].name);
+        strcpy(key, app->cs->chans[ch].key);
+        chat_unlock(app->cs);
         if (m->n == 1) {
-            topic_reply(app, s, fx, ch);
+            topic_reply(app, s, fx, shown, key);
             return;
         }
-        chat_lock(app->cs);
-        struct chat_channel *cc = &app->cs->chans[ch];
-        snprintf(cc->topic, sizeof cc->topic, "%s", m->params[1]);
-        snprintf(cc->topic_by, sizeof cc->topic_by, "%s", s->account);
-        cc->topic_at = (int64_t)time(NULL);
-        char shown[CHAT_CHAN_MAX + 1];
-        strcpy(shown, cc->name);
-        chat_unlock(app->cs);
-        sendf(fx, ":%s!%s@" SERVER " TOPIC %s :%s", s->account, s->account, shown, m->params[1]);
+        /* The change goes through the log like a message: every member
+         * sees it, in the log's order, and the topic outlives a restart. */
+        const char *text = m->params[1];
+        size_t len = strlen(text);
+        if (len > CHAT_TOPIC_MAX) {
+            len = CHAT_TOPIC_MAX;
+            while (len > 0 && ((unsigned char)text[len] & 0xC0) == 0x80)
+                len--; /* do not cut a UTF-8 sequence */
+        }
+        char topic[CHAT_TOPIC_MAX + 1];
+        memcpy(topic, text, len);
+        topic[len] = 0;
+        if (!chat_topic_set(app->cs, key, topic, len, s->account, (int64_t)time(NULL))) {
+            sendf(fx, ":" SERVER " NOTICE %s :The topic of %s was not set: the server holds no "
+                      "more topics",
+                  s->account, shown);
+            return;
+        }
+        post(app, s, fx, YARD_LOGREC_TOPIC, shown, topic);
     } else if (!strcmp(c, "MOTD")) {
         if (app->motd[0]) {
             numeric(fx, s, 375, ":- " SERVER " Message of the day -");
@@ -894,15 +1189,17 @@ static void command(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
     } else if (!strcmp(c, "WHO")) {
         const char *mask = m->n ? m->params[0] : "*";
         int ch = (mask[0] == '#' || mask[0] == '&') ? channel_of(app, s, fx, mask, false) : -1;
-        if (ch >= 0) {
-            chat_lock(app->cs);
-            for (unsigned i = 0; i < app->cs->nmember; i++) {
-                struct chat_member *mm = chat_member_at(app->cs, (int)i);
-                if (mm->used && chat_is_in(app->cs, (int)i, ch))
-                    numeric(fx, s, 352, "%s %s " SERVER " " SERVER " %s H :0 %s",
-                            app->cs->chans[ch].name, mm->account, mm->account, mm->account);
-            }
-            chat_unlock(app->cs);
+        char shown[CHAT_CHAN_MAX + 1];
+        if (ch >= 0 && channel_name(app, ch, shown)) {
+            size_t n;
+            bool nomem;
+            char(*who_is)[CHAT_NAME_MAX + 1] = members_of(app, ch, &n, &nomem);
+            if (nomem)
+                fx->nomem = true;
+            for (size_t i = 0; i < n; i++)
+                numeric(fx, s, 352, "%s %s " SERVER " " SERVER " %s H :0 %s", shown, who_is[i],
+                        who_is[i], who_is[i]);
+            free(who_is);
         }
         numeric(fx, s, 315, "%s :End of /WHO list.", mask);
     } else if (!strcmp(c, "MODE")) {
@@ -939,7 +1236,22 @@ static void chat_open(void *state, void *session, yard_fx_t *fx)
     s->slot = -1;
     s->tokens = FLOOD_BURST;
     s->tokens_at = fx->now_ns;
-    yard_fx_wake_at(fx, fx->now_ns + app->cfg->register_timeout_ns);
+    s->register_by = fx->now_ns + app->cfg->register_timeout_ns;
+    chat_addr_of(fx->peer, &s->addr);
+    int v = chat_guard_enter(app->guard, &s->addr, fx->now_ns, &s->enter_ticket);
+    if (v != CHAT_GUARD_OK) {
+        char where[64];
+        chat_addr_text(&s->addr, where, sizeof where);
+        if (v == CHAT_GUARD_TOO_MANY)
+            sendf(fx, "ERROR :Closing Link: too many connections from %s have not logged in "
+                      "(at most %u)",
+                  where, app->cfg->unregistered_per_addr);
+        else
+            sendf(fx, "ERROR :Closing Link: the server is busy; try again later");
+        yard_fx_close(fx, NULL);
+        return;
+    }
+    yard_fx_wake_at(fx, s->register_by);
 }
 
 static void chat_timer(void *state, void *session, yard_fx_t *fx)
@@ -959,7 +1271,14 @@ static void chat_timer(void *state, void *session, yard_fx_t *fx)
             return;
         }
         if (s->state != ST_READY)
-            yard_fx_wake_at(fx, fx->now_ns + app->cfg->register_timeout_ns);
+            yard_fx_wake_at(fx, s->register_by);
+        return;
+    }
+    if (s->state == ST_WAIT && fx->now_ns < s->register_by) {
+        start_auth(app, s, fx, s->wait_account, strlen(s->wait_account), s->wait_password,
+                   strlen(s->wait_password), s->wait_sasl);
+        if (s->state == ST_NEW && !fx->close)
+            yard_fx_wake_at(fx, s->register_by); /* refused at once (904): time goes on */
         return;
     }
     if (s->state != ST_READY) {
@@ -979,13 +1298,16 @@ static size_t chat_data(void *state, void *session, const uint8_t *in, size_t n,
     double dt = (double)(fx->now_ns - s->tokens_at) / 1e9;
     s->tokens_at = fx->now_ns;
     s->tokens = s->tokens + dt * FLOOD_RATE > FLOOD_BURST ? FLOOD_BURST : s->tokens + dt * FLOOD_RATE;
-    while (used < n && !fx->close && !fx->job && !s->pending_fail) {
+    while (used < n && !fx->close && !fx->job && !s->pending_fail && s->state != ST_WAIT) {
         const char *p = (const char *)in + used;
         size_t left = n - used;
         if (s->discarding) {
-            const char *nl = memchr(p, '\n', left);
-            used += nl ? (size_t)(nl - p) + 1 : left;
-            s->discarding = !nl;
+            /* The rest of an overlong line, up to its end (a CR or a LF). */
+            size_t end = 0;
+            while (end < left && p[end] != '\n' && p[end] != '\r')
+                end++;
+            used += end < left ? end + 1 : left;
+            s->discarding = end == left;
             continue;
         }
         size_t start = 0, len = 0, u = 0;
@@ -1007,8 +1329,9 @@ static size_t chat_data(void *state, void *session, const uint8_t *in, size_t n,
         }
         if (s->state == ST_READY) {
             if (s->tokens < 1) {
-                /* Flooding: stop reading this client until a token is due. */
-                yard_fx_wake_at(fx, fx->now_ns + (uint64_t)(1e9 / FLOOD_RATE));
+                /* Flooding: stop reading this client until a token is due
+                 * (a list of targets may have taken the bucket below 0). */
+                yard_fx_wake_at(fx, fx->now_ns + (uint64_t)((1 - s->tokens) * 1e9 / FLOOD_RATE));
                 break;
             }
             s->tokens -= 1;
@@ -1017,6 +1340,10 @@ static size_t chat_data(void *state, void *session, const uint8_t *in, size_t n,
         char line[LINE_MAX_MSG + LINE_MAX_TAGS + 2];
         memcpy(line, p + start, len);
         line[len] = 0;
+        /* Nothing a terminal would act on reaches the log or another client:
+         * ESC, other C0 controls than IRC's formatting codes and CTCP's
+         * 0x01, DEL, C1. */
+        len = yard_irc_strip_controls(line, len);
         yard_irc_msg_t m;
         if (yard_irc_parse(line, &m))
             command(app, s, fx, &m);
@@ -1039,8 +1366,14 @@ static void chat_close(void *state, void *session)
     }
     if (s->it && s->it_pid == getpid())
         yard_chatlog_iter_close(s->it);
-    free(s->job); /* a job is never running here: the engine waits for it */
+    chat_guard_leave(app->guard, s->enter_ticket);
+    /* A job is never running here (the engine waits for it), but its
+     * job_done may not have run: its check is over either way. */
+    if (s->job)
+        end_check(app, s, s->job->ok, yard_now_ns());
+    free(s->job);
     explicit_bzero(s->pass, sizeof s->pass);
+    forget_wait(s);
 }
 
 static int chat_init(void **state, const yard_config_t *cfg, yard_shm_t *shm, char *err,
@@ -1055,12 +1388,30 @@ static int chat_init(void **state, const yard_config_t *cfg, yard_shm_t *shm, ch
     app->cs = yard_shm_alloc(shm, sizeof *app->cs);
     app->bus = yard_bus_create(shm, 1);
     unsigned members = cfg->max_conns > 0 && cfg->max_conns < 100000 ? (unsigned)cfg->max_conns : 16384;
+    char warn[800];
     if (!app->cs || !app->bus ||
-        chat_state_init(app->cs, shm, cfg->data_dir, cfg->max_channels, members, err, errlen) < 0) {
+        chat_state_init(app->cs, shm, cfg->data_dir, cfg->max_channels, members, err, errlen,
+                        warn, sizeof warn) < 0) {
         if (!err[0])
             snprintf(err, errlen, "shared region too small");
         return -1;
     }
+    if (warn[0])
+        yard_log_warn("chat: %s", warn);
+    chat_guard_opts_t go = CHAT_GUARD_DEFAULT_OPTS;
+    go.max_pending = cfg->login_max_pending;
+    go.pending_per_addr = cfg->login_pending_per_addr;
+    go.max_unregistered = cfg->max_unregistered;
+    go.unregistered_per_addr = cfg->unregistered_per_addr;
+    go.addr_failures = (chat_rate_t){cfg->login_fail_addr_burst, cfg->login_fail_addr_per_s};
+    go.account_failures = (chat_rate_t){cfg->login_fail_account_burst,
+                                        cfg->login_fail_account_per_s};
+    /* No connection stays unregistered past its timeout; a slot older than
+     * that (its process was killed) is free again. */
+    go.unregistered_ttl_ns = cfg->register_timeout_ns + 10 * YARD_NS_PER_S;
+    app->guard = chat_guard_create(shm, &go, err, errlen);
+    if (!app->guard)
+        return -1;
     yard_chatlog_opts_t lo = {0};
     yard_chatlog_opts_default(&lo);
     lo.fsync = cfg->fsync_mode == YARD_FSYNC_ALWAYS  ? YARD_CHATLOG_FSYNC_ALWAYS
@@ -1075,7 +1426,7 @@ static int chat_init(void **state, const yard_config_t *cfg, yard_shm_t *shm, ch
         yard_log_warn("chat: %s", rec.message);
     yard_bus_publish(app->bus, 0, yard_chatlog_last_id(app->log));
     struct crypt_data *cd = calloc(1, sizeof *cd);
-    bool ok = cd && yard_bcrypt_hash("not a password", 10, cd, app->dummy_hash);
+    bool ok = cd && yard_bcrypt_hash("not a password", 4, cd, app->dummy_template);
     free(cd);
     if (!ok) {
         snprintf(err, errlen, "bcrypt is not available");
@@ -1106,6 +1457,7 @@ const yard_app_t yard_app_chat = {
     .summary = "a chat service speaking an IRC subset: accounts, durable history, offline "
                "catch-up",
     .session_size = sizeof(struct session),
+    .idle_exempt = "a client that never logs in is closed after --registration-timeout-ms",
     .init = chat_init,
     .fini = chat_fini,
     .open = chat_open,

@@ -4,13 +4,43 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define POS_SLOTS 65536 /* accounts x channels with a read position */
+#include "yard/proto_logrec.h"
+
+#define POS_SLOTS 262144 /* accounts x devices x channels with a read position */
+#define TOPIC_SLOTS 8192
+#define TOPIC_PROBE 64
+
+/* A durable read position: the last message of chan delivered to a device
+ * of an account (stored + 1, so 0 means that device never joined chan). */
+struct chat_pos {
+    char account[CHAT_NAME_MAX + 2]; /* casefolded; "" = free slot */
+    char client[CHAT_CLIENT_MAX + 2];
+    char chan[CHAT_CHAN_MAX + 2]; /* casefolded */
+    uint64_t id;
+};
+
+/* A topic in two copies, each with a CRC over the key and itself: a process
+ * killed while writing one leaves the other, older one valid. */
+struct topic_copy {
+    uint64_t seq; /* the newer valid copy wins */
+    int64_t at_s;
+    char by[CHAT_NAME_MAX + 1];
+    uint16_t len;
+    char text[CHAT_TOPIC_MAX + 1];
+    uint32_t crc;
+};
+
+struct chat_topic_slot {
+    char key[CHAT_CHAN_MAX + 2]; /* casefolded; "" = never used */
+    struct topic_copy copy[2];
+};
 
 void chat_casefold(char *out, const char *in, size_t n)
 {
@@ -31,10 +61,76 @@ void chat_casefold(char *out, const char *in, size_t n)
     out[n] = 0;
 }
 
-int chat_state_init(chat_state_t *cs, yard_shm_t *shm, const char *dir, unsigned nchan,
-                    unsigned nmember, char *err, size_t errlen)
+/* A table of fixed slots in a file of the data directory, mapped shared: a
+ * crash of any process loses nothing the kernel has (the page cache), and
+ * msync at the log's fsync points makes it durable. The head names the
+ * format; a file of another format is started afresh, and said so. */
+struct file_head {
+    char magic[8];
+    uint32_t version;
+    uint32_t slot_size;
+    uint64_t nslots;
+    uint8_t pad[40];
+};
+
+static void *map_table(const char *dir, const char *name, const char *magic, size_t slot_size,
+                       size_t nslots, int *fd_out, size_t *bytes_out, char *err, size_t errlen,
+                       char *warn, size_t warnlen)
 {
-    cs->pos_fd = -1;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    size_t bytes = sizeof(struct file_head) + slot_size * nslots;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    struct file_head want = {.version = 2, .slot_size = (uint32_t)slot_size, .nslots = nslots};
+    memcpy(want.magic, magic, sizeof want.magic);
+    struct file_head have = {0};
+    bool fresh = st.st_size == 0;
+    if (!fresh && ((size_t)st.st_size != bytes ||
+                   pread(fd, &have, sizeof have, 0) != (ssize_t)sizeof have ||
+                   memcmp(&have, &want, sizeof have) != 0)) {
+        snprintf(warn, warnlen, "%.400s is of an older format or size; it starts afresh", path);
+        fresh = true;
+    }
+    if (fresh && (ftruncate(fd, 0) < 0 || ftruncate(fd, (off_t)bytes) < 0 ||
+                  pwrite(fd, &want, sizeof want, 0) != (ssize_t)sizeof want)) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        snprintf(err, errlen, "mmap %s: %s", path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    *fd_out = fd;
+    *bytes_out = bytes;
+    return (uint8_t *)p + sizeof(struct file_head);
+}
+
+static void unmap_table(void *p, size_t bytes, int fd)
+{
+    if (p) {
+        void *base = (uint8_t *)p - sizeof(struct file_head);
+        msync(base, bytes, MS_SYNC);
+        munmap(base, bytes);
+    }
+    if (fd >= 0)
+        close(fd);
+}
+
+int chat_state_init(chat_state_t *cs, yard_shm_t *shm, const char *dir, unsigned nchan,
+                    unsigned nmember, char *err, size_t errlen, char *warn, size_t warnlen)
+{
+    cs->pos_fd = cs->topics_fd = -1;
+    warn[0] = 0;
     pthread_mutexattr_t a;
     pthread_mutexattr_init(&a);
     pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
@@ -49,46 +145,44 @@ int chat_state_init(chat_state_t *cs, yard_shm_t *shm, const char *dir, unsigned
     cs->nmember = nmember;
     cs->words = (nchan + 63) / 64;
     cs->member_size = (sizeof(struct chat_member) + cs->words * sizeof(uint64_t) + 63) & ~(size_t)63;
+    for (cs->index_cap = 16; cs->index_cap < 2 * nchan; cs->index_cap *= 2) {
+    }
     cs->chans = yard_shm_alloc(shm, nchan * sizeof *cs->chans);
+    cs->index = yard_shm_alloc(shm, cs->index_cap * sizeof *cs->index);
     cs->members = yard_shm_alloc(shm, nmember * cs->member_size);
-    if (!cs->chans || !cs->members) {
+    if (!cs->chans || !cs->index || !cs->members) {
         snprintf(err, errlen, "shared region too small for %u channels and %u members", nchan,
                  nmember);
         return -1;
     }
-    /* Read positions live in DIR/positions, mapped shared: a crash of any
-     * process loses nothing the kernel has (the page cache), and msync at the
-     * log's fsync points makes them durable. */
-    char path[4096];
-    snprintf(path, sizeof path, "%s/positions", dir);
+    for (unsigned i = 0; i < cs->index_cap; i++)
+        cs->index[i] = -1;
+    char w[600] = "";
     cs->npos = POS_SLOTS;
-    size_t bytes = cs->npos * sizeof(struct chat_pos);
-    cs->pos_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    struct stat st;
-    if (cs->pos_fd < 0 || fstat(cs->pos_fd, &st) < 0 ||
-        ((size_t)st.st_size != bytes && ftruncate(cs->pos_fd, (off_t)bytes) < 0)) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    cs->pos = map_table(dir, "positions", "YARDPOS", sizeof(struct chat_pos), cs->npos,
+                        &cs->pos_fd, &cs->pos_bytes, err, errlen, w, sizeof w);
+    if (!cs->pos)
         return -1;
-    }
-    cs->pos = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, cs->pos_fd, 0);
-    if (cs->pos == MAP_FAILED) {
-        cs->pos = NULL;
-        snprintf(err, errlen, "mmap %s: %s", path, strerror(errno));
+    if (w[0])
+        snprintf(warn, warnlen, "%s (devices catch up from their next JOIN on)", w);
+    w[0] = 0;
+    cs->ntopics = TOPIC_SLOTS;
+    cs->topics = map_table(dir, "topics", "YARDTOP", sizeof(struct chat_topic_slot), cs->ntopics,
+                           &cs->topics_fd, &cs->topics_bytes, err, errlen, w, sizeof w);
+    if (!cs->topics)
         return -1;
-    }
+    if (w[0] && !warn[0])
+        snprintf(warn, warnlen, "%s", w);
     return 0;
 }
 
 void chat_state_fini(chat_state_t *cs)
 {
-    if (cs->pos) {
-        msync(cs->pos, cs->npos * sizeof(struct chat_pos), MS_SYNC);
-        munmap(cs->pos, cs->npos * sizeof(struct chat_pos));
-    }
-    if (cs->pos_fd >= 0)
-        close(cs->pos_fd);
+    unmap_table(cs->pos, cs->pos_bytes, cs->pos_fd);
+    unmap_table(cs->topics, cs->topics_bytes, cs->topics_fd);
     cs->pos = NULL;
-    cs->pos_fd = -1;
+    cs->topics = NULL;
+    cs->pos_fd = cs->topics_fd = -1;
 }
 
 void chat_lock(chat_state_t *cs)
@@ -124,10 +218,62 @@ int chat_member_add(chat_state_t *cs, const char *account)
 void chat_member_remove(chat_state_t *cs, int slot)
 {
     struct chat_member *m = chat_member_at(cs, slot);
-    for (unsigned c = 0; c < cs->nchan; c++)
-        if (chat_is_in(cs, slot, (int)c))
-            chat_set_in(cs, slot, (int)c, false);
+    for (unsigned w = 0; w < cs->words; w++)
+        while (m->chans[w])
+            chat_set_in(cs, slot, (int)(w * 64 + (unsigned)__builtin_ctzll(m->chans[w])), false);
     m->used = false;
+}
+
+static uint64_t str_hash(const char *k)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *k; k++)
+        h = (h ^ (uint8_t)*k) * 1099511628211ull;
+    return h;
+}
+
+/* The index entry of key, or (when absent) the first reusable entry on its
+ * probe path in *free_at. */
+static unsigned index_find(chat_state_t *cs, const char *key, int *chan, unsigned *free_at)
+{
+    unsigned mask = cs->index_cap - 1, i = (unsigned)str_hash(key) & mask;
+    *free_at = UINT32_MAX;
+    for (unsigned probe = 0; probe < cs->index_cap; probe++, i = (i + 1) & mask) {
+        int32_t v = cs->index[i];
+        if (v == -1) {
+            if (*free_at == UINT32_MAX)
+                *free_at = i;
+            break;
+        }
+        if (v == -2) {
+            if (*free_at == UINT32_MAX)
+                *free_at = i;
+            continue;
+        }
+        if (strcmp(cs->chans[v].key, key) == 0) {
+            *chan = v;
+            return i;
+        }
+    }
+    *chan = -1;
+    return UINT32_MAX;
+}
+
+/* Deleted entries lengthen every probe: past a quarter of the index, it is
+ * built again from the live channels (which keep their slots). */
+static void index_rebuild(chat_state_t *cs)
+{
+    for (unsigned i = 0; i < cs->index_cap; i++)
+        cs->index[i] = -1;
+    for (unsigned c = 0; c < cs->nchan; c++) {
+        if (!cs->chans[c].used)
+            continue;
+        int found;
+        unsigned free_at;
+        index_find(cs, cs->chans[c].key, &found, &free_at);
+        cs->index[free_at] = (int32_t)c;
+    }
+    cs->index_dead = 0;
 }
 
 int chat_channel_find(chat_state_t *cs, const char *name, size_t len, bool create)
@@ -136,23 +282,39 @@ int chat_channel_find(chat_state_t *cs, const char *name, size_t len, bool creat
     if (len > CHAT_CHAN_MAX)
         return -1;
     chat_casefold(key, name, len);
-    int free_slot = -1;
-    for (unsigned i = 0; i < cs->nchan; i++) {
-        if (cs->chans[i].used && strcmp(cs->chans[i].key, key) == 0)
-            return (int)i;
-        if (!cs->chans[i].used && free_slot < 0)
-            free_slot = (int)i;
-    }
-    if (!create)
-        return -1;
-    if (free_slot < 0)
+    int c;
+    unsigned free_at;
+    index_find(cs, key, &c, &free_at);
+    if (c >= 0 || !create)
+        return c;
+    if (cs->live_chans == cs->nchan)
         return -2;
-    struct chat_channel *c = &cs->chans[free_slot];
-    memset(c, 0, sizeof *c);
-    c->used = true;
-    memcpy(c->name, name, len);
-    memcpy(c->key, key, len + 1);
-    return free_slot;
+    for (c = 0; cs->chans[c].used; c++) {
+    }
+    struct chat_channel *ch = &cs->chans[c];
+    memset(ch, 0, sizeof *ch);
+    ch->used = true;
+    memcpy(ch->name, name, len);
+    memcpy(ch->key, key, len + 1);
+    if (cs->index[free_at] == -2)
+        cs->index_dead--;
+    cs->index[free_at] = c;
+    cs->live_chans++;
+    return c;
+}
+
+static void channel_free(chat_state_t *cs, int c)
+{
+    int found;
+    unsigned free_at, at = index_find(cs, cs->chans[c].key, &found, &free_at);
+    if (at != UINT32_MAX) {
+        cs->index[at] = -2;
+        cs->index_dead++;
+    }
+    cs->chans[c].used = false;
+    cs->live_chans--;
+    if (cs->index_dead > cs->index_cap / 4)
+        index_rebuild(cs);
 }
 
 bool chat_is_in(chat_state_t *cs, int slot, int chan)
@@ -171,61 +333,205 @@ void chat_set_in(chat_state_t *cs, int slot, int chan, bool in)
         cs->chans[chan].members++;
     } else {
         *w &= ~bit;
-        cs->chans[chan].members--;
+        if (--cs->chans[chan].members == 0)
+            channel_free(cs, chan);
     }
 }
 
-static size_t pos_hash(const char *a, const char *c)
+unsigned chat_account_channels(chat_state_t *cs, const char *account_key, int extra)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *a; a++)
-        h = (h ^ (uint8_t)*a) * 1099511628211ull;
+    uint64_t bits[(CHAT_CHANNELS_LIMIT + 63) / 64] = {0};
+    for (unsigned i = 0; i < cs->nmember; i++) {
+        struct chat_member *m = chat_member_at(cs, (int)i);
+        if (!m->used)
+            continue;
+        char k[CHAT_NAME_MAX + 1];
+        chat_casefold(k, m->account, strlen(m->account));
+        if (strcmp(k, account_key) != 0)
+            continue;
+        for (unsigned w = 0; w < cs->words; w++)
+            bits[w] |= m->chans[w];
+    }
+    if (extra >= 0)
+        bits[extra / 64] |= (uint64_t)1 << (extra % 64);
+    unsigned n = 0;
+    for (unsigned w = 0; w < cs->words; w++)
+        n += (unsigned)__builtin_popcountll(bits[w]);
+    return n;
+}
+
+/* ---- read positions ------------------------------------------------------ */
+
+static size_t pos_hash(const char *a, const char *d, const char *c)
+{
+    uint64_t h = str_hash(a);
     h = (h ^ 0xff) * 1099511628211ull;
+    for (; *d; d++)
+        h = (h ^ (uint8_t)*d) * 1099511628211ull;
+    h = (h ^ 0xfe) * 1099511628211ull;
     for (; *c; c++)
         h = (h ^ (uint8_t)*c) * 1099511628211ull;
     return (size_t)h;
 }
 
-/* The slot of (account, chan), or a free one to claim, or NULL when full. */
-static struct chat_pos *pos_slot(chat_state_t *cs, const char *account, const char *chan)
+/* The slot of (account, client, chan), or a free one to claim, or NULL when
+ * full. */
+static struct chat_pos *pos_slot(chat_state_t *cs, const char *account, const char *client,
+                                 const char *chan)
 {
-    char a[CHAT_NAME_MAX + 2];
+    char a[CHAT_NAME_MAX + 2], d[CHAT_CLIENT_MAX + 2];
     chat_casefold(a, account, strnlen(account, CHAT_NAME_MAX));
-    size_t i = pos_hash(a, chan) % cs->npos;
+    chat_casefold(d, client, strnlen(client, CHAT_CLIENT_MAX));
+    size_t i = pos_hash(a, d, chan) % cs->npos;
     for (size_t probe = 0; probe < cs->npos; probe++, i = (i + 1) % cs->npos) {
         struct chat_pos *p = &cs->pos[i];
         if (!p->account[0]) {
-            snprintf(p->account, sizeof p->account, "%s", a);
+            snprintf(p->client, sizeof p->client, "%s", d);
             snprintf(p->chan, sizeof p->chan, "%s", chan);
             p->id = 0;
+            snprintf(p->account, sizeof p->account, "%s", a); /* last: claims the slot */
             return p;
         }
-        if (strcmp(p->account, a) == 0 && strcmp(p->chan, chan) == 0)
+        if (strcmp(p->account, a) == 0 && strcmp(p->client, d) == 0 &&
+            strcmp(p->chan, chan) == 0)
             return p;
     }
     return NULL;
 }
 
-uint64_t chat_pos_get(chat_state_t *cs, const char *account, const char *chan_key, bool *known)
+uint64_t chat_pos_get(chat_state_t *cs, const char *account, const char *client,
+                      const char *chan_key, bool *known)
 {
     chat_lock(cs);
-    struct chat_pos *p = pos_slot(cs, account, chan_key);
+    struct chat_pos *p = pos_slot(cs, account, client, chan_key);
     uint64_t stored = p ? p->id : 0;
     chat_unlock(cs);
     *known = stored != 0;
     return stored ? stored - 1 : 0;
 }
 
-void chat_pos_set(chat_state_t *cs, const char *account, const char *chan_key, uint64_t id)
+void chat_pos_set(chat_state_t *cs, const char *account, const char *client,
+                  const char *chan_key, uint64_t id)
 {
     chat_lock(cs);
-    struct chat_pos *p = pos_slot(cs, account, chan_key);
+    struct chat_pos *p = pos_slot(cs, account, client, chan_key);
     if (p && id + 1 > p->id)
         p->id = id + 1; /* stored + 1: 0 is "never joined", distinct from "seen nothing" */
     chat_unlock(cs);
 }
 
-void chat_pos_sync(chat_state_t *cs)
+/* ---- topics ------------------------------------------------------------- */
+
+static uint32_t topic_crc(const struct chat_topic_slot *t, const struct topic_copy *c)
 {
-    msync(cs->pos, cs->npos * sizeof(struct chat_pos), MS_ASYNC);
+    uint32_t crc = yard_crc32c(0, t->key, sizeof t->key);
+    return yard_crc32c(crc, c, offsetof(struct topic_copy, crc));
+}
+
+/* The newer valid copy, or NULL. */
+static const struct topic_copy *topic_best(const struct chat_topic_slot *t)
+{
+    const struct topic_copy *best = NULL;
+    for (int i = 0; i < 2; i++) {
+        const struct topic_copy *c = &t->copy[i];
+        if (c->seq && c->len <= CHAT_TOPIC_MAX && c->crc == topic_crc(t, c) &&
+            (!best || c->seq > best->seq))
+            best = c;
+    }
+    return best;
+}
+
+static struct chat_topic_slot *topic_find(chat_state_t *cs, const char *key)
+{
+    size_t i = str_hash(key) % cs->ntopics;
+    for (size_t probe = 0; probe < TOPIC_PROBE; probe++, i = (i + 1) % cs->ntopics) {
+        struct chat_topic_slot *t = &cs->topics[i];
+        if (!t->key[0])
+            return NULL;
+        if (strcmp(t->key, key) == 0 && topic_best(t))
+            return t;
+    }
+    return NULL;
+}
+
+bool chat_topic_get(chat_state_t *cs, const char *chan_key, char topic[CHAT_TOPIC_MAX + 1],
+                    char by[CHAT_NAME_MAX + 1], int64_t *at_s)
+{
+    bool found = false;
+    chat_lock(cs);
+    struct chat_topic_slot *t = topic_find(cs, chan_key);
+    const struct topic_copy *c = t ? topic_best(t) : NULL;
+    if (c && c->len) {
+        memcpy(topic, c->text, c->len);
+        topic[c->len] = 0;
+        snprintf(by, CHAT_NAME_MAX + 1, "%s", c->by);
+        *at_s = c->at_s;
+        found = true;
+    }
+    chat_unlock(cs);
+    return found;
+}
+
+/* A slot for a key that has none: a never-used one, one whose copies are
+ * both invalid (a torn first write), or else the oldest topic of a channel
+ * nobody is in. */
+static struct chat_topic_slot *topic_claim(chat_state_t *cs, const char *key)
+{
+    size_t i = str_hash(key) % cs->ntopics;
+    struct chat_topic_slot *victim = NULL;
+    int64_t victim_at = INT64_MAX;
+    for (size_t probe = 0; probe < TOPIC_PROBE; probe++, i = (i + 1) % cs->ntopics) {
+        struct chat_topic_slot *t = &cs->topics[i];
+        const struct topic_copy *c = topic_best(t);
+        if (!t->key[0] || !c)
+            return t;
+        int live;
+        unsigned free_at;
+        index_find(cs, t->key, &live, &free_at);
+        if (live < 0 && c->at_s < victim_at) {
+            victim = t;
+            victim_at = c->at_s;
+        }
+    }
+    return victim;
+}
+
+bool chat_topic_set(chat_state_t *cs, const char *chan_key, const char *topic, size_t len,
+                    const char *by, int64_t at_s)
+{
+    if (len > CHAT_TOPIC_MAX)
+        len = CHAT_TOPIC_MAX;
+    chat_lock(cs);
+    struct chat_topic_slot *t = topic_find(cs, chan_key);
+    uint64_t seq = 1;
+    struct topic_copy *c;
+    if (t) {
+        const struct topic_copy *best = topic_best(t);
+        seq = best->seq + 1;
+        c = best == &t->copy[0] ? &t->copy[1] : &t->copy[0];
+    } else if ((t = topic_claim(cs, chan_key)) != NULL) {
+        /* A new key: both copies become invalid before the key changes. */
+        memset(t->copy, 0, sizeof t->copy);
+        memset(t->key, 0, sizeof t->key);
+        snprintf(t->key, sizeof t->key, "%s", chan_key);
+        c = &t->copy[0];
+    } else {
+        chat_unlock(cs);
+        return false;
+    }
+    memset(c, 0, sizeof *c);
+    c->seq = seq;
+    c->at_s = at_s;
+    snprintf(c->by, sizeof c->by, "%s", by);
+    c->len = (uint16_t)len;
+    memcpy(c->text, topic, len);
+    c->crc = topic_crc(t, c); /* last: the copy is valid from here on */
+    chat_unlock(cs);
+    return true;
+}
+
+void chat_state_sync(chat_state_t *cs)
+{
+    msync((uint8_t *)cs->pos - sizeof(struct file_head), cs->pos_bytes, MS_ASYNC);
+    msync((uint8_t *)cs->topics - sizeof(struct file_head), cs->topics_bytes, MS_ASYNC);
 }

@@ -1,9 +1,13 @@
 /* The chat app's shared state: who is online in which channel, channel
- * topics, and every account's durable read position per channel. All of
- * it is mapped MAP_SHARED before any fork, so the fork and reactors --procs
+ * topics, and every device's durable read position per channel. All of it
+ * is mapped MAP_SHARED before any fork, so the fork and reactors --procs
  * models see the same tables as the threaded ones; one process-shared,
  * robust mutex guards it (a process killed while holding it does not wedge
- * the others). */
+ * the others).
+ *
+ * A channel holds a live slot only while somebody is in it: the last one
+ * out frees it, so nobody can use up the table by joining and leaving.
+ * What outlives its members, the topic, is kept in DIR/topics. */
 #ifndef YARD_CHAT_STATE_H
 #define YARD_CHAT_STATE_H
 
@@ -14,18 +18,17 @@
 
 #include "yard/shm.h"
 
-#define CHAT_NAME_MAX 30    /* account = nick */
-#define CHAT_CHAN_MAX 50    /* channel name, with its '#' */
+#define CHAT_NAME_MAX 30   /* account = nick */
+#define CHAT_CLIENT_MAX 30 /* a device's client id ("alice@phone") */
+#define CHAT_CHAN_MAX 50   /* channel name, with its '#' */
 #define CHAT_TOPIC_MAX 390
+#define CHAT_CHANNELS_LIMIT 4096 /* --max-channels at most */
 
 struct chat_channel {
     bool used;
     char name[CHAT_CHAN_MAX + 1]; /* as first created */
     char key[CHAT_CHAN_MAX + 1];  /* casefolded */
-    char topic[CHAT_TOPIC_MAX + 1];
-    char topic_by[CHAT_NAME_MAX + 1];
-    int64_t topic_at; /* seconds */
-    unsigned members;
+    unsigned members;             /* member slots (connections) in it */
 };
 
 struct chat_member {
@@ -34,30 +37,32 @@ struct chat_member {
     uint64_t chans[]; /* bitmap of joined channels */
 };
 
-/* A durable read position: the last message of chan delivered to account
- * (stored + 1, so 0 means the account never joined chan). */
-struct chat_pos {
-    char account[CHAT_NAME_MAX + 2]; /* casefolded; "" = free slot */
-    char chan[CHAT_CHAN_MAX + 2];    /* casefolded */
-    uint64_t id;
-};
+struct chat_pos;
+struct chat_topic_slot;
 
 typedef struct chat_state {
     pthread_mutex_t mu;
     unsigned nchan, nmember, words; /* words: uint64_t per member bitmap */
+    unsigned live_chans;
     size_t member_size;
     struct chat_channel *chans;
+    int32_t *index; /* open addressing over chans by key: -1 empty, -2 deleted */
+    unsigned index_cap, index_dead;
     uint8_t *members; /* nmember x member_size */
     struct chat_pos *pos;
-    size_t npos;
+    size_t npos, pos_bytes;
     int pos_fd;
+    struct chat_topic_slot *topics;
+    size_t ntopics, topics_bytes;
+    int topics_fd;
 } chat_state_t;
 
 /* IRC's rfc1459 casemapping: ASCII lower case, and []\~ as {}|^. */
 void chat_casefold(char *out, const char *in, size_t n);
 
+/* *warn gets a message when a file had to be started afresh (else ""). */
 int chat_state_init(chat_state_t *cs, yard_shm_t *shm, const char *dir, unsigned nchan,
-                    unsigned nmember, char *err, size_t errlen);
+                    unsigned nmember, char *err, size_t errlen, char *warn, size_t warnlen);
 void chat_state_fini(chat_state_t *cs);
 void chat_lock(chat_state_t *cs);
 void chat_unlock(chat_state_t *cs);
@@ -69,11 +74,28 @@ struct chat_member *chat_member_at(chat_state_t *cs, int slot);
 /* The channel's index, created when create is set: -1 unknown, -2 full. */
 int chat_channel_find(chat_state_t *cs, const char *name, size_t len, bool create);
 bool chat_is_in(chat_state_t *cs, int slot, int chan);
+/* Leaving the last member frees the channel's slot. */
 void chat_set_in(chat_state_t *cs, int slot, int chan, bool in);
+/* How many channels the account (casefolded) is in, over all its
+ * connections; with extra, counting that channel too. */
+unsigned chat_account_channels(chat_state_t *cs, const char *account_key, int extra);
 
-/* Durable read positions (the lock is taken inside). */
-uint64_t chat_pos_get(chat_state_t *cs, const char *account, const char *chan_key, bool *known);
-void chat_pos_set(chat_state_t *cs, const char *account, const char *chan_key, uint64_t id);
-void chat_pos_sync(chat_state_t *cs);
+/* Durable read positions per (account, client id, channel key); the lock is
+ * taken inside. */
+uint64_t chat_pos_get(chat_state_t *cs, const char *account, const char *client,
+                      const char *chan_key, bool *known);
+void chat_pos_set(chat_state_t *cs, const char *account, const char *client,
+                  const char *chan_key, uint64_t id);
+
+/* Topics, kept in DIR/topics whether or not the channel is live (the lock
+ * is taken inside). get: false when none is set. set: false when the table
+ * is full of topics of live channels. */
+bool chat_topic_get(chat_state_t *cs, const char *chan_key, char topic[CHAT_TOPIC_MAX + 1],
+                    char by[CHAT_NAME_MAX + 1], int64_t *at_s);
+bool chat_topic_set(chat_state_t *cs, const char *chan_key, const char *topic, size_t len,
+                    const char *by, int64_t at_s);
+
+/* Push positions and topics towards the disk (msync, asynchronous). */
+void chat_state_sync(chat_state_t *cs);
 
 #endif

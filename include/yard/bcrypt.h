@@ -14,6 +14,13 @@
  * or libcrypt refuses (cost outside 4..31). */
 bool yard_bcrypt_hash(const char *password, int cost, struct crypt_data *cd,
                       char out[YARD_BCRYPT_LEN + 1]);
+/* The cost of a "$2b$NN$..." hash, or 0 when it is not one. */
+int yard_bcrypt_cost(const char *hash);
+/* A hash of nothing anybody can type, at the given cost (4..31), built
+ * from template (a real hash of any cost): checking a password against it
+ * costs what checking one against a real hash of that cost does. */
+void yard_bcrypt_dummy(const char template_hash[YARD_BCRYPT_LEN + 1], int cost,
+                       char out[YARD_BCRYPT_LEN + 1]);
 /* Whether password matches hash; every byte is compared whatever differs. */
 bool yard_bcrypt_verify(const char *password, const char *hash, struct crypt_data *cd);
 

@@ -27,8 +27,11 @@ int yard_accounts_list(const char *dir, void (*fn)(const char *name, void *arg),
                        char *err, size_t errlen);
 /* The account's hash (and its canonical spelling, if canon is not NULL: 31
  * bytes): 0, -ENOENT, or -errno. Reads the file each time (logins are rare
- * and the file is small), so changes apply to the next login at once. */
+ * and the file is small), so changes apply to the next login at once.
+ * *max_cost (if not NULL) gets the highest bcrypt cost in the file (0 when
+ * there is none), so that a login for an unknown account can cost as much
+ * as one for an existing account. */
 int yard_accounts_lookup(const char *dir, const char *name, size_t len,
-                         char hash[YARD_BCRYPT_LEN + 1], char *canon);
+                         char hash[YARD_BCRYPT_LEN + 1], char *canon, int *max_cost);
 
 #endif

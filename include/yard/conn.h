@@ -57,6 +57,7 @@ typedef struct yard_conn {
     yard_buf_t out;   /* output the socket has not taken yet */
     yard_buf_t store; /* bytes on their way to the output file */
     char peer[YARD_ADDR_STRLEN];
+    yard_addr_t peer_addr; /* len 0 when unknown */
     uint64_t wake_at;  /* the app's timer, 0 when none is armed */
     bool jobs_inline;  /* run offloaded jobs on the connection's own thread */
     bool job_pending;  /* a job was requested and job_done has not run yet */

@@ -257,11 +257,13 @@ int yard_accounts_list(const char *dir, void (*fn)(const char *name, void *arg),
 }
 
 int yard_accounts_lookup(const char *dir, const char *name, size_t len,
-                         char hash[YARD_BCRYPT_LEN + 1], char *canon)
+                         char hash[YARD_BCRYPT_LEN + 1], char *canon, int *max_cost)
 {
     char err[256];
     struct entry *e;
     size_t n;
+    if (max_cost)
+        *max_cost = 0;
     int rc = load(dir, &e, &n, err, sizeof err);
     if (rc)
         return rc;
@@ -272,6 +274,11 @@ int yard_accounts_lookup(const char *dir, const char *name, size_t len,
         memcpy(hash, e[i].hash, YARD_BCRYPT_LEN + 1);
         if (canon)
             strcpy(canon, e[i].name);
+    }
+    for (size_t k = 0; max_cost && k < n; k++) {
+        int cost = yard_bcrypt_cost(e[k].hash);
+        if (cost > *max_cost)
+            *max_cost = cost;
     }
     free(e);
     return rc;

@@ -34,3 +34,21 @@ bool yard_bcrypt_verify(const char *password, const char *hash, struct crypt_dat
         diff = 1;
     return diff == 0;
 }
+
+int yard_bcrypt_cost(const char *hash)
+{
+    if (strncmp(hash, "$2", 2) != 0 || !hash[2] || hash[3] != '$' || hash[4] < '0' ||
+        hash[4] > '9' || hash[5] < '0' || hash[5] > '9' || hash[6] != '$')
+        return 0;
+    return (hash[4] - '0') * 10 + (hash[5] - '0');
+}
+
+void yard_bcrypt_dummy(const char template_hash[YARD_BCRYPT_LEN + 1], int cost,
+                       char out[YARD_BCRYPT_LEN + 1])
+{
+    /* The salt and hash of the template stay valid at any cost: only the
+     * number of rounds changes, and with it the time a check takes. */
+    memcpy(out, template_hash, YARD_BCRYPT_LEN + 1);
+    out[4] = (char)('0' + cost / 10);
+    out[5] = (char)('0' + cost % 10);
+}

@@ -39,7 +39,8 @@ static yard_fx_t conn_fx(yard_conn_t *c, yard_scratch_t *s)
 {
     return (yard_fx_t){.out = (c->out.len || !s) ? &c->out : &s->out,
                        .store = &c->store,
-                       .now_ns = yard_now_ns()};
+                       .now_ns = yard_now_ns(),
+                       .peer = c->peer_addr.len ? &c->peer_addr : NULL};
 }
 
 void yard_conn_app_lock(pthread_mutex_t *mu)
@@ -88,11 +89,12 @@ static yard_conn_t *conn_open(yard_server_t *srv, int fd, bool blocking, void *s
     c->jobs_inline = blocking || srv->cfg->offload_threads == 0;
     c->timer_idx = YARD_TIMER_NONE;
     c->session = session ? session : (void *)a->session;
-    yard_addr_t peer;
-    if (yard_peer_name(fd, &peer) == 0)
-        yard_addr_format(&peer, c->peer, sizeof c->peer);
-    else
+    if (yard_peer_name(fd, &c->peer_addr) == 0) {
+        yard_addr_format(&c->peer_addr, c->peer, sizeof c->peer);
+    } else {
+        c->peer_addr.len = 0;
         strcpy(c->peer, "(unknown peer)");
+    }
     /* Request/response protocols want every reply on the wire at once. */
     yard_set_nodelay(fd);
     if (blocking && srv->cfg->idle_timeout_ns) {

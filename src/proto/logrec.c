@@ -2,6 +2,7 @@
 #include "yard/proto_logrec.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -48,11 +49,16 @@ static uint32_t get32(const uint8_t *p)
 }
 static uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32; }
 
+static bool type_valid(int type)
+{
+    return type == YARD_LOGREC_MESSAGE || type == YARD_LOGREC_NOTICE || type == YARD_LOGREC_TOPIC;
+}
+
 long yard_logrec_encode(const yard_logrec_t *r, uint8_t *out, size_t cap)
 {
     if (r->sender_len < 1 || r->sender_len > YARD_LOGREC_NAME_MAX || r->target_len < 1 ||
         r->target_len > YARD_LOGREC_NAME_MAX || r->text_len > YARD_LOGREC_TEXT_MAX ||
-        (r->type != YARD_LOGREC_MESSAGE && r->type != YARD_LOGREC_NOTICE))
+        !type_valid(r->type))
         return -EINVAL;
     size_t len = YARD_LOGREC_HEAD + 16 + 6 + r->sender_len + r->target_len + r->text_len;
     if (len > cap)
@@ -84,7 +90,7 @@ int yard_logrec_decode(const uint8_t *p, size_t n, yard_logrec_t *r)
                                      YARD_LOGREC_VERSION};
     if (memcmp(p, magic, n < 3 ? n : 3) != 0)
         return YARD_LOGREC_CORRUPT;
-    if (n >= 4 && p[3] != YARD_LOGREC_MESSAGE && p[3] != YARD_LOGREC_NOTICE)
+    if (n >= 4 && !type_valid(p[3]))
         return YARD_LOGREC_CORRUPT;
     if (n < 8)
         return YARD_LOGREC_PARTIAL;

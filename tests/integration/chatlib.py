@@ -19,8 +19,11 @@ def add_account(data, name, password, cost=4):
 
 
 class Irc:
-    def __init__(self, port, host="127.0.0.1", timeout=10.0):
-        self.sock = socket.create_connection((host, port), timeout=timeout)
+    def __init__(self, port, host="127.0.0.1", timeout=10.0, source=None):
+        """source: the local address to connect from (another 127.x.y.z)."""
+        self.sock = socket.create_connection((host, port), timeout=timeout,
+                                             source_address=(source, 0) if source else None)
+        self.raw = b""               # every byte received
         self.buf = b""
         self.lines: list[str] = []   # every line received, in order
         self.pos = 0                 # lines before this were consumed by expect()
@@ -44,6 +47,7 @@ class Irc:
             self.closed = True
             return False
         self.buf += data
+        self.raw += data
         while b"\r\n" in self.buf:
             line, self.buf = self.buf.split(b"\r\n", 1)
             self.lines.append(line.decode(errors="replace"))

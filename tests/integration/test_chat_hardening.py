@@ -1,0 +1,437 @@
+"""The chat service against abuse: login limits (a flood of bad logins from
+one address, guessing at one account, timing that would tell which accounts
+exist), channel slots that are given back, one line that cannot forge a
+sender or carry terminal controls, target lists that cannot multiply a
+message; and what real clients showed (topics relayed and kept, an account
+listed once, every device catching up)."""
+
+import base64
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from chatlib import CHAT, Irc, add_account, login_pass, login_sasl
+from conftest import BIN, MODELS, model_args, wait_for
+
+pytestmark = pytest.mark.usefixtures("yard_chat_built")
+
+CHAT_MODELS = MODELS + (["fork-pair"] if "fork" in MODELS else [])
+
+
+@pytest.fixture(scope="module")
+def accounts(tmp_path_factory):
+    """Cheap accounts u0..u19 (cost 4), and two at the tool's default cost
+    12: alice and victim (the timing and the limits are about real costs)."""
+    d = tmp_path_factory.mktemp("accounts")
+    names = [f"u{i}" for i in range(20)]
+    with ThreadPoolExecutor(8) as ex:
+        list(ex.map(lambda n: add_account(d, n, f"pw-{n}"), names))
+    add_account(d, "alice", "pw-alice", cost=12)
+    add_account(d, "victim", "pw-victim", cost=12)
+    return d
+
+
+@pytest.fixture
+def chat(start_server, accounts, tmp_path):
+    def start(model, *flags, data=None):
+        if data is None:
+            data = tmp_path / f"data-{model}"
+            if not data.exists():
+                shutil.copytree(accounts, data)
+        argv = [BIN / "yard-serve", "--app", "chat", *model_args(model), "--listen",
+                "127.0.0.1:0", "--data", data, *flags]
+        return start_server(argv), data
+
+    return start
+
+
+def pass_attempt(port, name, password, source=None, timeout=20.0):
+    """One PASS login on a fresh connection: (verdict, seconds, last line),
+    verdict one of 'ok', 'incorrect', 'refused' (an ERROR without 464)."""
+    t0 = time.monotonic()
+    c = Irc(port, source=source, timeout=timeout)
+    try:
+        c.send(f"PASS {password}", f"NICK {name}", f"USER {name} 0 * :x")
+        m = c.expect(r"( 001 | 464 |^ERROR )", timeout=timeout)
+        took = time.monotonic() - t0
+        line = c.lines[c.pos - 1]
+        if m.group(1) == " 001 ":
+            return "ok", took, line
+        if m.group(1) == " 464 ":
+            return "incorrect", took, line
+        return "refused", took, line
+    finally:
+        c.close()
+
+
+# ---- abuse hole 1: bad logins from one address -------------------------------
+
+@pytest.mark.parametrize("model", [m for m in ["epoll", "thread", "fork", "coro"] if m in MODELS])
+def test_a_login_flood_from_one_address_does_not_delay_another(chat, model):
+    """100 connections from 127.0.0.1 hammer wrong passwords; a real user on
+    127.0.0.2 logs in meanwhile in under 2 s (before: 16.6 s). The flood gets
+    no more checks than its address's bucket holds."""
+    srv, _ = chat(model)
+    stop = threading.Event()
+    verdicts = []
+    lock = threading.Lock()
+
+    def attacker(k):
+        name = "victim" if k % 2 else f"nobody{k}"
+        deadline = time.monotonic() + 8
+        while not stop.is_set() and time.monotonic() < deadline:
+            try:
+                v, _, _ = pass_attempt(srv.port, name, f"guess{k}", source="127.0.0.1",
+                                       timeout=15)
+            except (OSError, AssertionError):
+                v = "dropped"   # refused at connect: too many unregistered connections
+            with lock:
+                verdicts.append(v)
+            stop.wait(0.2)
+
+    threads = [threading.Thread(target=attacker, args=(k,)) for k in range(100)]
+    t_attack = time.monotonic()
+    for t in threads:
+        t.start()
+    try:
+        wait_for(lambda: len(verdicts) >= 20 or time.monotonic() - t_attack > 1.5,
+                 what="the flood to be under way")
+        verdict, took, line = pass_attempt(srv.port, "alice", "pw-alice", source="127.0.0.2")
+        assert verdict == "ok", line
+        assert took < 2.0, f"the real login took {took:.2f} s during the flood"
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+    elapsed = time.monotonic() - t_attack
+    checked = verdicts.count("incorrect")
+    # 30 failures at once, then 30 per 10 minutes (the default).
+    assert checked <= 30 + elapsed * 30 / 600 + 1, (checked, elapsed)
+    assert verdicts.count("refused") > 0
+    assert "ok" not in verdicts
+    # The server still serves.
+    c = login_pass(srv.port, "u1", "pw-u1", source="127.0.0.3")
+    c.send("PING alive")
+    c.expect("PONG yard :alive")
+
+
+def test_guessing_one_account_follows_the_back_off(chat):
+    """1,000 guesses at one account from 50 addresses: no more are checked
+    than the account's bucket allows (10 at once, then 10 per 10 minutes);
+    the rest are told at once when to try again. The owner, from an address
+    it logged in from before, still gets in; a new address waits."""
+    srv, _ = chat("epoll")
+    ok, _, line = pass_attempt(srv.port, "victim", "pw-victim", source="127.0.0.2")
+    assert ok == "ok", line
+    counts = {"ok": 0, "incorrect": 0, "refused": 0}
+    waits = []
+    lock = threading.Lock()
+    t0 = time.monotonic()
+
+    def guess(i):
+        v, _, line = pass_attempt(srv.port, "victim", f"guess{i}",
+                                  source=f"127.0.1.{10 + i % 50}")
+        with lock:
+            counts[v] += 1
+            if v == "refused":
+                waits.append(line)
+
+    with ThreadPoolExecutor(40) as ex:
+        list(ex.map(guess, range(1000)))
+    elapsed = time.monotonic() - t0
+    assert counts["ok"] == 0
+    assert counts["incorrect"] + counts["refused"] == 1000
+    assert counts["incorrect"] <= 10 + elapsed * 10 / 600 + 1, (counts, elapsed)
+    assert counts["incorrect"] >= 10
+    # Refused at once, saying when a guess is due again (one per minute).
+    assert all("too many failed logins for victim; try again in" in w for w in waits), waits[:3]
+    secs = [int(w.rsplit("try again in ", 1)[1].split()[0]) for w in waits]
+    assert 1 <= max(secs) <= 60
+    # The owner, from home, gets in; a stranger's address is held back.
+    assert pass_attempt(srv.port, "victim", "pw-victim", source="127.0.0.2")[0] == "ok"
+    v, _, line = pass_attempt(srv.port, "victim", "pw-victim", source="127.0.0.99")
+    assert v == "ok", line   # the owner's login just forgave the failures
+
+
+def test_the_bound_on_checks_in_flight_answers_at_once(chat, accounts, tmp_path):
+    """With one check allowed in flight, a second login from elsewhere is told
+    at once that the server is busy, while the first is still being checked."""
+    data = tmp_path / "slow"
+    shutil.copytree(accounts, data)
+    add_account(data, "slow", "pw-slow", cost=15)   # a check takes a few seconds
+    srv, _ = chat("epoll", "--login-max-pending", "1", data=data)
+    a = Irc(srv.port, source="127.0.0.2")
+    a.send("PASS pw-slow", "NICK slow", "USER slow 0 * :x")
+    # a's lines were queued on its socket before b connected; the single
+    # loop has read them by the time it answers b's CAP and AUTHENTICATE.
+    b = Irc(srv.port, source="127.0.0.3")
+    b.send("CAP LS 302", "NICK u1", "USER u1 0 * :x", "CAP REQ :sasl", "AUTHENTICATE PLAIN")
+    b.expect(r"^AUTHENTICATE \+")
+    b.send("AUTHENTICATE " + base64.b64encode(b"\0u1\0pw-u1").decode())
+    b.expect(r" 904 .*the server is busy checking other logins")
+    assert not any(" 001 " in line for line in a.lines), "a's check had already finished"
+    a.expect(r" 001 slow ", timeout=60)
+    # Afterwards b gets in on the same connection.
+    b.send("AUTHENTICATE PLAIN")
+    b.expect(r"^AUTHENTICATE \+")
+    b.send("AUTHENTICATE " + base64.b64encode(b"\0u1\0pw-u1").decode())
+    b.expect(r" 903 ")
+
+
+def test_connections_that_have_not_logged_in_are_capped_per_address(chat):
+    srv, _ = chat("epoll", "--max-unregistered-per-addr", "5")
+    idle = [Irc(srv.port, source="127.0.0.1") for _ in range(5)]
+    for c in idle:
+        c.send("CAP LS 302")
+        c.expect(r"CAP \* LS ")
+    extra = Irc(srv.port, source="127.0.0.1")
+    extra.expect(r"^ERROR :Closing Link: too many connections from 127.0.0.1 have not logged "
+                 r"in \(at most 5\)")
+    assert extra.wait_closed()
+    # Another address is not affected; a login frees a place.
+    login_pass(srv.port, "u2", "pw-u2", source="127.0.0.2")
+    idle[0].send("PASS pw-u3", "NICK u3", "USER u3 0 * :x", "CAP END")
+    idle[0].expect(r" 001 u3 ")
+    login_pass(srv.port, "u4", "pw-u4", source="127.0.0.1")
+
+
+# ---- abuse hole 5: timing tells which accounts exist -------------------------
+
+def test_unknown_and_existing_accounts_fail_in_the_same_time(chat):
+    """Median failure times for an existing account (bcrypt cost 12) and an
+    unknown one differ by less than 20 ms (before: ~134 ms, no overlap)."""
+    srv, _ = chat("epoll")
+    known, unknown = [], []
+    for i in range(8):   # interleaved, each on a fresh connection and address
+        for name, out in (("victim", known), ("nosuchuser", unknown)):
+            v, took, line = pass_attempt(srv.port, name, "wrong",
+                                         source=f"127.0.2.{len(known) + len(unknown) + 1}")
+            assert v == "incorrect", line
+            out.append(took)
+    diff = abs(statistics.median(known) - statistics.median(unknown))
+    assert diff < 0.020, (known, unknown)
+
+
+# ---- abuse hole 2: the channel table ------------------------------------------
+
+def test_empty_channels_are_freed_and_an_account_has_a_channel_limit(chat):
+    srv, _ = chat("epoll", "--max-channels", "8", "--max-channels-per-account", "5")
+    a = login_pass(srv.port, "u1", "pw-u1")
+    a.expect(r" 005 u1 .*CHANLIMIT=#&:5 ")
+    a.send(*[f"JOIN #a{k}" for k in range(6)])
+    for k in range(5):
+        a.expect(rf"JOIN #a{k}$")
+    a.expect(r" 405 u1 #a5 :You have joined too many channels \(CHANLIMIT 5\)")
+    # Another connection of the same account counts towards the same limit.
+    a2 = login_pass(srv.port, "u1", "pw-u1")
+    a2.send("JOIN #a0", "JOIN #other")
+    a2.expect(r"JOIN #a0$")
+    a2.expect(r" 405 u1 #other ")
+    a2.close()
+    a.send("JOIN 0")
+    for k in range(5):
+        a.expect(rf"PART #a{k} ")
+    # The slots came back: others fill the table to its size, and no further.
+    b = login_pass(srv.port, "u2", "pw-u2")
+    c = login_pass(srv.port, "u3", "pw-u3")
+    b.send(*[f"JOIN #b{k}" for k in range(5)])
+    for k in range(5):
+        b.expect(rf"JOIN #b{k}$")
+    c.send(*[f"JOIN #c{k}" for k in range(4)])
+    for k in range(3):
+        c.expect(rf"JOIN #c{k}$")
+    c.expect(r" 405 u3 #c3 :The server holds no more channels")
+
+
+# ---- abuse hole 3: CR inside a line, control characters ------------------------
+
+def test_a_bare_cr_cannot_forge_a_sender(chat):
+    srv, _ = chat("epoll")
+    a = login_pass(srv.port, "u1", "pw-u1")
+    b = login_pass(srv.port, "u2", "pw-u2")
+    for c in (a, b):
+        c.send("JOIN #x")
+        c.expect(r" 366 ")
+    a.sock.sendall(b"PRIVMSG #x :hi\r:u2!u2@yard PRIVMSG #x :FAKE\r\nPRIVMSG #x :end\r\n")
+    b.expect(r"^:u1!u1@yard PRIVMSG #x :end$")
+    # Every CR b received ends a line; the would-be line is u1's own message.
+    assert b.raw.count(b"\r") == b.raw.count(b"\r\n")
+    assert ":u1!u1@yard PRIVMSG #x :hi" in b.lines
+    assert ":u1!u1@yard PRIVMSG #x :FAKE" in b.lines
+    assert not any(line.startswith(":u2!") and " PRIVMSG " in line for line in b.lines)
+
+
+def test_control_characters_are_removed(chat):
+    srv, data = chat("epoll")
+    a = login_pass(srv.port, "u1", "pw-u1")
+    b = login_pass(srv.port, "u2", "pw-u2")
+    for c in (a, b):
+        c.send("JOIN #x")
+        c.expect(r" 366 ")
+    a.sock.sendall(b"PRIVMSG #x :\x1b[2J\x1b]0;owned\x07red\x1b[0m\ttab \x02bold\x02 "
+                   b"\xc2\x9b31m \x7f\x01ACTION waves\x01\r\n"
+                   b"TOPIC #x :\x1b]8;;http://evil\x07link\r\n")
+    got = b.expect(r"^:u1!u1@yard PRIVMSG #x :(.*)$").group(1)
+    assert got == "[2J]0;ownedred[0m tab \x02bold\x02 31m \x01ACTION waves\x01"
+    topic = b.expect(r"^:u1!u1@yard TOPIC #x :(.*)$").group(1)
+    assert topic == "]8;;http://evillink"
+    for raw_byte in (b"\x1b", b"\x07", b"\x7f", b"\xc2\x9b"):
+        assert raw_byte not in b.raw
+    # Nor do they reach the log.
+    b.send("PING x")
+    b.expect("PONG")
+    dump = subprocess.run([CHAT, "log", "dump", "--data", data], capture_output=True, text=True,
+                          timeout=30)
+    texts = [json.loads(line)["text"] for line in dump.stdout.splitlines()]
+    assert got in texts and not any("\x1b" in t for t in texts)
+
+
+# ---- abuse hole 4: lists of targets --------------------------------------------
+
+def test_a_target_list_cannot_multiply_a_message(chat):
+    srv, data = chat("epoll")
+    a = login_pass(srv.port, "u1", "pw-u1")
+    a.expect(r" 005 u1 .*TARGMAX=PRIVMSG:4,NOTICE:4")
+    b = login_pass(srv.port, "u2", "pw-u2")
+    for c in (a, b):
+        c.send("JOIN #x", "JOIN #y")
+        c.expect(r"JOIN #y")
+        c.expect(r" 366 u\d #y ")
+    a.send("PRIVMSG " + ",".join(["#x", "#X"] * 80) + " :once")
+    a.send("PRIVMSG #x,#y,u2,#nope,#z :five")
+    a.expect(r" 407 u1 \S+ :Too many targets: at most 4 \(TARGMAX\); 1 not sent to")
+    a.expect(r" 403 u1 #nope ")
+    # Relayed in the log's order: once the next message is there, so is all
+    # that came before it.
+    a.send("PRIVMSG #x :barrier")
+    b.expect(r"PRIVMSG #x :barrier$")
+    assert sum(line.endswith("PRIVMSG #x :once") for line in b.lines) == 1
+    assert sum(line.endswith(":five") for line in b.lines) == 3   # #x, #y and u2
+    dump = subprocess.run([CHAT, "log", "dump", "--data", data], capture_output=True, text=True,
+                          timeout=30)
+    texts = [json.loads(line)["text"] for line in dump.stdout.splitlines()]
+    assert texts.count("once") == 1 and texts.count("five") == 3
+
+
+def test_flood_control_charges_every_delivered_target(chat):
+    """60 lines to 4 channels each are 240 deliveries: 200 at once, the other
+    40 at 100 per second (before: 60 tokens, no pause at all)."""
+    srv, _ = chat("epoll")
+    a = login_pass(srv.port, "u1", "pw-u1")
+    a.send("JOIN #p1,#p2,#p3,#p4")
+    a.expect(r" 366 u1 #p4 ")
+    t0 = time.monotonic()
+    a.send(*[f"PRIVMSG #p1,#p2,#p3,#p4 :n{k}" for k in range(60)], "PING done")
+    a.expect(r"PONG yard :done", timeout=20)
+    took = time.monotonic() - t0
+    assert took >= 0.3, took
+
+
+# ---- what real clients showed --------------------------------------------------
+
+@pytest.mark.parametrize("model", CHAT_MODELS)
+def test_topic_changes_reach_every_member_and_survive_a_restart(chat, model):
+    srv, data = chat(model)
+    a = login_pass(srv.port, "u1", "pw-u1")
+    b = login_pass(srv.port, "u2", "pw-u2")
+    for c in (a, b):
+        c.send("JOIN #t")
+        c.expect(r" 366 ")
+    a.send("TOPIC #t :plans for ünïcödé ✓")
+    for c in (a, b):
+        c.expect(r"^:u1!u1@yard TOPIC #t :plans for ünïcödé ✓$")
+    # Everyone leaves: the channel's slot goes, its topic stays.
+    a.send("PART #t")
+    b.send("PART #t")
+    a.expect(r"PART #t")
+    b.expect(r"PART #t")
+    c = login_pass(srv.port, "u3", "pw-u3")
+    c.send("JOIN #t")
+    c.expect(r" 332 u3 #t :plans for ünïcödé ✓$")
+    c.expect(r" 333 u3 #t u1!u1@yard \d+$")
+    # A kill -9 and a restart keep it too.
+    os.killpg(srv.pgid, signal.SIGKILL)
+    srv.proc.wait(10)
+    # Every process of the group gone (the log's lock with them).
+    wait_for(lambda: subprocess.run(["pgrep", "-g", str(srv.pgid)],
+                                    capture_output=True).returncode == 1,
+             what="the killed server's processes to go")
+    srv2, _ = chat(model, data=data)
+    d = login_pass(srv2.port, "u4", "pw-u4")
+    d.send("JOIN #T")
+    d.expect(r" 332 u4 #T :plans for ünïcödé ✓$")   # found by its casefolded name
+    d.send("TOPIC #t :", "TOPIC #t")
+    d.expect(r" 331 u4 #T :No topic is set")
+
+
+def test_names_and_who_list_an_account_once(chat):
+    srv, _ = chat("epoll")
+    conns = [login_pass(srv.port, "u1", "pw-u1") for _ in range(3)]
+    b = login_pass(srv.port, "u2", "pw-u2")
+    for c in conns + [b]:
+        c.send("JOIN #d")
+        c.expect(r" 366 ")
+    b.send("NAMES #d", "WHO #d")
+    names = b.expect(r" 353 u2 = #d :(.*)$").group(1).split()
+    assert sorted(names) == ["u1", "u2"]
+    b.expect(r" 366 u2 #d ")
+    who = []
+    while True:
+        m = b.expect(r" (352|315) u2 ")
+        if m.group(1) == "315":
+            break
+        who.append(b.lines[b.pos - 1].split()[4])
+    assert sorted(who) == ["u1", "u2"]
+
+
+@pytest.mark.parametrize("model", CHAT_MODELS)
+def test_every_device_of_an_account_catches_up_once(chat, model):
+    """The phone stays in the channel; the laptop leaves, 20 messages pass,
+    and it comes back: it gets exactly those 20, once (before: nothing, as
+    the phone had moved the account's one read position)."""
+    srv, _ = chat(model)
+    phone = Irc(srv.port)
+    phone.send("CAP LS 302", "NICK u5", "USER u5 0 * :x", "CAP REQ :sasl", "AUTHENTICATE PLAIN")
+    phone.expect(r"^AUTHENTICATE \+")
+    phone.send("AUTHENTICATE " + base64.b64encode(b"\0u5@phone\0pw-u5").decode(), "CAP END")
+    phone.expect(r" 001 u5 ")
+    phone.send("JOIN #dev")
+    phone.expect(r" 366 ")
+
+    def laptop():
+        c = Irc(srv.port)
+        c.send("PASS pw-u5", "NICK u5", "USER laptop 0 * :x", "JOIN #dev", "PING joined")
+        c.expect(r" 366 ")
+        c.expect("PONG yard :joined")
+        return c
+
+    lap = laptop()
+    lap.send("QUIT :off")
+    assert lap.wait_closed()
+    talker = login_pass(srv.port, "u6", "pw-u6")
+    talker.send("JOIN #dev", *[f"PRIVMSG #dev :m{k}" for k in range(20)])
+    phone.collect(r"PRIVMSG #dev :m\d+$", 20)
+    lap = laptop()
+    lap.send("PING replayed")
+    lap.expect("PONG yard :replayed")
+    assert [line.rsplit(":", 1)[1] for line in lap.lines if " PRIVMSG #dev :" in line] == \
+        [f"m{k}" for k in range(20)]
+    lap.send("QUIT")
+    assert lap.wait_closed()
+    # Exactly once: back again, nothing is replayed; nor to the phone.
+    lap = laptop()
+    lap.send("PING again")
+    lap.expect("PONG yard :again")
+    assert not any(" PRIVMSG #dev :" in line for line in lap.lines)
+    phone.send("PART #dev", "JOIN #dev", "PING p")
+    phone.expect("PONG yard :p")
+    assert sum(" PRIVMSG #dev :" in line for line in phone.lines) == 20
