@@ -6,12 +6,20 @@
  * and prints what arrives on stdout, for scripts and tests. It waits in
  * poll() on the terminal and the socket: no busy polling. When the
  * connection drops it reconnects with a growing back-off (1 s doubling to
- * 30 s) and joins again; the server replays what was missed. */
+ * 30 s) and joins again; the server replays what was missed.
+ *
+ * Text from the server is drawn through text.h's units in both UIs: UTF-8
+ * as characters placed by their display width (the wide-character curses
+ * library, ncursesw), invalid bytes as U+FFFD, and control characters (an
+ * ESC that would start a terminal sequence, a CR, C1) in caret notation,
+ * never raw. Without a UTF-8 locale it says so once and draws ASCII. */
 #include <ctype.h>
+#define NCURSES_WIDECHAR 1 /* the wide-character API: get_wch, cchar_t, add_wch */
 #include <curses.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <langinfo.h>
 #include <locale.h>
 #include <poll.h>
 #include <signal.h>
@@ -25,8 +33,10 @@
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
+#include <wchar.h>
 
 #include "chat.h"
+#include "text.h"
 #include "yard/net.h"
 #include "yard/proto_ircline.h"
 
@@ -39,6 +49,7 @@ static struct client {
     const char *user;
     char password[512];
     bool plain;
+    bool utf8; /* the terminal takes UTF-8 (else ASCII and '?') */
     char chans[MAX_CHANS][64];
     int nchans;
     char current[64]; /* where plain text goes */
@@ -51,8 +62,8 @@ static struct client {
     char *lines[SCROLLBACK];
     int nlines, scroll; /* scroll: lines up from the bottom */
     int unread;
-    char input[512];
-    size_t input_len, cursor;
+    char input[512]; /* UTF-8, NUL-terminated */
+    size_t input_len, cursor; /* bytes; the cursor is always between clusters */
     const char *status;
 } C = {.fd = -1};
 
@@ -74,10 +85,16 @@ static void show(const char *fmt, ...)
     char line[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    int len = vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
+    if (len >= (int)sizeof line) /* cut: drop the last cluster, it may be partial */
+        line[chat_cluster_prev(line, sizeof line - 1, sizeof line - 1)] = 0;
     if (C.plain) {
-        printf("%s\n", line);
+        /* Escaped like the terminal UI draws it: a line-mode terminal
+         * would act on a raw ESC, CR or C1 just the same. */
+        char safe[3 * sizeof line + 1];
+        chat_sanitize(line, strlen(line), C.utf8, safe, sizeof safe);
+        printf("%s\n", safe);
         fflush(stdout);
         return;
     }
@@ -109,24 +126,6 @@ static void send_line(const char *fmt, ...)
         close(C.fd);
         C.fd = -1;
     }
-}
-
-static void b64(const char *in, size_t n, char *out)
-{
-    static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned char)in[i] << 16;
-        if (i + 1 < n)
-            v |= (unsigned char)in[i + 1] << 8;
-        if (i + 2 < n)
-            v |= (unsigned char)in[i + 2];
-        out[o++] = t[v >> 18 & 63];
-        out[o++] = t[v >> 12 & 63];
-        out[o++] = i + 1 < n ? t[v >> 6 & 63] : '=';
-        out[o++] = i + 2 < n ? t[v & 63] : '=';
-    }
-    out[o] = 0;
 }
 
 static bool try_connect(void)
@@ -190,11 +189,16 @@ static void on_line(char *line)
     } else if (!strcmp(m.cmd, "AUTHENTICATE") && m.n && !strcmp(m.params[0], "+")) {
         char plain[600], enc[820];
         size_t ul = strlen(C.user), pl = strlen(C.password);
+        if (2 + ul + pl > sizeof plain) {
+            show("* the user name and password are too long for SASL PLAIN");
+            C.status = "login failed";
+            return;
+        }
         plain[0] = 0;
         memcpy(plain + 1, C.user, ul);
         plain[1 + ul] = 0;
         memcpy(plain + 2 + ul, C.password, pl);
-        b64(plain, 2 + ul + pl, enc);
+        chat_b64_encode(plain, 2 + ul + pl, enc, sizeof enc);
         explicit_bzero(plain, sizeof plain);
         send_line("AUTHENTICATE %s", enc);
         explicit_bzero(enc, sizeof enc);
@@ -266,6 +270,30 @@ static bool on_readable(void)
 
 /* ---- what the user types ------------------------------------------------- */
 
+/* Sends text to target in as many PRIVMSGs as it takes, each cut between
+ * clusters (text.h), so that the line the server relays,
+ * ":user!user@host PRIVMSG target :text\r\n", fits its 512 bytes: the
+ * server would cut a longer one itself, inside a character cluster. The
+ * host is the server's name ("yard"); 63 bytes leave room for another's. */
+static void send_text(const char *target, const char *text, bool action)
+{
+    size_t over = 1 + 2 * strlen(C.user) + 2 + 63 + 1 + strlen("PRIVMSG") + 1 + strlen(target) +
+                  2 + 2 + (action ? strlen("\001ACTION \001") : 0);
+    size_t room = over + 64 < YARD_IRC_MSG_MAX ? YARD_IRC_MSG_MAX - over : 64;
+    size_t n = strlen(text);
+    while (n) {
+        size_t k = chat_cut(text, n, room);
+        if (!k)
+            break;
+        if (action)
+            send_line("PRIVMSG %s :\001ACTION %.*s\001", target, (int)k, text);
+        else
+            send_line("PRIVMSG %s :%.*s", target, (int)k, text);
+        text += k;
+        n -= k;
+    }
+}
+
 static bool user_line(char *line)
 {
     size_t n = strlen(line);
@@ -278,7 +306,7 @@ static bool user_line(char *line)
             show("* join a channel first (/join #name) or /msg someone");
             return true;
         }
-        send_line("PRIVMSG %s :%s", C.current, line);
+        send_text(C.current, line, false);
         return true;
     }
     char *arg = strchr(line, ' ');
@@ -305,9 +333,9 @@ static bool user_line(char *line)
     } else if (!strcmp(line, "/msg") && arg && strchr(arg, ' ')) {
         char *text = strchr(arg, ' ');
         *text++ = 0;
-        send_line("PRIVMSG %s :%s", arg, text);
+        send_text(arg, text, false);
     } else if (!strcmp(line, "/me") && arg && C.current[0]) {
-        send_line("PRIVMSG %s :\001ACTION %s\001", C.current, arg);
+        send_text(C.current, arg, true);
     } else {
         show("* commands: /join #chan, /part [#chan], /msg NAME TEXT, /me ACTION, /quit");
     }
@@ -316,109 +344,211 @@ static bool user_line(char *line)
 
 /* ---- the terminal UI ----------------------------------------------------- */
 
+/* One unit (text.h) at (y, x). A cluster is one ncurses cell, a cchar_t
+ * holding its base and what joins it, so ncurses counts it as wide as the
+ * terminal draws it (the base's width). setcchar() keeps only the
+ * non-spacing characters after the base and would drop the pictographs of
+ * an emoji ZWJ sequence, so the cell's characters are filled in directly
+ * (cchar_t is a public struct in ncursesw); ncurses writes them all out and
+ * advances by the base's width, as the terminal does. A cell holds at most
+ * CCHARW_MAX (5) characters: the rest of a longer cluster (a family emoji,
+ * a pile of combining marks) is not drawn, and a ZWJ left last is dropped
+ * so the terminal cannot join the next cell to it. */
+static void put_unit(int y, int x, const char *p, size_t len, const chat_unit_t *u, attr_t attr,
+                     short pair)
+{
+    cchar_t cc;
+    if (u->kind != CHAT_UNIT_TEXT) {
+        /* '?', U+FFFD or an ASCII escape: one cell per character. */
+        if (u->kind == CHAT_UNIT_ESCAPE)
+            attr ^= A_REVERSE;
+        size_t n = strlen(u->show);
+        for (size_t i = 0; i < n;) {
+            uint32_t cp;
+            i += chat_utf8_decode(u->show + i, n - i, &cp);
+            wchar_t one[2] = {(wchar_t)cp, 0};
+            setcchar(&cc, one, attr, pair, NULL);
+            mvadd_wch(y, x++, &cc);
+        }
+        return;
+    }
+    wchar_t wc[CCHARW_MAX];
+    int nw = 0;
+    if (u->no_base)
+        wc[nw++] = L' ';
+    for (size_t i = 0; i < len && nw < CCHARW_MAX;) {
+        uint32_t cp;
+        i += chat_utf8_decode(p + i, len - i, &cp);
+        wc[nw++] = (wchar_t)cp;
+    }
+    while (nw > 1 && wc[nw - 1] == 0x200D)
+        nw--;
+    setcchar(&cc, L" ", attr, pair, NULL);
+    memset(cc.chars, 0, sizeof cc.chars);
+    memcpy(cc.chars, wc, (size_t)nw * sizeof wc[0]);
+    mvadd_wch(y, x, &cc);
+}
+
+/* Draws p[0..n) on row y from column x on, up to column maxx (exclusive),
+ * never half a unit; returns the column after it. */
+static int put_clipped(int y, int x, const char *p, size_t n, int maxx, attr_t attr)
+{
+    for (size_t i = 0; i < n;) {
+        chat_unit_t u;
+        size_t k = chat_unit_next(p + i, n - i, C.utf8, &u);
+        if (x + u.width > maxx)
+            break;
+        put_unit(y, x, p + i, k, &u, attr, 0);
+        x += u.width;
+        i += k;
+    }
+    return x;
+}
+
+/* Lays a scrollback line out in rows of cols columns by display width, a
+ * unit never split (a wide character that does not fit the row's last
+ * column starts the next row), and draws its rows skip .. skip + max - 1
+ * from screen row y on (max 0: only measures). Returns the rows it takes.
+ * The "<nick>" part gets the nick's colour. */
+static int put_wrapped(const char *l, int y, int skip, int max, int cols)
+{
+    size_t n = strlen(l);
+    const char *lt = strchr(l, '<'), *gt = lt ? strchr(lt, '>') : NULL;
+    short pair = lt && gt && has_colors() ? (short)nick_colour(lt + 1, (size_t)(gt - lt - 1)) : 0;
+    int row = 0, x = 0;
+    for (size_t i = 0; i < n;) {
+        chat_unit_t u;
+        size_t k = chat_unit_next(l + i, n - i, C.utf8, &u);
+        if (x > 0 && x + u.width > cols) {
+            row++;
+            x = 0;
+        }
+        if (row >= skip && row < skip + max && x + u.width <= cols)
+            put_unit(y + row - skip, x, l + i, k, &u, A_NORMAL,
+                     pair && l + i >= lt && l + i <= gt ? pair : 0);
+        x += u.width;
+        i += k;
+    }
+    return row + 1;
+}
+
 static void ui_draw(void)
 {
     if (C.plain)
         return;
     int rows, cols;
     getmaxyx(stdscr, rows, cols);
-    int body = rows - 2;
     erase();
-    int last = C.nlines - C.scroll;
-    int first = last - body < 0 ? 0 : last - body;
-    for (int i = first, y = 0; i < last; i++, y++) {
-        const char *l = C.lines[i];
-        const char *lt = strchr(l, '<'), *gt = lt ? strchr(lt, '>') : NULL;
-        if (lt && gt && has_colors()) {
-            mvaddnstr(y, 0, l, (int)(lt - l) < cols ? (int)(lt - l) : cols);
-            attron(COLOR_PAIR(nick_colour(lt + 1, (size_t)(gt - lt - 1))));
-            addnstr(lt, (int)(gt - lt + 1));
-            attroff(COLOR_PAIR(nick_colour(lt + 1, (size_t)(gt - lt - 1))));
-            addnstr(gt + 1, cols - (int)(gt + 1 - l) > 0 ? cols - (int)(gt + 1 - l) : 0);
-        } else {
-            mvaddnstr(y, 0, l, cols);
-        }
+    if (rows < 3 || cols < 4) {
+        refresh();
+        return;
     }
-    attron(A_REVERSE);
+    /* The scrollback: from the line C.scroll lines up from the end, as many
+     * lines upwards as fill the body; the top one may show only its last
+     * rows. */
+    int body = rows - 2, last = C.nlines - C.scroll, first = last, used = 0, skip = 0;
+    while (first > 0 && used < body) {
+        int h = put_wrapped(C.lines[--first], 0, 0, 0, cols);
+        skip = used + h > body ? used + h - body : 0;
+        used += h - skip;
+    }
+    for (int i = first, y = 0; i < last && y < body; i++) {
+        int s = i == first ? skip : 0;
+        y += put_wrapped(C.lines[i], y, s, body - y, cols) - s;
+    }
     char status[256];
     snprintf(status, sizeof status, " %s | %s | %s%s", C.target_text, C.status,
              C.current[0] ? C.current : "(no channel)",
              C.unread ? " | more below (PgDn)" : "");
-    mvhline(rows - 2, 0, ' ', cols);
-    mvaddnstr(rows - 2, 0, status, cols);
-    attroff(A_REVERSE);
-    mvaddnstr(rows - 1, 0, C.input, cols);
-    move(rows - 1, (int)C.cursor < cols ? (int)C.cursor : cols - 1);
+    mvhline(rows - 2, 0, ' ' | A_REVERSE, cols);
+    put_clipped(rows - 2, 0, status, strlen(status), cols, A_REVERSE);
+    /* The input line scrolls sideways to keep the cursor on the screen. */
+    size_t start = 0;
+    while (start < C.cursor && chat_text_width(C.input + start, C.cursor - start, C.utf8) >= cols)
+        start += chat_cluster_len(C.input + start, C.input_len - start);
+    put_clipped(rows - 1, 0, C.input + start, C.input_len - start, cols, A_NORMAL);
+    int cx = chat_text_width(C.input + start, C.cursor - start, C.utf8);
+    move(rows - 1, cx < cols ? cx : cols - 1);
     refresh();
 }
 
-static bool ui_key(int ch)
+/* After an edit the cursor may sit inside a cluster (a combining mark typed
+ * before an orphaned one, a deletion that joined two): move it past. */
+static void input_snap(void)
+{
+    size_t b = chat_cluster_prev(C.input, C.input_len, C.cursor);
+    if (C.cursor > b) {
+        size_t e = b + chat_cluster_len(C.input + b, C.input_len - b);
+        if (e > C.cursor)
+            C.cursor = e;
+    }
+}
+
+static void input_cut(size_t from, size_t to)
+{
+    memmove(C.input + from, C.input + to, C.input_len - to + 1);
+    C.input_len -= to - from;
+    C.cursor = from;
+    input_snap();
+}
+
+/* A character typed or pasted: whole or not at all, so the line never
+ * holds (or sends) part of one. Controls are not text. */
+static void input_insert(wint_t ch)
+{
+    char enc[4];
+    size_t k;
+    if (ch > 0x10FFFF || chat_is_control((uint32_t)ch) || (!C.utf8 && ch >= 0x80) ||
+        !(k = chat_utf8_encode((uint32_t)ch, enc)) || C.input_len + k >= sizeof C.input)
+        return;
+    memmove(C.input + C.cursor + k, C.input + C.cursor, C.input_len - C.cursor + 1);
+    memcpy(C.input + C.cursor, enc, k);
+    C.input_len += k;
+    C.cursor += k;
+    input_snap();
+}
+
+/* One key from get_wch (fkey: a KEY_ code). Moves and deletions go by
+ * cluster: a wide character, a letter with its accents and an emoji ZWJ
+ * sequence are each one step. false: the user quit. */
+static bool ui_key(bool fkey, wint_t ch)
 {
     int rows = LINES;
-    switch (ch) {
-    case KEY_RESIZE: break;
-    case KEY_PPAGE:
+    if (fkey && ch == KEY_PPAGE) {
         C.scroll += rows - 3;
         if (C.scroll > C.nlines - 1)
             C.scroll = C.nlines > 0 ? C.nlines - 1 : 0;
-        break;
-    case KEY_NPAGE:
+    } else if (fkey && ch == KEY_NPAGE) {
         C.scroll -= rows - 3;
         if (C.scroll <= 0) {
             C.scroll = 0;
             C.unread = 0;
         }
-        break;
-    case KEY_LEFT:
-        if (C.cursor)
-            C.cursor--;
-        break;
-    case KEY_RIGHT:
+    } else if (fkey && ch == KEY_LEFT) {
+        C.cursor = chat_cluster_prev(C.input, C.input_len, C.cursor);
+    } else if (fkey && ch == KEY_RIGHT) {
         if (C.cursor < C.input_len)
-            C.cursor++;
-        break;
-    case KEY_HOME:
-    case 1:
+            C.cursor += chat_cluster_len(C.input + C.cursor, C.input_len - C.cursor);
+    } else if ((fkey && ch == KEY_HOME) || (!fkey && ch == 1)) {
         C.cursor = 0;
-        break;
-    case KEY_END:
-    case 5:
+    } else if ((fkey && ch == KEY_END) || (!fkey && ch == 5)) {
         C.cursor = C.input_len;
-        break;
-    case KEY_BACKSPACE:
-    case 127:
-    case 8:
-        if (C.cursor) {
-            memmove(C.input + C.cursor - 1, C.input + C.cursor, C.input_len - C.cursor + 1);
-            C.cursor--;
-            C.input_len--;
-        }
-        break;
-    case KEY_DC:
-        if (C.cursor < C.input_len) {
-            memmove(C.input + C.cursor, C.input + C.cursor + 1, C.input_len - C.cursor);
-            C.input_len--;
-        }
-        break;
-    case '\n':
-    case '\r':
-    case KEY_ENTER: {
+    } else if ((fkey && ch == KEY_BACKSPACE) || (!fkey && (ch == 127 || ch == 8))) {
+        if (C.cursor)
+            input_cut(chat_cluster_prev(C.input, C.input_len, C.cursor), C.cursor);
+    } else if (fkey && ch == KEY_DC) {
+        if (C.cursor < C.input_len)
+            input_cut(C.cursor,
+                      C.cursor + chat_cluster_len(C.input + C.cursor, C.input_len - C.cursor));
+    } else if ((fkey && ch == KEY_ENTER) || (!fkey && (ch == '\n' || ch == '\r'))) {
         char line[sizeof C.input];
         memcpy(line, C.input, C.input_len + 1);
         C.input_len = C.cursor = 0;
         C.input[0] = 0;
-        if (!user_line(line))
-            return false;
-        break;
+        return user_line(line);
+    } else if (!fkey) {
+        input_insert(ch);
     }
-    default:
-        if (ch >= 32 && ch < 256 && C.input_len < sizeof C.input - 1) {
-            memmove(C.input + C.cursor + 1, C.input + C.cursor, C.input_len - C.cursor + 1);
-            C.input[C.cursor++] = (char)ch;
-            C.input_len++;
-        }
-    }
-    ui_draw();
     return true;
 }
 
@@ -527,8 +657,15 @@ int chat_connect_main(int argc, char **argv)
     signal(SIGTERM, on_signal);
     C.status = "connecting";
     C.backoff_s = 1;
+    /* The terminal's character set comes from the locale. --plain into a
+     * pipe or a file is data for a program: UTF-8 whatever the locale. */
+    setlocale(LC_ALL, "");
+    C.utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8") || (C.plain && !isatty(STDOUT_FILENO));
+    static const char no_utf8[] = "the locale (LC_ALL, LC_CTYPE, LANG) is not UTF-8: showing ASCII "
+                                  "only, '?' for any other character";
+    if (C.plain && !C.utf8)
+        fprintf(stderr, "yard-chat connect: %s\n", no_utf8);
     if (!C.plain) {
-        setlocale(LC_ALL, "");
         initscr();
         cbreak();
         noecho();
@@ -540,6 +677,8 @@ int chat_connect_main(int argc, char **argv)
             for (short i = 1; i <= 6; i++)
                 init_pair(i, i, -1);
         }
+        if (!C.utf8)
+            show("* %s", no_utf8);
         ui_draw();
     }
     int status = 0;
@@ -578,9 +717,8 @@ int chat_connect_main(int argc, char **argv)
                 bool more = true;
                 if (n > 0)
                     have += (size_t)n;
-                if (n <= 0 || have == sizeof buf - 1) {
+                else if (have)
                     buf[have++] = '\n'; /* a last line without its newline */
-                }
                 char *start = buf, *nl;
                 while (more && (nl = memchr(start, '\n', (size_t)(buf + have - start)))) {
                     *nl = 0;
@@ -589,6 +727,20 @@ int chat_connect_main(int argc, char **argv)
                 }
                 have = (size_t)(buf + have - start);
                 memmove(buf, start, have);
+                if (more && have == sizeof buf - 1) {
+                    /* A line longer than the buffer: send what there is, up
+                     * to its last cluster (which may go on in the next read),
+                     * never half a character. */
+                    size_t k = chat_cluster_prev(buf, have, have);
+                    if (!k)
+                        k = chat_cut(buf, have, have - 1);
+                    char line[sizeof buf];
+                    memcpy(line, buf, k);
+                    line[k] = 0;
+                    more = user_line(line);
+                    have -= k;
+                    memmove(buf, buf + k, have);
+                }
                 if (!more)
                     break;
                 if (n <= 0) {
@@ -598,12 +750,15 @@ int chat_connect_main(int argc, char **argv)
                     break;
                 }
             } else {
-                int ch;
+                /* get_wch: whole characters, however many bytes they took. */
+                wint_t ch;
+                int r;
                 bool go = true;
-                while (go && (ch = getch()) != ERR)
-                    go = ui_key(ch);
+                while (go && (r = get_wch(&ch)) != ERR)
+                    go = ui_key(r == KEY_CODE_YES, ch);
                 if (!go)
                     break;
+                ui_draw();
             }
         }
     }
