@@ -36,10 +36,11 @@ void yard_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 
  * failures and anything that happens once belong in yard_log, never here. */
 void yard_log_limited(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Write what is queued (and the pending "suppressed" and "dropped" lines),
- * waiting at most timeout_ms for the output to take it. Returns 0 when
- * nothing is left, -1 otherwise. A process leaving by _exit() should call it
- * first (with a short timeout): exit() does it by itself. */
+/* Write what is queued (and a pending "dropped" line), waiting at most
+ * timeout_ms for the output to take it. Returns 0 when nothing is left, -1
+ * otherwise. A process leaving by _exit() should call it first (with a
+ * short timeout). exit() does it by itself, and also reports the lines
+ * every process held back ("suppressed N similar messages"). */
 int yard_log_flush(int timeout_ms);
 
 /* Log to fd instead of stderr, chosen as for stderr (for tests and tools

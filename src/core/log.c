@@ -407,7 +407,14 @@ static void fork_child(void)
     pthread_mutex_unlock(&lg.mu);
 }
 
-static void log_at_exit(void) { yard_log_flush(YARD_LOG_EXIT_FLUSH_MS); }
+/* The counts of held-back lines are shared by every process: a process that
+ * leaves by _exit() (a forked child, after yard_log_flush) leaves them in
+ * the table, and the one that exits last, normally, reports them. */
+static void log_at_exit(void)
+{
+    rl_sweep(true);
+    yard_log_flush(YARD_LOG_EXIT_FLUSH_MS);
+}
 
 static void log_setup(void)
 {
@@ -483,7 +490,6 @@ int yard_log_flush(int timeout_ms)
 {
     ensure_setup();
     uint64_t deadline = mono_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000u;
-    rl_sweep(true);
     pthread_mutex_lock(&lg.mu);
     int rc = flush_locked(deadline);
     pthread_mutex_unlock(&lg.mu);
