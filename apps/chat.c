@@ -585,7 +585,7 @@ static char (*members_of(struct chat_app *app, int c, size_t *n, bool *nomem))[C
     chat_lock(app->cs);
     size_t cap = app->cs->chans[c].used ? app->cs->chans[c].members : 0;
     char(*v)[CHAT_NAME_MAX + 1] = cap ? malloc(cap * sizeof *v) : NULL;
-    for (unsigned i = 0; v && i < app->cs->nmember && *n < cap; i++) {
+    for (unsigned i = 0; v && i < chat_member_end(app->cs) && *n < cap; i++) {
         struct chat_member *m = chat_member_at(app->cs, (int)i);
         if (m->used && chat_is_in(app->cs, (int)i, c))
             snprintf(v[(*n)++], sizeof v[0], "%s", m->account);

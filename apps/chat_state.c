@@ -209,6 +209,8 @@ int chat_member_add(chat_state_t *cs, const char *account)
             m->used = true;
             snprintf(m->account, sizeof m->account, "%s", account);
             memset(m->chans, 0, cs->words * sizeof(uint64_t));
+            if (i + 1 > cs->member_end)
+                cs->member_end = i + 1;
             return (int)i;
         }
     }
@@ -222,6 +224,9 @@ void chat_member_remove(chat_state_t *cs, int slot)
         while (m->chans[w])
             chat_set_in(cs, slot, (int)(w * 64 + (unsigned)__builtin_ctzll(m->chans[w])), false);
     m->used = false;
+    /* The lowest free slot is taken first, so used slots stay dense. */
+    while (cs->member_end && !chat_member_at(cs, (int)cs->member_end - 1)->used)
+        cs->member_end--;
 }
 
 static uint64_t str_hash(const char *k)
@@ -341,7 +346,7 @@ void chat_set_in(chat_state_t *cs, int slot, int chan, bool in)
 unsigned chat_account_channels(chat_state_t *cs, const char *account_key, int extra)
 {
     uint64_t bits[(CHAT_CHANNELS_LIMIT + 63) / 64] = {0};
-    for (unsigned i = 0; i < cs->nmember; i++) {
+    for (unsigned i = 0; i < cs->member_end; i++) {
         struct chat_member *m = chat_member_at(cs, (int)i);
         if (!m->used)
             continue;

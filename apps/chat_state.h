@@ -43,6 +43,7 @@ struct chat_topic_slot;
 typedef struct chat_state {
     pthread_mutex_t mu;
     unsigned nchan, nmember, words; /* words: uint64_t per member bitmap */
+    unsigned member_end; /* no slot at or past this one is used: scans stop here */
     unsigned live_chans;
     size_t member_size;
     struct chat_channel *chans;
@@ -69,6 +70,8 @@ void chat_unlock(chat_state_t *cs);
 
 /* Under the lock: */
 int chat_member_add(chat_state_t *cs, const char *account); /* slot or -1 (full) */
+/* Slots below this may be used (iterate over [0, chat_member_end)). */
+static inline unsigned chat_member_end(const chat_state_t *cs) { return cs->member_end; }
 void chat_member_remove(chat_state_t *cs, int slot);
 struct chat_member *chat_member_at(chat_state_t *cs, int slot);
 /* The channel's index, created when create is set: -1 unknown, -2 full. */
