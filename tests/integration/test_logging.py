@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import selectors
 import signal
 import socket
@@ -83,7 +84,13 @@ class UnreadServer:
 
         def drain():
             while True:
-                chunk = os.read(fd, 65536)
+                try:
+                    chunk = os.read(fd, 65536)
+                except BlockingIOError:
+                    # The pipe is non-blocking when another test module has
+                    # imported locust (gevent patches subprocess): wait for it.
+                    select.select([fd], [], [], 0.05)
+                    continue
                 if not chunk:
                     return
                 self._chunks.append(chunk)
