@@ -94,8 +94,7 @@ int chat_rate_parse(const char *s, chat_rate_t *out)
 
 static void guard_lock(chat_guard_t *g)
 {
-    if (pthread_mutex_lock(&g->mu) == EOWNERDEAD)
-        pthread_mutex_consistent(&g->mu); /* a killed holder: the tables stay usable */
+    yard_shm_mutex_lock(&g->mu); /* a killed holder: the tables stay usable */
 }
 
 static void guard_unlock(chat_guard_t *g) { pthread_mutex_unlock(&g->mu); }
@@ -113,12 +112,7 @@ chat_guard_t *chat_guard_create(yard_shm_t *shm, const chat_guard_opts_t *o, cha
     g->accounts = yard_shm_alloc(shm, BUCKETS * sizeof *g->accounts);
     if (!g->pending || !g->unregistered || !g->addrs || !g->accounts)
         goto full;
-    pthread_mutexattr_t a;
-    pthread_mutexattr_init(&a);
-    pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-    pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-    int e = pthread_mutex_init(&g->mu, &a);
-    pthread_mutexattr_destroy(&a);
+    int e = yard_shm_mutex_init(&g->mu);
     if (e) {
         snprintf(err, errlen, "pthread_mutex_init: %s", strerror(e));
         return NULL;

@@ -131,12 +131,7 @@ int chat_state_init(chat_state_t *cs, yard_shm_t *shm, const char *dir, unsigned
 {
     cs->pos_fd = cs->topics_fd = -1;
     warn[0] = 0;
-    pthread_mutexattr_t a;
-    pthread_mutexattr_init(&a);
-    pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-    pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-    int e = pthread_mutex_init(&cs->mu, &a);
-    pthread_mutexattr_destroy(&a);
+    int e = yard_shm_mutex_init(&cs->mu);
     if (e) {
         snprintf(err, errlen, "pthread_mutex_init: %s", strerror(e));
         return -1;
@@ -187,11 +182,9 @@ void chat_state_fini(chat_state_t *cs)
 
 void chat_lock(chat_state_t *cs)
 {
-    if (pthread_mutex_lock(&cs->mu) == EOWNERDEAD) {
-        /* Its holder died (a killed child): the tables are updated field
-         * by field and stay usable; take it over. */
-        pthread_mutex_consistent(&cs->mu);
-    }
+    /* A holder that died (a killed child) is taken over: the tables are
+     * updated field by field and stay usable. */
+    yard_shm_mutex_lock(&cs->mu);
 }
 
 void chat_unlock(chat_state_t *cs) { pthread_mutex_unlock(&cs->mu); }

@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "yard/shm.h"
+
 #define SEG_SUFFIX ".seg"
 #define READ_CHUNK (64u * 1024u)
 
@@ -260,12 +262,7 @@ int yard_chatlog_open(const char *dir, const yard_chatlog_opts_t *o, yard_chatlo
         snprintf(err, errlen, "mmap: %s", strerror(errno));
         goto fail;
     }
-    pthread_mutexattr_t a;
-    pthread_mutexattr_init(&a);
-    pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-    pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-    pthread_mutex_init(&log->sh->mu, &a);
-    pthread_mutexattr_destroy(&a);
+    yard_shm_mutex_init(&log->sh->mu);
     log->sh->next_id = first + count;
     log->sh->active_first = first;
     log->sh->active_size = size;
@@ -308,10 +305,9 @@ void yard_chatlog_close(yard_chatlog_t *log)
 
 static void lock(yard_chatlog_t *log)
 {
-    if (pthread_mutex_lock(&log->sh->mu) == EOWNERDEAD) {
+    if (yard_shm_mutex_lock(&log->sh->mu)) {
         /* A process died holding it, maybe mid-write: bytes past the
          * committed size are not part of the log. */
-        pthread_mutex_consistent(&log->sh->mu);
         if (log->wfd >= 0 && log->wseg == log->sh->active_first)
             ftruncate(log->wfd, (off_t)log->sh->active_size);
     }

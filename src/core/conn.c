@@ -45,8 +45,7 @@ static yard_fx_t conn_fx(yard_conn_t *c, yard_scratch_t *s)
 
 void yard_conn_app_lock(pthread_mutex_t *mu)
 {
-    if (pthread_mutex_lock(mu) == EOWNERDEAD)
-        pthread_mutex_consistent(mu);
+    yard_shm_mutex_lock(mu);
 }
 
 #define APP_LOCK(c)                                                                               \

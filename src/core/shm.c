@@ -48,3 +48,22 @@ void yard_shm_destroy(yard_shm_t *shm)
     if (shm)
         munmap(shm, shm->size);
 }
+
+int yard_shm_mutex_init(pthread_mutex_t *mu)
+{
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+    pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+    int e = pthread_mutex_init(mu, &a);
+    pthread_mutexattr_destroy(&a);
+    return e;
+}
+
+bool yard_shm_mutex_lock(pthread_mutex_t *mu)
+{
+    if (pthread_mutex_lock(mu) != EOWNERDEAD)
+        return false;
+    pthread_mutex_consistent(mu);
+    return true;
+}

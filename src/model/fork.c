@@ -208,12 +208,7 @@ static void pair_on_conn(struct fork_model *fm, int fd, const char *peer)
         yard_server_release(fm->srv);
         return;
     }
-    pthread_mutexattr_t a;
-    pthread_mutexattr_init(&a);
-    pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-    pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-    pthread_mutex_init(&pp->mu, &a);
-    pthread_mutexattr_destroy(&a);
+    yard_shm_mutex_init(&pp->mu);
     pid_t recv = fork();
     if (recv == 0)
         pair_recv(fm->srv, fd, fm->self, pp);
