@@ -3,11 +3,12 @@ lines, and wait for lines with a deadline (never sleep-and-hope)."""
 
 import base64
 import re
+import shutil
 import socket
 import subprocess
 import time
 
-from conftest import BIN
+from conftest import BIN, model_args
 
 CHAT = BIN / "yard-chat"
 
@@ -120,3 +121,20 @@ def login_sasl(port, name, password, caps="sasl", **kw) -> Irc:
     c.send("CAP END")
     c.expect(r" 001 ")
     return c
+
+
+def chat_starter(start_server, accounts, tmp_path):
+    """start(model, *flags, data=None) -> (server, data dir): yard-serve --app
+    chat on a copy of the accounts directory (one per model and test), or on
+    data when given (a restart)."""
+
+    def start(model, *flags, data=None):
+        if data is None:
+            data = tmp_path / f"data-{model}"
+            if not data.exists():
+                shutil.copytree(accounts, data)
+        argv = [BIN / "yard-serve", "--app", "chat", *model_args(model), "--listen",
+                "127.0.0.1:0", "--data", data, *flags]
+        return start_server(argv), data
+
+    return start

@@ -4,7 +4,6 @@ order, offline catch-up, bad input, crash safety of the log."""
 import base64
 import socket
 import os
-import shutil
 import signal
 import subprocess
 from collections import defaultdict
@@ -12,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from chatlib import CHAT, Irc, add_account, login_pass, login_sasl
+from chatlib import CHAT, Irc, add_account, chat_starter, login_pass, login_sasl
 from conftest import BIN, MODELS
 
 pytestmark = pytest.mark.usefixtures("yard_chat_built")
@@ -35,18 +34,7 @@ def accounts(tmp_path_factory):
 @pytest.fixture
 def chat(start_server, accounts, tmp_path):
     """chat(model, *flags, data=None) -> (server, data dir)."""
-
-    def start(model, *flags, data=None):
-        if data is None:
-            data = tmp_path / f"data-{model}"
-            if not data.exists():
-                shutil.copytree(accounts, data)
-        from conftest import model_args
-        argv = [BIN / "yard-serve", "--app", "chat", *model_args(model), "--listen",
-                "127.0.0.1:0", "--data", data, *flags]
-        return start_server(argv), data
-
-    return start
+    return chat_starter(start_server, accounts, tmp_path)
 
 
 @pytest.mark.parametrize("model", CHAT_MODELS)

@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import threading
@@ -19,8 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from chatlib import CHAT, Irc, add_account, login_pass, login_sasl
-from conftest import BIN, MODELS, model_args, wait_for
+from chatlib import CHAT, Irc, add_account, chat_starter, login_pass
+from conftest import MODELS, wait_for
 
 pytestmark = pytest.mark.usefixtures("yard_chat_built")
 
@@ -42,16 +41,7 @@ def accounts(tmp_path_factory):
 
 @pytest.fixture
 def chat(start_server, accounts, tmp_path):
-    def start(model, *flags, data=None):
-        if data is None:
-            data = tmp_path / f"data-{model}"
-            if not data.exists():
-                shutil.copytree(accounts, data)
-        argv = [BIN / "yard-serve", "--app", "chat", *model_args(model), "--listen",
-                "127.0.0.1:0", "--data", data, *flags]
-        return start_server(argv), data
-
-    return start
+    return chat_starter(start_server, accounts, tmp_path)
 
 
 def pass_attempt(port, name, password, source=None, timeout=20.0):
