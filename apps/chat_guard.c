@@ -2,14 +2,12 @@
 #include "chat_guard.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "yard/clock.h"
+#include "yard/hash.h"
 
 #define BUCKETS 4096 /* per table: addresses, accounts */
 #define PROBE 32     /* slots looked at for a key before one is replaced */
@@ -76,20 +74,6 @@ void chat_addr_text(const chat_addr_t *a, char *buf, size_t len)
         inet_ntop(AF_INET6, a->b, t, sizeof t);
         snprintf(buf, len, "%s/64", t);
     }
-}
-
-int chat_rate_parse(const char *s, chat_rate_t *out)
-{
-    char *slash;
-    errno = 0;
-    long n = strtol(s, &slash, 10);
-    uint64_t ns;
-    if (errno || slash == s || *slash != '/' || n < 1 || n > 1000000 ||
-        yard_parse_duration_ns(slash + 1, YARD_NS_PER_S, &ns) < 0 || ns == 0)
-        return -1;
-    out->burst = (double)n;
-    out->per_s = (double)n / ((double)ns / 1e9);
-    return 0;
 }
 
 static void guard_lock(chat_guard_t *g)
@@ -207,13 +191,7 @@ void chat_guard_leave(chat_guard_t *g, uint64_t ticket)
 
 /* ---- token buckets ------------------------------------------------------- */
 
-static uint64_t key_hash(const uint8_t *k)
-{
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (int i = 0; i < KEY_LEN; i++)
-        h = (h ^ k[i]) * 1099511628211ull;
-    return h;
-}
+static uint64_t key_hash(const uint8_t *k) { return yard_fnv1a(YARD_FNV1A_INIT, k, KEY_LEN); }
 
 static double bucket_level(const struct bucket *b, const chat_rate_t *r, uint64_t now_ns)
 {

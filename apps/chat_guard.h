@@ -48,8 +48,7 @@ typedef struct chat_rate {
     double per_s;  /* tokens added per second */
 } chat_rate_t;
 
-/* "N/DUR" (N tokens at once, N per DUR: "10/10m"): 0, or -1 when malformed. */
-int chat_rate_parse(const char *s, chat_rate_t *out);
+/* (yard_parse_rate reads one from a flag: "10/10m".) */
 
 typedef struct chat_guard_opts {
     unsigned max_pending;      /* password checks in flight, server-wide */

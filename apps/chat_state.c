@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "yard/hash.h"
 #include "yard/proto_logrec.h"
 
 #define POS_SLOTS 262144 /* accounts x devices x channels with a read position */
@@ -222,13 +223,7 @@ void chat_member_remove(chat_state_t *cs, int slot)
         cs->member_end--;
 }
 
-static uint64_t str_hash(const char *k)
-{
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *k; k++)
-        h = (h ^ (uint8_t)*k) * 1099511628211ull;
-    return h;
-}
+static uint64_t str_hash(const char *k) { return yard_fnv1a(YARD_FNV1A_INIT, k, strlen(k)); }
 
 /* The index entry of key, or (when absent) the first reusable entry on its
  * probe path in *free_at. */
@@ -362,14 +357,11 @@ unsigned chat_account_channels(chat_state_t *cs, const char *account_key, int ex
 
 static size_t pos_hash(const char *a, const char *d, const char *c)
 {
-    uint64_t h = str_hash(a);
-    h = (h ^ 0xff) * 1099511628211ull;
-    for (; *d; d++)
-        h = (h ^ (uint8_t)*d) * 1099511628211ull;
-    h = (h ^ 0xfe) * 1099511628211ull;
-    for (; *c; c++)
-        h = (h ^ (uint8_t)*c) * 1099511628211ull;
-    return (size_t)h;
+    /* The fields apart: ("ab", "c") and ("a", "bc") are other keys. */
+    static const uint8_t sep1 = 0xff, sep2 = 0xfe;
+    uint64_t h = yard_fnv1a(YARD_FNV1A_INIT, a, strlen(a));
+    h = yard_fnv1a(yard_fnv1a(h, &sep1, 1), d, strlen(d));
+    return (size_t)yard_fnv1a(yard_fnv1a(h, &sep2, 1), c, strlen(c));
 }
 
 /* The slot of (account, client, chan), or a free one to claim, or NULL when

@@ -20,6 +20,7 @@
 #include "apps.h"
 #include "yard/bcrypt.h"
 #include "yard/clock.h"
+#include "yard/hash.h"
 #include "yard/proto_http.h"
 
 #define KEY_MAX 64
@@ -108,13 +109,7 @@ static int store_init(struct rest_store *s, yard_shm_t *shm, size_t slots, size_
     return s->data ? 0 : -1;
 }
 
-static uint64_t hash_key(const char *k, size_t n)
-{
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)k[i]) * 1099511628211ull;
-    return h;
-}
+static uint64_t hash_key(const char *k, size_t n) { return yard_fnv1a(YARD_FNV1A_INIT, k, n); }
 
 /* The slot holding key, or the free slot where it would go; NULL when the
  * key is absent and the table is full. Caller holds the lock. */

@@ -54,3 +54,17 @@ int yard_parse_duration_ns(const char *s, uint64_t default_unit_ns, uint64_t *ou
     *out = (uint64_t)ns;
     return 0;
 }
+
+int yard_parse_rate(const char *s, double *burst, double *per_s)
+{
+    char *slash;
+    errno = 0;
+    long n = strtol(s, &slash, 10);
+    uint64_t ns;
+    if (errno || slash == s || *slash != '/' || n < 1 || n > 1000000 ||
+        yard_parse_duration_ns(slash + 1, YARD_NS_PER_S, &ns) < 0 || ns == 0)
+        return -1;
+    *burst = (double)n;
+    *per_s = (double)n / ((double)ns / 1e9);
+    return 0;
+}

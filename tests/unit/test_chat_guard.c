@@ -61,15 +61,15 @@ static void test_addresses(void)
 static void test_rate_parse(void)
 {
     chat_rate_t r;
-    ASSERT_EQ(chat_rate_parse("10/10m", &r), 0);
+    ASSERT_EQ(yard_parse_rate("10/10m", &r.burst, &r.per_s), 0);
     ASSERT(r.burst == 10 && r.per_s > 0.0166 && r.per_s < 0.0167);
-    ASSERT_EQ(chat_rate_parse("5/1s", &r), 0);
+    ASSERT_EQ(yard_parse_rate("5/1s", &r.burst, &r.per_s), 0);
     ASSERT(r.burst == 5 && r.per_s == 5);
-    ASSERT_EQ(chat_rate_parse("10", &r), -1);
-    ASSERT_EQ(chat_rate_parse("0/1m", &r), -1);
-    ASSERT_EQ(chat_rate_parse("x/1m", &r), -1);
-    ASSERT_EQ(chat_rate_parse("3/0s", &r), -1);
-    ASSERT_EQ(chat_rate_parse("3/soon", &r), -1);
+    ASSERT_EQ(yard_parse_rate("10", &r.burst, &r.per_s), -1);
+    ASSERT_EQ(yard_parse_rate("0/1m", &r.burst, &r.per_s), -1);
+    ASSERT_EQ(yard_parse_rate("x/1m", &r.burst, &r.per_s), -1);
+    ASSERT_EQ(yard_parse_rate("3/0s", &r.burst, &r.per_s), -1);
+    ASSERT_EQ(yard_parse_rate("3/soon", &r.burst, &r.per_s), -1);
 }
 
 static void test_unregistered(void)

@@ -194,19 +194,12 @@ static long parse_count(const char *flag, const char *s, long min, long max)
 /* "N/DUR": N at once, then N per DUR (a token bucket). */
 static void parse_rate(const char *flag, const char *s, double *burst, double *per_s)
 {
-    char *slash;
-    errno = 0;
-    long n = strtol(s, &slash, 10);
-    uint64_t ns = 0;
-    if (errno || slash == s || *slash != '/' || n < 1 || n > 1000000 ||
-        yard_parse_duration_ns(slash + 1, YARD_NS_PER_S, &ns) < 0 || ns == 0) {
+    if (yard_parse_rate(s, burst, per_s) < 0) {
         fprintf(stderr, "%s: %s: expected N/DURATION such as 10/10m (N at once, then N per "
                         "DURATION), got '%s'\n",
                 progname, flag, s);
         exit(EXIT_USAGE);
     }
-    *burst = (double)n;
-    *per_s = (double)n / ((double)ns / 1e9);
 }
 
 static void json_string(const char *s)
