@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "yard/clock.h"
+
 /* A line is written with one write(2); a pipe takes up to PIPE_BUF bytes
  * atomically, so lines of processes sharing the pipe never interleave. */
 #define LINE_BYTES 1024
@@ -75,13 +77,6 @@ static struct rl_table *rl;
 static uint64_t (*rl_clock)(void);
 
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- the output ---- */
 
@@ -159,7 +154,7 @@ static ssize_t sink_write(const void *p, size_t n)
 /* Wait (at most until deadline) for the output to have room. */
 static void sink_wait(uint64_t deadline)
 {
-    uint64_t now = mono_ns();
+    uint64_t now = yard_now_ns();
     if (now >= deadline)
         return;
     struct pollfd pfd = {.fd = lg.fd, .events = POLLOUT};
@@ -294,7 +289,7 @@ static int flush_locked(uint64_t deadline)
             if (queue_drain())
                 return 0;
         }
-        if (mono_ns() >= deadline)
+        if (yard_now_ns() >= deadline)
             return -1;
         sink_wait(deadline);
     }
@@ -305,7 +300,7 @@ static int flush_locked(uint64_t deadline)
 static uint64_t rl_now_sec(void)
 {
     uint64_t (*clock_fn)(void) = rl_clock;
-    return ((clock_fn ? clock_fn() : mono_ns()) / 1000000000u) & 0xffffffffu;
+    return ((clock_fn ? clock_fn() : yard_now_ns()) / 1000000000u) & 0xffffffffu;
 }
 
 static struct rl_slot *rl_slot_for(int level, const char *fmt)
@@ -489,7 +484,7 @@ void yard_log_limited(int level, const char *fmt, ...)
 int yard_log_flush(int timeout_ms)
 {
     ensure_setup();
-    uint64_t deadline = mono_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000u;
+    uint64_t deadline = yard_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000u;
     pthread_mutex_lock(&lg.mu);
     int rc = flush_locked(deadline);
     pthread_mutex_unlock(&lg.mu);
@@ -504,11 +499,11 @@ _Noreturn void yard_fatal(const char *fmt, ...)
     va_start(ap, fmt);
     size_t n = format_vline(line, sizeof line, YARD_LOG_ERROR, fmt, ap);
     va_end(ap);
-    uint64_t start = mono_ns(), deadline = start + FATAL_FLUSH_MS * 1000000ull;
+    uint64_t start = yard_now_ns(), deadline = start + FATAL_FLUSH_MS * 1000000ull;
     /* Another thread holds the lock only for a moment; if it does not come
      * free, write anyway rather than lose the reason for the abort. */
     bool locked = false;
-    while (!(locked = pthread_mutex_trylock(&lg.mu) == 0) && mono_ns() < start + 20000000u) {
+    while (!(locked = pthread_mutex_trylock(&lg.mu) == 0) && yard_now_ns() < start + 20000000u) {
         struct timespec ms = {.tv_nsec = 1000000};
         nanosleep(&ms, NULL);
     }
@@ -523,7 +518,7 @@ _Noreturn void yard_fatal(const char *fmt, ...)
             break;
         off += (size_t)w;
         if (off < n) {
-            if (mono_ns() >= deadline)
+            if (yard_now_ns() >= deadline)
                 break;
             sink_wait(deadline);
         }
