@@ -89,6 +89,7 @@ struct session {
     chat_addr_t addr;        /* the source address the login limits count */
     uint64_t enter_ticket;   /* counted as not logged in yet */
     uint64_t check_ticket;   /* a password check in flight */
+    uint64_t check_at;       /* when it began (fx->now_ns) */
     char check_key[CHAT_NAME_MAX + 1]; /* its account, casefolded */
     uint64_t register_by;    /* the registration timeout */
     /* ST_WAIT: the login to check once the address has its turn. */
@@ -318,6 +319,18 @@ static void chat_news(void *state, void *session, yard_fx_t *fx)
     yard_fx_watch(fx, app->bus, 0, s->seen);
 }
 
+/* The length of text[0..len) cut to at most max bytes, never inside a UTF-8
+ * sequence. */
+static size_t utf8_cut(const char *text, size_t len, size_t max)
+{
+    if (len <= max)
+        return len;
+    len = max;
+    while (len > 0 && ((unsigned char)text[len] & 0xC0) == 0x80)
+        len--;
+    return len;
+}
+
 /* Append one message and tell everyone. */
 static int post(struct chat_app *app, struct session *s, yard_fx_t *fx, int type,
                 const char *target, const char *text)
@@ -325,12 +338,7 @@ static int post(struct chat_app *app, struct session *s, yard_fx_t *fx, int type
     /* What fits the relayed line ":acc!acc@yard PRIVMSG target :text\r\n". */
     size_t room = LINE_MAX_MSG - 2 - (1 + 2 * strlen(s->account) + 2 + strlen(SERVER) + 1 + 7 +
                                       1 + strlen(target) + 2);
-    size_t len = strlen(text);
-    if (len > room) {
-        len = room;
-        while (len > 0 && ((unsigned char)text[len] & 0xC0) == 0x80)
-            len--; /* do not cut a UTF-8 sequence */
-    }
+    size_t len = utf8_cut(text, strlen(text), room);
     uint64_t id;
     int64_t ts;
     int rc = yard_chatlog_append(app->log, type, s->account, strlen(s->account), target,
@@ -377,8 +385,7 @@ static void forget_wait(struct session *s)
 }
 
 /* A login that is refused before any check (the limits): answered at once. */
-static void refuse_login(struct chat_app *app, struct session *s, yard_fx_t *fx, bool sasl,
-                         const char *why)
+static void refuse_login(struct session *s, yard_fx_t *fx, bool sasl, const char *why)
 {
     s->state = ST_NEW;
     forget_wait(s);
@@ -404,6 +411,7 @@ static void start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
     uint64_t ticket, retry_ns;
     int v = chat_guard_check_begin(app->guard, &s->addr, key, fx->now_ns, &ticket, &retry_ns);
     char why[200], where[64];
+    unsigned long long wait_s = (retry_ns + YARD_NS_PER_S - 1) / YARD_NS_PER_S;
     switch (v) {
     case CHAT_GUARD_OK:
         break;
@@ -421,21 +429,21 @@ static void start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
                                 : s->register_by);
         return;
     case CHAT_GUARD_BUSY:
-        refuse_login(app, s, fx, sasl, "the server is busy checking other logins; try again in "
-                                       "a few seconds");
+        refuse_login(s, fx, sasl, "the server is busy checking other logins; try again in a few "
+                                  "seconds");
         return;
     case CHAT_GUARD_ADDR_LIMIT:
         chat_addr_text(&s->addr, where, sizeof where);
         snprintf(why, sizeof why, "too many failed logins from %s; try again in %llu s", where,
-                 (unsigned long long)((retry_ns + YARD_NS_PER_S - 1) / YARD_NS_PER_S));
+                 wait_s);
         s->failures++;
-        refuse_login(app, s, fx, sasl, why);
+        refuse_login(s, fx, sasl, why);
         return;
     default: /* CHAT_GUARD_ACCOUNT_LIMIT */
         snprintf(why, sizeof why, "too many failed logins for %s; try again in %llu s", key,
-                 (unsigned long long)((retry_ns + YARD_NS_PER_S - 1) / YARD_NS_PER_S));
+                 wait_s);
         s->failures++;
-        refuse_login(app, s, fx, sasl, why);
+        refuse_login(s, fx, sasl, why);
         return;
     }
     struct auth_job *j = calloc(1, sizeof *j);
@@ -445,6 +453,7 @@ static void start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
         return;
     }
     s->check_ticket = ticket;
+    s->check_at = fx->now_ns;
     memcpy(s->check_key, key, sizeof key);
     j->dir = app->cfg->data_dir;
     memcpy(j->dummy_template, app->dummy_template, sizeof j->dummy_template);
@@ -737,12 +746,10 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
     chat_lock(app->cs);
     int c = chat_channel_find(app->cs, name, strlen(name), false);
     bool already = c >= 0 && chat_is_in(app->cs, s->slot, c);
-    /* The account's limit counts its channels over all its connections. */
-    bool over = !already &&
-                chat_account_channels(app->cs, s->account_key, -1) >=
-                    app->cfg->channels_per_account &&
-                (c < 0 || chat_account_channels(app->cs, s->account_key, c) >
-                              app->cfg->channels_per_account);
+    /* The account's limit counts its channels over all its connections,
+     * this one included (a new channel is one more). */
+    bool over = !already && chat_account_channels(app->cs, s->account_key, c) + (c < 0) >
+                                app->cfg->channels_per_account;
     if (!already && !over && c < 0)
         c = chat_channel_find(app->cs, name, strlen(name), true);
     if (c >= 0 && !over)
@@ -1162,12 +1169,7 @@ static void command(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
         /* The change goes through the log like a message: every member
          * sees it, in the log's order, and the topic outlives a restart. */
         const char *text = m->params[1];
-        size_t len = strlen(text);
-        if (len > CHAT_TOPIC_MAX) {
-            len = CHAT_TOPIC_MAX;
-            while (len > 0 && ((unsigned char)text[len] & 0xC0) == 0x80)
-                len--; /* do not cut a UTF-8 sequence */
-        }
+        size_t len = utf8_cut(text, strlen(text), CHAT_TOPIC_MAX);
         char topic[CHAT_TOPIC_MAX + 1];
         memcpy(topic, text, len);
         topic[len] = 0;
@@ -1368,9 +1370,11 @@ static void chat_close(void *state, void *session)
         yard_chatlog_iter_close(s->it);
     chat_guard_leave(app->guard, s->enter_ticket);
     /* A job is never running here (the engine waits for it), but its
-     * job_done may not have run: its check is over either way. */
+     * job_done may not have run: its check is over either way. close has
+     * no clock of the engine's; the check's start is a time no later than
+     * now, which is all the limits need (their time never runs backwards). */
     if (s->job)
-        end_check(app, s, s->job->ok, yard_now_ns());
+        end_check(app, s, s->job->ok, s->check_at);
     free(s->job);
     explicit_bzero(s->pass, sizeof s->pass);
     forget_wait(s);
