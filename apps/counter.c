@@ -91,18 +91,16 @@ static size_t counter_data(void *state, void *session, const uint8_t *in, size_t
     if (st->perms)
         return counter_data_perms(st, session, in, n, fx);
     size_t valid = yard_counter_valid_prefix(in, n);
-    if (valid) { /* a lone bad byte has nothing to answer (and reserving 0 bytes fails) */
-        uint8_t *out = yard_fx_send_reserve(fx, valid * YARD_COUNTER_REPLY_LEN);
-        if (!out)
-            return n;
-        for (size_t i = 0; i < valid; i++) {
-            uint64_t v = in[i] == YARD_COUNTER_INCR
-                             ? atomic_fetch_add_explicit(&st->value, 1, memory_order_relaxed) + 1
-                             : atomic_load_explicit(&st->value, memory_order_relaxed);
-            yard_counter_encode(v, out + i * YARD_COUNTER_REPLY_LEN);
-        }
-        yard_fx_send_commit(fx, valid * YARD_COUNTER_REPLY_LEN);
+    uint8_t *out = yard_fx_send_reserve(fx, valid * YARD_COUNTER_REPLY_LEN);
+    if (!out)
+        return n;
+    for (size_t i = 0; i < valid; i++) {
+        uint64_t v = in[i] == YARD_COUNTER_INCR
+                         ? atomic_fetch_add_explicit(&st->value, 1, memory_order_relaxed) + 1
+                         : atomic_load_explicit(&st->value, memory_order_relaxed);
+        yard_counter_encode(v, out + i * YARD_COUNTER_REPLY_LEN);
     }
+    yard_fx_send_commit(fx, valid * YARD_COUNTER_REPLY_LEN);
     if (valid < n) {
         /* Requests before the bad byte are answered; the rest is dropped. */
         yard_fx_close(fx, BAD_BYTE_REASON);

@@ -5,7 +5,9 @@
 
 uint8_t *yard_buf_reserve(yard_buf_t *b, size_t n)
 {
-    if (b->cap - b->off - b->len >= n)
+    /* An empty buffer has no memory yet: even room for 0 bytes needs some,
+     * or NULL would read as out of memory (a request with nothing to answer). */
+    if (b->data && b->cap - b->off - b->len >= n)
         return b->data + b->off + b->len;
     /* Compacting is cheaper than growing when the consumed prefix would do. */
     if (b->off && b->cap - b->len >= n) {

@@ -55,6 +55,18 @@ static void test_reserve_commit_grows(void)
     yard_buf_free(&b);
 }
 
+/* Room for nothing is not a failure, even in a buffer that has no memory
+ * yet (the counter app reserves 0 bytes of replies for a lone bad byte). */
+static void test_reserve_nothing(void)
+{
+    yard_buf_t b = YARD_BUF_INIT;
+    ASSERT(yard_buf_reserve(&b, 0) != NULL);
+    yard_buf_commit(&b, 0);
+    ASSERT_EQ(b.len, 0);
+    ASSERT(yard_buf_reserve(&b, 0) != NULL);
+    yard_buf_free(&b);
+}
+
 static void test_shrink_only_when_empty(void)
 {
     yard_buf_t b = YARD_BUF_INIT;
@@ -73,6 +85,7 @@ int main(int argc, char **argv)
         {"append_consume", test_append_consume},
         {"queue_does_not_creep", test_queue_does_not_creep},
         {"reserve_commit_grows", test_reserve_commit_grows},
+        {"reserve_nothing", test_reserve_nothing},
         {"shrink_only_when_empty", test_shrink_only_when_empty},
         {NULL, NULL},
     };
