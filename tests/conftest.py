@@ -71,6 +71,26 @@ def wait_for(cond: Callable[[], object], timeout: float = 10.0, what: str = "con
         time.sleep(interval)
 
 
+def read_line(stream, timeout: float, limit: int = 4096) -> bytes:
+    """One line of a pipe (a server's 'listening' line), byte by byte so that
+    nothing after it is taken; what came when the deadline passes, the pipe
+    closes or limit bytes came without a newline."""
+    sel = selectors.DefaultSelector()
+    sel.register(stream, selectors.EVENT_READ)
+    fd, buf = stream.fileno(), b""
+    deadline = time.monotonic() + timeout
+    while not buf.endswith(b"\n") and len(buf) < limit:
+        left = deadline - time.monotonic()
+        if left <= 0 or not sel.select(left):
+            break
+        chunk = os.read(fd, 1)
+        if not chunk:
+            break
+        buf += chunk
+    sel.close()
+    return buf
+
+
 class Server:
     """A server process started in its own session, so that its whole process
     tree shares one process group we can check after it exits."""
@@ -95,21 +115,7 @@ class Server:
         self.family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
 
     def _read_line(self, timeout: float) -> bytes:
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ)
-        fd = self.proc.stdout.fileno()
-        buf = b""
-        deadline = time.monotonic() + timeout
-        while not buf.endswith(b"\n"):
-            left = deadline - time.monotonic()
-            if left <= 0 or not sel.select(left):
-                break
-            chunk = os.read(fd, 1)
-            if not chunk:
-                break
-            buf += chunk
-        sel.close()
-        return buf
+        return read_line(self.proc.stdout, timeout)
 
     @property
     def addr(self) -> tuple[str, int]:

@@ -2,10 +2,12 @@
 lines, and wait for lines with a deadline (never sleep-and-hope)."""
 
 import base64
+import queue
 import re
 import shutil
 import socket
 import subprocess
+import threading
 import time
 
 from conftest import BIN, model_args
@@ -138,3 +140,45 @@ def chat_starter(start_server, accounts, tmp_path):
         return start_server(argv), data
 
     return start
+
+
+class LineReader:
+    """The lines of a pipe (a client's stdout), read by a thread as they
+    come. expect() takes the first line not taken yet that holds a needle,
+    waiting for it with a deadline; every line read so far is in .read, in
+    order. strip: characters to strip off each line's end (text pipes)."""
+
+    def __init__(self, stream, strip=None):
+        self.q: queue.Queue = queue.Queue()
+        self.read: list = []      # every line taken off the pipe
+        self.waiting: list = []   # read, not matched by expect() yet
+        threading.Thread(target=self._pump, args=(stream, strip), daemon=True).start()
+
+    def _pump(self, stream, strip):
+        for line in stream:
+            self.q.put(line.rstrip(strip) if strip is not None else line)
+        self.q.put(None)
+
+    def expect(self, needle, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        for line in self.waiting:
+            if needle in line:
+                self.waiting.remove(line)
+                return line
+        while time.monotonic() < deadline:
+            try:
+                line = self.q.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            self.read.append(line)
+            if needle in line:
+                return line
+            self.waiting.append(line)
+        raise AssertionError(f"no line with {needle!r}; got {self.waiting[-10:]}")
+
+    def rest(self, timeout=10.0):
+        """Read to the pipe's end (the writer exited)."""
+        while (line := self.q.get(timeout=timeout)) is not None:
+            self.read.append(line)

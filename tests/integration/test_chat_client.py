@@ -4,18 +4,16 @@ ii (Debian's package), logging in, joining, sending and receiving."""
 
 import os
 import pty
-import queue
 import select
 import shutil
 import signal
 import socket
 import subprocess
-import threading
 import time
 
 import pytest
 
-from chatlib import CHAT, add_account, login_pass
+from chatlib import CHAT, LineReader, add_account, login_pass
 from conftest import BIN, wait_for
 
 pytestmark = pytest.mark.usefixtures("yard_chat_built")
@@ -44,32 +42,10 @@ class Plain:
         self.p = subprocess.Popen([CHAT, "connect", f"127.0.0.1:{port}", "--user", user, "--plain",
                                    *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True, env=env)
-        self.q: queue.Queue = queue.Queue()
-        self.lines: list[str] = []
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    def _pump(self):
-        for line in self.p.stdout:
-            self.q.put(line.rstrip("\n"))
-        self.q.put(None)
+        self.out = LineReader(self.p.stdout, strip="\n")
 
     def expect(self, needle, timeout=10.0):
-        deadline = time.monotonic() + timeout
-        for line in self.lines:
-            if needle in line:
-                self.lines.remove(line)
-                return line
-        while time.monotonic() < deadline:
-            try:
-                line = self.q.get(timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Empty:
-                break
-            if line is None:
-                break
-            if needle in line:
-                return line
-            self.lines.append(line)
-        raise AssertionError(f"no line with {needle!r}; got {self.lines[-10:]}")
+        return self.out.expect(needle, timeout)
 
     def say(self, line):
         self.p.stdin.write(line + "\n")

@@ -13,7 +13,6 @@ output with what a raw member received."""
 import base64
 import json
 import os
-import queue
 import re
 import shutil
 import socket
@@ -23,7 +22,7 @@ import time
 
 import pytest
 
-from chatlib import CHAT, add_account, login_pass
+from chatlib import CHAT, LineReader, add_account, login_pass
 from conftest import BIN, SANITIZER_MARKERS, wait_for
 
 pytestmark = pytest.mark.skipif(not CHAT.exists(), reason="yard-chat is not built")
@@ -184,41 +183,21 @@ class PlainBytes:
         self.p = subprocess.Popen([CHAT, "connect", f"127.0.0.1:{port}", "--user", user,
                                    "--plain", *args], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e)
-        self.q: queue.Queue = queue.Queue()
-        self.out = b""
-        self.seen: list[bytes] = []
-        threading.Thread(target=self._pump, daemon=True).start()
+        self.lines = LineReader(self.p.stdout)
 
-    def _pump(self):
-        for line in self.p.stdout:
-            self.q.put(line)
-        self.q.put(None)
+    @property
+    def out(self) -> bytes:
+        """Everything the client printed so far (what was read of it)."""
+        return b"".join(self.lines.read)
 
     def expect(self, needle: bytes, timeout=10.0) -> bytes:
-        deadline = time.monotonic() + timeout
-        for line in self.seen:
-            if needle in line:
-                self.seen.remove(line)
-                return line
-        while time.monotonic() < deadline:
-            try:
-                line = self.q.get(timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Empty:
-                break
-            if line is None:
-                break
-            self.out += line
-            if needle in line:
-                return line
-            self.seen.append(line)
-        raise AssertionError(f"no line with {needle!r}; got {self.seen[-10:]}")
+        return self.lines.expect(needle, timeout)
 
     def finish(self, timeout=10) -> tuple[int, bytes]:
         """Close stdin (the client says QUIT), wait; the exit code and stderr."""
         self.p.stdin.close()
         rc = self.p.wait(timeout)
-        while (line := self.q.get(timeout=timeout)) is not None:
-            self.out += line
+        self.lines.rest(timeout)
         return rc, self.p.stderr.read()
 
 

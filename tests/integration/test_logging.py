@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import re
 import select
-import selectors
 import signal
 import socket
 import struct
@@ -24,7 +23,8 @@ import time
 
 import pytest
 
-from conftest import BIN, LISTENING, MODELS, SANITIZER_MARKERS, model_args, recv_exactly
+from conftest import (BIN, LISTENING, MODELS, SANITIZER_MARKERS, model_args, read_line,
+                      recv_exactly)
 
 BAD = b"\x02"  # neither read (0x00) nor increment (0x01): the connection is closed
 BAD_CLIENTS = 5000
@@ -61,20 +61,7 @@ class UnreadServer:
         self.addr = (m.group(1).decode(), int(m.group(2)))
 
     def _stdout_line(self, timeout: float) -> bytes:
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ)
-        fd, buf = self.proc.stdout.fileno(), b""
-        deadline = time.monotonic() + timeout
-        while not buf.endswith(b"\n") and len(buf) < 200:
-            left = deadline - time.monotonic()
-            if left <= 0 or not sel.select(left):
-                break
-            chunk = os.read(fd, 1)
-            if not chunk:
-                break
-            buf += chunk
-        sel.close()
-        return buf
+        return read_line(self.proc.stdout, timeout, limit=200)
 
     def read_stderr(self) -> None:
         """From now on, a thread drains stderr until it closes."""
