@@ -97,14 +97,8 @@ test-tsan: tsan venv
 # readers/writers test covers the same path under TSan. yard-load's threads
 # run under TSan too; its timing calibrations run in the normal builds.)
 
-# Until the harness (python/, `yard bench`) is in, the bench is the engine's
-# echo comparison across every model and the hand-written baseline.
 bench: build peers venv
-	@if [ -x $(VENV)/bin/yard ]; then \
-		$(VENV)/bin/yard bench quick && echo "report: results/latest/report.html"; \
-	else \
-		$(VENV)/bin/python bench/echo_compare.py; \
-	fi
+	@$(VENV)/bin/yard bench quick && echo "report: results/latest/report.html"
 
 fuzz: deps
 	@cmake --preset fuzz >/dev/null

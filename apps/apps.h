@@ -7,8 +7,6 @@ extern const yard_app_t yard_app_echo;
 extern const yard_app_t yard_app_counter;
 extern const yard_app_t yard_app_sink;
 extern const yard_app_t yard_app_chat;
-#ifdef YARD_HAVE_REST
 extern const yard_app_t yard_app_rest;
-#endif
 
 #endif

@@ -3,11 +3,7 @@
 #include "apps.h"
 
 const yard_app_t *const yard_apps[] = {&yard_app_echo, &yard_app_counter, &yard_app_sink,
-                                       &yard_app_chat,
-#ifdef YARD_HAVE_REST
-                                       &yard_app_rest,
-#endif
-                                       NULL};
+                                       &yard_app_chat, &yard_app_rest, NULL};
 
 const yard_app_t *yard_app_find(const char *name)
 {

@@ -26,17 +26,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(os.environ.get("YARD_BIN", ROOT / "build" / "bin"))
 
-SERVERS = {
-    "baseline": [BIN / "yard-baseline-echo", "127.0.0.1:0"],
-    "fork": [BIN / "yard-serve", "--app", "echo", "--model", "fork", "--listen", "127.0.0.1:0"],
-    "thread": [BIN / "yard-serve", "--app", "echo", "--model", "thread", "--listen", "127.0.0.1:0"],
-    "epoll": [BIN / "yard-serve", "--app", "echo", "--model", "epoll", "--listen", "127.0.0.1:0"],
-    "reactors": [BIN / "yard-serve", "--app", "echo", "--model", "reactors", "--listen",
-                 "127.0.0.1:0"],
-    "reactors-procs": [BIN / "yard-serve", "--app", "echo", "--model", "reactors", "--procs",
-                       "--listen", "127.0.0.1:0"],
-    "coro": [BIN / "yard-serve", "--app", "echo", "--model", "coro", "--listen", "127.0.0.1:0"],
-}
+def servers():
+    """The hand-written baseline and every model yard-serve lists (each
+    model with --procs too when it takes it), so a new model is compared
+    without touching this file."""
+    out = subprocess.run([BIN / "yard-serve", "--list-models", "--json"], check=True,
+                         capture_output=True, text=True).stdout
+    found = {"baseline": [BIN / "yard-baseline-echo", "127.0.0.1:0"]}
+    for m in json.loads(out):
+        argv = [BIN / "yard-serve", "--app", "echo", "--model", m["name"], "--listen",
+                "127.0.0.1:0"]
+        found[m["name"]] = argv
+        if m["flags"]["procs"]:
+            found[m["name"] + "-procs"] = argv + ["--procs"]
+    return found
+
+
+SERVERS = servers()
 
 
 def trial(name, args):

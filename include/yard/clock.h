@@ -5,8 +5,6 @@
 #include <stdint.h>
 
 uint64_t yard_now_ns(void);
-/* Sleep until an absolute CLOCK_MONOTONIC time (restarts after signals). */
-void yard_sleep_until_ns(uint64_t deadline);
 /* Parse a duration such as "250ms", "5s", "2m", "1h", "30d" or a bare number
  * (taken in default_unit_ns). Returns 0 on success, -1 on a malformed value. */
 int yard_parse_duration_ns(const char *s, uint64_t default_unit_ns, uint64_t *out);

@@ -124,7 +124,6 @@ void yard_coro_join(yard_coro_t *c);
 
 yard_coro_t *yard_coro_self(void); /* NULL outside a coroutine */
 int yard_coro_worker_id(void);     /* -1 outside a worker thread */
-unsigned yard_coro_nworkers(void);
 void yard_coro_yield(void);
 uint64_t yard_coro_now_ns(void);
 void yard_coro_sleep_ns(uint64_t ns);
@@ -149,12 +148,11 @@ void yard_coro_get_stats(yard_coro_stats_t *out);
  * Returns 0 (ready, possibly spuriously: retry the call), -ETIMEDOUT, -EBADF
  * (fd closed with yard_coro_close meanwhile). May park. */
 int yard_coro_wait_fd(int fd, unsigned events, uint64_t deadline_ns);
-/* read/write/accept that park on EAGAIN; return like the syscalls but with a
+/* read/write that park on EAGAIN; return like the syscalls but with a
  * negative errno instead of -1/errno (-ETIMEDOUT when the deadline passes).
  * yard_coro_write writes everything unless an error occurs. */
 ssize_t yard_coro_read(int fd, void *buf, size_t len, uint64_t deadline_ns);
 ssize_t yard_coro_write(int fd, const void *buf, size_t len, uint64_t deadline_ns);
-int yard_coro_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, uint64_t deadline_ns);
 int yard_coro_close(int fd);
 /* Unregisters fd (waking its waiters with -EBADF) without closing it: for
  * code that closes the descriptor itself. */
@@ -193,7 +191,6 @@ typedef struct yard_coro_mutex {
 } yard_coro_mutex_t;
 
 void yard_coro_mutex_lock(yard_coro_mutex_t *m); /* may park */
-bool yard_coro_mutex_trylock(yard_coro_mutex_t *m);
 /* Hands the mutex directly to the oldest waiter, if any (FIFO, no barging). */
 void yard_coro_mutex_unlock(yard_coro_mutex_t *m);
 

@@ -33,7 +33,6 @@ int yard_peer_name(int fd, yard_addr_t *out);
 /* Connect (blocking or not); a non-blocking connect may still be in progress. */
 int yard_connect(const yard_addr_t *a, bool nonblock, char *err, size_t errlen);
 
-int yard_set_nonblock(int fd, bool on);
 int yard_set_nodelay(int fd);
 /* Write everything, retrying on EINTR and partial writes (blocking fds). */
 int yard_write_all(int fd, const void *p, size_t n);

@@ -14,7 +14,6 @@ yard_shm_t *yard_shm_create(size_t bytes, char *err, size_t errlen);
 /* Zeroed, 64-byte aligned (one cache line, so unrelated state never shares
  * a line). NULL when the arena is exhausted. */
 void *yard_shm_alloc(yard_shm_t *shm, size_t bytes);
-size_t yard_shm_used(const yard_shm_t *shm);
 void yard_shm_destroy(yard_shm_t *shm);
 
 /* A mutex for memory shared across processes: process-shared and robust,

@@ -12,14 +12,6 @@ uint64_t yard_now_ns(void)
     return (uint64_t)ts.tv_sec * YARD_NS_PER_S + (uint64_t)ts.tv_nsec;
 }
 
-void yard_sleep_until_ns(uint64_t deadline)
-{
-    struct timespec ts = {.tv_sec = (time_t)(deadline / YARD_NS_PER_S),
-                          .tv_nsec = (long)(deadline % YARD_NS_PER_S)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
-    }
-}
-
 int yard_parse_duration_ns(const char *s, uint64_t default_unit_ns, uint64_t *out)
 {
     static const struct {

@@ -176,15 +176,6 @@ int yard_connect(const yard_addr_t *a, bool nonblock, char *err, size_t errlen)
     return fd;
 }
 
-int yard_set_nonblock(int fd, bool on)
-{
-    int fl = fcntl(fd, F_GETFL);
-    if (fl < 0)
-        return -1;
-    fl = on ? (fl | O_NONBLOCK) : (fl & ~O_NONBLOCK);
-    return fcntl(fd, F_SETFL, fl);
-}
-
 int yard_set_nodelay(int fd)
 {
     int one = 1;

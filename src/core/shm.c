@@ -41,7 +41,6 @@ void *yard_shm_alloc(yard_shm_t *shm, size_t bytes)
     return (uint8_t *)shm + off; /* fresh anonymous pages are already zero */
 }
 
-size_t yard_shm_used(const yard_shm_t *shm) { return atomic_load(&((yard_shm_t *)shm)->used); }
 
 void yard_shm_destroy(yard_shm_t *shm)
 {

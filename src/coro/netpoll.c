@@ -597,22 +597,3 @@ ssize_t yard_coro_write(int fd, const void *buf, size_t len, uint64_t deadline_n
     }
     return (ssize_t)done;
 }
-
-int yard_coro_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, uint64_t deadline_ns)
-{
-    int reg = yard_coro_self() ? ensure_registered(fd) : 0;
-    if (reg && reg != -EPERM) /* EPERM: a regular file, never EAGAIN */
-        return reg;
-    for (;;) {
-        int c = accept4(fd, addr, addrlen, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (c >= 0)
-            return c;
-        if (errno == EINTR || errno == ECONNABORTED)
-            continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK)
-            return -errno;
-        int err = yard_coro_wait_fd(fd, YARD_CORO_IN, deadline_ns);
-        if (err)
-            return err;
-    }
-}

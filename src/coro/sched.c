@@ -672,11 +672,6 @@ int yard_coro_worker_id(void)
     return w ? (int)w->id : -1;
 }
 
-unsigned yard_coro_nworkers(void)
-{
-    return g_sched ? g_sched->n : 0;
-}
-
 void yard_coro_yield(void)
 {
     struct worker *w = cur_worker();

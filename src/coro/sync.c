@@ -124,16 +124,6 @@ void yard_coro_mutex_lock(yard_coro_mutex_t *m)
     yard_coro__park(); /* the unlocker handed the mutex over: m->locked stayed 1 */
 }
 
-bool yard_coro_mutex_trylock(yard_coro_mutex_t *m)
-{
-    bool got = false;
-    yard_coro__spin_lock(&m->lock);
-    if (!m->locked)
-        m->locked = got = true;
-    yard_coro__spin_unlock(&m->lock);
-    return got;
-}
-
 void yard_coro_mutex_unlock(yard_coro_mutex_t *m)
 {
     yard_coro__spin_lock(&m->lock);

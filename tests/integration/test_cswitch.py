@@ -22,7 +22,6 @@ from conftest import BIN, SANITIZER_MARKERS
 CSWITCH = BIN / "yard-cswitch"
 KINDS = ["process-pipe", "thread-pipe", "thread-futex", "coro", "ucontext", "ucontext-sigmask"]
 KERNEL_KINDS = ["process-pipe", "thread-pipe", "thread-futex"]
-CORO_MISSING = "coro: not built yet (the coroutine runtime is not in this build)"
 SMALL = ["--switches", "2000", "--groups", "2", "--iterations", "2"]
 
 SWEEP_SIZES = [2**k for k in range(10, 21)]
@@ -43,24 +42,8 @@ def run_json(*args: str) -> tuple[list, str]:
     return json.loads(r.stdout), r.stderr
 
 
-def coro_built() -> bool:
-    r = run("--kind", "coro", "--list-points")
-    if CORO_MISSING in r.stderr:
-        assert r.returncode == 1 and r.stdout.strip() == ""
-        return False
-    assert r.returncode == 0, r.stderr
-    return True
-
-
-@pytest.fixture(scope="module")
-def have_coro() -> bool:
-    return coro_built()
-
-
 @pytest.mark.parametrize("kind", KINDS)
-def test_each_kind_gives_a_positive_finite_cost(kind, have_coro):
-    if kind == "coro" and not have_coro:
-        pytest.skip(CORO_MISSING)
+def test_each_kind_gives_a_positive_finite_cost(kind):
     points, _ = run_json("--kind", kind, *SMALL)
     assert len(points) == 1
     p = points[0]
@@ -85,16 +68,10 @@ def test_process_pipe_switches_match_the_kernel_count():
     assert p["flagged"] is False and p["flag_reason"] is None
 
 
-def test_coro_when_missing_is_skipped_not_fatal(have_coro):
-    r = run("--kind", "coro,ucontext", *SMALL, "--json")
+def test_kinds_are_measured_in_table_order():
+    r = run("--kind", "ucontext,coro", *SMALL, "--json")
     assert r.returncode == 0, r.stderr
-    kinds = [p["kind"] for p in json.loads(r.stdout)]
-    if have_coro:
-        assert kinds == ["coro", "ucontext"]
-        assert CORO_MISSING not in r.stderr
-    else:
-        assert kinds == ["ucontext"]
-        assert CORO_MISSING in r.stderr
+    assert [p["kind"] for p in json.loads(r.stdout)] == ["coro", "ucontext"]
 
 
 def test_restricted_sweep_measures_exactly_the_grid():
@@ -109,18 +86,18 @@ def test_restricted_sweep_measures_exactly_the_grid():
         assert math.isfinite(p["direct_ns"]) and p["t_switch_ns"] > 0
 
 
-def test_full_default_grid_is_enumerated(have_coro):
+def test_full_default_grid_is_enumerated():
     points, _ = run_json("--sweep", "--list-points")
-    kinds = [k for k in KINDS if have_coro or k != "coro"]
+    kinds = KINDS
     got = sorted((p["kind"], p["array_bytes"], p["stride_bytes"]) for p in points)
     want = sorted((k, s, t) for k in kinds for s in SWEEP_SIZES for t in SWEEP_STRIDES)
     assert got == want
     assert len(points) == len(kinds) * 11 * 7
 
 
-def test_without_sweep_one_no_work_point_per_kind(have_coro):
+def test_without_sweep_one_no_work_point_per_kind():
     points, _ = run_json("--list-points")
-    kinds = [k for k in KINDS if have_coro or k != "coro"]
+    kinds = KINDS
     assert sorted(p["kind"] for p in points) == sorted(kinds)
     assert all(p["array_bytes"] == 0 and p["stride_bytes"] == 0 for p in points)
 

@@ -1,7 +1,6 @@
 /* The coro kind: the context switch of our own coroutine runtime
  * (yard_coro_ctx_switch, src/coro/), measured raw, without the scheduler: two
- * contexts on one thread ping-pong exactly like the ucontext kinds. Built
- * only when the runtime is (CMake option YARD_HAVE_CORO). */
+ * contexts on one thread ping-pong exactly like the ucontext kinds. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif

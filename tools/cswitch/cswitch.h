@@ -43,9 +43,7 @@ extern const yard_cswitch_kind_t yard_cswitch_thread_pipe;
 extern const yard_cswitch_kind_t yard_cswitch_thread_futex;
 extern const yard_cswitch_kind_t yard_cswitch_ucontext;
 extern const yard_cswitch_kind_t yard_cswitch_ucontext_sigmask;
-#ifdef YARD_HAVE_CORO
 extern const yard_cswitch_kind_t yard_cswitch_coro;
-#endif
 
 /* The work unit (the study's Algorithm 1 with a real stride): one pass over
  * the array touching every stride_bytes-th byte's double. */

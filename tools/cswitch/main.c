@@ -23,7 +23,6 @@
 #define PROG "yard-cswitch"
 #define MAX_LIST 64
 #define MAX_BYTES (1ull << 30)
-#define CORO_MISSING "coro: not built yet (the coroutine runtime is not in this build)"
 
 /* The study's grid: arrays of 2^10..2^20 bytes, strides 2^3..2^8 bytes, plus
  * stride 0 (no array work) as each size's no-work reference. */
@@ -34,18 +33,14 @@ static const uint64_t sweep_strides[] = {0, 8, 16, 32, 64, 128, 256};
 
 struct kind_entry {
     const char *name;
-    const yard_cswitch_kind_t *kind; /* NULL: not in this build */
+    const yard_cswitch_kind_t *kind;
 };
 
 static const struct kind_entry kinds[] = {
     {"process-pipe", &yard_cswitch_process_pipe},
     {"thread-pipe", &yard_cswitch_thread_pipe},
     {"thread-futex", &yard_cswitch_thread_futex},
-#ifdef YARD_HAVE_CORO
     {"coro", &yard_cswitch_coro},
-#else
-    {"coro", NULL},
-#endif
     {"ucontext", &yard_cswitch_ucontext},
     {"ucontext-sigmask", &yard_cswitch_ucontext_sigmask},
 };
@@ -107,7 +102,7 @@ static void usage(FILE *f)
             "  --kind LIST        kinds to measure, comma-separated (default: all):\n");
     for (size_t i = 0; i < NKINDS; i++)
         fprintf(f, "                       %-17s %s\n", kinds[i].name,
-                kinds[i].kind ? kinds[i].kind->what : "our runtime's raw switch (not in this build)");
+                kinds[i].kind->what);
     fprintf(f,
             "  --switches N       N round trips per run (2N switches; default 100000)\n"
             "  --groups G         G groups of measurements (default 20); the reported cost\n"
@@ -765,7 +760,7 @@ static void list_points(const struct opts *o)
     else if (o->out == OUT_CSV)
         printf("kind,array_bytes,stride_bytes\n");
     for (size_t k = 0; k < NKINDS; k++) {
-        if (!o->kind_selected[k] || !kinds[k].kind)
+        if (!o->kind_selected[k])
             continue;
         for (size_t si = 0; si < o->nsizes; si++) {
             for (size_t ti = 0; ti < o->nstrides; ti++) {
@@ -795,19 +790,6 @@ int main(int argc, char **argv)
     /* A partner that dies must show up as an error on write, not kill us. */
     signal(SIGPIPE, SIG_IGN);
 
-    size_t nrunnable = 0;
-    for (size_t k = 0; k < NKINDS; k++) {
-        if (!o.kind_selected[k])
-            continue;
-        if (kinds[k].kind)
-            nrunnable++;
-        else
-            fprintf(stderr, PROG ": " CORO_MISSING "; skipped\n");
-    }
-    if (nrunnable == 0) {
-        fprintf(stderr, PROG ": nothing to measure\n");
-        return 1;
-    }
     if (o.list_points) {
         list_points(&o);
         return 0;
@@ -860,7 +842,7 @@ int main(int argc, char **argv)
     bool first = true;
     int status = 0;
     for (size_t k = 0; k < NKINDS; k++) {
-        if (!o.kind_selected[k] || !kinds[k].kind)
+        if (!o.kind_selected[k])
             continue;
         for (size_t si = 0; si < o.nsizes; si++) {
             for (size_t ti = 0; ti < o.nstrides; ti++) {
