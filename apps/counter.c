@@ -20,7 +20,7 @@
 struct counter_state {
     _Atomic uint64_t value;  /* --counter-sync atomic */
     uint64_t plain;          /* --counter-sync perms: guarded by the permission */
-    yard_access_obj_t obj;
+    yard_access_obj_t *obj;  /* --counter-sync perms */
     bool perms;
 };
 
@@ -39,8 +39,8 @@ static int counter_init(void **state, const yard_config_t *cfg, yard_shm_t *shm,
         return -1;
     }
     st->perms = cfg->counter_perms;
-    if (st->perms && yard_access_obj_init(&st->obj) < 0) {
-        snprintf(err, errlen, "counter: cannot initialise the shared rwlock");
+    if (st->perms && !(st->obj = yard_access_obj_create(shm))) {
+        snprintf(err, errlen, "counter: cannot create the shared object (region exhausted)");
         return -1;
     }
     *state = st;
@@ -67,7 +67,7 @@ static size_t counter_data_perms(struct counter_state *st, struct counter_sessio
     }
     s->st = st;
     s->op = in[0];
-    yard_fx_access(fx, &st->obj, s->op == YARD_COUNTER_INCR ? YARD_ACCESS_FULL : YARD_ACCESS_READ,
+    yard_fx_access(fx, st->obj, s->op == YARD_COUNTER_INCR ? YARD_ACCESS_FULL : YARD_ACCESS_READ,
                    counter_task, s);
     return 1;
 }

@@ -26,28 +26,25 @@
 #ifndef YARD_APP_H
 #define YARD_APP_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "yard/buf.h"
 #include "yard/bus.h"
-#include "yard/coro.h"
 #include "yard/config.h"
 #include "yard/net.h"
 #include "yard/shm.h"
 
-/* A shared object that tasks take read or full permissions on. Lives in the
- * shared region; initialise it with yard_access_obj_init in app->init. */
-typedef struct yard_access_obj {
-    pthread_rwlock_t lock; /* process-shared: the blocking and event-loop models */
-    yard_coro_obj_t perm;  /* the coro model's permission scheduler */
-} yard_access_obj_t;
+/* A shared object that tasks take read or full permissions on. Opaque to
+ * apps: how a permission is granted is the model's business (a task under
+ * the coro model, a process-shared rwlock under the others). Create it in
+ * app->init; it lives in the shared region. NULL when the region is full. */
+typedef struct yard_access_obj yard_access_obj_t;
 
 enum yard_access_mode { YARD_ACCESS_READ = 1, YARD_ACCESS_FULL = 2 };
 
-int yard_access_obj_init(yard_access_obj_t *obj);
+yard_access_obj_t *yard_access_obj_create(yard_shm_t *shm);
 
 typedef struct yard_fx {
     yard_buf_t *out;          /* bytes queued for the peer */
@@ -98,7 +95,6 @@ void yard_fx_access(yard_fx_t *fx, yard_access_obj_t *obj, int mode, void (*fn)(
  * replaces it. app->news is called until the app moves seen past the news
  * (normally: it reads what is new and watches from there). */
 void yard_fx_watch(yard_fx_t *fx, yard_bus_t *bus, uint32_t topic, uint64_t seen);
-void yard_fx_unwatch(yard_fx_t *fx);
 
 typedef struct yard_app {
     const char *name;

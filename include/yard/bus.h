@@ -33,9 +33,10 @@ typedef struct yard_bus {
 
 /* A bus with ntopics topics in the shared region; NULL when it is full. */
 yard_bus_t *yard_bus_create(yard_shm_t *shm, uint32_t ntopics);
-/* When non-zero, every publish also sends this signal to the publisher's
- * process group (papayaChat's wake-up, for fork --pair). Set before fork. */
-extern int yard_bus_group_signal;
+/* Call hook after every publish in this process (and in the children it
+ * forks afterwards): a model's own wake-up, such as fork --pair's signal to
+ * the process group (papayaChat's). NULL removes it. */
+void yard_bus_on_publish(void (*hook)(void));
 /* Stop (and join) this process's waker threads, before the shared region
  * their buses live in is unmapped. */
 void yard_bus_stop_wakers(void);

@@ -1,7 +1,24 @@
-/* The connection driver that every model shares. It owns the buffers of one
- * connection, calls the app and carries out its effects; models only decide
- * when to call it (after a blocking read, on a readiness event, when a
- * coroutine is resumed). This is what keeps the app code identical. */
+/* The connection driver: the one state machine of a connection, which every
+ * model shares. It owns the connection's buffers, calls the app and carries
+ * out its effects. A model only waits, each in its own way (a blocking read,
+ * poll(), epoll, a parked coroutine, a completion queue), and then feeds what
+ * happened to one entry point:
+ *
+ *   bytes arrived     yard_conn_rx_commit (read into yard_conn_rx_buf) or
+ *                     yard_conn_on_bytes (bytes the model read elsewhere)
+ *   end of input      yard_conn_on_eof
+ *   writable          yard_conn_on_writable
+ *   timer due         yard_conn_on_timer
+ *   job done          yard_conn_on_job_done
+ *   news              yard_conn_on_news (a watch's eventfd) or
+ *                     yard_conn_on_wakeup (a wake-up without a watch)
+ *   error             yard_conn_fail
+ *
+ * and then asks yard_conn_next what the connection waits for now: closed, a
+ * job for a pool, a permission, or some of readable / writable / news / a
+ * deadline. That function is the only place that decides; docs/architecture.md
+ * draws the states. This is what keeps the app code identical under every
+ * model. */
 #ifndef YARD_CONN_H
 #define YARD_CONN_H
 
@@ -37,108 +54,158 @@ typedef struct yard_scratch {
     yard_buf_t out;
 } yard_scratch_t;
 
-enum yard_io {
-    YARD_IO_OK = 0,   /* progress */
-    YARD_IO_AGAIN,    /* nothing to do now (EAGAIN, EINTR, timeout on a blocking fd) */
-    YARD_IO_DONE,     /* the connection is finished: close it */
+/* How a model carries out what the driver cannot do alone. One per model
+ * (or per event loop), fixed for the connections it opens. */
+typedef struct yard_conn_policy {
+    /* The socket is blocking (fork, thread): output leaves in full before
+     * the next read, and a send that times out is an idle timeout. */
+    bool blocking;
+    /* Offloaded jobs go to the model's pool (yard_conn_next says
+     * YARD_NEXT_JOB); otherwise the driver runs them inline. */
+    bool job_pool;
+    /* The model grants permissions itself (YARD_NEXT_PERM; coro's tasks);
+     * otherwise the driver runs permission jobs inline under the object's
+     * process-shared rwlock. */
+    bool perm_tasks;
+    /* Bytes of the model's own per-connection state (yard_conn_model),
+     * allocated with the connection, zeroed. */
+    size_t model_size;
+} yard_conn_policy_t;
+
+/* What a connection waits for next. */
+enum yard_next {
+    YARD_NEXT_WAIT,  /* the events in yard_wait_t */
+    YARD_NEXT_JOB,   /* run yard_conn_job() on a pool, then yard_conn_on_job_done */
+    YARD_NEXT_PERM,  /* run it holding its permission (yard_conn_perm), then on_job_done */
+    YARD_NEXT_CLOSE, /* nothing more can happen: yard_conn_close it */
+};
+
+typedef struct yard_wait {
+    enum yard_next next;
+    bool read;         /* readable (or end of input) */
+    bool write;        /* writable: output is queued */
+    bool news;         /* the news eventfd, yard_conn_news_fd */
+    uint64_t deadline; /* the app's timer (yard_conn_on_timer), 0: none */
+} yard_wait_t;
+
+/* Close reasons are logged by how routine they are. */
+enum yard_close_level {
+    YARD_CLOSE_QUIET, /* resets and the like: debug */
+    YARD_CLOSE_INFO,  /* timeouts: info, rate-limited */
+    YARD_CLOSE_WARN,  /* protocol violations, resource limits: warning, rate-limited */
 };
 
 typedef struct yard_conn {
     yard_server_t *srv;
+    const yard_conn_policy_t *policy;
     int fd;
-    bool blocking;    /* fd is blocking (fork, thread) */
     bool read_eof;    /* the peer sent FIN */
     bool closing;     /* the app asked to close after the queued output */
-    bool failed;      /* an I/O error: close now, drop output */
+    bool failed;      /* an error: close now, drop output */
+    bool sender;      /* fork --pair SEND: never reads; news by wake-up */
+    bool shared;      /* fork --pair: the session is shared; no news watch */
     const char *close_reason;
-    int close_level;  /* how loudly the close is logged (conn.c) */
+    int close_level;  /* enum yard_close_level */
     void *session;
+    void *model;      /* policy->model_size bytes of the model's own state */
     yard_buf_t in;    /* a partial request the app has not consumed */
     yard_buf_t out;   /* output the socket has not taken yet */
     yard_buf_t store; /* bytes on their way to the output file */
     char peer[YARD_ADDR_STRLEN];
     yard_addr_t peer_addr; /* len 0 when unknown */
     uint64_t wake_at;  /* the app's timer, 0 when none is armed */
-    bool jobs_inline;  /* run offloaded jobs on the connection's own thread */
     bool job_pending;  /* a job was requested and job_done has not run yet */
-    yard_job_t job;    /* job.done is set while a pool thread has it */
+    yard_job_t job;
     yard_access_obj_t *job_access; /* the job needs a permission on this object */
     int job_access_mode;
-    bool access_by_model; /* the model runs permission jobs (coro); else a rwlock here */
-    yard_watch_t *watch;  /* the app's news watch, from its first yard_fx_watch */
-    bool no_watch;        /* fork --pair RECV: news is the SEND process's business */
-    pthread_mutex_t *app_lock; /* fork --pair: held around every app callback (the
-                                * session is shared with the SEND process) */
-    bool watch_polled;    /* the model waits on watch->efd (event loops) */
-    /* Event-loop bookkeeping: idle-timeout list, timer heap, registered events. */
-    struct yard_conn *lru_prev, *lru_next;
-    uint64_t last_active;
-    uint64_t timer_key;
-    size_t timer_idx;
-    uint32_t events;
-    bool polled;       /* in the loop's epoll set */
+    yard_watch_t *watch;       /* the app's news watch, from its first yard_fx_watch */
+    pthread_mutex_t *app_lock; /* fork --pair: held around every app callback */
 } yard_conn_t;
 
-#define YARD_TIMER_NONE ((size_t)-1)
+/* Allocate a connection for an accepted fd and let the app open it. NULL
+ * when out of memory (the fd is then still the caller's). */
+yard_conn_t *yard_conn_open(yard_server_t *srv, int fd, const yard_conn_policy_t *policy);
+/* fork --pair: one of the two connections of a process pair over the same
+ * socket, with the session at a shared place and its callbacks under
+ * app_lock. The RECV one (sender false) reads and runs the app without
+ * news watches; the SEND one (sender true) never reads and runs app->news
+ * on each yard_conn_on_wakeup. Only RECV runs app->open and app->close. */
+yard_conn_t *yard_conn_open_pair(yard_server_t *srv, int fd, const yard_conn_policy_t *policy,
+                                 void *session, pthread_mutex_t *app_lock, bool sender);
+/* The model's own per-connection state. */
+static inline void *yard_conn_model(const yard_conn_t *c) { return c->model; }
 
-/* Allocate a connection for an accepted fd and let the app open it. */
-yard_conn_t *yard_conn_open(yard_server_t *srv, int fd, bool blocking);
-/* The same with the session at a given place (fork --pair: a shared page),
- * whose callbacks run holding app_lock, and without news watches. */
-yard_conn_t *yard_conn_open_shared(yard_server_t *srv, int fd, void *session,
-                                   pthread_mutex_t *app_lock);
-/* Lock a process-shared robust mutex (taking it over from a dead holder). */
-void yard_conn_app_lock(pthread_mutex_t *mu);
-/* Read once, hand the bytes to the app and carry out its effects. */
-int yard_conn_on_readable(yard_conn_t *c, yard_scratch_t *s);
-/* Send queued output. */
+/* What the connection waits for now. First runs what needs no waiting: an
+ * app timer that is due, news the app can take. Call it after every entry. */
+yard_wait_t yard_conn_next(yard_conn_t *c, yard_scratch_t *s);
+
+/* Bytes arrived. Either read them into the driver's buffer (up to *room
+ * bytes at the returned place; NULL when out of memory, the connection then
+ * failed) and commit how many came, or hand over bytes read elsewhere. */
+uint8_t *yard_conn_rx_buf(yard_conn_t *c, yard_scratch_t *s, size_t *room);
+void yard_conn_rx_commit(yard_conn_t *c, yard_scratch_t *s, size_t n);
+void yard_conn_on_bytes(yard_conn_t *c, yard_scratch_t *s, const uint8_t *p, size_t n);
+/* The peer closed its side. */
+void yard_conn_on_eof(yard_conn_t *c, yard_scratch_t *s);
+/* For readiness models: read once into the driver's buffer and feed what
+ * came (bytes, end of input or an error). Returns YARD_IO_OK when bytes or
+ * the end came, YARD_IO_AGAIN when nothing was there (EAGAIN, EINTR). */
+enum yard_io { YARD_IO_OK = 0, YARD_IO_AGAIN, YARD_IO_DONE };
+int yard_conn_read(yard_conn_t *c, yard_scratch_t *s);
+/* Send queued output: YARD_IO_OK when all of it left, YARD_IO_AGAIN when
+ * some is left, YARD_IO_DONE when the connection failed. */
 int yard_conn_on_writable(yard_conn_t *c);
 /* The armed timer is due: run app->timer. */
 void yard_conn_on_timer(yard_conn_t *c, yard_scratch_t *s);
-/* A job a pool thread ran has come back: run app->job_done. */
+/* The job handed out by YARD_NEXT_JOB or _PERM has run: run app->job_done. */
 void yard_conn_on_job_done(yard_conn_t *c, yard_scratch_t *s);
-/* The watch's eventfd is readable: drain it and, if the topic has news,
- * run app->news. */
+/* The news eventfd is readable: drain it and, if the topic has news the
+ * app can take now, run app->news. */
 void yard_conn_on_news(yard_conn_t *c, yard_scratch_t *s);
+/* A wake-up that may mean news, without a watch (fork --pair SEND): run
+ * app->news. */
+void yard_conn_on_wakeup(yard_conn_t *c, yard_scratch_t *s);
+/* Something went wrong that ends the connection now (output is dropped). */
+void yard_conn_fail(yard_conn_t *c, const char *reason, enum yard_close_level level);
+
+/* YARD_NEXT_JOB: the job to hand to a pool (its owner is the connection). */
+static inline yard_job_t *yard_conn_job(yard_conn_t *c) { return &c->job; }
+/* YARD_NEXT_JOB or _PERM when the model cannot do it after all (no pool
+ * could be started): run it here, then app->job_done. */
+void yard_conn_run_job(yard_conn_t *c, yard_scratch_t *s);
+/* YARD_NEXT_PERM: the object and mode (enum yard_access_mode) to hold. */
+static inline yard_access_obj_t *yard_conn_perm(const yard_conn_t *c, int *mode)
+{
+    *mode = c->job_access_mode;
+    return c->job_access;
+}
 /* The descriptor a model waits on for news, or -1. */
 static inline int yard_conn_news_fd(const yard_conn_t *c) { return c->watch ? c->watch->efd : -1; }
-static inline bool yard_conn_wants_read(const yard_conn_t *c)
-{
-    return !c->read_eof && !c->closing && !c->failed && !c->job_pending &&
-           c->out.len < YARD_OUT_HIGH_WATER;
-}
-/* Nothing more will happen on this connection: close it. A connection
- * that is waiting for its job or its timer is not finished, even when the
- * peer has half-closed (its answer is still to come). */
-static inline bool yard_conn_finished(const yard_conn_t *c)
-{
-    return c->failed ||
-           ((c->read_eof || c->closing) && c->out.len == 0 && !c->job_pending && !c->wake_at);
-}
-/* Serve a blocking connection until it ends or *stop becomes true; timers
- * are waited for with poll(), jobs run inline. */
-void yard_conn_run_blocking(yard_conn_t *c, yard_scratch_t *s, const _Atomic int *stop);
+
 /* Flush what is bound for the output file, let the app release the session,
- * close the fd, log an abnormal close and free the connection. */
+ * close the fd, log an abnormal close and free the connection. A non-NULL
+ * reason is the model's (a stop, an idle timeout) and is logged as info. */
 void yard_conn_close(yard_conn_t *c, const char *reason);
 void yard_scratch_free(yard_scratch_t *s);
+
+/* A list link a model keeps in its per-connection state. */
+typedef struct yard_conn_link {
+    struct yard_conn_link *prev, *next;
+    yard_conn_t *conn;
+} yard_conn_link_t;
 
 /* The live connections of a model whose connections block or park (thread,
  * coro), so that a stop can shutdown() every socket and wake them all. A
  * connection leaves the set before its fd is closed, so a stop never shuts
- * down a descriptor number that has been reused. Thread-safe. */
+ * down a descriptor number that has been reused. O(1), thread-safe. */
 typedef struct yard_conn_set {
     pthread_mutex_t mu;
-    yard_conn_t **v;
-    size_t n, cap;
+    yard_conn_link_t head;
 } yard_conn_set_t;
 
-#define YARD_CONN_SET_INIT {.mu = PTHREAD_MUTEX_INITIALIZER}
-/* 0, or -ENOMEM (the connection is not in the set). */
-int yard_conn_set_add(yard_conn_set_t *set, yard_conn_t *c);
-void yard_conn_set_remove(yard_conn_set_t *set, yard_conn_t *c);
+void yard_conn_set_init(yard_conn_set_t *set);
+void yard_conn_set_add(yard_conn_set_t *set, yard_conn_link_t *link, yard_conn_t *c);
+void yard_conn_set_remove(yard_conn_set_t *set, yard_conn_link_t *link);
 void yard_conn_set_shutdown_all(yard_conn_set_t *set);
-/* Free the array (the set must be empty of running connections). */
-void yard_conn_set_free(yard_conn_set_t *set);
 
 #endif

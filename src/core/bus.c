@@ -6,7 +6,6 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
-#include <signal.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
@@ -29,7 +28,9 @@ static void futex_wake_all(_Atomic uint32_t *word)
     syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
-int yard_bus_group_signal;
+static void (*publish_hook)(void);
+
+void yard_bus_on_publish(void (*hook)(void)) { publish_hook = hook; }
 
 void yard_bus_publish(yard_bus_t *bus, uint32_t topic, uint64_t seq)
 {
@@ -40,8 +41,8 @@ void yard_bus_publish(yard_bus_t *bus, uint32_t topic, uint64_t seq)
     }
     atomic_fetch_add_explicit(&bus->gen, 1, memory_order_release);
     futex_wake_all(&bus->gen);
-    if (yard_bus_group_signal)
-        kill(0, yard_bus_group_signal);
+    if (publish_hook)
+        publish_hook();
 }
 
 /* The process's watches and its waker. A child of fork() starts with none:

@@ -1,7 +1,6 @@
 #include "yard/conn.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,20 +8,17 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "yard/access.h"
 #include "yard/clock.h"
 #include "yard/log.h"
 
-/* How loudly a close is logged: protocol violations are the app's news,
- * resets and timeouts are routine. */
-enum { CLOSE_QUIET, CLOSE_INFO, CLOSE_WARN };
-
-/* The session follows the connection in the same allocation. */
+/* The session follows the connection in the same allocation, and the
+ * model's own state follows the session. */
 struct conn_alloc {
     yard_conn_t conn;
     max_align_t session[];
 };
 
-static void conn_fail(yard_conn_t *c, const char *reason, int level);
 static int conn_send(yard_conn_t *c, const uint8_t *p, size_t n, size_t *sent);
 static void conn_store(yard_conn_t *c);
 static void conn_apply(yard_conn_t *c, yard_fx_t *fx);
@@ -43,15 +39,10 @@ static yard_fx_t conn_fx(yard_conn_t *c, yard_scratch_t *s)
                        .peer = c->peer_addr.len ? &c->peer_addr : NULL};
 }
 
-void yard_conn_app_lock(pthread_mutex_t *mu)
-{
-    yard_shm_mutex_lock(mu);
-}
-
 #define APP_LOCK(c)                                                                               \
     do {                                                                                           \
         if ((c)->app_lock)                                                                         \
-            yard_conn_app_lock((c)->app_lock);                                                     \
+            yard_shm_mutex_lock((c)->app_lock);                                                    \
     } while (0)
 #define APP_UNLOCK(c)                                                                             \
     do {                                                                                           \
@@ -59,35 +50,21 @@ void yard_conn_app_lock(pthread_mutex_t *mu)
             pthread_mutex_unlock((c)->app_lock);                                                   \
     } while (0)
 
-static yard_conn_t *conn_open(yard_server_t *srv, int fd, bool blocking, void *session,
-                              pthread_mutex_t *app_lock);
+static size_t round_up(size_t n) { return (n + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1); }
 
-yard_conn_t *yard_conn_open(yard_server_t *srv, int fd, bool blocking)
+static yard_conn_t *conn_new(yard_server_t *srv, int fd, const yard_conn_policy_t *policy,
+                             void *session)
 {
-    return conn_open(srv, fd, blocking, NULL, NULL);
-}
-
-yard_conn_t *yard_conn_open_shared(yard_server_t *srv, int fd, void *session,
-                                   pthread_mutex_t *app_lock)
-{
-    return conn_open(srv, fd, true, session, app_lock);
-}
-
-static yard_conn_t *conn_open(yard_server_t *srv, int fd, bool blocking, void *session,
-                              pthread_mutex_t *app_lock)
-{
-    struct conn_alloc *a = calloc(1, sizeof *a + (session ? 0 : srv->app->session_size));
+    size_t own = session ? 0 : round_up(srv->app->session_size);
+    struct conn_alloc *a = calloc(1, sizeof *a + own + policy->model_size);
     if (!a)
         return NULL;
     yard_conn_t *c = &a->conn;
-    c->app_lock = app_lock;
-    c->no_watch = session != NULL;
     c->srv = srv;
+    c->policy = policy;
     c->fd = fd;
-    c->blocking = blocking;
-    c->jobs_inline = blocking || srv->cfg->offload_threads == 0;
-    c->timer_idx = YARD_TIMER_NONE;
     c->session = session ? session : (void *)a->session;
+    c->model = (char *)a->session + own;
     if (yard_peer_name(fd, &c->peer_addr) == 0) {
         yard_addr_format(&c->peer_addr, c->peer, sizeof c->peer);
     } else {
@@ -96,24 +73,44 @@ static yard_conn_t *conn_open(yard_server_t *srv, int fd, bool blocking, void *s
     }
     /* Request/response protocols want every reply on the wire at once. */
     yard_set_nodelay(fd);
-    if (blocking && srv->cfg->idle_timeout_ns) {
+    if (policy->blocking && srv->cfg->idle_timeout_ns) {
         struct timeval tv = {.tv_sec = (time_t)(srv->cfg->idle_timeout_ns / 1000000000ull),
                              .tv_usec = (suseconds_t)(srv->cfg->idle_timeout_ns % 1000000000ull /
                                                       1000)};
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     }
-    if (srv->app->open)
+    return c;
+}
+
+yard_conn_t *yard_conn_open(yard_server_t *srv, int fd, const yard_conn_policy_t *policy)
+{
+    yard_conn_t *c = conn_new(srv, fd, policy, NULL);
+    if (c && srv->app->open)
         conn_call(c, NULL, srv->app->open);
     return c;
 }
 
-static void conn_fail(yard_conn_t *c, const char *reason, int level)
+yard_conn_t *yard_conn_open_pair(yard_server_t *srv, int fd, const yard_conn_policy_t *policy,
+                                 void *session, pthread_mutex_t *app_lock, bool sender)
+{
+    yard_conn_t *c = conn_new(srv, fd, policy, session);
+    if (!c)
+        return NULL;
+    c->shared = true;
+    c->sender = sender;
+    c->app_lock = app_lock;
+    if (!sender && srv->app->open)
+        conn_call(c, NULL, srv->app->open);
+    return c;
+}
+
+void yard_conn_fail(yard_conn_t *c, const char *reason, enum yard_close_level level)
 {
     if (!c->failed) {
         c->failed = true;
         c->close_reason = reason;
-        c->close_level = level;
+        c->close_level = (int)level;
     }
 }
 
@@ -131,14 +128,14 @@ static int conn_send(yard_conn_t *c, const uint8_t *p, size_t n, size_t *sent)
         if (errno == EINTR)
             continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            if (c->blocking) {
-                conn_fail(c, "send timed out (--idle-timeout)", CLOSE_INFO);
+            if (c->policy->blocking) {
+                yard_conn_fail(c, "send timed out (--idle-timeout)", YARD_CLOSE_INFO);
                 *sent = off;
                 return -1;
             }
             break;
         }
-        conn_fail(c, strerror(errno), CLOSE_QUIET);
+        yard_conn_fail(c, strerror(errno), YARD_CLOSE_QUIET);
         *sent = off;
         return -1;
     }
@@ -171,7 +168,7 @@ static void conn_store(yard_conn_t *c)
         return;
     if (yard_write_all(srv->out_fd, yard_buf_head(&c->store), c->store.len) < 0) {
         yard_log_err("%s: writing %s: %s", c->peer, srv->cfg->out, strerror(errno));
-        conn_fail(c, "output file not writable", CLOSE_WARN);
+        yard_conn_fail(c, "output file not writable", YARD_CLOSE_WARN);
     }
     yard_buf_clear(&c->store);
 }
@@ -191,14 +188,14 @@ static void conn_flush(yard_conn_t *c, yard_scratch_t *s)
             conn_send(c, yard_buf_head(&s->out), s->out.len, &sent);
         if (!c->failed && sent < s->out.len &&
             yard_buf_append(&c->out, yard_buf_head(&s->out) + sent, s->out.len - sent) < 0)
-            conn_fail(c, "out of memory", CLOSE_WARN);
+            yard_conn_fail(c, "out of memory", YARD_CLOSE_WARN);
         yard_buf_clear(&s->out); /* never left for the next connection */
     } else if (!c->failed && !defer && c->out.len) {
         yard_conn_on_writable(c);
     }
     size_t limit = c->srv->cfg->max_sendq ? c->srv->cfg->max_sendq : YARD_OUT_LIMIT;
     if (c->out.len > limit)
-        conn_fail(c, "send queue exceeded", CLOSE_WARN);
+        yard_conn_fail(c, "send queue exceeded", YARD_CLOSE_WARN);
 }
 
 /* Carry out the effects an app callback recorded; output is left for
@@ -206,7 +203,7 @@ static void conn_flush(yard_conn_t *c, yard_scratch_t *s)
 static void conn_apply(yard_conn_t *c, yard_fx_t *fx)
 {
     if (fx->nomem)
-        conn_fail(c, "out of memory", CLOSE_WARN);
+        yard_conn_fail(c, "out of memory", YARD_CLOSE_WARN);
     if (fx->close && !c->closing) {
         c->closing = true;
         c->close_reason = fx->close_reason;
@@ -217,7 +214,7 @@ static void conn_apply(yard_conn_t *c, yard_fx_t *fx)
         c->wake_at = fx->wake_at == UINT64_MAX ? 0 : fx->wake_at;
     if (c->closing)
         c->wake_at = 0; /* nothing left to wake up for */
-    if (fx->watch_set && !c->failed && !c->no_watch) {
+    if (fx->watch_set && !c->failed && !c->shared) {
         if (!c->watch && fx->watch_bus) {
             c->watch = malloc(sizeof *c->watch);
             int err = c->watch ? yard_watch_open(c->watch, fx->watch_bus) : -ENOMEM;
@@ -225,7 +222,7 @@ static void conn_apply(yard_conn_t *c, yard_fx_t *fx)
                 free(c->watch);
                 c->watch = NULL;
                 yard_log_err("%s: news watch: %s", c->peer, strerror(-err));
-                conn_fail(c, "no descriptor for the news watch", CLOSE_WARN);
+                yard_conn_fail(c, "no descriptor for the news watch", YARD_CLOSE_WARN);
             }
         }
         if (c->watch)
@@ -261,7 +258,7 @@ static void conn_feed(yard_conn_t *c, yard_buf_t *ib, yard_scratch_t *s, bool eo
         yard_buf_shrink(&c->in, 0);
     }
     if (c->in.len > YARD_IN_LIMIT)
-        conn_fail(c, "request larger than the 1 MiB limit", CLOSE_WARN);
+        yard_conn_fail(c, "request larger than the 1 MiB limit", YARD_CLOSE_WARN);
     conn_apply(c, &fx);
 }
 
@@ -276,8 +273,9 @@ static void conn_reoffer(yard_conn_t *c, yard_scratch_t *s)
 static void conn_job_done(yard_conn_t *c, yard_scratch_t *s)
 {
     c->job_pending = false;
-    c->job.done = NULL;
     c->job_access = NULL;
+    if (c->failed)
+        return; /* closed meanwhile: the app hears of it in app->close */
     yard_fx_t fx = conn_fx(c, s);
     APP_LOCK(c);
     c->srv->app->job_done(c->srv->app_state, c->session, c->job.arg, &fx);
@@ -288,26 +286,44 @@ static void conn_job_done(yard_conn_t *c, yard_scratch_t *s)
         yard_watch_poke(c->watch); /* news that came while the job ran */
 }
 
-/* Run the jobs that belong on this thread: offloaded jobs in the blocking
- * models (or without a pool), and permission jobs under a process-shared
- * rwlock unless the model schedules them itself (coro). */
+/* Run job(arg) here, holding its permission under the object's
+ * process-shared rwlock if it needs one. */
+static void conn_run_job_here(yard_conn_t *c)
+{
+    if (c->job_access) {
+        pthread_rwlock_t *lock = &c->job_access->lock;
+        if (c->job_access_mode == YARD_ACCESS_FULL)
+            pthread_rwlock_wrlock(lock);
+        else
+            pthread_rwlock_rdlock(lock);
+        c->job.fn(c->job.arg);
+        pthread_rwlock_unlock(lock);
+    } else {
+        c->job.fn(c->job.arg);
+    }
+}
+
+/* Is the pending job the model's to run (a pool, a permission task)? */
+static bool conn_job_for_model(const yard_conn_t *c)
+{
+    return c->job_access ? c->policy->perm_tasks : c->policy->job_pool;
+}
+
+/* Run the jobs that belong on this thread: every job under a blocking
+ * model or without a pool, permission jobs unless the model grants
+ * permissions itself. */
 static void conn_settle(yard_conn_t *c, yard_scratch_t *s)
 {
-    while (c->job_pending && !c->failed &&
-           (c->job_access ? !c->access_by_model : c->jobs_inline)) {
-        if (c->job_access) {
-            pthread_rwlock_t *lock = &c->job_access->lock;
-            if (c->job_access_mode == YARD_ACCESS_FULL)
-                pthread_rwlock_wrlock(lock);
-            else
-                pthread_rwlock_rdlock(lock);
-            c->job.fn(c->job.arg);
-            pthread_rwlock_unlock(lock);
-        } else {
-            c->job.fn(c->job.arg);
-        }
+    while (c->job_pending && !c->failed && !conn_job_for_model(c)) {
+        conn_run_job_here(c);
         conn_job_done(c, s);
     }
+}
+
+void yard_conn_run_job(yard_conn_t *c, yard_scratch_t *s)
+{
+    conn_run_job_here(c);
+    yard_conn_on_job_done(c, s);
 }
 
 void yard_conn_on_job_done(yard_conn_t *c, yard_scratch_t *s)
@@ -345,78 +361,143 @@ void yard_conn_on_news(yard_conn_t *c, yard_scratch_t *s)
         return;
     yard_watch_drain(c->watch);
     /* While a job runs the app is not called; the news waits (the watch
-     * stays due and its eventfd is signalled again on the next publish, and
-     * the models re-check after the job). */
+     * stays due, the job's completion pokes it, and yard_conn_next looks). */
     if (c->failed || c->closing || c->job_pending || !yard_watch_due(c->watch) ||
         !c->srv->app->news)
         return;
     conn_call(c, s, c->srv->app->news);
 }
 
-int yard_conn_on_readable(yard_conn_t *c, yard_scratch_t *s)
+void yard_conn_on_wakeup(yard_conn_t *c, yard_scratch_t *s)
+{
+    if (c->failed || c->closing || c->job_pending || !c->srv->app->news)
+        return;
+    conn_call(c, s, c->srv->app->news);
+}
+
+uint8_t *yard_conn_rx_buf(yard_conn_t *c, yard_scratch_t *s, size_t *room)
 {
     yard_buf_t *ib = c->in.len ? &c->in : &s->in;
     uint8_t *p = yard_buf_reserve(ib, YARD_READ_CHUNK);
-    if (!p) {
-        conn_fail(c, "out of memory", CLOSE_WARN);
-        return YARD_IO_DONE;
-    }
-    ssize_t n = read(c->fd, p, YARD_READ_CHUNK);
-    if (n < 0) {
-        if (errno == EINTR)
-            return YARD_IO_AGAIN;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            if (!c->blocking)
-                return YARD_IO_AGAIN;
-            conn_fail(c, "idle timeout", CLOSE_INFO);
-            return YARD_IO_DONE;
-        }
-        conn_fail(c, strerror(errno), CLOSE_QUIET);
-        return YARD_IO_DONE;
-    }
-    if (n == 0) {
-        c->read_eof = true;
-        if (c->in.len)
-            conn_feed(c, &c->in, s, true);
-    } else {
-        yard_buf_commit(ib, (size_t)n);
+    if (!p)
+        yard_conn_fail(c, "out of memory", YARD_CLOSE_WARN);
+    *room = p ? YARD_READ_CHUNK : 0;
+    return p;
+}
+
+/* Input in ib (the scratch buffer or c->in) for the app, or kept in c->in
+ * while the app may not be called (a job runs, it is closing). */
+static void conn_input(yard_conn_t *c, yard_buf_t *ib, yard_scratch_t *s)
+{
+    if (!c->job_pending && !c->closing && !c->failed) {
         conn_feed(c, ib, s, false);
+    } else if (ib != &c->in) {
+        if (yard_buf_append(&c->in, yard_buf_head(ib), ib->len) < 0)
+            yard_conn_fail(c, "out of memory", YARD_CLOSE_WARN);
+        yard_buf_clear(ib);
+        if (c->in.len > YARD_IN_LIMIT)
+            yard_conn_fail(c, "request larger than the 1 MiB limit", YARD_CLOSE_WARN);
     }
     conn_settle(c, s);
     conn_flush(c, s);
-    return yard_conn_finished(c) ? YARD_IO_DONE : YARD_IO_OK;
 }
 
-void yard_conn_run_blocking(yard_conn_t *c, yard_scratch_t *s, const _Atomic int *stop)
+void yard_conn_rx_commit(yard_conn_t *c, yard_scratch_t *s, size_t n)
 {
-    /* Output is written in full before the next read (conn_send blocks), so
-     * backpressure is the kernel's: a peer that does not read blocks only the
-     * thread or process that serves it. An armed timer is the paradigm's
-     * sleeping handler: the thread waits in poll() until it is due. */
-    while (!atomic_load_explicit(stop, memory_order_relaxed) && !yard_conn_finished(c)) {
-        if (c->wake_at || c->watch) {
-            uint64_t now = yard_now_ns();
-            if (c->wake_at && now >= c->wake_at) {
-                yard_conn_on_timer(c, s);
-                continue;
-            }
-            /* Wait for the socket, the news eventfd and the timer at once;
-             * the poll is bounded so a stop request is seen. */
-            struct pollfd pfd[2] = {{.fd = c->fd, .events = c->read_eof ? 0 : POLLIN},
-                                    {.fd = yard_conn_news_fd(c), .events = POLLIN}};
-            uint64_t ms = c->wake_at ? (c->wake_at - now + YARD_NS_PER_MS - 1) / YARD_NS_PER_MS
-                                     : 1000;
-            int r = poll(pfd, c->watch ? 2 : 1, ms > 1000 ? 1000 : (int)ms);
-            if (r > 0 && c->watch && (pfd[1].revents & POLLIN)) {
-                yard_conn_on_news(c, s);
-                continue;
-            }
-            if (r <= 0 || c->read_eof || !(pfd[0].revents & (POLLIN | POLLHUP | POLLERR)))
-                continue; /* timeout, signal, or only the timer to wait for */
-        }
-        if (yard_conn_on_readable(c, s) == YARD_IO_DONE)
-            break;
+    yard_buf_t *ib = c->in.len ? &c->in : &s->in;
+    yard_buf_commit(ib, n);
+    conn_input(c, ib, s);
+}
+
+void yard_conn_on_bytes(yard_conn_t *c, yard_scratch_t *s, const uint8_t *p, size_t n)
+{
+    yard_buf_t *ib = c->in.len ? &c->in : &s->in;
+    if (yard_buf_append(ib, p, n) < 0) {
+        yard_conn_fail(c, "out of memory", YARD_CLOSE_WARN);
+        return;
     }
+    conn_input(c, ib, s);
+}
+
+void yard_conn_on_eof(yard_conn_t *c, yard_scratch_t *s)
+{
+    c->read_eof = true;
+    if (c->in.len && !c->job_pending)
+        conn_feed(c, &c->in, s, true);
+    conn_settle(c, s);
+    conn_flush(c, s);
+}
+
+int yard_conn_read(yard_conn_t *c, yard_scratch_t *s)
+{
+    size_t room;
+    uint8_t *p = yard_conn_rx_buf(c, s, &room);
+    if (!p)
+        return YARD_IO_DONE;
+    ssize_t n = read(c->fd, p, room);
+    if (n > 0) {
+        yard_conn_rx_commit(c, s, (size_t)n);
+        return YARD_IO_OK;
+    }
+    if (n == 0) {
+        yard_conn_on_eof(c, s);
+        return YARD_IO_OK;
+    }
+    if (errno == EINTR)
+        return YARD_IO_AGAIN;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        if (!c->policy->blocking)
+            return YARD_IO_AGAIN;
+        yard_conn_fail(c, "idle timeout", YARD_CLOSE_INFO); /* SO_RCVTIMEO */
+        return YARD_IO_DONE;
+    }
+    yard_conn_fail(c, strerror(errno), YARD_CLOSE_QUIET);
+    return YARD_IO_DONE;
+}
+
+/* Nothing more will happen on this connection. A connection waiting for
+ * its job or its timer is not finished, even when the peer has half-closed
+ * (its answer is still to come). */
+static bool conn_finished(const yard_conn_t *c)
+{
+    return c->failed ||
+           ((c->read_eof || c->closing) && c->out.len == 0 && !c->job_pending && !c->wake_at);
+}
+
+/* How many callbacks yard_conn_next runs before it lets the model wait (an
+ * app that keeps re-arming a timer in the past must not hold a thread). */
+#define NEXT_STEPS 8
+
+yard_wait_t yard_conn_next(yard_conn_t *c, yard_scratch_t *s)
+{
+    bool news_tried = false;
+    for (int step = 0;; step++) {
+        if (conn_finished(c))
+            return (yard_wait_t){.next = YARD_NEXT_CLOSE};
+        if (c->job_pending)
+            return (yard_wait_t){.next = c->job_access ? YARD_NEXT_PERM : YARD_NEXT_JOB};
+        if (step == NEXT_STEPS)
+            break;
+        if (c->wake_at && !c->sender && yard_now_ns() >= c->wake_at) {
+            yard_conn_on_timer(c, s);
+            continue;
+        }
+        /* News the app can take now; once per call: an app that leaves it
+         * pending (its peer does not read) waits for writable instead. */
+        if (!news_tried && c->watch && !c->closing && yard_watch_due(c->watch)) {
+            news_tried = true;
+            yard_conn_on_news(c, s);
+            continue;
+        }
+        break;
+    }
+    return (yard_wait_t){
+        .next = YARD_NEXT_WAIT,
+        .read = !c->read_eof && !c->closing && !c->sender && c->out.len < YARD_OUT_HIGH_WATER,
+        .write = c->out.len > 0,
+        .news = c->watch != NULL,
+        .deadline = c->wake_at,
+    };
 }
 
 void yard_conn_close(yard_conn_t *c, const char *reason)
@@ -425,14 +506,14 @@ void yard_conn_close(yard_conn_t *c, const char *reason)
     int level = c->close_level;
     if (reason) {
         c->close_reason = reason;
-        level = CLOSE_INFO;
+        level = YARD_CLOSE_INFO;
     } else if (c->closing && !c->failed) {
-        level = CLOSE_WARN; /* the app closed it: a protocol violation */
+        level = YARD_CLOSE_WARN; /* the app closed it: a protocol violation */
     }
     if (c->store.len && srv->out_fd >= 0 &&
         yard_write_all(srv->out_fd, yard_buf_head(&c->store), c->store.len) < 0)
         yard_log_err("%s: writing %s: %s", c->peer, srv->cfg->out, strerror(errno));
-    if (srv->app->close) {
+    if (srv->app->close && !c->sender) {
         APP_LOCK(c);
         srv->app->close(srv->app_state, c->session);
         APP_UNLOCK(c);
@@ -440,9 +521,9 @@ void yard_conn_close(yard_conn_t *c, const char *reason)
     /* Log before the peer can see the close, so the log is never behind.
      * Rate-limited: a flood of bad clients must not flood the log. */
     if (c->close_reason) {
-        if (level == CLOSE_WARN)
+        if (level == YARD_CLOSE_WARN)
             yard_log_limited(YARD_LOG_WARN, "%s: connection closed: %s", c->peer, c->close_reason);
-        else if (level == CLOSE_INFO)
+        else if (level == YARD_CLOSE_INFO)
             yard_log_limited(YARD_LOG_INFO, "%s: connection closed: %s", c->peer, c->close_reason);
         else
             yard_log_debug("%s: connection closed: %s", c->peer, c->close_reason);
@@ -464,50 +545,36 @@ void yard_scratch_free(yard_scratch_t *s)
     yard_buf_free(&s->out);
 }
 
-int yard_conn_set_add(yard_conn_set_t *set, yard_conn_t *c)
+void yard_conn_set_init(yard_conn_set_t *set)
 {
-    int rc = 0;
-    pthread_mutex_lock(&set->mu);
-    if (set->n == set->cap) {
-        size_t cap = set->cap ? set->cap * 2 : 64;
-        yard_conn_t **v = realloc(set->v, cap * sizeof *v);
-        if (v) {
-            set->v = v;
-            set->cap = cap;
-        }
-    }
-    if (set->n < set->cap)
-        set->v[set->n++] = c;
-    else
-        rc = -ENOMEM;
-    pthread_mutex_unlock(&set->mu);
-    return rc;
+    pthread_mutex_init(&set->mu, NULL);
+    set->head.prev = set->head.next = &set->head;
 }
 
-void yard_conn_set_remove(yard_conn_set_t *set, yard_conn_t *c)
+void yard_conn_set_add(yard_conn_set_t *set, yard_conn_link_t *link, yard_conn_t *c)
+{
+    link->conn = c;
+    pthread_mutex_lock(&set->mu);
+    link->next = &set->head;
+    link->prev = set->head.prev;
+    set->head.prev->next = link;
+    set->head.prev = link;
+    pthread_mutex_unlock(&set->mu);
+}
+
+void yard_conn_set_remove(yard_conn_set_t *set, yard_conn_link_t *link)
 {
     pthread_mutex_lock(&set->mu);
-    for (size_t i = 0; i < set->n; i++)
-        if (set->v[i] == c) {
-            set->v[i] = set->v[--set->n];
-            break;
-        }
+    link->prev->next = link->next;
+    link->next->prev = link->prev;
+    link->prev = link->next = link;
     pthread_mutex_unlock(&set->mu);
 }
 
 void yard_conn_set_shutdown_all(yard_conn_set_t *set)
 {
     pthread_mutex_lock(&set->mu);
-    for (size_t i = 0; i < set->n; i++)
-        shutdown(set->v[i]->fd, SHUT_RDWR);
-    pthread_mutex_unlock(&set->mu);
-}
-
-void yard_conn_set_free(yard_conn_set_t *set)
-{
-    pthread_mutex_lock(&set->mu);
-    free(set->v);
-    set->v = NULL;
-    set->n = set->cap = 0;
+    for (yard_conn_link_t *l = set->head.next; l != &set->head; l = l->next)
+        shutdown(l->conn->fd, SHUT_RDWR);
     pthread_mutex_unlock(&set->mu);
 }

@@ -3,12 +3,12 @@
  * The connection code is written like the thread model's (read, run the app,
  * write, repeat), but every call that would block parks the coroutine on the
  * netpoller instead, so --workers threads serve any number of connections.
- * It drives the same connection layer (conn.c) as every other model: the
- * socket is non-blocking, yard_conn_on_readable / on_writable return
- * YARD_IO_AGAIN where a blocking model would have slept, and this is where
- * the coroutine parks until the fd is ready, the app's timer is due or the
- * idle timeout expires. Jobs (bcrypt) run on the runtime's offload pool while
- * the coroutine is parked.
+ It drives the same connection driver (conn.c) as every other model: it
+ * asks yard_conn_next what the connection waits for, and where a blocking
+ * model would sleep (yard_conn_read or on_writable say YARD_IO_AGAIN) the
+ * coroutine parks until the fd is ready, the app's timer is due or the idle
+ * timeout expires. Jobs (bcrypt) run on the runtime's offload pool while the
+ * coroutine is parked; permission jobs run as Eve-style tasks.
  *
  * The conn functions never park, so the per-thread scratch buffers they use
  * are indexed by the worker the coroutine is running on during the call. */
@@ -22,12 +22,12 @@
 #include <unistd.h>
 
 #include "models.h"
+#include "yard/access.h"
 #include "yard/clock.h"
 #include "yard/conn.h"
 #include "yard/coro.h"
 #include "yard/log.h"
 
-#define STOP_GRACE_NS (1500 * YARD_NS_PER_MS)
 /* A failed accept other than EAGAIN (descriptors exhausted) may leave
  * connections pending without a new edge: retry after this long. */
 #define ACCEPT_RETRY_NS (100 * YARD_NS_PER_MS)
@@ -37,22 +37,32 @@ struct coro_model {
     yard_scratch_t *scratch; /* one per worker */
     unsigned nscratch;
     _Atomic int stop;
+    yard_conn_policy_t policy;
     yard_conn_set_t live; /* its lock is never held across a park */
     atomic_uint nlive;       /* connection coroutines not yet finished */
     yard_coro_waitq_t drained; /* woken when nlive drops */
     int reserve_fd;
 };
 
+/* The model's own state of a connection (yard_conn_model). */
+struct coro_conn {
+    yard_conn_link_t live;
+    struct coro_model *cm;
+    /* A connection with a news watch waits for its socket and the watch's
+     * eventfd at once: both go into a small epoll set of its own, and the
+     * netpoller waits on that set's descriptor like on any other. */
+    int news_epfd;             /* -1 until needed */
+    unsigned news_sock_events; /* what the socket is registered for in it */
+};
+
+_Static_assert(sizeof(yard_coro_obj_t) <= YARD_ACCESS_MODEL_BYTES,
+               "a permission object's model state holds a yard_coro_obj_t");
+
 static yard_scratch_t *scratch_here(struct coro_model *cm)
 {
     int w = yard_coro_worker_id();
     return &cm->scratch[w >= 0 && (unsigned)w < cm->nscratch ? (unsigned)w : 0];
 }
-
-struct conn_arg {
-    struct coro_model *cm;
-    yard_conn_t *c;
-};
 
 static void *run_job(void *arg)
 {
@@ -61,141 +71,127 @@ static void *run_job(void *arg)
     return NULL;
 }
 
-/* The earliest time the coroutine must wake up by itself: the app's timer
- * or the idle timeout. 0: none. */
-static uint64_t conn_deadline(const yard_conn_t *c, uint64_t last_active, uint64_t idle_ns)
+/* YARD_NEXT_PERM: an Eve-style task holding the permission; this coroutine
+ * parks in the finish scope until it has run. */
+static int run_perm_task(yard_conn_t *c)
 {
-    uint64_t d = c->wake_at;
-    if (idle_ns && (!d || last_active + idle_ns < d))
-        d = last_active + idle_ns;
-    return d;
+    int mode;
+    yard_access_obj_t *obj = yard_conn_perm(c, &mode);
+    yard_coro_finish_t scope;
+    yard_coro_finish_init(&scope);
+    yard_coro_perm_t perm = {.obj = (yard_coro_obj_t *)(void *)obj->model,
+                             .mode = mode == YARD_ACCESS_FULL ? YARD_PERM_FULL : YARD_PERM_READ};
+    yard_job_t *job = yard_conn_job(c);
+    if (yard_coro_task(&scope, &perm, 1, job->fn, job->arg) < 0)
+        return -1;
+    yard_coro_finish_wait(&scope);
+    return 0;
 }
 
-/* A connection with a news watch waits for its socket and the watch's
- * eventfd at once: both go into a small epoll set of its own, and the
- * netpoller waits on that set's descriptor like on any other. */
-struct news_wait {
-    int epfd;
-    unsigned sock_events; /* what the socket is registered for in epfd */
-};
-
-static int news_wait(struct news_wait *nw, yard_conn_t *c, unsigned dir, uint64_t deadline)
+/* Park until the socket is ready in direction dir (0: not at all), the news
+ * eventfd is readable (with news) or the deadline passes. */
+static int conn_wait(yard_conn_t *c, unsigned dir, bool news, uint64_t deadline)
 {
-    if (nw->epfd < 0) {
-        nw->epfd = epoll_create1(EPOLL_CLOEXEC);
-        if (nw->epfd < 0)
+    struct coro_conn *cc = yard_conn_model(c);
+    if (!news && dir)
+        return yard_coro_wait_fd(c->fd, dir, deadline);
+    if (!news) {
+        yard_coro_sleep_until(deadline); /* only the app's timer is left to wait for */
+        return 0;
+    }
+    if (cc->news_epfd < 0) {
+        cc->news_epfd = epoll_create1(EPOLL_CLOEXEC);
+        if (cc->news_epfd < 0)
             return -errno;
         struct epoll_event ev = {.events = EPOLLIN, .data.fd = yard_conn_news_fd(c)};
-        if (epoll_ctl(nw->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev) < 0)
+        if (epoll_ctl(cc->news_epfd, EPOLL_CTL_ADD, ev.data.fd, &ev) < 0)
             return -errno;
         ev = (struct epoll_event){.events = 0, .data.fd = c->fd};
-        if (epoll_ctl(nw->epfd, EPOLL_CTL_ADD, c->fd, &ev) < 0)
+        if (epoll_ctl(cc->news_epfd, EPOLL_CTL_ADD, c->fd, &ev) < 0)
             return -errno;
-        nw->sock_events = 0;
+        cc->news_sock_events = 0;
     }
     unsigned want = dir == YARD_CORO_OUT ? EPOLLOUT : dir == YARD_CORO_IN ? EPOLLIN : 0;
-    if (want != nw->sock_events) {
+    if (want != cc->news_sock_events) {
         struct epoll_event ev = {.events = want, .data.fd = c->fd};
-        if (epoll_ctl(nw->epfd, EPOLL_CTL_MOD, c->fd, &ev) < 0)
+        if (epoll_ctl(cc->news_epfd, EPOLL_CTL_MOD, c->fd, &ev) < 0)
             return -errno;
-        nw->sock_events = want;
+        cc->news_sock_events = want;
     }
-    return yard_coro_wait_fd(nw->epfd, YARD_CORO_IN, deadline);
+    int w = yard_coro_wait_fd(cc->news_epfd, YARD_CORO_IN, deadline);
+    yard_watch_drain(c->watch); /* whether the watch is due is next()'s question */
+    return w;
 }
+
+/* The earliest of the app's timer and the idle deadline; 0: none. */
+static uint64_t earliest(uint64_t a, uint64_t b) { return !a ? b : !b ? a : a < b ? a : b; }
 
 static void conn_coro(void *p)
 {
-    struct conn_arg arg = *(struct conn_arg *)p;
-    free(p);
-    struct coro_model *cm = arg.cm;
-    yard_conn_t *c = arg.c;
+    yard_conn_t *c = p;
+    struct coro_conn *cc = yard_conn_model(c);
+    struct coro_model *cm = cc->cm;
     uint64_t idle_ns = cm->srv->cfg->idle_timeout_ns;
     uint64_t last_active = yard_now_ns();
     const char *reason = NULL;
-    struct news_wait nw = {.epfd = -1};
-    while (!atomic_load_explicit(&cm->stop, memory_order_relaxed) && !yard_conn_finished(c)) {
-        if (c->job_pending && c->job_access) {
-            /* An Eve-style task holding the permission; this coroutine
-             * parks in the finish scope until it has run. */
-            yard_coro_finish_t scope;
-            yard_coro_finish_init(&scope);
-            yard_coro_perm_t perm = {
-                .obj = &c->job_access->perm,
-                .mode = c->job_access_mode == YARD_ACCESS_FULL ? YARD_PERM_FULL : YARD_PERM_READ};
-            if (yard_coro_task(&scope, &perm, 1, c->job.fn, c->job.arg) < 0) {
+    while (!atomic_load_explicit(&cm->stop, memory_order_relaxed)) {
+        yard_wait_t w = yard_conn_next(c, scratch_here(cm));
+        if (w.next == YARD_NEXT_CLOSE)
+            break;
+        if (w.next == YARD_NEXT_PERM) {
+            if (run_perm_task(c) < 0) {
                 reason = "out of memory for a task";
                 break;
             }
-            yard_coro_finish_wait(&scope);
             yard_conn_on_job_done(c, scratch_here(cm));
             continue;
         }
-        if (c->job_pending && !c->jobs_inline) {
-            yard_coro_offload(run_job, &c->job); /* parks until a pool thread ran it */
+        if (w.next == YARD_NEXT_JOB) {
+            yard_coro_offload(run_job, yard_conn_job(c)); /* parks until a pool thread ran it */
             yard_conn_on_job_done(c, scratch_here(cm));
             continue;
         }
-        if (c->wake_at && yard_now_ns() >= c->wake_at) {
-            yard_conn_on_timer(c, scratch_here(cm));
-            continue;
-        }
-        if (c->watch && yard_watch_due(c->watch) && !c->closing) {
-            yard_conn_on_news(c, scratch_here(cm));
-            if (!yard_watch_due(c->watch))
-                continue;
-            /* the app left the news pending (it could not send): go on
-             * with I/O, which is what unblocks it */
-        }
-        int rc;
-        unsigned dir;
-        if (c->out.len) {
-            /* Output leaves before the next read, as in the blocking models:
-             * a peer that does not read stops only its own coroutine. */
-            rc = yard_conn_on_writable(c);
-            dir = YARD_CORO_OUT;
-        } else if (yard_conn_wants_read(c)) {
-            rc = yard_conn_on_readable(c, scratch_here(cm));
-            dir = YARD_CORO_IN;
-        } else if (c->watch) {
-            /* Only news (or the app's timer) can move this connection now. */
-            int w = news_wait(&nw, c, 0, c->wake_at);
-            if (w && w != -ETIMEDOUT) {
-                reason = strerror(-w);
+        /* Output leaves before the next read, as in the blocking models: a
+         * peer that does not read stops only its own coroutine. */
+        unsigned dir = w.write ? YARD_CORO_OUT : w.read ? YARD_CORO_IN : 0;
+        if (dir == YARD_CORO_OUT) {
+            int rc = yard_conn_on_writable(c);
+            if (rc == YARD_IO_DONE)
                 break;
+            if (rc == YARD_IO_OK) {
+                last_active = yard_now_ns();
+                continue;
             }
-            yard_watch_drain(c->watch);
-            continue;
-        } else {
-            /* Only the app's timer is left to wait for (a long poll whose
-             * peer half-closed). */
-            yard_coro_sleep_until(c->wake_at);
-            continue;
+        } else if (dir == YARD_CORO_IN) {
+            if (yard_conn_read(c, scratch_here(cm)) == YARD_IO_OK) {
+                last_active = yard_now_ns();
+                continue;
+            }
         }
-        if (rc == YARD_IO_DONE)
+        /* Only waiting on the socket counts towards the idle timeout: a
+         * connection that waits for news or its timer alone is not idle. */
+        uint64_t deadline = dir ? earliest(w.deadline, idle_ns ? last_active + idle_ns : 0)
+                                : w.deadline;
+        if (!dir && !w.news && !deadline) {
+            reason = "nothing left to wait for"; /* cannot happen: next() would say close */
             break;
-        uint64_t now = yard_now_ns();
-        if (rc == YARD_IO_OK) {
-            last_active = now;
-            continue;
         }
-        int w = c->watch ? news_wait(&nw, c, dir, conn_deadline(c, last_active, idle_ns))
-                         : yard_coro_wait_fd(c->fd, dir, conn_deadline(c, last_active, idle_ns));
-        if (c->watch)
-            yard_watch_drain(c->watch); /* due-ness is checked at the top */
-        if (w == -ETIMEDOUT && idle_ns && yard_now_ns() >= last_active + idle_ns &&
-            !(c->wake_at && yard_now_ns() >= c->wake_at)) {
+        int err = conn_wait(c, dir, w.news, deadline);
+        uint64_t now = yard_now_ns();
+        if (err == -ETIMEDOUT && dir && idle_ns && now >= last_active + idle_ns &&
+            !(w.deadline && now >= w.deadline)) {
             reason = "idle timeout";
             break;
         }
-        if (w && w != -ETIMEDOUT) {
-            reason = strerror(-w);
+        if (err && err != -ETIMEDOUT) {
+            reason = strerror(-err);
             break;
         }
     }
-    yard_conn_set_remove(&cm->live, c);
-    if (nw.epfd >= 0) {
-        yard_coro_forget_fd(nw.epfd);
-        close(nw.epfd);
+    yard_conn_set_remove(&cm->live, &cc->live);
+    if (cc->news_epfd >= 0) {
+        yard_coro_forget_fd(cc->news_epfd);
+        close(cc->news_epfd);
     }
     yard_coro_forget_fd(c->fd); /* yard_conn_close closes it */
     yard_conn_close(c, reason);
@@ -207,20 +203,19 @@ static void conn_coro(void *p)
 static void coro_start_conn(struct coro_model *cm, int fd, const char *peer)
 {
     yard_server_t *srv = cm->srv;
-    yard_conn_t *c = yard_conn_open(srv, fd, false);
-    if (c)
-        c->access_by_model = true; /* permission tasks, not a rwlock */
-    struct conn_arg *arg = malloc(sizeof *arg);
-    if (c && arg && yard_conn_set_add(&cm->live, c) == 0) {
-        *arg = (struct conn_arg){cm, c};
+    yard_conn_t *c = yard_conn_open(srv, fd, &cm->policy);
+    if (c) {
+        struct coro_conn *cc = yard_conn_model(c);
+        cc->cm = cm;
+        cc->news_epfd = -1;
+        yard_conn_set_add(&cm->live, &cc->live, c);
         atomic_fetch_add(&cm->nlive, 1);
-        if (yard_coro_go(conn_coro, arg) == 0)
+        if (yard_coro_go(conn_coro, c) == 0)
             return;
         atomic_fetch_sub(&cm->nlive, 1);
-        yard_conn_set_remove(&cm->live, c);
+        yard_conn_set_remove(&cm->live, &cc->live);
     }
     yard_log_err("%s: out of memory for a connection", peer);
-    free(arg);
     if (c)
         yard_conn_close(c, NULL);
     else
@@ -270,7 +265,7 @@ static void coro_main(void *p)
     srv->listen_fd = -1;
     /* Wake every connection parked on its socket; each sees the stop flag. */
     yard_conn_set_shutdown_all(&cm->live);
-    uint64_t deadline = yard_now_ns() + STOP_GRACE_NS;
+    uint64_t deadline = yard_now_ns() + YARD_STOP_GRACE_NS;
     unsigned left;
     while ((left = atomic_load(&cm->nlive)) && yard_now_ns() < deadline)
         yard_coro_waitq_wait(&cm->drained, &cm->nlive, left, deadline);
@@ -283,8 +278,11 @@ static int coro_serve(yard_server_t *srv)
 {
     static struct coro_model cm; /* abandoned coroutines may point at it */
     memset(&cm, 0, sizeof cm);
-    cm.live = (yard_conn_set_t)YARD_CONN_SET_INIT;
+    yard_conn_set_init(&cm.live);
     cm.srv = srv;
+    cm.policy = (yard_conn_policy_t){.job_pool = srv->cfg->offload_threads > 0,
+                                     .perm_tasks = true,
+                                     .model_size = sizeof(struct coro_conn)};
     int workers = srv->cfg->workers > 0 ? srv->cfg->workers : yard_cpus_available();
     cm.nscratch = (unsigned)(workers > 0 ? workers : 1);
     cm.scratch = calloc(cm.nscratch, sizeof *cm.scratch);
@@ -303,7 +301,6 @@ static int coro_serve(yard_server_t *srv)
     for (unsigned i = 0; i < cm.nscratch; i++)
         yard_scratch_free(&cm.scratch[i]);
     free(cm.scratch);
-    yard_conn_set_free(&cm.live);
     if (cm.reserve_fd >= 0)
         close(cm.reserve_fd);
     if (srv->listen_fd >= 0) {

@@ -19,7 +19,6 @@
 #include "yard/conn.h"
 #include "yard/log.h"
 
-#define STOP_GRACE_NS (1500 * YARD_NS_PER_MS)
 
 /* --pair: the session both processes of a pair share, and its lock. */
 struct pair_page {
@@ -66,14 +65,15 @@ static _Noreturn void run_child(yard_server_t *srv, int fd, pid_t parent, struct
     sigaddset(&set, SIGINT);
     sigprocmask(SIG_UNBLOCK, &set, NULL);
 
-    yard_conn_t *c = pp ? yard_conn_open_shared(srv, fd, pp->session, &pp->mu)
-                        : yard_conn_open(srv, fd, true);
+    yard_conn_t *c = pp ? yard_conn_open_pair(srv, fd, &yard_blocking_policy, pp->session,
+                                              &pp->mu, false)
+                        : yard_conn_open(srv, fd, &yard_blocking_policy);
     if (!c) {
         yard_log_err("out of memory for a connection");
         _exit(1);
     }
     yard_scratch_t scratch = {0};
-    yard_conn_run_blocking(c, &scratch, &child_stop);
+    yard_blocking_serve(c, &scratch, &child_stop);
     yard_conn_close(c, NULL);
     yard_scratch_free(&scratch);
     yard_log_flush(50); /* _exit skips atexit: queued log lines go now or are lost */
@@ -84,12 +84,15 @@ static _Noreturn void run_child(yard_server_t *srv, int fd, pid_t parent, struct
  * socket and the app session (a MAP_SHARED page, callbacks under its
  * process-shared mutex): RECV runs the connection as the fork model does,
  * but without news watches; SEND waits for SIGUSR1, which every publish
- * sends to the whole process group, and then runs app->news and writes what
- * it produced. Unlike papayaChat's pause(), SEND keeps SIGUSR1 blocked and
+ * sends to the whole process group, and then feeds the driver a wake-up
+ * (app->news runs and what it produced is written). Unlike papayaChat's pause(), SEND keeps SIGUSR1 blocked and
  * takes it with sigtimedwait, so a signal that arrives while it is writing
  * is not lost. */
 
 static void pair_noop(int sig) { (void)sig; }
+
+/* Every publish, in every process of the server (the children inherit it). */
+static void pair_publish_hook(void) { kill(0, SIGUSR1); }
 
 static _Noreturn void pair_send(yard_server_t *srv, int fd, pid_t parent, struct pair_page *pp)
 {
@@ -109,7 +112,13 @@ static _Noreturn void pair_send(yard_server_t *srv, int fd, pid_t parent, struct
     struct sigaction sa = {.sa_handler = pair_noop};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGUSR1, &sa, NULL);
-    yard_buf_t out = {0};
+    yard_conn_t *c = yard_conn_open_pair(srv, fd, &yard_blocking_policy, pp->session, &pp->mu,
+                                         true);
+    if (!c) {
+        yard_log_err("out of memory for a connection");
+        _exit(1);
+    }
+    yard_scratch_t scratch = {0};
     for (;;) {
         struct timespec tick = {.tv_sec = 1};
         int sig = sigtimedwait(&set, NULL, &tick);
@@ -118,17 +127,12 @@ static _Noreturn void pair_send(yard_server_t *srv, int fd, pid_t parent, struct
         if (sig != SIGUSR1 && !(sig < 0 && errno == EAGAIN))
             continue;
         /* A wake-up (or a second without one: look anyway, cheaply). */
-        yard_fx_t fx = {.out = &out, .now_ns = yard_now_ns()};
-        yard_conn_app_lock(&pp->mu);
-        srv->app->news(srv->app_state, pp->session, &fx);
-        pthread_mutex_unlock(&pp->mu);
-        if (out.len && yard_write_all(fd, yard_buf_head(&out), out.len) < 0)
-            break;
-        yard_buf_clear(&out);
-        if (fx.close)
+        yard_conn_on_wakeup(c, &scratch);
+        if (yard_conn_next(c, &scratch).next == YARD_NEXT_CLOSE)
             break;
     }
-    yard_buf_free(&out);
+    yard_conn_close(c, NULL);
+    yard_scratch_free(&scratch);
     yard_log_flush(50);
     _exit(0);
 }
@@ -271,12 +275,12 @@ static int fork_serve(yard_server_t *srv)
          * ignore it, SEND takes it with sigtimedwait. */
         setpgid(0, 0);
         signal(SIGUSR1, SIG_IGN);
-        yard_bus_group_signal = SIGUSR1;
+        yard_bus_on_publish(pair_publish_hook);
     }
     yard_server_accept_loop(srv, fork_on_conn, fork_on_signal, &fm);
     close(srv->listen_fd);
     srv->listen_fd = -1;
-    yard_children_stop(&fm.children, srv->sig_fd, STOP_GRACE_NS);
+    yard_children_stop(&fm.children, srv->sig_fd, YARD_STOP_GRACE_NS);
     yard_children_free(&fm.children);
     free(fm.pairs);
     return 0;

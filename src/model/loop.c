@@ -31,14 +31,21 @@
 #define NEWS_TAG ((uintptr_t)1)
 #define ACCEPT_BATCH 64
 
-static void lru_unlink(yard_conn_t *c);
-static void lru_push(yard_loop_t *loop, yard_conn_t *c, uint64_t now);
+/* The loop's own state of a connection (yard_conn_model). */
+struct loop_conn {
+    yard_conn_link_t lru;   /* idle-timeout order; lru.conn is the connection */
+    uint64_t last_active;
+    yard_heap_node_t timer; /* in loop->timers while the app's timer is armed */
+    uint32_t events;        /* registered for the socket */
+    bool polled;            /* the socket is in the epoll set */
+    bool news_polled;       /* the news eventfd is in the epoll set */
+    bool in_pool;           /* a pool thread has its job */
+};
+
+#define LC(c) ((struct loop_conn *)yard_conn_model(c))
+
 static void loop_close(yard_loop_t *loop, yard_conn_t *c, const char *reason);
-static void loop_accept(yard_loop_t *loop, uint64_t now);
-static void loop_conn_event(yard_loop_t *loop, yard_conn_t *c, uint32_t ev, uint64_t now);
-static int loop_timeout_ms(const yard_loop_t *loop, uint64_t now);
 static void loop_after(yard_loop_t *loop, yard_conn_t *c, uint64_t now);
-static void loop_expire(yard_loop_t *loop, uint64_t now);
 
 /* The loop's offload pool and its completion queue, started on the first
  * job actually offloaded, so a loop whose app never offloads stays one
@@ -76,7 +83,9 @@ int yard_loop_init(yard_loop_t *loop, yard_server_t *srv, int listen_fd, int sto
     loop->listen_fd = listen_fd;
     loop->stop_fd = stop_fd;
     loop->stop_is_sigfd = stop_is_sigfd;
-    loop->lru.lru_next = loop->lru.lru_prev = &loop->lru;
+    loop->lru.next = loop->lru.prev = &loop->lru;
+    loop->policy = (yard_conn_policy_t){.job_pool = srv->cfg->offload_threads > 0,
+                                        .model_size = sizeof(struct loop_conn)};
     loop->reserve_fd = yard_reserve_fd_open();
     loop->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (loop->epfd < 0) {
@@ -112,116 +121,52 @@ void yard_loop_fini(yard_loop_t *loop)
     loop->epfd = loop->reserve_fd = -1;
     if (loop->done.efd >= 0)
         yard_completions_fini(&loop->done);
-    free(loop->timers);
-    loop->timers = NULL;
+    yard_heap_free(&loop->timers);
     yard_scratch_free(&loop->scratch);
 }
 
-/* --- the timer heap ------------------------------------------------------- */
-
-static void heap_set(yard_loop_t *loop, size_t i, yard_conn_t *c)
-{
-    loop->timers[i] = c;
-    c->timer_idx = i;
-}
-
-static void heap_up(yard_loop_t *loop, size_t i)
-{
-    yard_conn_t *c = loop->timers[i];
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (loop->timers[parent]->timer_key <= c->timer_key)
-            break;
-        heap_set(loop, i, loop->timers[parent]);
-        i = parent;
-    }
-    heap_set(loop, i, c);
-}
-
-static void heap_down(yard_loop_t *loop, size_t i)
-{
-    yard_conn_t *c = loop->timers[i];
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        uint64_t key = c->timer_key;
-        if (l < loop->ntimers && loop->timers[l]->timer_key < key) {
-            m = l;
-            key = loop->timers[l]->timer_key;
-        }
-        if (r < loop->ntimers && loop->timers[r]->timer_key < key)
-            m = r;
-        if (m == i)
-            break;
-        heap_set(loop, i, loop->timers[m]);
-        i = m;
-    }
-    heap_set(loop, i, c);
-}
-
-static void heap_remove(yard_loop_t *loop, yard_conn_t *c)
-{
-    size_t i = c->timer_idx;
-    c->timer_idx = YARD_TIMER_NONE;
-    yard_conn_t *last = loop->timers[--loop->ntimers];
-    if (i == loop->ntimers)
-        return;
-    heap_set(loop, i, last);
-    heap_down(loop, i);
-    heap_up(loop, last->timer_idx);
-}
-
 /* Make the heap agree with the timer the app has armed (or not). */
-static int loop_sync_timer(yard_loop_t *loop, yard_conn_t *c)
+static int loop_sync_timer(yard_loop_t *loop, struct loop_conn *lc, uint64_t deadline)
 {
-    if (c->timer_idx != YARD_TIMER_NONE) {
-        if (c->wake_at == c->timer_key)
+    if (yard_heap_contains(&lc->timer)) {
+        if (lc->timer.key == deadline)
             return 0;
-        heap_remove(loop, c);
+        yard_heap_remove(&loop->timers, &lc->timer);
     }
-    if (!c->wake_at)
-        return 0;
-    if (loop->ntimers == loop->timers_cap) {
-        size_t cap = loop->timers_cap ? loop->timers_cap * 2 : 64;
-        yard_conn_t **t = realloc(loop->timers, cap * sizeof *t);
-        if (!t)
-            return -1;
-        loop->timers = t;
-        loop->timers_cap = cap;
-    }
-    c->timer_key = c->wake_at;
-    heap_set(loop, loop->ntimers++, c);
-    heap_up(loop, loop->ntimers - 1);
-    return 0;
+    return deadline ? yard_heap_push(&loop->timers, &lc->timer, deadline) : 0;
 }
 
-static void lru_unlink(yard_conn_t *c)
+static void lru_unlink(struct loop_conn *lc)
 {
-    c->lru_prev->lru_next = c->lru_next;
-    c->lru_next->lru_prev = c->lru_prev;
+    lc->lru.prev->next = lc->lru.next;
+    lc->lru.next->prev = lc->lru.prev;
 }
 
-static void lru_push(yard_loop_t *loop, yard_conn_t *c, uint64_t now)
+static void lru_push(yard_loop_t *loop, struct loop_conn *lc, uint64_t now)
 {
-    c->last_active = now;
-    c->lru_prev = loop->lru.lru_prev;
-    c->lru_next = &loop->lru;
-    loop->lru.lru_prev->lru_next = c;
-    loop->lru.lru_prev = c;
+    lc->last_active = now;
+    lc->lru.prev = loop->lru.prev;
+    lc->lru.next = &loop->lru;
+    loop->lru.prev->next = &lc->lru;
+    loop->lru.prev = &lc->lru;
+}
+
+static yard_conn_t *lru_oldest(const yard_loop_t *loop)
+{
+    return loop->lru.next != &loop->lru ? loop->lru.next->conn : NULL;
 }
 
 static void loop_close(yard_loop_t *loop, yard_conn_t *c, const char *reason)
 {
-    if (c->job.done) {
+    struct loop_conn *lc = LC(c);
+    if (lc->in_pool) {
         /* A pool thread still has its job: close when the job comes back. */
-        if (!c->failed) {
-            c->failed = true;
-            c->close_reason = reason;
-        }
+        yard_conn_fail(c, reason, YARD_CLOSE_INFO);
         return;
     }
-    if (c->timer_idx != YARD_TIMER_NONE)
-        heap_remove(loop, c);
-    lru_unlink(c);
+    if (yard_heap_contains(&lc->timer))
+        yard_heap_remove(&loop->timers, &lc->timer);
+    lru_unlink(lc);
     for (int j = loop->batch_i + 1; j < loop->batch_n; j++) {
         void *p = loop->batch[j].data.ptr;
         if (p == c || p == (void *)((uintptr_t)c | NEWS_TAG))
@@ -234,16 +179,17 @@ static void loop_close(yard_loop_t *loop, yard_conn_t *c, const char *reason)
 }
 
 /* Bring the registered events in line with what the connection wants. */
-static int loop_rearm(yard_loop_t *loop, yard_conn_t *c)
+static int loop_rearm(yard_loop_t *loop, yard_conn_t *c, const yard_wait_t *w)
 {
-    uint32_t want = (yard_conn_wants_read(c) ? EPOLLIN : 0) | (c->out.len ? EPOLLOUT : 0);
-    if (c->polled && want == c->events)
+    struct loop_conn *lc = LC(c);
+    uint32_t want = (w->read ? EPOLLIN : 0) | (w->write ? EPOLLOUT : 0);
+    if (lc->polled && want == lc->events)
         return 0;
     struct epoll_event ev = {.events = want, .data.ptr = c};
-    if (epoll_ctl(loop->epfd, c->polled ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->fd, &ev) < 0)
+    if (epoll_ctl(loop->epfd, lc->polled ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->fd, &ev) < 0)
         return -1;
-    c->events = want;
-    c->polled = true;
+    lc->events = want;
+    lc->polled = true;
     return 0;
 }
 
@@ -256,93 +202,91 @@ static void loop_accept(yard_loop_t *loop, uint64_t now)
                                              sizeof peer);
         if (fd < 0)
             return;
-        yard_conn_t *c = yard_conn_open(srv, fd, false);
+        yard_conn_t *c = yard_conn_open(srv, fd, &loop->policy);
         if (!c) {
             yard_log_err("%s: out of memory for a connection", peer);
             close(fd);
             yard_server_release(srv);
             continue;
         }
-        lru_push(loop, c, now);
+        struct loop_conn *lc = LC(c);
+        lc->lru.conn = c;
+        yard_heap_node_init(&lc->timer);
+        lru_push(loop, lc, now);
         loop->nconns++;
         loop_after(loop, c, now);
     }
 }
 
-/* After anything happened to a connection: close it if it is finished,
- * hand its job to the pool, and bring its timer and events up to date. */
+/* After anything happened to a connection: ask the driver what it waits
+ * for now and arrange for exactly that. */
 static void loop_after(yard_loop_t *loop, yard_conn_t *c, uint64_t now)
 {
-    if (c->job.done)
+    struct loop_conn *lc = LC(c);
+    if (lc->in_pool)
         return; /* in the pool's hands until the job comes back */
-    if (c->job_pending && !loop_pool_start(loop)) {
+    yard_wait_t w = yard_conn_next(c, &loop->scratch);
+    while (w.next == YARD_NEXT_JOB || w.next == YARD_NEXT_PERM) {
+        if (w.next == YARD_NEXT_JOB && loop_pool_start(loop)) {
+            /* Out of the epoll set while a pool thread has the job: a peer
+             * that resets meanwhile must not spin a level-triggered loop. */
+            if (lc->polled) {
+                epoll_ctl(loop->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+                lc->polled = false;
+            }
+            lc->in_pool = true;
+            yard_conn_job(c)->done = &loop->done;
+            loop->jobs_in_flight++;
+            yard_pool_submit(loop->pool, yard_conn_job(c));
+            return;
+        }
         /* No pool could be had: the job runs here, as with
          * --offload-threads 0. */
-        c->jobs_inline = true;
-        c->job.fn(c->job.arg);
-        yard_conn_on_job_done(c, &loop->scratch);
+        yard_conn_run_job(c, &loop->scratch);
+        w = yard_conn_next(c, &loop->scratch);
     }
-    if (yard_conn_finished(c)) {
+    if (w.next == YARD_NEXT_CLOSE) {
         loop_close(loop, c, NULL);
         return;
     }
-    if (c->job_pending) {
-        /* Out of the epoll set while a pool thread has the job: a peer that
-         * resets meanwhile must not spin a level-triggered loop. */
-        if (c->polled) {
-            epoll_ctl(loop->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-            c->polled = false;
-        }
-        c->job.done = &loop->done;
-        loop->jobs_in_flight++;
-        yard_pool_submit(loop->pool, &c->job);
-        return;
-    }
-    if (loop_sync_timer(loop, c) < 0) {
+    if (loop_sync_timer(loop, lc, w.deadline) < 0) {
         loop_close(loop, c, "out of memory for a timer");
         return;
     }
-    if (loop_rearm(loop, c) < 0) {
+    if (loop_rearm(loop, c, &w) < 0) {
         loop_close(loop, c, "epoll_ctl failed");
         return;
     }
-    if (c->watch && !c->watch_polled) {
+    if (w.news && !lc->news_polled) {
         struct epoll_event ev = {.events = EPOLLIN,
                                  .data.ptr = (void *)((uintptr_t)c | NEWS_TAG)};
-        if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, c->watch->efd, &ev) < 0) {
+        if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, yard_conn_news_fd(c), &ev) < 0) {
             loop_close(loop, c, "epoll_ctl (news) failed");
             return;
         }
-        c->watch_polled = true;
+        lc->news_polled = true;
     }
     if (loop->srv->cfg->idle_timeout_ns) {
-        lru_unlink(c);
-        lru_push(loop, c, now);
+        lru_unlink(lc);
+        lru_push(loop, lc, now);
     }
 }
 
 static void loop_news_event(yard_loop_t *loop, yard_conn_t *c, uint64_t now)
 {
-    if (c->job.done) {
-        /* A pool thread has the connection: just consume the wake-up; the
-         * job's completion re-signals the watch if it is still due. */
-        yard_watch_drain(c->watch);
-        return;
-    }
     yard_conn_on_news(c, &loop->scratch);
     loop_after(loop, c, now);
 }
 
 static void loop_conn_event(yard_loop_t *loop, yard_conn_t *c, uint32_t ev, uint64_t now)
 {
-    if ((ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) && yard_conn_wants_read(c))
-        yard_conn_on_readable(c, &loop->scratch);
-    if ((ev & (EPOLLOUT | EPOLLERR)) && c->out.len && !c->failed)
+    struct loop_conn *lc = LC(c);
+    if ((ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) && (lc->events & EPOLLIN))
+        yard_conn_read(c, &loop->scratch);
+    if ((ev & (EPOLLOUT | EPOLLERR)) && (lc->events & EPOLLOUT) && !c->failed)
         yard_conn_on_writable(c);
-    if ((ev & EPOLLERR) && !c->out.len && !yard_conn_wants_read(c) && !c->job_pending &&
-        !c->failed) {
-        c->failed = true; /* an error nobody will read: nothing more can happen */
-    }
+    if ((ev & EPOLLERR) && !(lc->events & EPOLLIN) && !c->out.len)
+        yard_conn_fail(c, "socket error", YARD_CLOSE_QUIET); /* nobody will read it */
     loop_after(loop, c, now);
 }
 
@@ -352,26 +296,22 @@ static void loop_completions(yard_loop_t *loop, uint64_t now)
     while (job) {
         yard_job_t *next = job->next;
         yard_conn_t *c = job->owner;
+        LC(c)->in_pool = false;
         loop->jobs_in_flight--;
-        if (c->failed) {
-            c->job.done = NULL;
-            c->job_pending = false;
-            loop_close(loop, c, NULL);
-        } else {
-            yard_conn_on_job_done(c, &loop->scratch);
-            loop_after(loop, c, now);
-        }
+        yard_conn_on_job_done(c, &loop->scratch);
+        loop_after(loop, c, now);
         job = next;
     }
 }
 
 static void loop_fire_timers(yard_loop_t *loop, uint64_t now)
 {
-    while (loop->ntimers && loop->timers[0]->timer_key <= now) {
-        yard_conn_t *c = loop->timers[0];
-        heap_remove(loop, c);
-        yard_conn_on_timer(c, &loop->scratch);
-        loop_after(loop, c, now);
+    yard_heap_node_t *t;
+    while ((t = yard_heap_min(&loop->timers)) && t->key <= now) {
+        struct loop_conn *lc = (struct loop_conn *)((char *)t - offsetof(struct loop_conn, timer));
+        yard_heap_remove(&loop->timers, t);
+        yard_conn_on_timer(lc->lru.conn, &loop->scratch);
+        loop_after(loop, lc->lru.conn, now);
     }
 }
 
@@ -379,10 +319,12 @@ static int loop_timeout_ms(const yard_loop_t *loop, uint64_t now)
 {
     uint64_t idle = loop->srv->cfg->idle_timeout_ns;
     uint64_t due = UINT64_MAX;
-    if (idle && loop->lru.lru_next != &loop->lru)
-        due = loop->lru.lru_next->last_active + idle;
-    if (loop->ntimers && loop->timers[0]->timer_key < due)
-        due = loop->timers[0]->timer_key;
+    yard_conn_t *oldest = lru_oldest(loop);
+    if (idle && oldest)
+        due = LC(oldest)->last_active + idle;
+    yard_heap_node_t *t = yard_heap_min(&loop->timers);
+    if (t && t->key < due)
+        due = t->key;
     if (due == UINT64_MAX)
         return -1;
     if (due <= now)
@@ -394,8 +336,9 @@ static int loop_timeout_ms(const yard_loop_t *loop, uint64_t now)
 static void loop_expire(yard_loop_t *loop, uint64_t now)
 {
     uint64_t idle = loop->srv->cfg->idle_timeout_ns;
-    while (loop->lru.lru_next != &loop->lru && loop->lru.lru_next->last_active + idle <= now)
-        loop_close(loop, loop->lru.lru_next, "idle timeout");
+    yard_conn_t *c;
+    while ((c = lru_oldest(loop)) && LC(c)->last_active + idle <= now)
+        loop_close(loop, c, "idle timeout");
 }
 
 /* True when the stop descriptor says the loop must end. */
@@ -448,7 +391,7 @@ void yard_loop_run(yard_loop_t *loop)
         loop->batch_n = 0;
         if (stop)
             break;
-        if (loop->ntimers)
+        if (loop->timers.n)
             loop_fire_timers(loop, now);
         if (idle_timed)
             loop_expire(loop, now);
@@ -458,11 +401,11 @@ void yard_loop_run(yard_loop_t *loop)
         struct pollfd pfd = {.fd = loop->done.efd, .events = POLLIN};
         poll(&pfd, 1, 100);
         for (yard_job_t *job = yard_completions_take(&loop->done); job; job = job->next) {
-            yard_conn_t *c = job->owner;
-            c->job.done = NULL;
+            LC((yard_conn_t *)job->owner)->in_pool = false;
             loop->jobs_in_flight--;
         }
     }
-    while (loop->lru.lru_next != &loop->lru)
-        loop_close(loop, loop->lru.lru_next, NULL);
+    yard_conn_t *c;
+    while ((c = lru_oldest(loop)))
+        loop_close(loop, c, NULL);
 }

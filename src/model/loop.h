@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "yard/conn.h"
+#include "yard/heap.h"
 
 typedef struct yard_loop {
     yard_server_t *srv;
@@ -20,10 +21,10 @@ typedef struct yard_loop {
      * has its later entries (socket or news eventfd) cleared. */
     struct epoll_event *batch;
     int batch_i, batch_n;
-    yard_conn_t lru;   /* sentinel of the idle-timeout list, oldest first */
+    yard_conn_policy_t policy; /* of the connections this loop opens */
+    yard_conn_link_t lru; /* sentinel of the idle-timeout list, oldest first */
     size_t nconns;
-    yard_conn_t **timers; /* min-heap on timer_key */
-    size_t ntimers, timers_cap;
+    yard_heap_t timers;   /* the connections' app timers */
     yard_pool_t *pool;    /* started on the first offloaded job */
     bool pool_failed;     /* could not start one: jobs run inline */
     yard_completions_t done;

@@ -5,8 +5,20 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "yard/clock.h"
+#include "yard/conn.h"
 #include "yard/model.h"
 #include "yard/server.h"
+
+/* How long a stop waits for connections to finish before it gives up on
+ * them (threads, coroutines) or kills them (processes). */
+#define YARD_STOP_GRACE_NS (1500 * YARD_NS_PER_MS)
+
+/* The blocking models (fork, thread): jobs inline, output in full. */
+extern const yard_conn_policy_t yard_blocking_policy;
+/* Serve a connection opened with yard_blocking_policy until it ends or
+ * *stop becomes true (blocking.c). */
+void yard_blocking_serve(yard_conn_t *c, yard_scratch_t *s, const _Atomic int *stop);
 
 extern const yard_model_t yard_model_fork;
 extern const yard_model_t yard_model_thread;

@@ -19,7 +19,6 @@
 #include "yard/clock.h"
 #include "yard/log.h"
 
-#define STOP_GRACE_NS (1500 * YARD_NS_PER_MS)
 
 struct reactor {
     yard_loop_t loop;
@@ -180,7 +179,7 @@ static int reactors_procs(yard_server_t *srv, struct reactor *rs, int n)
         if (stop)
             break;
     }
-    yard_children_stop(&ch, srv->sig_fd, STOP_GRACE_NS);
+    yard_children_stop(&ch, srv->sig_fd, YARD_STOP_GRACE_NS);
     yard_children_free(&ch);
     return st.crashed ? 1 : 0;
 }

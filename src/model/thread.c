@@ -18,7 +18,6 @@
 /* Connection threads run little more than read/app/write: 256 KiB of stack
  * is plenty and keeps 10,000 threads within reach of default limits. */
 #define THREAD_STACK (256u * 1024u)
-#define STOP_GRACE_NS (1500 * YARD_NS_PER_MS)
 
 struct thread_model {
     yard_server_t *srv;
@@ -35,23 +34,25 @@ struct thread_model {
 static struct thread_model thread_model_state = {
     .mu = PTHREAD_MUTEX_INITIALIZER,
     .idle = PTHREAD_COND_INITIALIZER,
-    .live = YARD_CONN_SET_INIT,
 };
 
-struct thread_arg {
-    struct thread_model *tm;
-    yard_conn_t *c;
+/* The model's per-connection state. */
+struct thread_conn {
+    yard_conn_link_t live;
 };
+
+static const yard_conn_policy_t thread_policy = {.blocking = true,
+                                                 .model_size = sizeof(struct thread_conn)};
 
 static void *conn_thread(void *p)
 {
-    struct thread_arg arg = *(struct thread_arg *)p;
-    free(p);
-    struct thread_model *tm = arg.tm;
+    yard_conn_t *c = p;
+    struct thread_model *tm = &thread_model_state;
+    struct thread_conn *tc = yard_conn_model(c);
     yard_scratch_t scratch = {0};
-    yard_conn_run_blocking(arg.c, &scratch, &tm->stop);
-    yard_conn_set_remove(&tm->live, arg.c); /* before the fd is closed */
-    yard_conn_close(arg.c, NULL);
+    yard_blocking_serve(c, &scratch, &tm->stop);
+    yard_conn_set_remove(&tm->live, &tc->live); /* before the fd is closed */
+    yard_conn_close(c, NULL);
     yard_scratch_free(&scratch);
     yard_server_release(tm->srv);
     pthread_mutex_lock(&tm->mu);
@@ -65,19 +66,19 @@ static void thread_on_conn(int fd, const char *peer, void *model)
 {
     struct thread_model *tm = model;
     yard_server_t *srv = tm->srv;
-    yard_conn_t *c = yard_conn_open(srv, fd, true);
-    struct thread_arg *arg = malloc(sizeof *arg);
-    bool ok = c && arg && yard_conn_set_add(&tm->live, c) == 0;
+    yard_conn_t *c = yard_conn_open(srv, fd, &thread_policy);
+    bool ok = c != NULL;
     pthread_mutex_lock(&tm->mu);
     if (ok) {
-        *arg = (struct thread_arg){tm, c};
+        struct thread_conn *tc = yard_conn_model(c);
+        yard_conn_set_add(&tm->live, &tc->live, c);
         pthread_t tid;
-        int rc = pthread_create(&tid, &tm->attr, conn_thread, arg);
+        int rc = pthread_create(&tid, &tm->attr, conn_thread, c);
         if (rc == 0) {
             tm->running++;
         } else {
             yard_log_err("%s: cannot create a thread: %s: connection closed", peer, strerror(rc));
-            yard_conn_set_remove(&tm->live, c);
+            yard_conn_set_remove(&tm->live, &tc->live);
             ok = false;
         }
     } else {
@@ -85,7 +86,6 @@ static void thread_on_conn(int fd, const char *peer, void *model)
     }
     pthread_mutex_unlock(&tm->mu);
     if (!ok) {
-        free(arg);
         if (c)
             yard_conn_close(c, NULL);
         else
@@ -97,11 +97,11 @@ static void thread_on_conn(int fd, const char *peer, void *model)
 static void thread_stop_all(struct thread_model *tm)
 {
     atomic_store(&tm->stop, 1);
-    uint64_t deadline = yard_now_ns() + STOP_GRACE_NS;
+    uint64_t deadline = yard_now_ns() + YARD_STOP_GRACE_NS;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += (time_t)(STOP_GRACE_NS / YARD_NS_PER_S);
-    ts.tv_nsec += (long)(STOP_GRACE_NS % YARD_NS_PER_S);
+    ts.tv_sec += (time_t)(YARD_STOP_GRACE_NS / YARD_NS_PER_S);
+    ts.tv_nsec += (long)(YARD_STOP_GRACE_NS % YARD_NS_PER_S);
     if (ts.tv_nsec >= 1000000000L) {
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000L;
@@ -122,6 +122,7 @@ static int thread_serve(yard_server_t *srv)
 {
     struct thread_model *tm = &thread_model_state;
     tm->srv = srv;
+    yard_conn_set_init(&tm->live);
     pthread_attr_init(&tm->attr);
     pthread_attr_setdetachstate(&tm->attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&tm->attr, THREAD_STACK);
@@ -130,11 +131,6 @@ static int thread_serve(yard_server_t *srv)
     srv->listen_fd = -1;
     thread_stop_all(tm);
     pthread_attr_destroy(&tm->attr);
-    pthread_mutex_lock(&tm->mu);
-    bool idle = tm->running == 0;
-    pthread_mutex_unlock(&tm->mu);
-    if (idle)
-        yard_conn_set_free(&tm->live);
     return 0;
 }
 

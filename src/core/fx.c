@@ -2,6 +2,7 @@
  * carries them out. */
 #include <string.h>
 
+#include "yard/access.h"
 #include "yard/app.h"
 
 int yard_fx_send(yard_fx_t *fx, const void *p, size_t n)
@@ -66,22 +67,15 @@ void yard_fx_watch(yard_fx_t *fx, yard_bus_t *bus, uint32_t topic, uint64_t seen
     fx->watch_seen = seen;
 }
 
-void yard_fx_unwatch(yard_fx_t *fx)
+yard_access_obj_t *yard_access_obj_create(yard_shm_t *shm)
 {
-    fx->watch_set = true;
-    fx->watch_bus = NULL;
-    fx->watch_seen = UINT64_MAX;
-}
-
-int yard_access_obj_init(yard_access_obj_t *obj)
-{
+    yard_access_obj_t *obj = yard_shm_alloc(shm, sizeof *obj); /* zeroed */
     pthread_rwlockattr_t attr;
-    if (pthread_rwlockattr_init(&attr) != 0)
-        return -1;
+    if (!obj || pthread_rwlockattr_init(&attr) != 0)
+        return NULL;
     /* Shared with forked processes (fork, reactors --procs). */
     pthread_rwlockattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
     int rc = pthread_rwlock_init(&obj->lock, &attr);
     pthread_rwlockattr_destroy(&attr);
-    memset(&obj->perm, 0, sizeof obj->perm);
-    return rc == 0 ? 0 : -1;
+    return rc == 0 ? obj : NULL;
 }
