@@ -100,3 +100,90 @@ def test_echo_duration(serve):
                          "--duration", "300ms")
     assert rc == 0 and d["errors"] == 0 and d["messages"] > 0
     assert 0.25 < d["duration_s"] < 1.5
+
+
+# The mode table: each mode's own flags, as --help must list them, with a
+# value each accepts.
+MODE_FLAGS = {
+    "echo": {"--size": "64"},
+    "counter": {"--read-ratio": "0.5"},
+    "rate": {"--bandwidth": "1Mbps", "--msg-rate": "10", "--message": "hi", "--ramp-up": "0s"},
+    "http": {"--scenario": "root", "--weights": "root=1", "--users-csv": "users.csv",
+             "--think-time": "10ms"},
+    "chat": {"--user-prefix": "u", "--password-prefix": "pw-"},
+}
+
+
+def help_sections():
+    """--help as {section title: [flags]}, and the modes it lists."""
+    r = subprocess.run([LOAD, "--help"], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 0
+    sections, title, modes = {}, None, []
+    for line in r.stdout.splitlines():
+        if line and not line.startswith(" "):
+            title = line.rstrip(":")
+            sections[title] = []
+        elif title == "Modes" and line.strip():
+            modes.append(line.split()[0])
+        elif line.startswith("  --"):
+            sections[title].append(line.split()[0])
+    return sections, modes
+
+
+def test_help_lists_every_mode_with_its_own_flags():
+    sections, modes = help_sections()
+    assert modes == list(MODE_FLAGS)
+    common = next(flags for title, flags in sections.items() if title.startswith("Common options"))
+    for mode, flags in MODE_FLAGS.items():
+        listed = sections[f"{mode} options"]
+        for flag in flags:
+            assert flag in listed, (mode, flag)
+            assert flag not in common, flag
+            others = [m for m in MODE_FLAGS if m != mode and flag in sections[f"{m} options"]]
+            assert not others, (flag, others)
+    for flag in ["--target", "--connections", "--messages", "--duration", "--rate", "--pipeline",
+                 "--threads", "--timeout", "--cpu", "--hist-out", "--json"]:
+        assert flag in common
+
+
+@pytest.mark.parametrize("owner, flag, mode", [
+    (owner, flag, mode) for owner, flags in MODE_FLAGS.items() for flag in flags
+    for mode in MODE_FLAGS if mode != owner])
+def test_a_flag_of_another_mode_is_a_usage_error_naming_it_and_its_mode(owner, flag, mode):
+    r = subprocess.run([LOAD, mode, "--target", "127.0.0.1:9", flag, MODE_FLAGS[owner][flag]],
+                       capture_output=True, text=True, timeout=10)
+    assert r.returncode == 2, r.stderr
+    first = r.stderr.splitlines()[0]
+    assert flag in first and f"to the {owner} mode, not {mode}" in first, first
+
+
+@pytest.mark.parametrize("args", [
+    ["echo", "--size", "64"],
+    ["counter", "--read-ratio", "0.25"],
+    ["rate", "--duration", "1s", "--msg-rate", "10", "--message", "hi", "--ramp-up", "0s"],
+    ["rate", "--duration", "1s", "--bandwidth", "1Mbps"],
+    ["http", "--scenario", "mix", "--weights", "root=1", "--think-time", "10ms"],
+    ["chat", "--rate", "10", "--connections", "2", "--user-prefix", "v", "--password-prefix", "x"],
+])
+def test_a_mode_takes_its_own_flags(args):
+    """Past the flags, to the connection: port 9 refuses it (exit 1, not 2)."""
+    r = subprocess.run([LOAD, args[0], "--target", "127.0.0.1:9", *args[1:]], capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode == 1, r.stderr
+    assert "Connection refused" in r.stderr
+
+
+def test_chat_refuses_pipeline():
+    r = subprocess.run([LOAD, "chat", "--target", "127.0.0.1:9", "--rate", "10", "--connections",
+                        "2", "--pipeline", "2"], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 2
+    assert "--pipeline belongs to the request/response modes" in r.stderr
+
+
+def test_a_flag_given_twice_keeps_the_last_value(serve):
+    """A mode's flags are parsed like the common ones: the last one wins."""
+    server = serve("echo", "epoll")
+    rc, d, err = load_json("echo", "--target", f"127.0.0.1:{server.port}", "--size", 8,
+                           "--size", 40, "--messages", 5)
+    assert rc == 0, err
+    assert d["size"] == 40 and d["bytes_sent"] == 5 * 40

@@ -25,6 +25,17 @@
 
 #define CHAN "#bench"
 
+/* Its options, set by its flags and prepare. */
+static struct {
+    const char *user_prefix;     /* accounts are <prefix><i> */
+    const char *password_prefix; /* passwords are <password_prefix><prefix><i> */
+} g_chat;
+
+/* Its part of a result: r->messages counts deliveries, this the messages. */
+struct chat_result {
+    uint64_t sent;
+};
+
 struct cconn {
     int id, fd;
     bool connected, joined;
@@ -189,10 +200,10 @@ static int pump(struct chat_run *cr, uint64_t deadline, int (*tick)(struct chat_
                 if (load_connected(cr->o, cr->r, cr->ep, c->fd, c, true) < 0)
                     return -1;
                 c->connected = true;
-                queue_line(cr, c, "PASS %s%s%d", cr->o->password_prefix, cr->o->user_prefix,
+                queue_line(cr, c, "PASS %s%s%d", g_chat.password_prefix, g_chat.user_prefix,
                            c->id);
-                queue_line(cr, c, "NICK %s%d", cr->o->user_prefix, c->id);
-                queue_line(cr, c, "USER %s%d 0 * :load", cr->o->user_prefix, c->id);
+                queue_line(cr, c, "NICK %s%d", g_chat.user_prefix, c->id);
+                queue_line(cr, c, "USER %s%d 0 * :load", g_chat.user_prefix, c->id);
             } else if ((ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && on_readable(cr, c) < 0) {
                 return -1;
             }
@@ -224,12 +235,12 @@ static int send_due(struct chat_run *cr, uint64_t now)
         if (flush(cr, c) < 0)
             return -1;
         cr->sent++;
-        cr->r->sent_msgs++;
+        ((struct chat_result *)cr->r->mode)->sent++;
     }
     return 0;
 }
 
-int load_run_chat(const load_opts_t *o, load_result_t *r)
+static int chat_run(const load_opts_t *o, load_result_t *r)
 {
     struct chat_run cr = {.o = o, .r = r};
     cr.ep = epoll_create1(EPOLL_CLOEXEC);
@@ -295,3 +306,96 @@ out:
         close(cr.tfd);
     return status;
 }
+
+static int chat_prepare(load_opts_t *o, char *err, size_t errlen)
+{
+    if (!(o->rate > 0)) {
+        snprintf(err, errlen, "chat needs --rate (messages per second over all connections)");
+        return -1;
+    }
+    if (o->connections < 2) {
+        snprintf(err, errlen, "chat needs --connections 2 or more (senders are also receivers)");
+        return -1;
+    }
+    if (o->threads != 1) {
+        snprintf(err, errlen, "chat runs on one thread (--threads 1)");
+        return -1;
+    }
+    /* Each message is sent when it is due, whatever the replies: there is
+     * nothing to pipeline. */
+    if (o->pipeline != 1) {
+        snprintf(err, errlen, "--pipeline belongs to the request/response modes (echo, counter, "
+                              "http), not chat");
+        return -1;
+    }
+    if (!g_chat.user_prefix)
+        g_chat.user_prefix = "u";
+    if (!g_chat.password_prefix)
+        g_chat.password_prefix = "pw-";
+    return 0;
+}
+
+static void chat_merge(void *into, const void *from, bool first)
+{
+    ((struct chat_result *)into)->sent += ((const struct chat_result *)from)->sent;
+}
+
+/* Its achieved rate is of messages sent, not of deliveries. */
+static void chat_figures(load_report_t *rep)
+{
+    const struct chat_result *cr = rep->r->mode;
+    rep->achieved = rep->secs > 0 ? (double)cr->sent / rep->secs : 0;
+}
+
+static void chat_text_head(const load_report_t *rep)
+{
+    const struct chat_result *cr = rep->r->mode;
+    load_text_header(rep);
+    printf("  sent          %llu messages = %.0f/s (asked for %.0f/s); %llu deliveries = %.0f/s\n",
+           (unsigned long long)cr->sent, rep->achieved, rep->r->target_rate,
+           (unsigned long long)rep->r->messages, rep->tput);
+    load_text_behind(rep);
+}
+
+static void chat_json(const load_report_t *rep)
+{
+    const struct chat_result *cr = rep->r->mode;
+    printf("\"messages_sent\": %llu, \"deliveries\": %llu, ", (unsigned long long)cr->sent,
+           (unsigned long long)rep->r->messages);
+}
+
+static int parse_user_prefix(load_opts_t *o, const char *arg, char *err, size_t errlen)
+{
+    g_chat.user_prefix = arg;
+    return 0;
+}
+
+static int parse_password_prefix(load_opts_t *o, const char *arg, char *err, size_t errlen)
+{
+    g_chat.password_prefix = arg;
+    return 0;
+}
+
+static const load_flag_t chat_flags[] = {
+    {"rate", "R", "messages per second over all connections (required)", NULL},
+    {"messages", "M", "messages in all (instead of --duration)", NULL},
+    {"pipeline", "K", "not taken: each message leaves when it is due", NULL},
+    {"threads", "T", "1 only", NULL},
+    {"user-prefix", "P", "accounts are P0, P1, ... (default u)", parse_user_prefix},
+    {"password-prefix", "Q", "passwords are QP0, QP1, ... (default pw-)", parse_password_prefix},
+    {NULL, NULL, NULL, NULL},
+};
+
+const load_mode_t load_mode_chat = {
+    .name = "chat",
+    .summary = "the chat service's fan-out: N logged-in members of one channel, --rate "
+               "messages/s in total, delivery latency at every other member",
+    .flags = chat_flags,
+    .prepare = chat_prepare,
+    .run = chat_run,
+    .result_size = sizeof(struct chat_result),
+    .merge = chat_merge,
+    .figures = chat_figures,
+    .text_head = chat_text_head,
+    .json = chat_json,
+};

@@ -5,6 +5,7 @@
  * the end the count must equal its start plus the increments sent, which
  * assumes yard-load is the only writer while it runs. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -15,6 +16,19 @@
 #include "load.h"
 #include "yard/clock.h"
 #include "yard/proto_counter.h"
+
+/* Its options, set by its flags and before the run; read-only while threads run. */
+static struct {
+    double read_ratio;      /* share of reads */
+    uint64_t count_initial; /* the count before the run (replies never go below it) */
+} g_counter = {.read_ratio = 0.5};
+
+/* Its part of a result. */
+struct counter_result {
+    uint64_t increments; /* sent */
+    uint64_t count_initial, count_final;
+    bool count_checked;  /* the count was read after the run (the merged result) */
+};
 
 struct cconn {
     int id;
@@ -34,7 +48,7 @@ static double next_uniform(uint64_t *s)
 }
 
 /* One blocking request on a fresh connection: the count now. */
-int load_counter_read(const load_opts_t *o, load_result_t *r, uint64_t *value)
+static int counter_read(const load_opts_t *o, load_result_t *r, uint64_t *value)
 {
     char err[256];
     int fd = yard_connect(&o->target, false, err, sizeof err);
@@ -73,8 +87,8 @@ static int counter_init(void *priv, int id, const load_opts_t *o, load_result_t 
 {
     struct cconn *c = priv;
     c->id = id;
-    c->read_ratio = o->read_ratio;
-    c->last = o->count_initial;
+    c->read_ratio = g_counter.read_ratio;
+    c->last = g_counter.count_initial;
     c->rng = 0x9E3779B97F4A7C15ull * (uint64_t)(id + 1);
     return 0;
 }
@@ -85,7 +99,7 @@ static size_t counter_request(void *priv, uint64_t seq, uint8_t *buf, uint32_t *
     struct cconn *c = priv;
     uint8_t op = next_uniform(&c->rng) < c->read_ratio ? YARD_COUNTER_READ : YARD_COUNTER_INCR;
     if (op == YARD_COUNTER_INCR)
-        r->increments++;
+        ((struct counter_result *)r->mode)->increments++;
     buf[0] = op;
     *tag = op;
     return 1;
@@ -115,7 +129,7 @@ static int counter_reply(void *priv, uint64_t seq, uint32_t op, const uint8_t *p
     return 1;
 }
 
-int load_run_counter(const load_opts_t *o, load_result_t *r)
+static int counter_run(const load_opts_t *o, load_result_t *r)
 {
     load_proto_t p = {.priv_size = sizeof(struct cconn), .max_request = 1,
                       .conn_init = counter_init, .request = counter_request,
@@ -125,26 +139,84 @@ int load_run_counter(const load_opts_t *o, load_result_t *r)
 
 /* Around the whole run (every thread): the count before, and after it the
  * exact check, which assumes yard-load is the only writer while it runs. */
-int load_counter_before(load_opts_t *o, load_result_t *r)
+static int counter_before(load_opts_t *o, load_result_t *r)
 {
-    return load_counter_read(o, r, &o->count_initial);
+    return counter_read(o, r, &g_counter.count_initial);
 }
 
-int load_counter_after(const load_opts_t *o, load_result_t *r)
+static int counter_after(const load_opts_t *o, load_result_t *r)
 {
+    struct counter_result *cr = r->mode;
     uint64_t final;
-    if (load_counter_read(o, r, &final) < 0)
+    if (counter_read(o, r, &final) < 0)
         return -1;
-    r->count_initial = o->count_initial;
-    r->count_final = final;
-    r->count_checked = true;
+    cr->count_initial = g_counter.count_initial;
+    cr->count_final = final;
+    cr->count_checked = true;
     /* A request that failed may or may not have been counted: the exact
      * check holds for error-free runs. */
-    if (!r->errors && final != o->count_initial + r->increments) {
+    if (!r->errors && final != g_counter.count_initial + cr->increments) {
         load_error(r, "the count is %llu, expected %llu (start) + %llu (increments sent)",
-                   (unsigned long long)final, (unsigned long long)o->count_initial,
-                   (unsigned long long)r->increments);
+                   (unsigned long long)final, (unsigned long long)g_counter.count_initial,
+                   (unsigned long long)cr->increments);
         r->errors++;
     }
     return 0;
 }
+
+static void counter_merge(void *into, const void *from, bool first)
+{
+    ((struct counter_result *)into)->increments +=
+        ((const struct counter_result *)from)->increments;
+}
+
+static void counter_text_head(const load_report_t *rep)
+{
+    const struct counter_result *cr = rep->r->mode;
+    load_text_head(rep);
+    if (cr->count_checked)
+        printf("  count         %llu -> %llu with %llu increments (read ratio %.2f)\n",
+               (unsigned long long)cr->count_initial, (unsigned long long)cr->count_final,
+               (unsigned long long)cr->increments, g_counter.read_ratio);
+}
+
+static void counter_json(const load_report_t *rep)
+{
+    const struct counter_result *cr = rep->r->mode;
+    if (cr->count_checked)
+        printf("\"read_ratio\": %.4f, \"increments\": %llu, \"count_initial\": %llu, "
+               "\"count_final\": %llu, ",
+               g_counter.read_ratio, (unsigned long long)cr->increments,
+               (unsigned long long)cr->count_initial, (unsigned long long)cr->count_final);
+}
+
+static int parse_read_ratio(load_opts_t *o, const char *arg, char *err, size_t errlen)
+{
+    char *end;
+    double v = strtod(arg, &end);
+    if (end == arg || *end || v < 0 || v > 1) {
+        snprintf(err, errlen, "--read-ratio: expected a number from 0 to 1, got '%s'", arg);
+        return -1;
+    }
+    g_counter.read_ratio = v;
+    return 0;
+}
+
+static const load_flag_t counter_flags[] = {
+    {"read-ratio", "R", "share of reads, 0..1 (default 0.5)", parse_read_ratio},
+    {NULL, NULL, NULL, NULL},
+};
+
+const load_mode_t load_mode_counter = {
+    .name = "counter",
+    .summary = "the Eve atomic counter: reads and increments, every reply and the final count "
+               "checked",
+    .flags = counter_flags,
+    .run = counter_run,
+    .before = counter_before,
+    .after = counter_after,
+    .result_size = sizeof(struct counter_result),
+    .merge = counter_merge,
+    .text_head = counter_text_head,
+    .json = counter_json,
+};

@@ -55,7 +55,7 @@ static int echo_reply(void *priv, uint64_t seq, uint32_t tag, const uint8_t *p, 
     return 1;
 }
 
-int load_run_echo(const load_opts_t *o, load_result_t *r)
+static int echo_run(const load_opts_t *o, load_result_t *r)
 {
     /* The request buffer holds one message; big messages are rare, and a
      * 64 MiB cap keeps connections x size sane. */
@@ -63,3 +63,21 @@ int load_run_echo(const load_opts_t *o, load_result_t *r)
                       .conn_init = echo_init, .request = echo_request, .reply = echo_reply};
     return load_engine_run(o, &p, r);
 }
+
+static int parse_size(load_opts_t *o, const char *arg, char *err, size_t errlen)
+{
+    o->size = (size_t)load_parse_count("--size", arg, 1, 64u << 20);
+    return 0;
+}
+
+static const load_flag_t echo_flags[] = {
+    {"size", "S", "bytes per message (default 16)", parse_size},
+    {NULL, NULL, NULL, NULL},
+};
+
+const load_mode_t load_mode_echo = {
+    .name = "echo",
+    .summary = "request/response round trips (closed or open loop), every echoed byte checked",
+    .flags = echo_flags,
+    .run = echo_run,
+};

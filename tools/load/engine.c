@@ -252,8 +252,8 @@ static int drain(struct engine *e, struct lconn *c)
                 c->slot_free_at = now;
             c->completed++;
             e->outstanding--;
-            if (o->think_ns)
-                c->ready_at = now + o->think_ns;
+            if (e->p->think_ns)
+                c->ready_at = now + e->p->think_ns;
             e->r->messages++;
             e->r->end_ns = e->last_progress = now;
         }

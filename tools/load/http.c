@@ -19,14 +19,28 @@
 #include <strings.h>
 
 #include "load.h"
+#include "yard/clock.h"
 
 enum task { T_PASSWORD, T_USERINFO, T_LONGPOLL, T_ROOT, T_COUNT };
 static const char *const task_names[T_COUNT] = {"password", "userinfo", "longpoll", "root"};
-/* The endpoints, in the order of load_result_t.ep. */
-enum ep { E_PW_SET, E_PW_VERIFY, E_USER_SET, E_USER_GET, E_LONGPOLL, E_ROOT };
-static const char *const ep_names[LOAD_HTTP_ENDPOINTS] = {
+/* The endpoints, in the order of http_result.ep. */
+enum ep { E_PW_SET, E_PW_VERIFY, E_USER_SET, E_USER_GET, E_LONGPOLL, E_ROOT, E_COUNT };
+static const char *const ep_names[E_COUNT] = {
     "password_set", "password_verify", "user_set", "user_get", "longpoll", "root"};
-_Static_assert(E_ROOT + 1 == LOAD_HTTP_ENDPOINTS, "one name per endpoint");
+
+/* Its part of a result: per endpoint, counts merged across threads like the rest. */
+#define STATUS_SLOTS 8
+struct endpoint {
+    uint64_t requests, ok, failed;
+    int status_code[STATUS_SLOTS];
+    uint64_t status_count[STATUS_SLOTS];
+    uint64_t status_other; /* codes beyond the slots */
+    yard_hist_t latency;
+};
+
+struct http_result {
+    struct endpoint ep[E_COUNT];
+};
 
 #define HEAD_MAX 8192
 #define NAME_MAX_LEN 64
@@ -37,11 +51,15 @@ struct user {
 };
 
 static struct {
+    const char *scenario;  /* --scenario, or NULL: root */
+    const char *weights;   /* --weights as given */
+    const char *users_csv; /* --users-csv */
+    uint64_t think_ns;     /* closed loop: pause between a reply and the next request */
     struct user *users;
     size_t n;
-    double weights[T_COUNT]; /* cumulative, normalised to 1 */
+    double weights_cum[T_COUNT]; /* cumulative, normalised to 1 */
     char host[128];
-} g_http; /* filled once by load_http_prepare, read-only while threads run */
+} g_http; /* filled once by its flags and http_prepare, read-only while threads run */
 
 struct hconn {
     int id;
@@ -66,7 +84,22 @@ static uint64_t xorshift(uint64_t *s)
     return *s * 2685821657736338717ull;
 }
 
-const char *load_http_endpoint_name(int i) { return ep_names[i]; }
+static struct endpoint *endpoint(load_result_t *r, uint32_t tag)
+{
+    return &((struct http_result *)r->mode)->ep[tag];
+}
+
+static void count_status(struct endpoint *e, int status, uint64_t n)
+{
+    for (int k = 0; k < STATUS_SLOTS; k++) {
+        if (e->status_code[k] == status || !e->status_code[k]) {
+            e->status_code[k] = status;
+            e->status_count[k] += n;
+            return;
+        }
+    }
+    e->status_other += n;
+}
 
 static int parse_weights(const char *spec, double w[T_COUNT], char *err, size_t errlen)
 {
@@ -161,9 +194,17 @@ static int read_users(const char *path, char *err, size_t errlen)
     return 0;
 }
 
-int load_http_prepare(load_opts_t *o, const char *weights, char *err, size_t errlen)
+/* Check the scenario and weights, read --users-csv; once, before the
+ * threads start. */
+static int http_prepare(load_opts_t *o, char *err, size_t errlen)
 {
-    const char *sc = o->scenario ? o->scenario : "root";
+    if (g_http.think_ns && o->rate > 0) {
+        snprintf(err, errlen,
+                 "--think-time is for the closed loop; --rate sets the open loop's pace");
+        return -1;
+    }
+    const char *sc = g_http.scenario ? g_http.scenario : "root";
+    const char *weights = g_http.weights;
     double w[T_COUNT] = {0};
     if (!strcmp(sc, "mix")) {
         w[T_PASSWORD] = w[T_USERINFO] = w[T_ROOT] = 1;
@@ -199,10 +240,10 @@ int load_http_prepare(load_opts_t *o, const char *weights, char *err, size_t err
     double acc = 0;
     for (int i = 0; i < T_COUNT; i++) {
         acc += w[i] / sum;
-        g_http.weights[i] = acc;
+        g_http.weights_cum[i] = acc;
     }
-    g_http.weights[T_COUNT - 1] = 1.0;
-    if (o->users_csv && read_users(o->users_csv, err, errlen) < 0)
+    g_http.weights_cum[T_COUNT - 1] = 1.0;
+    if (g_http.users_csv && read_users(g_http.users_csv, err, errlen) < 0)
         return -1;
     snprintf(g_http.host, sizeof g_http.host, "%s", o->target_text);
     return 0;
@@ -212,7 +253,7 @@ static enum task draw(struct hconn *c)
 {
     double x = (double)(xorshift(&c->rng) >> 11) / (double)(1ull << 53);
     for (int i = 0; i < T_COUNT; i++)
-        if (x < g_http.weights[i])
+        if (x < g_http.weights_cum[i])
             return (enum task)i;
     return T_ROOT;
 }
@@ -294,7 +335,7 @@ static size_t http_request(void *priv, uint64_t seq, uint8_t *buf, uint32_t *tag
         c->step = 1;
     else
         c->task = T_COUNT;
-    r->ep[*tag].requests++;
+    endpoint(r, *tag)->requests++;
     return len;
 }
 
@@ -428,27 +469,164 @@ done:
     *used = i;
     c->state = 0;
     c->head_len = 0;
+    struct endpoint *e = endpoint(r, tag);
     if (c->status / 100 == 2) {
-        r->ep[tag].ok++;
+        e->ok++;
     } else {
-        r->ep[tag].failed++;
+        e->failed++;
         r->errors++;
         if (!r->first_error[0])
             load_error(r, "%s for user %s answered %d", ep_names[tag], c->u.name, c->status);
     }
-    load_count_status(&r->ep[tag], c->status, 1);
+    count_status(e, c->status, 1);
     return 1;
 }
 
 static void http_completed(void *priv, uint32_t tag, uint64_t latency_ns, load_result_t *r)
 {
-    yard_hist_record(&r->ep[tag].latency, latency_ns);
+    yard_hist_record(&endpoint(r, tag)->latency, latency_ns);
 }
 
-int load_run_http(const load_opts_t *o, load_result_t *r)
+static int http_run(const load_opts_t *o, load_result_t *r)
 {
     load_proto_t p = {.priv_size = sizeof(struct hconn), .max_request = LOAD_HTTP_REQ_MAX,
-                      .conn_init = http_init, .request = http_request, .reply = http_reply,
-                      .completed = http_completed};
+                      .think_ns = g_http.think_ns, .conn_init = http_init,
+                      .request = http_request, .reply = http_reply, .completed = http_completed};
     return load_engine_run(o, &p, r);
 }
+
+static void http_result_init(void *part)
+{
+    struct http_result *hr = part;
+    for (int i = 0; i < E_COUNT; i++)
+        yard_hist_init(&hr->ep[i].latency);
+}
+
+static void http_merge(void *into, const void *from, bool first)
+{
+    for (int i = 0; i < E_COUNT; i++) {
+        struct endpoint *a = &((struct http_result *)into)->ep[i];
+        const struct endpoint *b = &((const struct http_result *)from)->ep[i];
+        a->requests += b->requests;
+        a->ok += b->ok;
+        a->failed += b->failed;
+        a->status_other += b->status_other;
+        for (int k = 0; k < STATUS_SLOTS && b->status_code[k]; k++)
+            count_status(a, b->status_code[k], b->status_count[k]);
+        yard_hist_merge(&a->latency, &b->latency);
+    }
+}
+
+static double us(uint64_t ns) { return (double)ns / 1000.0; }
+
+/* Per endpoint that was used: its counts, its status codes, its latency. */
+static void http_text_tail(const load_report_t *rep)
+{
+    const struct http_result *hr = rep->r->mode;
+    for (int i = 0; i < E_COUNT; i++) {
+        const struct endpoint *e = &hr->ep[i];
+        if (!e->requests)
+            continue;
+        printf("  %-15s %llu ok, %llu failed; p50 %.1f us  p99 %.1f us  max %.1f us; status",
+               ep_names[i], (unsigned long long)e->ok, (unsigned long long)e->failed,
+               us(yard_hist_percentile(&e->latency, 50)),
+               us(yard_hist_percentile(&e->latency, 99)),
+               us(yard_hist_percentile(&e->latency, 100)));
+        for (int k = 0; k < STATUS_SLOTS && e->status_code[k]; k++)
+            printf(" %d x%llu", e->status_code[k], (unsigned long long)e->status_count[k]);
+        printf("\n");
+    }
+}
+
+static void json_endpoint(const struct endpoint *e)
+{
+    printf("{\"requests\": %llu, \"ok\": %llu, \"failed\": %llu, \"status\": {",
+           (unsigned long long)e->requests, (unsigned long long)e->ok,
+           (unsigned long long)e->failed);
+    for (int k = 0; k < STATUS_SLOTS && e->status_code[k]; k++)
+        printf("%s\"%d\": %llu", k ? ", " : "", e->status_code[k],
+               (unsigned long long)e->status_count[k]);
+    if (e->status_other)
+        printf("%s\"other\": %llu", e->status_code[0] ? ", " : "",
+               (unsigned long long)e->status_other);
+    const yard_hist_t *h = &e->latency;
+    printf("}, \"latency_us\": {\"p50\": %.3f, \"p90\": %.3f, \"p99\": %.3f, "
+           "\"max\": %.3f, \"mean\": %.3f}}",
+           us(yard_hist_percentile(h, 50)), us(yard_hist_percentile(h, 90)),
+           us(yard_hist_percentile(h, 99)), us(yard_hist_percentile(h, 100)),
+           yard_hist_mean(h) / 1000.0);
+}
+
+static void http_json(const load_report_t *rep)
+{
+    const struct http_result *hr = rep->r->mode;
+    printf("\"scenario\": \"%s\", \"think_time_s\": %.3f, ",
+           g_http.scenario ? g_http.scenario : "root", (double)g_http.think_ns / 1e9);
+    printf("\"endpoints\": {");
+    bool first = true;
+    for (int i = 0; i < E_COUNT; i++) {
+        if (!hr->ep[i].requests)
+            continue;
+        printf("%s\"%s\": ", first ? "" : ", ", ep_names[i]);
+        json_endpoint(&hr->ep[i]);
+        first = false;
+    }
+    printf("}, ");
+}
+
+static int parse_scenario(load_opts_t *o, const char *arg, char *err, size_t errlen)
+{
+    g_http.scenario = arg;
+    return 0;
+}
+
+static int parse_weights_flag(load_opts_t *o, const char *arg, char *err, size_t errlen)
+{
+    g_http.weights = arg;
+    return 0;
+}
+
+static int parse_users_csv(load_opts_t *o, const char *arg, char *err, size_t errlen)
+{
+    g_http.users_csv = arg;
+    return 0;
+}
+
+static int parse_think_time(load_opts_t *o, const char *arg, char *err, size_t errlen)
+{
+    if (yard_parse_duration_ns(arg, YARD_NS_PER_S, &g_http.think_ns) < 0) {
+        snprintf(err, errlen, "--think-time: expected a duration such as 1s or 100ms, got '%s'",
+                 arg);
+        return -1;
+    }
+    return 0;
+}
+
+static const load_flag_t http_flags[] = {
+    {"users", "N", "one user per connection: the same as --connections", NULL},
+    {"scenario", "S", "password, userinfo, longpoll, root or mix\n(default root)",
+     parse_scenario},
+    {"weights", "LIST",
+     "mix: e.g. userinfo=3,password=1 (default: password,\n"
+     "userinfo and root equally)",
+     parse_weights_flag},
+    {"users-csv", "FILE",
+     "'username;password' per line (the study's file);\n"
+     "default user<N> / pw<N>-secret",
+     parse_users_csv},
+    {"think-time", "DUR", "closed loop: pause after each reply (default 0)", parse_think_time},
+    {NULL, NULL, NULL, NULL},
+};
+
+const load_mode_t load_mode_http = {
+    .name = "http",
+    .summary = "the REST study's scenarios over keep-alive HTTP/1.1 (open or closed loop)",
+    .flags = http_flags,
+    .prepare = http_prepare,
+    .run = http_run,
+    .result_size = sizeof(struct http_result),
+    .result_init = http_result_init,
+    .merge = http_merge,
+    .text_tail = http_text_tail,
+    .json = http_json,
+};

@@ -1,56 +1,40 @@
-/* yard-load: shared options, results and the report. Each mode is a file
- * with one run function; main.c parses the common flags and picks it. */
+/* yard-load: shared options, results and the report. Each mode is one file
+ * that defines its load_mode_t: its flags, their checks, its run, how its
+ * per-thread results merge and what it adds to the report. main.c parses
+ * the common flags, lists the modes and runs the chosen one. */
 #ifndef YARD_LOAD_H
 #define YARD_LOAD_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "yard/hist.h"
 #include "yard/net.h"
 
+/* The common options: what every mode's run is shaped by. A mode's own
+ * options live in its file, filled by its flags and its prepare hook. */
 typedef struct load_opts {
     const char *mode;
     const char *target_text;
     yard_addr_t target;
     int connections;
     uint64_t messages; /* per connection */
-    size_t size;
+    size_t size;       /* echo's --size; every report shows it */
     bool json;
     uint64_t timeout_ns; /* abort after this long without progress */
     const char *hist_out;
-    uint64_t duration_ns; /* instead of a message count (counter, rate) */
-    double read_ratio;    /* counter */
-    double byte_rate;     /* rate: bytes/s per connection */
-    const char *message;  /* rate: what is sent, repeated */
-    size_t message_len;
-    uint64_t ramp_ns;     /* rate: connections start over this long, excluded */
-    double rate;          /* echo, counter, http: requests/s over this loop's connections;
-                           * 0 = closed loop */
+    uint64_t duration_ns; /* instead of a message count */
+    double rate;          /* requests/s over this loop's connections; 0 = closed loop */
     size_t pipeline;      /* requests outstanding per connection (>= 1) */
     int threads;          /* generator threads, each its own loop and connection share */
     int conn_base;        /* id of this loop's first connection (threads) */
     int total_connections; /* over all threads */
     double total_rate;    /* over all threads */
-    const char *scenario; /* http */
-    const char *users_csv; /* http: username;password lines */
-    uint64_t think_ns;    /* http closed loop: pause between a reply and the next request */
-    uint64_t count_initial; /* counter: the count before the run (replies never go below it) */
-    const char *user_prefix;     /* chat: accounts are <prefix><i> */
-    const char *password_prefix; /* chat: passwords are <password_prefix><prefix><i> */
 } load_opts_t;
 
-/* http mode: one endpoint's counts (merged across threads like the rest). */
-#define LOAD_HTTP_ENDPOINTS 6
-#define LOAD_STATUS_SLOTS 8
-typedef struct load_endpoint {
-    uint64_t requests, ok, failed;
-    int status_code[LOAD_STATUS_SLOTS];
-    uint64_t status_count[LOAD_STATUS_SLOTS];
-    uint64_t status_other; /* codes beyond the slots */
-    yard_hist_t latency;
-} load_endpoint_t;
-
+/* One run's common results (of one thread, or merged). What only one mode
+ * measures is in its own part, r->mode (load_mode_t.result_size bytes). */
 typedef struct load_result {
     uint64_t messages; /* round trips completed */
     uint64_t errors;
@@ -58,22 +42,71 @@ typedef struct load_result {
     uint64_t start_ns, end_ns; /* the measured window */
     yard_hist_t latency;       /* nanoseconds */
     char first_error[256];
-    /* counter */
-    uint64_t increments, count_initial, count_final;
-    bool count_checked;
-    /* rate: bits per second, aggregate and per connection, in the window */
-    double target_bps, achieved_bps, conn_min_bps, conn_max_bps;
-    double behind_max_ms;
-    uint64_t window_bytes;
-    double target_rate; /* open loop: requests/s asked for */
-    uint64_t sent_msgs; /* chat: messages sent (r->messages counts deliveries) */
-    load_endpoint_t ep[LOAD_HTTP_ENDPOINTS]; /* http */
+    double behind_max_ms; /* the generator's worst lateness against its schedule */
+    double target_rate;   /* open loop: requests/s asked for */
+    void *mode;           /* the mode's part */
 } load_result_t;
+
+/* A mode's flag: --name ARG. parse stores the value (in o or the mode's own
+ * options) and returns -1 with err naming the flag and the accepted form.
+ * An entry without parse documents what a common flag means in this mode
+ * (--help prints it under the mode); it changes nothing in the parsing. */
+typedef struct load_flag {
+    const char *name; /* without the dashes */
+    const char *arg;  /* the value's form, e.g. "BW" */
+    const char *help; /* lines separated by '\n' */
+    int (*parse)(load_opts_t *o, const char *arg, char *err, size_t errlen);
+} load_flag_t;
+
+/* The report's common figures, given to the mode's report hooks. The mode's
+ * figures hook may change the ones marked so before the rest are derived
+ * from them. */
+typedef struct load_report {
+    const load_opts_t *o;
+    const load_result_t *r;
+    double secs, tput, cpu_s;
+    bool open; /* an open loop ran (r->target_rate > 0) */
+    /* The mode may change these. */
+    double wall_s;     /* what the CPU share is of (default: the window) */
+    const char *loop;  /* "closed" or "open" */
+    double target, achieved;
+    const char *unit;  /* of target and achieved: "requests/s" */
+    bool on_schedule;  /* behind_max_ms can make the run invalid (default: open) */
+    bool round_trips;  /* it has a latency line and a CPU cost per 100k */
+    /* Derived. */
+    double cpu_pct, cpu_per_100k;
+    bool saturated, behind, invalid;
+} load_report_t;
+
+typedef struct load_mode {
+    const char *name;
+    const char *summary;
+    const load_flag_t *flags; /* its own flags; ends with a NULL name */
+    /* Check the mode's flags (and the common ones it restricts) and fill its
+     * defaults; once, after parsing. -1 with err (exit 2). */
+    int (*prepare)(load_opts_t *o, char *err, size_t errlen);
+    /* The run: 0 when it happened (errors counted in r), -1 when it could
+     * not (the message in r->first_error). Once per thread. */
+    int (*run)(const load_opts_t *o, load_result_t *r);
+    int (*before)(load_opts_t *o, load_result_t *r);      /* optional: once, before every thread */
+    int (*after)(const load_opts_t *o, load_result_t *r); /* optional: once, on the merged result */
+    size_t result_size;                                   /* bytes of r->mode (may be 0) */
+    void (*result_init)(void *part);                      /* optional: after zeroing */
+    /* --threads: add a thread's part into the total (first: the first one). */
+    void (*merge)(void *into, const void *from, bool first);
+    void (*figures)(load_report_t *rep); /* optional: its rate, unit, loop, wall time */
+    /* Text: the lines before the latency line (NULL: load_text_head) and
+     * after it; JSON: its keys, each followed by ", ". All optional. */
+    void (*text_head)(const load_report_t *rep);
+    void (*text_tail)(const load_report_t *rep);
+    void (*json)(const load_report_t *rep);
+} load_mode_t;
 
 /* A request/response protocol for the engine (engine.c). Per connection the
  * engine keeps priv_size bytes of protocol state and a max_request buffer. */
 typedef struct load_proto {
     size_t priv_size, max_request;
+    uint64_t think_ns; /* closed loop: pause between a reply and the next request */
     /* Set up one connection's state; -1 with the error recorded. */
     int (*conn_init)(void *priv, int conn_id, const load_opts_t *o, load_result_t *r);
     /* Write request number seq into buf; returns its length. *tag is kept
@@ -89,25 +122,7 @@ typedef struct load_proto {
 } load_proto_t;
 
 int load_engine_run(const load_opts_t *o, const load_proto_t *p, load_result_t *r);
-/* counter: the count, read on a fresh connection (before and after a run). */
-int load_counter_read(const load_opts_t *o, load_result_t *r, uint64_t *value);
-int load_counter_before(load_opts_t *o, load_result_t *r);
-int load_counter_after(const load_opts_t *o, load_result_t *r);
 
-/* Returns 0 when the run happened (errors are counted in r), -1 when it
- * could not (the message is in r->first_error). */
-int load_run_echo(const load_opts_t *o, load_result_t *r);
-int load_run_counter(const load_opts_t *o, load_result_t *r);
-int load_run_rate(const load_opts_t *o, load_result_t *r);
-int load_run_http(const load_opts_t *o, load_result_t *r);
-int load_run_chat(const load_opts_t *o, load_result_t *r);
-/* http: check the scenario and weights, read --users-csv; once, before the
- * threads start. -1 with a message naming the flag. */
-int load_http_prepare(load_opts_t *o, const char *weights, char *err, size_t errlen);
-const char *load_http_endpoint_name(int i);
-void load_count_status(load_endpoint_t *e, int status, uint64_t n);
-/* "1Mbps" (bits), "125kBps" (bytes), ...: bytes per second, or -1. */
-double load_parse_bandwidth(const char *s);
 /* Start a non-blocking connect, registered with ep (EPOLLOUT, data ptr):
  * the fd, or -1 with the error recorded. */
 int load_connect(const load_opts_t *o, load_result_t *r, int ep, void *ptr);
@@ -116,6 +131,20 @@ int load_connect(const load_opts_t *o, load_result_t *r, int ep, void *ptr);
 int load_connected(const load_opts_t *o, load_result_t *r, int ep, int fd, void *ptr,
                    bool nodelay);
 void load_error(load_result_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void load_report(const load_opts_t *o, const load_result_t *r, double cpu_s);
+
+/* The report (report.c): the common parts, and the mode's hooks for the rest. */
+void load_report(const load_mode_t *mode, const load_opts_t *o, const load_result_t *r,
+                 double cpu_s);
+/* The request/response modes' head: "MODE TARGET: N connections, ..." */
+void load_text_header(const load_report_t *rep);
+/* "  behind ..." when an open loop ran. */
+void load_text_behind(const load_report_t *rep);
+/* The default head: the header, the round trips and the behind line. */
+void load_text_head(const load_report_t *rep);
+
+/* A whole number from min to max for flag (e.g. "--size"): a usage error
+ * (exit 2, the message naming the flag and the range) when it is not. */
+unsigned long long load_parse_count(const char *flag, const char *s, unsigned long long min,
+                                    unsigned long long max);
 
 #endif

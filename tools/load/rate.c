@@ -8,6 +8,7 @@
  * read and dropped. */
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -19,6 +20,23 @@
 
 #define REPEAT_BYTES (64u * 1024u)
 
+/* Its options, set by its flags and prepare; read-only while threads run. */
+static struct {
+    double byte_rate;    /* bytes/s per connection */
+    double msg_rate;     /* --msg-rate: messages/s per connection, or 0 */
+    const char *message; /* --message as given, escapes and all */
+    char text[4096];     /* what is sent, repeated: the message with its escapes as bytes */
+    size_t len;
+    uint64_t ramp_ns;    /* connections start over this long, excluded */
+} g_rate = {.ramp_ns = YARD_NS_PER_S};
+
+/* Its part of a result: bits per second, aggregate and per connection, in
+ * the window. */
+struct rate_result {
+    double target_bps, achieved_bps, conn_min_bps, conn_max_bps;
+    uint64_t window_bytes;
+};
+
 struct rconn {
     int id, fd;
     bool connected, blocked;
@@ -28,7 +46,8 @@ struct rconn {
     uint64_t at_close;    /* bytes sent when it closed */
 };
 
-double load_parse_bandwidth(const char *s)
+/* "1Mbps" (bits), "125kBps" (bytes), ...: bytes per second, or -1. */
+static double parse_bandwidth(const char *s)
 {
     char *end;
     double v = strtod(s, &end);
@@ -49,21 +68,21 @@ double load_parse_bandwidth(const char *s)
 }
 
 /* Bytes due by now: whole messages only, the first one at once. */
-static uint64_t due_bytes(const load_opts_t *o, const struct rconn *c, uint64_t now)
+static uint64_t due_bytes(const struct rconn *c, uint64_t now)
 {
     if (now < c->start_ns)
         return 0;
     double secs = (double)(now - c->start_ns) / 1e9;
-    uint64_t msgs = (uint64_t)(secs * o->byte_rate / (double)o->message_len) + 1;
-    return msgs * o->message_len;
+    uint64_t msgs = (uint64_t)(secs * g_rate.byte_rate / (double)g_rate.len) + 1;
+    return msgs * g_rate.len;
 }
 
 static int pump(const load_opts_t *o, load_result_t *r, int ep, struct rconn *c,
                 const uint8_t *repeat, uint64_t now)
 {
-    uint64_t due = due_bytes(o, c, now);
+    uint64_t due = due_bytes(c, now);
     while (c->sent < due) {
-        size_t off = (size_t)(c->sent % o->message_len);
+        size_t off = (size_t)(c->sent % g_rate.len);
         size_t n = (size_t)(due - c->sent);
         if (n > REPEAT_BYTES)
             n = REPEAT_BYTES;
@@ -110,10 +129,11 @@ static int drain(load_result_t *r, struct rconn *c)
     }
 }
 
-int load_run_rate(const load_opts_t *o, load_result_t *r)
+static int rate_run(const load_opts_t *o, load_result_t *r)
 {
-    size_t reps = REPEAT_BYTES / o->message_len + 2;
-    uint8_t *repeat = malloc(reps * o->message_len);
+    struct rate_result *rr = r->mode;
+    size_t reps = REPEAT_BYTES / g_rate.len + 2;
+    uint8_t *repeat = malloc(reps * g_rate.len);
     struct rconn *conns = calloc((size_t)o->connections, sizeof *conns);
     int ep = epoll_create1(EPOLL_CLOEXEC);
     if (!repeat || !conns || ep < 0) {
@@ -125,7 +145,7 @@ int load_run_rate(const load_opts_t *o, load_result_t *r)
         return -1;
     }
     for (size_t i = 0; i < reps; i++)
-        memcpy(repeat + i * o->message_len, o->message, o->message_len);
+        memcpy(repeat + i * g_rate.len, g_rate.text, g_rate.len);
 
     int status = 0;
     for (int i = 0; i < o->connections; i++) {
@@ -138,9 +158,9 @@ int load_run_rate(const load_opts_t *o, load_result_t *r)
         }
     }
     uint64_t t0 = yard_now_ns();
-    uint64_t window_start = t0 + o->ramp_ns, window_end = window_start + o->duration_ns;
+    uint64_t window_start = t0 + g_rate.ramp_ns, window_end = window_start + o->duration_ns;
     for (int i = 0; i < o->connections; i++)
-        conns[i].start_ns = t0 + o->ramp_ns * (uint64_t)i / (uint64_t)o->connections;
+        conns[i].start_ns = t0 + g_rate.ramp_ns * (uint64_t)i / (uint64_t)o->connections;
     bool window_open = false;
     struct epoll_event events[256];
     while (status == 0) {
@@ -184,11 +204,11 @@ int load_run_rate(const load_opts_t *o, load_result_t *r)
                 c->fd = -1;
                 continue;
             }
-            uint64_t due = due_bytes(o, c, now);
+            uint64_t due = due_bytes(c, now);
             if (due > c->sent && due - c->sent > behind)
                 behind = due - c->sent;
         }
-        double behind_ms = (double)behind / o->byte_rate * 1e3;
+        double behind_ms = (double)behind / g_rate.byte_rate * 1e3;
         if (window_open && behind_ms > r->behind_max_ms)
             r->behind_max_ms = behind_ms;
         if (done)
@@ -197,25 +217,191 @@ int load_run_rate(const load_opts_t *o, load_result_t *r)
     r->start_ns = window_start;
     r->end_ns = window_end;
     double secs = (double)o->duration_ns / 1e9;
-    r->conn_min_bps = -1;
+    rr->conn_min_bps = -1;
     for (int i = 0; i < o->connections; i++) {
         struct rconn *c = &conns[i];
         uint64_t end = c->fd >= 0 ? c->sent : c->at_close;
         uint64_t in_window = end > c->at_window ? end - c->at_window : 0;
-        r->window_bytes += in_window;
+        rr->window_bytes += in_window;
         double bps = (double)in_window * 8.0 / secs;
-        if (r->conn_min_bps < 0 || bps < r->conn_min_bps)
-            r->conn_min_bps = bps;
-        if (bps > r->conn_max_bps)
-            r->conn_max_bps = bps;
+        if (rr->conn_min_bps < 0 || bps < rr->conn_min_bps)
+            rr->conn_min_bps = bps;
+        if (bps > rr->conn_max_bps)
+            rr->conn_max_bps = bps;
         if (c->fd >= 0)
             close(c->fd);
     }
-    r->target_bps = o->byte_rate * 8.0 * o->connections;
-    r->achieved_bps = (double)r->window_bytes * 8.0 / secs;
-    r->messages = r->window_bytes / o->message_len;
+    rr->target_bps = g_rate.byte_rate * 8.0 * o->connections;
+    rr->achieved_bps = (double)rr->window_bytes * 8.0 / secs;
+    r->messages = rr->window_bytes / g_rate.len;
     free(repeat);
     free(conns);
     close(ep);
     return status;
 }
+
+/* The message, with its escapes (\n, \t, \r, \\) turned into bytes. */
+static int unescape_message(char *err, size_t errlen)
+{
+    const char *m = g_rate.message ? g_rate.message : "message\\n";
+    size_t n = 0;
+    for (; *m && n < sizeof g_rate.text; m++) {
+        if (*m == '\\' && (m[1] == 'n' || m[1] == 't' || m[1] == '\\' || m[1] == 'r')) {
+            m++;
+            g_rate.text[n++] = *m == 'n' ? '\n' : *m == 't' ? '\t' : *m == 'r' ? '\r' : '\\';
+        } else {
+            g_rate.text[n++] = *m;
+        }
+    }
+    if (!n) {
+        snprintf(err, errlen, "--message: must not be empty");
+        return -1;
+    }
+    g_rate.len = n;
+    return 0;
+}
+
+static int rate_prepare(load_opts_t *o, char *err, size_t errlen)
+{
+    if (unescape_message(err, errlen) < 0)
+        return -1;
+    if (!o->duration_ns) {
+        snprintf(err, errlen, "rate needs --duration (the measured window)");
+        return -1;
+    }
+    if ((g_rate.byte_rate > 0) == (g_rate.msg_rate > 0)) {
+        snprintf(err, errlen, "rate needs exactly one of --bandwidth and --msg-rate");
+        return -1;
+    }
+    if (g_rate.msg_rate > 0)
+        g_rate.byte_rate = g_rate.msg_rate * (double)g_rate.len;
+    /* It paces bytes, not requests: no open loop of requests, no pipeline. */
+    if (o->rate > 0 || o->pipeline != 1) {
+        snprintf(err, errlen, "--rate and --pipeline belong to the request/response modes, not "
+                              "rate");
+        return -1;
+    }
+    return 0;
+}
+
+static void rate_merge(void *into, const void *from, bool first)
+{
+    struct rate_result *a = into;
+    const struct rate_result *b = from;
+    a->target_bps += b->target_bps;
+    a->achieved_bps += b->achieved_bps;
+    if (first || b->conn_min_bps < a->conn_min_bps)
+        a->conn_min_bps = b->conn_min_bps;
+    if (b->conn_max_bps > a->conn_max_bps)
+        a->conn_max_bps = b->conn_max_bps;
+    a->window_bytes += b->window_bytes;
+}
+
+/* Bandwidth, not round trips; the CPU is measured over the whole run, the
+ * ramp-up included. */
+static void rate_figures(load_report_t *rep)
+{
+    const struct rate_result *rr = rep->r->mode;
+    rep->wall_s = rep->secs + (double)g_rate.ramp_ns / 1e9;
+    rep->loop = "rate";
+    rep->target = rr->target_bps;
+    rep->achieved = rr->achieved_bps;
+    rep->unit = "bit/s";
+    rep->on_schedule = true;
+    rep->round_trips = false;
+}
+
+static void rate_text_head(const load_report_t *rep)
+{
+    const load_opts_t *o = rep->o;
+    const struct rate_result *rr = rep->r->mode;
+    printf("rate %s: %d connections x %.3f Mbit/s for %.1f s (ramp-up %.1f s not measured)\n",
+           o->target_text, o->connections, g_rate.byte_rate * 8e-6, rep->secs,
+           (double)g_rate.ramp_ns / 1e9);
+    printf("  achieved      %.3f Mbit/s of %.3f (%.2f%%); per connection %.3f..%.3f Mbit/s\n",
+           rr->achieved_bps * 1e-6, rr->target_bps * 1e-6,
+           rr->target_bps > 0 ? 100.0 * rr->achieved_bps / rr->target_bps : 0,
+           rr->conn_min_bps * 1e-6, rr->conn_max_bps * 1e-6);
+    printf("  behind        at most %.2f ms behind schedule%s\n", rep->r->behind_max_ms,
+           rep->behind ? " -- more than 1% of the run: INVALID" : "");
+}
+
+static void rate_json(const load_report_t *rep)
+{
+    const struct rate_result *rr = rep->r->mode;
+    printf("\"per_connection_bps\": {\"target\": %.1f, \"min\": %.1f, \"max\": %.1f}, "
+           "\"ramp_up_s\": %.3f, ",
+           g_rate.byte_rate * 8.0, rr->conn_min_bps, rr->conn_max_bps,
+           (double)g_rate.ramp_ns / 1e9);
+}
+
+static int parse_bandwidth_flag(load_opts_t *o, const char *arg, char *err, size_t errlen)
+{
+    g_rate.byte_rate = parse_bandwidth(arg);
+    if (g_rate.byte_rate <= 0) {
+        snprintf(err, errlen, "--bandwidth: expected e.g. 1Mbps, 500kbps (bits/s) or 125kBps "
+                              "(bytes/s), got '%s'",
+                 arg);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_msg_rate(load_opts_t *o, const char *arg, char *err, size_t errlen)
+{
+    char *end;
+    g_rate.msg_rate = strtod(arg, &end);
+    if (end == arg || *end || g_rate.msg_rate <= 0) {
+        snprintf(err, errlen, "--msg-rate: expected messages per second (> 0), got '%s'", arg);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_message(load_opts_t *o, const char *arg, char *err, size_t errlen)
+{
+    g_rate.message = arg;
+    return 0;
+}
+
+static int parse_ramp_up(load_opts_t *o, const char *arg, char *err, size_t errlen)
+{
+    if (yard_parse_duration_ns(arg, YARD_NS_PER_S, &g_rate.ramp_ns) < 0) {
+        snprintf(err, errlen, "--ramp-up: expected a duration such as 1s or 0s, got '%s'", arg);
+        return -1;
+    }
+    return 0;
+}
+
+static const load_flag_t rate_flags[] = {
+    {"duration", "DUR", "the measured window (required)", NULL},
+    {"rate", "R", "not taken, nor --pipeline: --bandwidth sets the pace", NULL},
+    {"bandwidth", "BW",
+     "per connection, e.g. 1Mbps, 500kbps (bits) or\n"
+     "125kBps, 1MBps (bytes)",
+     parse_bandwidth_flag},
+    {"msg-rate", "R", "messages per second per connection (instead of\n--bandwidth)",
+     parse_msg_rate},
+    {"message", "TEXT",
+     "what is sent (default 'message\\n'; \\n, \\t, \\\\\n"
+     "are escapes)",
+     parse_message},
+    {"ramp-up", "DUR",
+     "connections start over DUR, excluded from the\n"
+     "measurement (default 1s)",
+     parse_ramp_up},
+    {NULL, NULL, NULL, NULL},
+};
+
+const load_mode_t load_mode_rate = {
+    .name = "rate",
+    .summary = "the papayaChat load: each connection sends its message at a constant bandwidth",
+    .flags = rate_flags,
+    .prepare = rate_prepare,
+    .run = rate_run,
+    .result_size = sizeof(struct rate_result),
+    .merge = rate_merge,
+    .figures = rate_figures,
+    .text_head = rate_text_head,
+    .json = rate_json,
+};
