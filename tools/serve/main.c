@@ -284,6 +284,19 @@ static void list_apps(bool json)
         printf("\n]\n");
 }
 
+/* --help, --version, --list-apps or --list-models: what was asked for. */
+static void print_info(const struct serve_args *a)
+{
+    if (a->help)
+        usage(stdout);
+    else if (a->version)
+        printf("yard-serve 0.1.0\n");
+    else if (a->list_apps)
+        list_apps(a->json);
+    else
+        list_models(a->json);
+}
+
 /* ---- the command line --------------------------------------------------- */
 
 static _Noreturn __attribute__((format(printf, 1, 2))) void usage_error(const char *fmt, ...)
@@ -553,19 +566,9 @@ int main(int argc, char **argv)
         if (o)
             set_or_exit(o, &a, args[i].value);
     }
-    if (a.help) {
-        usage(stdout);
-        return 0;
-    }
-    if (a.version) {
-        printf("yard-serve 0.1.0\n");
-        return 0;
-    }
-    if (a.list_apps || a.list_models) {
-        if (a.list_apps)
-            list_apps(a.json);
-        else
-            list_models(a.json);
+    if (a.help || a.version || a.list_apps || a.list_models) {
+        free(args);
+        print_info(&a);
         return 0;
     }
     const yard_app_t *app;
