@@ -43,8 +43,27 @@
 #define CHECK_RETRY_NS (50 * YARD_NS_PER_MS) /* a login waiting for its address's turn */
 #define DEFAULT_COST 12 /* yard-chat account add's, for a server without accounts */
 
+/* Filled from the flags (chat_opts, at the bottom). */
+struct chat_settings {
+    const char *data_dir;         /* accounts, the message log, read positions */
+    int fsync_mode;               /* YARD_CHATLOG_FSYNC_* */
+    uint64_t fsync_interval_ns;
+    unsigned replay_max;          /* messages replayed on JOIN at most */
+    uint64_t retain_s;            /* prune log segments older than this; 0: keep */
+    uint64_t register_timeout_ns;
+    unsigned max_channels;        /* channels the server can hold */
+    unsigned channels_per_account; /* CHANLIMIT: channels one account may be in */
+    /* Login limits (chat_guard.h). */
+    unsigned login_max_pending;      /* password checks in flight, server-wide */
+    unsigned login_pending_per_addr; /* ... from one source address */
+    unsigned max_unregistered;       /* connections not logged in yet, in total */
+    unsigned unregistered_per_addr;  /* ... from one source address */
+    yard_rate_t login_fail_addr;     /* failed logins per address */
+    yard_rate_t login_fail_account;  /* ... per account */
+};
+
 struct chat_app {
-    const yard_config_t *cfg;
+    const struct chat_settings *set;
     chat_state_t *cs;
     yard_bus_t *bus;
     yard_chatlog_t *log;
@@ -354,7 +373,7 @@ static int post(struct chat_app *app, struct session *s, yard_fx_t *fx, int type
     /* The log syncs itself per --fsync; read positions are a shared file
      * mapping (a crash of any process keeps them) flushed at shutdown, and
      * pushed along here when every message must be durable. */
-    if (app->cfg->fsync_mode == YARD_FSYNC_ALWAYS)
+    if (app->set->fsync_mode == YARD_CHATLOG_FSYNC_ALWAYS)
         chat_state_sync(app->cs);
     yard_bus_publish(app->bus, 0, id);
     return 0;
@@ -455,7 +474,7 @@ static void start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
     s->check_ticket = ticket;
     s->check_at = fx->now_ns;
     memcpy(s->check_key, key, sizeof key);
-    j->dir = app->cfg->data_dir;
+    j->dir = app->set->data_dir;
     memcpy(j->dummy_template, app->dummy_template, sizeof j->dummy_template);
     j->sasl = sasl;
     snprintf(j->account, sizeof j->account, "%.*s", (int)alen, account);
@@ -484,7 +503,7 @@ static void welcome(struct chat_app *app, struct session *s, yard_fx_t *fx)
     numeric(fx, s, 5, "CASEMAPPING=rfc1459 CHANTYPES=#& NICKLEN=%d CHANNELLEN=%d TOPICLEN=%d "
                       "CHANLIMIT=#&:%u TARGMAX=PRIVMSG:%d,NOTICE:%d :are supported by this "
                       "server",
-            CHAT_NAME_MAX, CHAT_CHAN_MAX, CHAT_TOPIC_MAX, app->cfg->channels_per_account,
+            CHAT_NAME_MAX, CHAT_CHAN_MAX, CHAT_TOPIC_MAX, app->set->channels_per_account,
             TARGMAX, TARGMAX);
     if (app->motd[0]) {
         numeric(fx, s, 375, ":- " SERVER " Message of the day -");
@@ -680,7 +699,7 @@ static void replay(struct chat_app *app, struct session *s, yard_fx_t *fx, const
         chat_pos_set(app->cs, s->account, s->client, key, s->seen);
         return;
     }
-    unsigned max = app->cfg->replay_max;
+    unsigned max = app->set->replay_max;
     uint64_t *ids = max ? calloc(max, sizeof *ids) : NULL;
     yard_chatlog_iter_t *it = NULL;
     uint64_t total = 0;
@@ -749,7 +768,7 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
     /* The account's limit counts its channels over all its connections,
      * this one included (a new channel is one more). */
     bool over = !already && chat_account_channels(app->cs, s->account_key, c) + (c < 0) >
-                                app->cfg->channels_per_account;
+                                app->set->channels_per_account;
     if (!already && !over && c < 0)
         c = chat_channel_find(app->cs, name, strlen(name), true);
     if (c >= 0 && !over)
@@ -762,7 +781,7 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
     chat_unlock(app->cs);
     if (over) {
         numeric(fx, s, 405, "%s :You have joined too many channels (CHANLIMIT %u)", name,
-                app->cfg->channels_per_account);
+                app->set->channels_per_account);
         return;
     }
     if (c == -2) {
@@ -902,7 +921,7 @@ static void message(struct chat_app *app, struct session *s, yard_fx_t *fx, cons
         }
         char hash[YARD_BCRYPT_LEN + 1], canon[CHAT_NAME_MAX + 1];
         if (!yard_account_name_valid(t, strlen(t)) ||
-            yard_accounts_lookup(app->cfg->data_dir, t, strlen(t), hash, canon, NULL) != 0) {
+            yard_accounts_lookup(app->set->data_dir, t, strlen(t), hash, canon, NULL) != 0) {
             if (!notice)
                 numeric(fx, s, 401, "%s :No such nick/channel", t);
             continue;
@@ -1238,7 +1257,7 @@ static void chat_open(void *state, void *session, yard_fx_t *fx)
     s->slot = -1;
     s->tokens = FLOOD_BURST;
     s->tokens_at = fx->now_ns;
-    s->register_by = fx->now_ns + app->cfg->register_timeout_ns;
+    s->register_by = fx->now_ns + app->set->register_timeout_ns;
     chat_addr_of(fx->peer, &s->addr);
     int v = chat_guard_enter(app->guard, &s->addr, fx->now_ns, &s->enter_ticket);
     if (v != CHAT_GUARD_OK) {
@@ -1247,7 +1266,7 @@ static void chat_open(void *state, void *session, yard_fx_t *fx)
         if (v == CHAT_GUARD_TOO_MANY)
             sendf(fx, "ERROR :Closing Link: too many connections from %s have not logged in "
                       "(at most %u)",
-                  where, app->cfg->unregistered_per_addr);
+                  where, app->set->unregistered_per_addr);
         else
             sendf(fx, "ERROR :Closing Link: the server is busy; try again later");
         yard_fx_close(fx, NULL);
@@ -1380,21 +1399,22 @@ static void chat_close(void *state, void *session)
     forget_wait(s);
 }
 
-static int chat_init(void **state, const yard_config_t *cfg, yard_shm_t *shm, char *err,
-                     size_t errlen)
+static int chat_init(void **state, const yard_config_t *cfg, const void *settings,
+                     yard_shm_t *shm, char *err, size_t errlen)
 {
+    const struct chat_settings *set = settings;
     struct chat_app *app = yard_shm_alloc(shm, sizeof *app);
     if (!app) {
         snprintf(err, errlen, "shared region too small");
         return -1;
     }
-    app->cfg = cfg;
+    app->set = set;
     app->cs = yard_shm_alloc(shm, sizeof *app->cs);
     app->bus = yard_bus_create(shm, 1);
     unsigned members = cfg->max_conns > 0 && cfg->max_conns < 100000 ? (unsigned)cfg->max_conns : 16384;
     char warn[800];
     if (!app->cs || !app->bus ||
-        chat_state_init(app->cs, shm, cfg->data_dir, cfg->max_channels, members, err, errlen,
+        chat_state_init(app->cs, shm, set->data_dir, set->max_channels, members, err, errlen,
                         warn, sizeof warn) < 0) {
         if (!err[0])
             snprintf(err, errlen, "shared region too small");
@@ -1403,28 +1423,26 @@ static int chat_init(void **state, const yard_config_t *cfg, yard_shm_t *shm, ch
     if (warn[0])
         yard_log_warn("chat: %s", warn);
     chat_guard_opts_t go = CHAT_GUARD_DEFAULT_OPTS;
-    go.max_pending = cfg->login_max_pending;
-    go.pending_per_addr = cfg->login_pending_per_addr;
-    go.max_unregistered = cfg->max_unregistered;
-    go.unregistered_per_addr = cfg->unregistered_per_addr;
-    go.addr_failures = (chat_rate_t){cfg->login_fail_addr_burst, cfg->login_fail_addr_per_s};
-    go.account_failures = (chat_rate_t){cfg->login_fail_account_burst,
-                                        cfg->login_fail_account_per_s};
+    go.max_pending = set->login_max_pending;
+    go.pending_per_addr = set->login_pending_per_addr;
+    go.max_unregistered = set->max_unregistered;
+    go.unregistered_per_addr = set->unregistered_per_addr;
+    go.addr_failures = (chat_rate_t){set->login_fail_addr.burst, set->login_fail_addr.per_s};
+    go.account_failures = (chat_rate_t){set->login_fail_account.burst,
+                                        set->login_fail_account.per_s};
     /* No connection stays unregistered past its timeout; a slot older than
      * that (its process was killed) is free again. */
-    go.unregistered_ttl_ns = cfg->register_timeout_ns + 10 * YARD_NS_PER_S;
+    go.unregistered_ttl_ns = set->register_timeout_ns + 10 * YARD_NS_PER_S;
     app->guard = chat_guard_create(shm, &go, err, errlen);
     if (!app->guard)
         return -1;
     yard_chatlog_opts_t lo = {0};
     yard_chatlog_opts_default(&lo);
-    lo.fsync = cfg->fsync_mode == YARD_FSYNC_ALWAYS  ? YARD_CHATLOG_FSYNC_ALWAYS
-               : cfg->fsync_mode == YARD_FSYNC_NEVER ? YARD_CHATLOG_FSYNC_NEVER
-                                                     : YARD_CHATLOG_FSYNC_INTERVAL;
-    lo.fsync_interval_ns = cfg->fsync_interval_ns;
-    lo.retain_s = cfg->retain_s;
+    lo.fsync = set->fsync_mode;
+    lo.fsync_interval_ns = set->fsync_interval_ns;
+    lo.retain_s = set->retain_s;
     yard_chatlog_recovery_t rec = {0};
-    if (yard_chatlog_open(cfg->data_dir, &lo, &app->log, &rec, err, errlen) < 0)
+    if (yard_chatlog_open(set->data_dir, &lo, &app->log, &rec, err, errlen) < 0)
         return -1;
     if (rec.dropped_bytes)
         yard_log_warn("chat: %s", rec.message);
@@ -1437,7 +1455,7 @@ static int chat_init(void **state, const yard_config_t *cfg, yard_shm_t *shm, ch
         return -1;
     }
     char path[4096];
-    snprintf(path, sizeof path, "%s/motd", cfg->data_dir);
+    snprintf(path, sizeof path, "%s/motd", set->data_dir);
     FILE *f = fopen(path, "re");
     if (f) {
         size_t got = fread(app->motd, 1, sizeof app->motd - 1, f);
@@ -1456,12 +1474,92 @@ static void chat_fini(void *state)
     chat_state_fini(app->cs);
 }
 
+/* --retain: a duration, with whole days (30d) up to a century besides
+ * what yard_parse_duration_ns reads; kept in seconds. */
+static int parse_retain(const char *text, void *field, char *err, size_t errlen)
+{
+    uint64_t *retain_s = field;
+    size_t n = strlen(text);
+    uint64_t ns;
+    if (n > 1 && text[n - 1] == 'd') {
+        char *end;
+        errno = 0;
+        long days = strtol(text, &end, 10);
+        if (errno == 0 && end == text + n - 1 && days >= 0 && days <= 36500) {
+            *retain_s = (uint64_t)days * 86400;
+            return 0;
+        }
+    } else if (yard_parse_duration_ns(text, YARD_NS_PER_S, &ns) == 0) {
+        *retain_s = ns / YARD_NS_PER_S;
+        return 0;
+    }
+    snprintf(err, errlen,
+             "expected a duration such as 30d (up to 36500d), 12h or 0 (keep everything), got '%s'",
+             text);
+    return -1;
+}
+
+static const yard_opt_choice_t chat_fsyncs[] = {
+    YARD_OPT_CHOICE("always", YARD_CHATLOG_FSYNC_ALWAYS),
+    YARD_OPT_CHOICE("interval", YARD_CHATLOG_FSYNC_INTERVAL),
+    YARD_OPT_CHOICE("never", YARD_CHATLOG_FSYNC_NEVER), YARD_OPT_CHOICES_END};
+
+#define CHAT_FIELD(member) YARD_OPT_FIELD(struct chat_settings, member)
+
+static const yard_opt_t chat_opts[] = {
+    {.name = "data", .form = "DIR", .type = YARD_OPT_STRING, CHAT_FIELD(data_dir),
+     .help = "the data directory: accounts (yard-chat account), the message log, read positions",
+     .required = "accounts, the message log, read positions"},
+    {.name = "fsync", .form = "MODE", .type = YARD_OPT_ENUM, CHAT_FIELD(fsync_mode),
+     .choices = chat_fsyncs, .def = "interval",
+     .help = "when the message log reaches the disk: 'always' (before a message is relayed), "
+             "'interval' or 'never'"},
+    {.name = "fsync-interval-ms", .form = "N", .type = YARD_OPT_MS, CHAT_FIELD(fsync_interval_ns),
+     .min = 1, .max = 3600000, .def = "100", .help = "with --fsync interval: every N ms"},
+    {.name = "replay-max", .form = "N", .type = YARD_OPT_INT, CHAT_FIELD(replay_max), .min = 0,
+     .max = 1000000, .def = "1000", .help = "on JOIN, replay at most N missed messages"},
+    {.name = "retain", .form = "DUR", .type = YARD_OPT_CUSTOM, CHAT_FIELD(retain_s),
+     .parse = parse_retain, .def = "0",
+     .help = "delete log segments older than DUR, e.g. 30d; 0 keeps everything"},
+    {.name = "registration-timeout-ms", .form = "N", .type = YARD_OPT_MS,
+     CHAT_FIELD(register_timeout_ns), .min = 1, .max = 3600000, .def = "10000",
+     .help = "time to log in; a client that has not is closed"},
+    {.name = "max-channels", .form = "N", .type = YARD_OPT_INT, CHAT_FIELD(max_channels), .min = 1,
+     .max = 4096, .def = "1024",
+     .help = "channels the server holds at once; a channel nobody is in gives its slot back"},
+    {.name = "max-channels-per-account", .form = "N", .type = YARD_OPT_INT,
+     CHAT_FIELD(channels_per_account), .min = 1, .max = 4096, .def = "50",
+     .help = "channels one account may be in, over all its connections; announced as CHANLIMIT"},
+    {.name = "login-max-pending", .form = "N", .type = YARD_OPT_INT,
+     CHAT_FIELD(login_max_pending), .min = 1, .max = 4096, .def = "16",
+     .help = "password checks in flight, server-wide; past it a login is told to try again, "
+             "nothing is hashed"},
+    {.name = "login-max-pending-per-addr", .form = "N", .type = YARD_OPT_INT,
+     CHAT_FIELD(login_pending_per_addr), .min = 1, .max = 4096, .def = "2",
+     .help = "checks in flight from one source address (an IPv4 address or an IPv6 /64); more "
+             "wait"},
+    {.name = "login-failures-per-addr", .form = "N/DUR", .type = YARD_OPT_RATE,
+     CHAT_FIELD(login_fail_addr), .def = "30/10m",
+     .help = "failed logins allowed from one address: N at once, then N per DUR"},
+    {.name = "login-failures-per-account", .form = "N/DUR", .type = YARD_OPT_RATE,
+     CHAT_FIELD(login_fail_account), .def = "10/10m",
+     .help = "the same per account, whether or not it exists"},
+    {.name = "max-unregistered", .form = "N", .type = YARD_OPT_INT, CHAT_FIELD(max_unregistered),
+     .min = 1, .max = 65536, .def = "1024", .help = "connections not logged in yet"},
+    {.name = "max-unregistered-per-addr", .form = "N", .type = YARD_OPT_INT,
+     CHAT_FIELD(unregistered_per_addr), .min = 1, .max = 65536, .def = "64",
+     .help = "the same from one address"},
+    YARD_OPT_END,
+};
+
 const yard_app_t yard_app_chat = {
     .name = "chat",
     .summary = "a chat service speaking an IRC subset: accounts, durable history, offline "
                "catch-up",
     .session_size = sizeof(struct session),
     .idle_exempt = "a client that never logs in is closed after --registration-timeout-ms",
+    .opts = chat_opts,
+    .settings_size = sizeof(struct chat_settings),
     .init = chat_init,
     .fini = chat_fini,
     .open = chat_open,

@@ -24,21 +24,41 @@ struct counter_state {
     bool perms;
 };
 
+enum counter_sync { SYNC_ATOMIC, SYNC_PERMS };
+
+struct counter_settings {
+    int sync; /* enum counter_sync */
+};
+
+static const yard_opt_choice_t counter_syncs[] = {
+    YARD_OPT_CHOICE("atomic", SYNC_ATOMIC), YARD_OPT_CHOICE("perms", SYNC_PERMS),
+    YARD_OPT_CHOICES_END};
+
+static const yard_opt_t counter_opts[] = {
+    {.name = "counter-sync", .form = "MODE", .type = YARD_OPT_ENUM,
+     YARD_OPT_FIELD(struct counter_settings, sync), .choices = counter_syncs, .def = "atomic",
+     .help = "'atomic' updates the count with an atomic instruction; 'perms' runs each read as a "
+             "task holding a read permission and each increment holding a full one (Eve-style "
+             "tasks under --model coro, a process-shared rwlock otherwise)"},
+    YARD_OPT_END,
+};
+
 struct counter_session {
     struct counter_state *st;
     uint8_t op;
     uint64_t result;
 };
 
-static int counter_init(void **state, const yard_config_t *cfg, yard_shm_t *shm, char *err,
-                        size_t errlen)
+static int counter_init(void **state, const yard_config_t *cfg, const void *settings,
+                        yard_shm_t *shm, char *err, size_t errlen)
 {
+    const struct counter_settings *set = settings;
     struct counter_state *st = yard_shm_alloc(shm, sizeof *st);
     if (!st) {
         snprintf(err, errlen, "counter: shared region exhausted");
         return -1;
     }
-    st->perms = cfg->counter_perms;
+    st->perms = set->sync == SYNC_PERMS;
     if (st->perms && !(st->obj = yard_access_obj_create(shm))) {
         snprintf(err, errlen, "counter: cannot create the shared object (region exhausted)");
         return -1;
@@ -112,6 +132,8 @@ const yard_app_t yard_app_counter = {
     .name = "counter",
     .summary = "shared counter: 0x00 reads, 0x01 increments, 8-byte big-endian replies",
     .session_size = sizeof(struct counter_session),
+    .opts = counter_opts,
+    .settings_size = sizeof(struct counter_settings),
     .init = counter_init,
     .data = counter_data,
     .job_done = counter_job_done,

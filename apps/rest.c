@@ -26,7 +26,6 @@
 #define KEY_MAX 64
 #define HASH_LEN YARD_BCRYPT_LEN
 #define USER_VALUE_MAX 4096
-#define DEFAULT_REQUEST_TIMEOUT_MS 10000
 /* bcrypt reads at most 72 bytes of a password: two longer passwords with the
  * same first 72 bytes would verify as each other, so longer ones are refused
  * rather than silently cut. */
@@ -387,15 +386,39 @@ static bool handle(struct rest_state *st, struct rest_session *s, const yard_htt
 
 /* ---- app callbacks ---------------------------------------------------- */
 
-static int rest_init(void **state, const yard_config_t *cfg, yard_shm_t *shm, char *err,
-                     size_t errlen)
+struct rest_settings {
+    uint64_t longpoll_ns;        /* GET /longPoll answers after this long */
+    uint64_t request_timeout_ns; /* a request must be complete this long after its first byte */
+    int bcrypt_cost;             /* log2 of the rounds */
+    size_t store_entries;        /* capacity of each shared store */
+};
+
+static const yard_opt_t rest_opts[] = {
+    {.name = "longpoll-ms", .form = "N", .type = YARD_OPT_MS,
+     YARD_OPT_FIELD(struct rest_settings, longpoll_ns), .min = 0, .max = 86400000, .def = "5000",
+     .help = "GET /longPoll answers after N ms"},
+    {.name = "request-timeout-ms", .form = "N", .type = YARD_OPT_MS,
+     YARD_OPT_FIELD(struct rest_settings, request_timeout_ns), .min = 1, .max = 3600000,
+     .def = "10000", .help = "a request must be complete N ms after its first byte, else 408"},
+    {.name = "bcrypt-cost", .form = "N", .type = YARD_OPT_INT,
+     YARD_OPT_FIELD(struct rest_settings, bcrypt_cost), .min = 4, .max = 31, .def = "10",
+     .help = "bcrypt cost, log2 of the rounds"},
+    {.name = "store-entries", .form = "N", .type = YARD_OPT_INT,
+     YARD_OPT_FIELD(struct rest_settings, store_entries), .min = 16, .max = 1 << 24,
+     .def = "65536", .help = "capacity of each shared store (passwords, user info)"},
+    YARD_OPT_END,
+};
+
+static int rest_init(void **state, const yard_config_t *cfg, const void *settings,
+                     yard_shm_t *shm, char *err, size_t errlen)
 {
+    const struct rest_settings *set = settings;
     struct rest_state *st = yard_shm_alloc(shm, sizeof *st);
     if (!st) {
         snprintf(err, errlen, "rest: shared region exhausted");
         return -1;
     }
-    size_t slots = cfg->store_entries ? cfg->store_entries : 65536;
+    size_t slots = set->store_entries;
     if (store_init(&st->passwords, shm, slots, HASH_LEN + 1) < 0 ||
         store_init(&st->users, shm, slots, USER_VALUE_MAX) < 0) {
         snprintf(err, errlen,
@@ -404,11 +427,9 @@ static int rest_init(void **state, const yard_config_t *cfg, yard_shm_t *shm, ch
                  slots);
         return -1;
     }
-    st->longpoll_ns = cfg->longpoll_ns;
-    st->bcrypt_cost = cfg->bcrypt_cost ? cfg->bcrypt_cost : 10;
-    st->request_timeout_ns = (uint64_t)DEFAULT_REQUEST_TIMEOUT_MS * YARD_NS_PER_MS;
-    if (cfg->request_timeout_ns)
-        st->request_timeout_ns = cfg->request_timeout_ns;
+    st->longpoll_ns = set->longpoll_ns;
+    st->bcrypt_cost = set->bcrypt_cost;
+    st->request_timeout_ns = set->request_timeout_ns;
     struct crypt_data *cd = calloc(1, sizeof *cd);
     char pw[17] = {0};
     uint8_t rnd[8];
@@ -541,6 +562,8 @@ const yard_app_t yard_app_rest = {
     .summary = "REST study service over HTTP/1.1: bcrypt passwords, user info, long poll",
     .session_size = sizeof(struct rest_session),
     .default_idle_timeout_ns = DEFAULT_IDLE_TIMEOUT_S * YARD_NS_PER_S,
+    .opts = rest_opts,
+    .settings_size = sizeof(struct rest_settings),
     .init = rest_init,
     .data = rest_data,
     .timer = rest_timer,

@@ -34,6 +34,7 @@
 #include "yard/bus.h"
 #include "yard/config.h"
 #include "yard/net.h"
+#include "yard/opt.h"
 #include "yard/shm.h"
 
 /* A shared object that tasks take read or full permissions on. Opaque to
@@ -113,10 +114,18 @@ typedef struct yard_app {
      * with that error and in --help, says what the app offers instead. */
     const char *idle_exempt;
 
+    /* The app's own flags: each fills a field of a settings struct of
+     * settings_size bytes that the engine allocates (zeroed), sets to the
+     * table's defaults, fills from the command line and hands to init. A
+     * flag of another app is a usage error. NULL: no flags. */
+    const yard_opt_t *opts;
+    size_t settings_size;
+
     /* Once, before any fork or thread: allocate state that connections share
-     * from the shared region so that process models share it too. */
-    int (*init)(void **state, const yard_config_t *cfg, yard_shm_t *shm, char *err,
-                size_t errlen);
+     * from the shared region so that process models share it too. settings
+     * (NULL without opts) and cfg (the engine's settings) outlive the app. */
+    int (*init)(void **state, const yard_config_t *cfg, const void *settings, yard_shm_t *shm,
+                char *err, size_t errlen);
     void (*fini)(void *state);
     /* A connection opened (optional: a greeting goes here). */
     void (*open)(void *state, void *session, yard_fx_t *fx);

@@ -5,8 +5,13 @@
 #define YARD_MODEL_H
 
 #include <stdbool.h>
+#include <stddef.h>
+
+#include "yard/config.h"
+#include "yard/opt.h"
 
 typedef struct yard_server yard_server_t;
+struct yard_app;
 
 typedef struct yard_model_traits {
     bool multi_threaded;       /* several kernel threads run app code at once */
@@ -24,8 +29,13 @@ typedef struct yard_model {
     const char *summary;
     yard_model_traits_t traits;
     bool reuseport;    /* its listeners share one port (SO_REUSEPORT) */
-    bool uses_workers; /* --workers means something to it */
-    bool uses_procs;   /* --procs means something to it */
+    /* The model's own flags (--workers, --procs, ...): they fill fields of
+     * the engine's yard_config_t, which is what the table's offsets are
+     * relative to. A flag of another model is a usage error. */
+    const yard_opt_t *opts;
+    /* Optional: a usage error (0 or -1 with err set) in what the flags and
+     * the app ask of the model together, checked before anything starts. */
+    int (*check)(const yard_config_t *cfg, const struct yard_app *app, char *err, size_t errlen);
     /* Serve srv->listen_fd until srv->sig_fd reports SIGTERM or SIGINT, then
      * close every connection, reap every child and return the exit status. */
     int (*serve)(yard_server_t *srv);

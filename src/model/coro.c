@@ -310,6 +310,17 @@ static int coro_serve(yard_server_t *srv)
     return rc < 0 ? 1 : 0;
 }
 
+static const yard_opt_t coro_opts[] = {
+    {.name = "workers", .form = "N", .type = YARD_OPT_INT, YARD_OPT_FIELD(yard_config_t, workers),
+     .min = 1, .max = 1024,
+     .help = "number of worker threads (default: the CPUs in the affinity mask)"},
+    {.name = "offload-threads", .form = "N", .type = YARD_OPT_INT,
+     YARD_OPT_FIELD(yard_config_t, offload_threads), .min = 0, .max = 256, .def = "2",
+     .help = "threads of the runtime's pool for CPU-heavy jobs such as bcrypt (the coroutine "
+             "parks meanwhile); 0 runs them inline, blocking a worker thread"},
+    YARD_OPT_END,
+};
+
 const yard_model_t yard_model_coro = {
     .name = "coro",
     .summary = "a coroutine per connection on the yard_coro M:N work-stealing runtime "
@@ -319,6 +330,6 @@ const yard_model_t yard_model_coro = {
                .shared_state = "process memory with atomics",
                .ipc = "shared memory",
                .error_isolation = "none: a crash ends every connection"},
-    .uses_workers = true,
+    .opts = coro_opts,
     .serve = coro_serve,
 };

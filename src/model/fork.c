@@ -286,6 +286,29 @@ static int fork_serve(yard_server_t *srv)
     return 0;
 }
 
+#define PAIR_NEEDS                                                                                 \
+    "--pair is papayaChat's process pair: it needs --model fork and an app that relays news "      \
+    "(chat)"
+
+static const yard_opt_t fork_opts[] = {
+    {.name = "pair", .type = YARD_OPT_SWITCH, YARD_OPT_FIELD(yard_config_t, pair),
+     .help = "papayaChat's design, a RECV and a SEND process per client, woken by SIGUSR1 sent "
+             "to the process group; needs an app that relays news (chat)",
+     .misplaced = PAIR_NEEDS},
+    YARD_OPT_END,
+};
+
+/* The pair's SEND process only waits for news: an app without any has
+ * nothing for it to do. */
+static int fork_check(const yard_config_t *cfg, const yard_app_t *app, char *err, size_t errlen)
+{
+    if (cfg->pair && !app->news) {
+        snprintf(err, errlen, PAIR_NEEDS);
+        return -1;
+    }
+    return 0;
+}
+
 const yard_model_t yard_model_fork = {
     .name = "fork",
     .summary = "a process per connection, blocking I/O; the parent only accepts and reaps",
@@ -293,5 +316,7 @@ const yard_model_t yard_model_fork = {
                .shared_state = "MAP_SHARED memory with atomics",
                .ipc = "shared memory; signals from the supervising parent",
                .error_isolation = "per connection: a crash ends one process"},
+    .opts = fork_opts,
+    .check = fork_check,
     .serve = fork_serve,
 };

@@ -212,6 +212,19 @@ static int reactors_serve(yard_server_t *srv)
     return status;
 }
 
+static const yard_opt_t reactors_opts[] = {
+    {.name = "workers", .form = "N", .type = YARD_OPT_INT, YARD_OPT_FIELD(yard_config_t, workers),
+     .min = 1, .max = 1024,
+     .help = "number of event loops (default: the CPUs in the affinity mask)"},
+    {.name = "procs", .type = YARD_OPT_SWITCH, YARD_OPT_FIELD(yard_config_t, procs),
+     .help = "run the loops as processes, not threads"},
+    {.name = "offload-threads", .form = "N", .type = YARD_OPT_INT,
+     YARD_OPT_FIELD(yard_config_t, offload_threads), .min = 0, .max = 256, .def = "2",
+     .help = "threads per event loop that run CPU-heavy jobs such as bcrypt, started on its "
+             "first job; 0 runs them inline, blocking the loop"},
+    YARD_OPT_END,
+};
+
 const yard_model_t yard_model_reactors = {
     .name = "reactors",
     .summary = "N event loops (one per CPU by default), each with its own SO_REUSEPORT listener; "
@@ -222,7 +235,6 @@ const yard_model_t yard_model_reactors = {
                .ipc = "shared memory; the kernel spreads connections over the listeners",
                .error_isolation = "threads: none; --procs: per event loop"},
     .reuseport = true,
-    .uses_workers = true,
-    .uses_procs = true,
+    .opts = reactors_opts,
     .serve = reactors_serve,
 };

@@ -1,12 +1,15 @@
 /* yard-serve: run one app under one concurrency model.
  *
+ * The engine's flags are declared below; each model and each app declares
+ * its own in its table (yard_model_t.opts, yard_app_t.opts), and parsing,
+ * usage errors, --help and the --list-* listings all come from the tables.
+ *
  * Start-up order matters: signals are blocked and the shared region is
  * mapped before anything forks or spawns, the output file is opened once so
  * that every process appends to the same open file, and "listening" is
  * printed only once the socket accepts connections. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,6 +22,7 @@
 #include "yard/clock.h"
 #include "yard/log.h"
 #include "yard/model.h"
+#include "yard/opt.h"
 #include "yard/server.h"
 
 #define EXIT_USAGE 2
@@ -30,6 +34,74 @@ static const char *progname = "yard-serve";
 #define IDLE_EXEMPT_WHY                                                                            \
     "it never closes a connection for silence alone (its clients may rightly stay silent for "    \
     "hours);"
+
+/* What the engine's own flags fill: its configuration (the models' flags
+ * fill that too) and what only this program acts on. */
+struct serve_args {
+    yard_config_t cfg;
+    int log_level;
+    bool list_apps, list_models, json, version, help;
+};
+
+static int parse_listen(const char *text, void *field, char *err, size_t errlen)
+{
+    return yard_addr_parse(text, field, err, errlen) < 0 ? -1 : 0;
+}
+
+static const yard_opt_choice_t flush_modes[] = {YARD_OPT_CHOICE("each", YARD_FLUSH_EACH),
+                                                YARD_OPT_CHOICE("buffered", YARD_FLUSH_BUFFERED),
+                                                YARD_OPT_CHOICES_END};
+
+static const yard_opt_choice_t log_levels[] = {
+    YARD_OPT_CHOICE("error", YARD_LOG_ERROR), YARD_OPT_CHOICE("warning", YARD_LOG_WARN),
+    YARD_OPT_CHOICE("info", YARD_LOG_INFO),   YARD_OPT_CHOICE("debug", YARD_LOG_DEBUG),
+    YARD_OPT_CHOICE_ALIAS("warn", YARD_LOG_WARN), YARD_OPT_CHOICES_END};
+
+#define ARG(member) YARD_OPT_FIELD(struct serve_args, member)
+
+static const yard_opt_t engine_opts[] = {
+    {.name = "app", .form = "APP", .type = YARD_OPT_STRING, ARG(cfg.app),
+     .help = "the app to run (see --list-apps); its flags are listed below"},
+    {.name = "model", .form = "MODEL", .type = YARD_OPT_STRING, ARG(cfg.model),
+     .help = "the concurrency model to run it under (see --list-models); its flags are listed "
+             "below"},
+    {.name = "listen", .form = "HOST:PORT", .type = YARD_OPT_CUSTOM, ARG(cfg.listen),
+     .parse = parse_listen, .def = "127.0.0.1:7000",
+     .help = "address to listen on; HOST is a numeric IPv4 address, [IPv6] or localhost; port 0 "
+             "picks a free port"},
+    {.name = "max-conns", .form = "N", .type = YARD_OPT_INT, ARG(cfg.max_conns), .min = 0,
+     .max = LONG_MAX, .def = "0",
+     .help = "close connection N+1 at once (logged); 0 = no limit"},
+    {.name = "idle-timeout", .form = "DUR", .type = YARD_OPT_DURATION, ARG(cfg.idle_timeout_ns),
+     .unit_ns = YARD_NS_PER_S,
+     .help = "close a connection that has been silent for DUR (e.g. 30s, 500ms, 2m); 0 turns the "
+             "app's default off. Each app declares its default:"},
+    {.name = "out", .form = "PATH", .type = YARD_OPT_STRING, ARG(cfg.out),
+     .help = "apps that write a file (sink): the file to write received bytes to (default "
+             "/dev/null); truncated at start, appended to by every connection"},
+    {.name = "flush", .form = "MODE", .type = YARD_OPT_ENUM, ARG(cfg.flush),
+     .choices = flush_modes, .def = "each",
+     .help = "apps that write a file (sink): 'each' writes every chunk as it arrives; 'buffered' "
+             "collects 64 KiB per connection before writing"},
+    {.name = "backlog", .form = "N", .type = YARD_OPT_INT, ARG(cfg.backlog), .min = 1,
+     .max = 1 << 20, .def = "4096", .help = "listen(2) backlog"},
+    {.name = "max-sendq", .form = "BYTES", .type = YARD_OPT_SIZE, ARG(cfg.max_sendq),
+     .min = 4096, .max = (long long)1 << 34, .def = "8M",
+     .help = "disconnect a peer that lets more than this wait for it ('send queue exceeded')"},
+    {.name = "log-level", .form = "LEVEL", .type = YARD_OPT_ENUM, ARG(log_level),
+     .choices = log_levels, .def = "warning", .help = "error | warning | info | debug"},
+    {.name = "list-apps", .type = YARD_OPT_SWITCH, ARG(list_apps),
+     .help = "list the apps and exit (--json for JSON, with each app's flags)"},
+    {.name = "list-models", .type = YARD_OPT_SWITCH, ARG(list_models),
+     .help = "list the models and their traits and exit (--json for JSON, with each model's "
+             "flags)"},
+    {.name = "json", .type = YARD_OPT_SWITCH, ARG(json), .help = "with --list-*: print JSON"},
+    {.name = "version", .type = YARD_OPT_SWITCH, ARG(version),
+     .help = "print the version and exit"},
+    {.name = "help", .type = YARD_OPT_SWITCH, ARG(help), .short_name = 'h',
+     .help = "show this help"},
+    YARD_OPT_END,
+};
 
 /* A duration as the shortest exact "<n><unit>" (60s, 500ms), for --help and
  * the start-up log. */
@@ -45,41 +117,39 @@ static void format_duration(uint64_t ns, char *buf, size_t len)
         snprintf(buf, len, "%lluns", (unsigned long long)ns);
 }
 
-/* Prints text word-wrapped before column 88, the help's width; col is the
- * column the cursor is at, continuation lines start at column indent. */
-static void print_wrapped(FILE *f, const char *text, int col, int indent)
+/* ---- help and listings ------------------------------------------------- */
+
+/* "echo, counter, ..." or "fork | thread | ...": the registries' names. */
+static void app_names(char *buf, size_t len, const char *sep)
 {
-    const char *p = text;
-    while (*p) {
-        int word = (int)strcspn(p, " ");
-        if (col > indent && col + 1 + word > 88) {
-            fprintf(f, "\n%*s", indent, "");
-            col = indent;
-        } else if (col > indent) {
-            fputc(' ', f);
-            col++;
-        }
-        fprintf(f, "%.*s", word, p);
-        col += word;
-        p += word;
-        p += strspn(p, " ");
+    size_t used = 0;
+    buf[0] = 0;
+    for (const yard_app_t *const *a = yard_apps; *a && used < len; a++) {
+        int w = snprintf(buf + used, len - used, "%s%s", a == yard_apps ? "" : sep, (*a)->name);
+        used += w > 0 ? (size_t)w : 0;
     }
-    fputc('\n', f);
 }
 
-/* --idle-timeout's help, with each app's default read from its table, so
- * the help cannot drift from what the apps declare. */
-static void usage_idle_timeout(FILE *f)
+static void model_names(char *buf, size_t len, const char *sep)
 {
-    fprintf(f, "  --idle-timeout DUR   close a connection that has been silent for DUR (e.g. 30s,\n"
-               "                       500ms, 2m); 0 turns the app's default off. Each app\n"
-               "                       declares its default:\n");
+    size_t used = 0;
+    buf[0] = 0;
+    for (const yard_model_t *const *m = yard_models; *m && used < len; m++) {
+        int w = snprintf(buf + used, len - used, "%s%s", m == yard_models ? "" : sep, (*m)->name);
+        used += w > 0 ? (size_t)w : 0;
+    }
+}
+
+/* --idle-timeout's default of each app, read from the app's descriptor so
+ * the help cannot drift from what the apps declare. */
+static void help_idle_defaults(FILE *f)
+{
     for (const yard_app_t *const *a = yard_apps; *a; a++) {
         fprintf(f, "                         %-9s ", (*a)->name);
         if ((*a)->idle_exempt) {
             char text[512];
             snprintf(text, sizeof text, "not accepted: %s %s", IDLE_EXEMPT_WHY, (*a)->idle_exempt);
-            print_wrapped(f, text, 35, 35);
+            yard_opt_print_wrapped(f, text, 35, 35);
         } else if ((*a)->default_idle_timeout_ns) {
             char d[32];
             format_duration((*a)->default_idle_timeout_ns, d, sizeof d);
@@ -88,6 +158,33 @@ static void usage_idle_timeout(FILE *f)
             fprintf(f, "off\n");
         }
     }
+}
+
+/* What the engine's table cannot know: the names in the registries. */
+static void help_engine_after(FILE *f, const yard_opt_t *opt)
+{
+    char names[256], text[300];
+    if (strcmp(opt->name, "app") == 0) {
+        app_names(names, sizeof names, " | ");
+        snprintf(text, sizeof text, "one of: %s", names);
+        fprintf(f, "%23s", "");
+        yard_opt_print_wrapped(f, text, 23, 23);
+    } else if (strcmp(opt->name, "model") == 0) {
+        model_names(names, sizeof names, " | ");
+        snprintf(text, sizeof text, "one of: %s", names);
+        fprintf(f, "%23s", "");
+        yard_opt_print_wrapped(f, text, 23, 23);
+    } else if (strcmp(opt->name, "idle-timeout") == 0) {
+        help_idle_defaults(f);
+    }
+}
+
+static void help_section(FILE *f, const char *kind, const char *name, const yard_opt_t *opts)
+{
+    fprintf(f, "\n%s %s:\n", kind, name);
+    if (yard_opt_count(opts) == 0)
+        fprintf(f, "  (no flags of its own)\n");
+    yard_opt_help(f, opts, NULL);
 }
 
 static void usage(FILE *f)
@@ -100,72 +197,107 @@ static void usage(FILE *f)
             "SIGTERM or SIGINT stops accepting, closes every connection, reaps every\n"
             "child process and exits 0.\n"
             "\n"
-            "  --app APP            echo | counter | sink | rest | chat (see --list-apps)\n"
-            "  --model MODEL        fork | thread | epoll | reactors | coro (see --list-models)\n"
-            "  --listen HOST:PORT   address to listen on (default 127.0.0.1:7000); HOST is a\n"
-            "                       numeric IPv4 address, [IPv6] or localhost; port 0 picks a\n"
-            "                       free port\n"
-            "  --workers N          reactors: number of event loops; coro: number of worker\n"
-            "                       threads (default: the CPUs in the affinity mask, %d here)\n"
-            "  --procs              reactors: run the loops as processes, not threads\n"
-            "  --pair               fork + chat: papayaChat's design, a RECV and a SEND process\n"
-            "                       per client, woken by SIGUSR1 sent to the process group\n"
-            "  --max-conns N        close connection N+1 at once (logged); 0 = no limit (default)"
-            "\n",
-            yard_cpus_available());
-    usage_idle_timeout(f);
+            "Engine flags (any app, any model):\n");
+    yard_opt_help(f, engine_opts, help_engine_after);
     fprintf(f,
-            "  --out PATH           sink: file to write received bytes to (default /dev/null);\n"
-            "                       truncated at start, appended to by every connection\n"
-            "  --flush MODE         sink: 'each' writes every chunk as it arrives (default);\n"
-            "                       'buffered' collects 64 KiB per connection before writing\n"
-            "  --counter-sync MODE  counter: 'atomic' (default) updates the count with an atomic\n"
-            "                       instruction; 'perms' runs each read as a task holding a read\n"
-            "                       permission and each increment holding a full one (Eve-style\n"
-            "                       tasks under --model coro, a process-shared rwlock otherwise)\n"
-            "  --longpoll-ms N      rest: GET /longPoll answers after N ms (default 5000)\n"
-            "  --request-timeout-ms N  rest: a request must be complete N ms after its first\n"
-            "                       byte, else 408 (default 10000)\n"
-            "  --bcrypt-cost N      rest: bcrypt cost, log2 of the rounds, 4..31 (default 10)\n"
-            "  --offload-threads N  event-loop models: threads that run CPU-heavy jobs such as\n"
-            "                       bcrypt (default 2); 0 runs them inline, blocking the loop\n"
-            "  --store-entries N    rest: capacity of each shared store (default 65536)\n"
-            "  --data DIR           chat: the data directory: accounts (yard-chat account),\n"
-            "                       the message log, read positions (required)\n"
-            "  --fsync MODE         chat: 'always' (before a message is relayed), 'interval'\n"
-            "                       (default) or 'never'\n"
-            "  --fsync-interval-ms N  chat: with --fsync interval (default 100)\n"
-            "  --replay-max N       chat: on JOIN, replay at most N missed messages (1000)\n"
-            "  --retain DUR         chat: delete log segments older than DUR, e.g. 30d\n"
-            "                       (default 0: keep everything)\n"
-            "  --registration-timeout-ms N  chat: time to log in (default 10000)\n"
-            "  --max-channels N     chat: channels the server holds at once (default 1024); a\n"
-            "                       channel nobody is in gives its slot back\n"
-            "  --max-channels-per-account N  chat: channels one account may be in, over all\n"
-            "                       its connections; announced as CHANLIMIT (default 50)\n"
-            "  --login-max-pending N  chat: password checks in flight, server-wide; past it a\n"
-            "                       login is told to try again, nothing is hashed (default 16)\n"
-            "  --login-max-pending-per-addr N  chat: checks in flight from one source address\n"
-            "                       (an IPv4 address or an IPv6 /64); more wait (default 2)\n"
-            "  --login-failures-per-addr N/DUR  chat: failed logins allowed from one address:\n"
-            "                       N at once, then N per DUR (default 30/10m)\n"
-            "  --login-failures-per-account N/DUR  chat: the same per account, whether or not\n"
-            "                       it exists (default 10/10m)\n"
-            "  --max-unregistered N  chat: connections not logged in yet (default 1024)\n"
-            "  --max-unregistered-per-addr N  chat: the same from one address (default 64)\n"
-            "  --backlog N          listen(2) backlog (default 4096)\n"
-            "  --max-sendq BYTES    disconnect a peer that lets more than this wait for it\n"
-            "                       ('send queue exceeded'; default 8388608)\n"
-            "  --log-level LEVEL    error | warning | info | debug (default warning)\n"
-            "  --list-apps          list the apps and exit (--json for JSON)\n"
-            "  --list-models        list the models and their traits and exit (--json for JSON)\n"
-            "  --json               with --list-*: print JSON\n"
-            "  --version            print the version and exit\n"
-            "  -h, --help           show this help\n"
             "\n"
-            "Exit status: 0 after a clean stop, 1 on a runtime error (e.g. the port is in use),\n"
-            "2 on a usage error.\n");
+            "Each model and each app accepts the flags listed in its section; a flag of\n"
+            "another one is a usage error. --workers defaults to the CPUs in the affinity\n"
+            "mask, %d here.\n",
+            yard_cpus_available());
+    for (const yard_model_t *const *m = yard_models; *m; m++)
+        help_section(f, "--model", (*m)->name, (*m)->opts);
+    for (const yard_app_t *const *a = yard_apps; *a; a++)
+        help_section(f, "--app", (*a)->name, (*a)->opts);
+    fprintf(f, "\n"
+               "Exit status: 0 after a clean stop, 1 on a runtime error (e.g. the port is in use),\n"
+               "2 on a usage error.\n");
 }
+
+static void json_bool(const char *key, bool v)
+{
+    printf("\"%s\": %s", key, v ? "true" : "false");
+}
+
+static void list_models(bool json)
+{
+    if (!json) {
+        for (const yard_model_t *const *m = yard_models; *m; m++)
+            printf("%-10s %s\n", (*m)->name, (*m)->summary);
+        return;
+    }
+    printf("[");
+    for (const yard_model_t *const *m = yard_models; *m; m++) {
+        const yard_model_traits_t *t = &(*m)->traits;
+        printf("%s\n  {\"name\": ", m == yard_models ? "" : ",");
+        yard_json_string(stdout, (*m)->name);
+        printf(", \"summary\": ");
+        yard_json_string(stdout, (*m)->summary);
+        /* The harness reads these two; they follow from the table. */
+        printf(", \"flags\": {");
+        json_bool("workers", yard_opt_find((*m)->opts, "workers") != NULL);
+        printf(", ");
+        json_bool("procs", yard_opt_find((*m)->opts, "procs") != NULL);
+        printf("},\n   \"traits\": {");
+        json_bool("multi_threaded", t->multi_threaded);
+        printf(", ");
+        json_bool("multi_process", t->multi_process);
+        printf(", ");
+        json_bool("lightweight_threads", t->lightweight_threads);
+        printf(", ");
+        json_bool("event_based", t->event_based);
+        printf(", ");
+        json_bool("explicit_concurrency", t->explicit_concurrency);
+        printf(", \"shared_state\": ");
+        yard_json_string(stdout, t->shared_state);
+        printf(", \"ipc\": ");
+        yard_json_string(stdout, t->ipc);
+        printf(", \"error_isolation\": ");
+        yard_json_string(stdout, t->error_isolation);
+        printf("},\n   \"options\": ");
+        yard_opt_json(stdout, (*m)->opts);
+        printf("}");
+    }
+    printf("\n]\n");
+}
+
+static void list_apps(bool json)
+{
+    if (json)
+        printf("[");
+    for (const yard_app_t *const *a = yard_apps; *a; a++) {
+        if (!json) {
+            printf("%-10s %s\n", (*a)->name, (*a)->summary);
+            continue;
+        }
+        printf("%s\n  {\"name\": ", a == yard_apps ? "" : ",");
+        yard_json_string(stdout, (*a)->name);
+        printf(", \"summary\": ");
+        yard_json_string(stdout, (*a)->summary);
+        printf(", ");
+        json_bool("uses_out", (*a)->uses_out);
+        printf(",\n   \"options\": ");
+        yard_opt_json(stdout, (*a)->opts);
+        printf("}");
+    }
+    if (json)
+        printf("\n]\n");
+}
+
+/* --help, --version, --list-apps or --list-models: what was asked for. */
+static void print_info(const struct serve_args *a)
+{
+    if (a->help)
+        usage(stdout);
+    else if (a->version)
+        printf("yard-serve 0.1.0\n");
+    else if (a->list_apps)
+        list_apps(a->json);
+    else
+        list_models(a->json);
+}
+
+/* ---- the command line --------------------------------------------------- */
 
 static _Noreturn __attribute__((format(printf, 1, 2))) void usage_error(const char *fmt, ...)
 {
@@ -178,94 +310,160 @@ static _Noreturn __attribute__((format(printf, 1, 2))) void usage_error(const ch
     exit(EXIT_USAGE);
 }
 
-static long parse_count(const char *flag, const char *s, long min, long max)
+/* Sets opt from text in settings, or exits naming the flag and the form. */
+static void set_or_exit(const yard_opt_t *opt, void *settings, const char *text)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < min || v > max) {
-        fprintf(stderr, "%s: %s: expected a whole number from %ld to %ld, got '%s'\n", progname,
-                flag, min, max, s);
-        exit(EXIT_USAGE);
-    }
-    return v;
+    char why[512];
+    if (yard_opt_set(opt, settings, text, why, sizeof why) < 0)
+        usage_error("--%s: %s", opt->name, why);
 }
 
-/* "N/DUR": N at once, then N per DUR (a token bucket). */
-static void parse_rate(const char *flag, const char *s, double *burst, double *per_s)
+static void defaults_or_exit(const yard_opt_t *opts, void *settings)
 {
-    if (yard_parse_rate(s, burst, per_s) < 0) {
-        fprintf(stderr, "%s: %s: expected N/DURATION such as 10/10m (N at once, then N per "
-                        "DURATION), got '%s'\n",
-                progname, flag, s);
-        exit(EXIT_USAGE);
+    char err[512];
+    if (yard_opt_defaults(opts, settings, err, sizeof err) < 0) {
+        fprintf(stderr, "%s: %s\n", progname, err); /* a mistake in a table */
+        exit(1);
     }
 }
 
-static void json_string(const char *s)
+/* Appends "name" to a list of owners, "a, b". */
+static void add_owner(char *buf, size_t len, const char *name)
 {
-    putchar('"');
-    for (; s && *s; s++) {
-        if (*s == '"' || *s == '\\')
-            printf("\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            printf("\\u%04x", *s);
-        else
-            putchar(*s);
-    }
-    putchar('"');
+    size_t used = strlen(buf);
+    snprintf(buf + used, len - used, "%s%s", used ? ", " : "", name);
 }
 
-static void list_models(int json)
+/* A flag that belongs to other models or apps than the chosen ones: the
+ * error says whose it is. */
+static _Noreturn void misplaced(const yard_opt_t *opt, const yard_app_t *app,
+                                const yard_model_t *model)
 {
-    if (!json) {
-        for (const yard_model_t *const *m = yard_models; *m; m++)
-            printf("%-10s %s\n", (*m)->name, (*m)->summary);
-        return;
-    }
-    printf("[");
+    char models[256] = "", apps[256] = "";
     for (const yard_model_t *const *m = yard_models; *m; m++) {
-        const yard_model_traits_t *t = &(*m)->traits;
-        printf("%s\n  {\"name\": ", m == yard_models ? "" : ",");
-        json_string((*m)->name);
-        printf(", \"summary\": ");
-        json_string((*m)->summary);
-        printf(", \"flags\": {\"workers\": %s, \"procs\": %s}", (*m)->uses_workers ? "true" : "false",
-               (*m)->uses_procs ? "true" : "false");
-        printf(",\n   \"traits\": {\"multi_threaded\": %s, \"multi_process\": %s, "
-               "\"lightweight_threads\": %s, \"event_based\": %s, \"explicit_concurrency\": %s, ",
-               t->multi_threaded ? "true" : "false", t->multi_process ? "true" : "false",
-               t->lightweight_threads ? "true" : "false", t->event_based ? "true" : "false",
-               t->explicit_concurrency ? "true" : "false");
-        printf("\"shared_state\": ");
-        json_string(t->shared_state);
-        printf(", \"ipc\": ");
-        json_string(t->ipc);
-        printf(", \"error_isolation\": ");
-        json_string(t->error_isolation);
-        printf("}}");
+        const yard_opt_t *o = yard_opt_find((*m)->opts, opt->name);
+        if (o && o->misplaced)
+            usage_error("%s", o->misplaced);
+        if (o)
+            add_owner(models, sizeof models, (*m)->name);
     }
-    printf("\n]\n");
+    for (const yard_app_t *const *a = yard_apps; *a; a++) {
+        const yard_opt_t *o = yard_opt_find((*a)->opts, opt->name);
+        if (o && o->misplaced)
+            usage_error("%s", o->misplaced);
+        if (o)
+            add_owner(apps, sizeof apps, (*a)->name);
+    }
+    if (models[0] && apps[0])
+        usage_error("--%s applies to --model %s and to --app %s, not to --model %s with --app %s",
+                    opt->name, models, apps, model->name, app->name);
+    if (models[0])
+        usage_error("--%s has no meaning for --model %s (it is a flag of --model %s)", opt->name,
+                    model->name, models);
+    usage_error("--%s applies to --app %s, not --app %s", opt->name, apps, app->name);
 }
 
-static void list_apps(int json)
+static void check_required(const yard_opt_t *opts, const bool *given, const char *kind,
+                           const char *name)
 {
-    if (json)
-        printf("[");
-    for (const yard_app_t *const *a = yard_apps; *a; a++) {
-        if (!json) {
-            printf("%-10s %s\n", (*a)->name, (*a)->summary);
-            continue;
-        }
-        printf("%s\n  {\"name\": ", a == yard_apps ? "" : ",");
-        json_string((*a)->name);
-        printf(", \"summary\": ");
-        json_string((*a)->summary);
-        printf(", \"uses_out\": %s}", (*a)->uses_out ? "true" : "false");
-    }
-    if (json)
-        printf("\n]\n");
+    for (size_t i = 0; opts && opts[i].name; i++)
+        if (opts[i].required && !given[i])
+            usage_error("%s %s needs --%s %s (%s)", kind, name, opts[i].name,
+                        opts[i].form ? opts[i].form : "", opts[i].required);
 }
+
+/* Every table yard_opt_scan should know: the engine's, every model's and
+ * every app's, so that a flag of another app is told apart from a typo. */
+static size_t all_tables(const yard_opt_t **tables, size_t cap)
+{
+    size_t n = 0;
+    tables[n++] = engine_opts;
+    for (const yard_model_t *const *m = yard_models; *m && n < cap; m++)
+        tables[n++] = (*m)->opts;
+    for (const yard_app_t *const *a = yard_apps; *a && n < cap; a++)
+        tables[n++] = (*a)->opts;
+    return n;
+}
+
+static bool engine_given(const yard_opt_arg_t *args, size_t nargs, const char *name)
+{
+    for (size_t i = 0; i < nargs; i++)
+        if (strcmp(args[i].opt->name, name) == 0)
+            return true;
+    return false;
+}
+
+static void check_app_and_model(const struct serve_args *a, const yard_app_t **app,
+                                const yard_model_t **model)
+{
+    char names[256];
+    if (!a->cfg.app) {
+        app_names(names, sizeof names, ", ");
+        usage_error("--app is required (one of %s)", names);
+    }
+    if (!a->cfg.model) {
+        model_names(names, sizeof names, ", ");
+        usage_error("--model is required (one of %s)", names);
+    }
+    *app = yard_app_find(a->cfg.app);
+    if (!*app)
+        usage_error("--app: unknown app '%s' (try --list-apps)", a->cfg.app);
+    *model = yard_model_find(a->cfg.model);
+    if (!*model)
+        usage_error("--model: unknown model '%s' (try --list-models)", a->cfg.model);
+}
+
+/* The flags that are not the engine's go to the chosen model (into the
+ * engine's config) or the chosen app (into its settings); anything else is
+ * another one's. */
+static void apply_model_and_app(const yard_opt_arg_t *args, size_t nargs, yard_config_t *cfg,
+                                const yard_app_t *app, const yard_model_t *model, void *settings)
+{
+    bool model_given[yard_opt_count(model->opts) + 1], app_given[yard_opt_count(app->opts) + 1];
+    memset(model_given, 0, sizeof model_given);
+    memset(app_given, 0, sizeof app_given);
+    defaults_or_exit(model->opts, cfg);
+    defaults_or_exit(app->opts, settings);
+    for (size_t i = 0; i < nargs; i++) {
+        const char *name = args[i].opt->name;
+        const yard_opt_t *o;
+        if (yard_opt_find(engine_opts, name)) {
+            continue;
+        } else if ((o = yard_opt_find(model->opts, name))) {
+            set_or_exit(o, cfg, args[i].value);
+            model_given[o - model->opts] = true;
+        } else if ((o = yard_opt_find(app->opts, name))) {
+            set_or_exit(o, settings, args[i].value);
+            app_given[o - app->opts] = true;
+        } else {
+            misplaced(args[i].opt, app, model);
+        }
+    }
+    check_required(model->opts, model_given, "--model", model->name);
+    check_required(app->opts, app_given, "--app", app->name);
+}
+
+/* What combines the engine's flags with the chosen app and model. */
+static void check_engine_flags(const yard_opt_arg_t *args, size_t nargs, yard_config_t *cfg,
+                               const yard_app_t *app, const yard_model_t *model)
+{
+    if ((engine_given(args, nargs, "out") || engine_given(args, nargs, "flush")) && !app->uses_out)
+        usage_error("--out and --flush apply to apps that write a file (sink), not --app %s",
+                    app->name);
+    if (app->uses_out && !cfg->out)
+        cfg->out = "/dev/null";
+    bool idle_given = engine_given(args, nargs, "idle-timeout");
+    if (idle_given && app->idle_exempt)
+        usage_error("--idle-timeout does not apply to --app %s: " IDLE_EXEMPT_WHY " %s", app->name,
+                    app->idle_exempt);
+    if (!idle_given)
+        cfg->idle_timeout_ns = app->default_idle_timeout_ns;
+    char err[512];
+    if (model->check && model->check(cfg, app, err, sizeof err) < 0)
+        usage_error("%s", err);
+}
+
+/* ---- serving ---------------------------------------------------------- */
 
 /* States the effective idle timeout and where it came from, so that an
  * operator (and a test) can see a default without waiting for it to fire. */
@@ -288,323 +486,36 @@ static void log_idle_timeout(const yard_app_t *app, const yard_config_t *cfg, bo
                       app->name);
 }
 
-static int parse_log_level(const char *s)
+static int serve(const yard_config_t *cfg, const yard_app_t *app, const yard_model_t *model,
+                 const void *settings, int log_level, bool idle_given)
 {
-    static const char *const names[] = {"error", "warning", "info", "debug"};
-    for (int i = 0; i < 4; i++)
-        if (strcmp(s, names[i]) == 0)
-            return i;
-    if (strcmp(s, "warn") == 0)
-        return YARD_LOG_WARN;
-    usage_error("--log-level: expected error, warning, info or debug, got '%s'", s);
-}
-
-int main(int argc, char **argv)
-{
-    enum { OPT_APP = 256, OPT_MODEL, OPT_LISTEN, OPT_WORKERS, OPT_PROCS, OPT_MAX_CONNS,
-           OPT_IDLE, OPT_OUT, OPT_FLUSH, OPT_BACKLOG, OPT_LOG, OPT_LIST_APPS, OPT_LIST_MODELS,
-           OPT_JSON, OPT_VERSION, OPT_LONGPOLL, OPT_BCRYPT, OPT_OFFLOAD, OPT_STORE, OPT_COUNTER_SYNC, OPT_REQ_TIMEOUT,
-           OPT_DATA, OPT_FSYNC, OPT_FSYNC_MS, OPT_REPLAY_MAX, OPT_RETAIN, OPT_REG_TIMEOUT,
-           OPT_CHANNELS, OPT_PAIR, OPT_SENDQ, OPT_CHANLIMIT, OPT_LOGIN_PENDING,
-           OPT_LOGIN_PENDING_ADDR, OPT_LOGIN_FAIL_ADDR, OPT_LOGIN_FAIL_ACCOUNT, OPT_UNREG,
-           OPT_UNREG_ADDR };
-    static const struct option opts[] = {
-        {"app", required_argument, NULL, OPT_APP},
-        {"model", required_argument, NULL, OPT_MODEL},
-        {"listen", required_argument, NULL, OPT_LISTEN},
-        {"workers", required_argument, NULL, OPT_WORKERS},
-        {"procs", no_argument, NULL, OPT_PROCS},
-        {"max-conns", required_argument, NULL, OPT_MAX_CONNS},
-        {"idle-timeout", required_argument, NULL, OPT_IDLE},
-        {"out", required_argument, NULL, OPT_OUT},
-        {"flush", required_argument, NULL, OPT_FLUSH},
-        {"backlog", required_argument, NULL, OPT_BACKLOG},
-        {"log-level", required_argument, NULL, OPT_LOG},
-        {"list-apps", no_argument, NULL, OPT_LIST_APPS},
-        {"list-models", no_argument, NULL, OPT_LIST_MODELS},
-        {"json", no_argument, NULL, OPT_JSON},
-        {"counter-sync", required_argument, NULL, OPT_COUNTER_SYNC},
-        {"longpoll-ms", required_argument, NULL, OPT_LONGPOLL},
-        {"bcrypt-cost", required_argument, NULL, OPT_BCRYPT},
-        {"request-timeout-ms", required_argument, NULL, OPT_REQ_TIMEOUT},
-        {"offload-threads", required_argument, NULL, OPT_OFFLOAD},
-        {"store-entries", required_argument, NULL, OPT_STORE},
-        {"data", required_argument, NULL, OPT_DATA},
-        {"fsync", required_argument, NULL, OPT_FSYNC},
-        {"fsync-interval-ms", required_argument, NULL, OPT_FSYNC_MS},
-        {"replay-max", required_argument, NULL, OPT_REPLAY_MAX},
-        {"retain", required_argument, NULL, OPT_RETAIN},
-        {"registration-timeout-ms", required_argument, NULL, OPT_REG_TIMEOUT},
-        {"max-channels", required_argument, NULL, OPT_CHANNELS},
-        {"max-channels-per-account", required_argument, NULL, OPT_CHANLIMIT},
-        {"login-max-pending", required_argument, NULL, OPT_LOGIN_PENDING},
-        {"login-max-pending-per-addr", required_argument, NULL, OPT_LOGIN_PENDING_ADDR},
-        {"login-failures-per-addr", required_argument, NULL, OPT_LOGIN_FAIL_ADDR},
-        {"login-failures-per-account", required_argument, NULL, OPT_LOGIN_FAIL_ACCOUNT},
-        {"max-unregistered", required_argument, NULL, OPT_UNREG},
-        {"max-unregistered-per-addr", required_argument, NULL, OPT_UNREG_ADDR},
-        {"pair", no_argument, NULL, OPT_PAIR},
-        {"max-sendq", required_argument, NULL, OPT_SENDQ},
-        {"version", no_argument, NULL, OPT_VERSION},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    yard_config_t cfg = {.backlog = 4096,
-                         .shm_bytes = (size_t)512 << 20, /* reserved, touched on use */
-                         .flush = YARD_FLUSH_EACH,
-                         .longpoll_ns = 5000 * YARD_NS_PER_MS,
-                         .bcrypt_cost = 10,
-                         .offload_threads = 2,
-                         .store_entries = 65536,
-                         .fsync_mode = YARD_FSYNC_INTERVAL,
-                         .fsync_interval_ns = 100 * YARD_NS_PER_MS,
-                         .replay_max = 1000,
-                         .register_timeout_ns = 10 * YARD_NS_PER_S,
-                         .max_channels = 1024,
-                         .channels_per_account = 50,
-                         .login_max_pending = 16,
-                         .login_pending_per_addr = 2,
-                         .max_unregistered = 1024,
-                         .unregistered_per_addr = 64,
-                         .login_fail_addr_burst = 30,
-                         .login_fail_addr_per_s = 30.0 / 600,
-                         .login_fail_account_burst = 10,
-                         .login_fail_account_per_s = 10.0 / 600};
-    const char *listen_text = "127.0.0.1:7000";
-    int log_level = YARD_LOG_WARN, list = 0, json = 0;
-    bool flush_given = false, counter_sync_given = false, chat_given = false;
-    bool idle_given = false;
     char err[256];
-
-    opterr = 0;
-    int opt;
-    while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (opt) {
-        case OPT_APP: cfg.app = optarg; break;
-        case OPT_MODEL: cfg.model = optarg; break;
-        case OPT_LISTEN: listen_text = optarg; break;
-        case OPT_WORKERS: cfg.workers = (int)parse_count("--workers", optarg, 1, 1024); break;
-        case OPT_PROCS: cfg.procs = true; break;
-        case OPT_MAX_CONNS: cfg.max_conns = parse_count("--max-conns", optarg, 0, LONG_MAX); break;
-        case OPT_BACKLOG: cfg.backlog = (int)parse_count("--backlog", optarg, 1, 1 << 20); break;
-        case OPT_IDLE:
-            idle_given = true;
-            if (yard_parse_duration_ns(optarg, YARD_NS_PER_S, &cfg.idle_timeout_ns) < 0)
-                usage_error("--idle-timeout: expected a duration such as 30s, 500ms or 2m, got '%s'",
-                            optarg);
-            break;
-        case OPT_OUT: cfg.out = optarg; break;
-        case OPT_FLUSH:
-            flush_given = true;
-            if (strcmp(optarg, "each") == 0)
-                cfg.flush = YARD_FLUSH_EACH;
-            else if (strcmp(optarg, "buffered") == 0)
-                cfg.flush = YARD_FLUSH_BUFFERED;
-            else
-                usage_error("--flush: expected 'each' or 'buffered', got '%s'", optarg);
-            break;
-        case OPT_LOG: log_level = parse_log_level(optarg); break;
-        case OPT_COUNTER_SYNC:
-            if (strcmp(optarg, "atomic") == 0)
-                cfg.counter_perms = false;
-            else if (strcmp(optarg, "perms") == 0)
-                cfg.counter_perms = true;
-            else
-                usage_error("--counter-sync: expected 'atomic' or 'perms', got '%s'", optarg);
-            counter_sync_given = true;
-            break;
-        case OPT_LONGPOLL:
-            cfg.longpoll_ns =
-                (uint64_t)parse_count("--longpoll-ms", optarg, 0, 86400000) * YARD_NS_PER_MS;
-            break;
-        case OPT_REQ_TIMEOUT:
-            cfg.request_timeout_ns =
-                (uint64_t)parse_count("--request-timeout-ms", optarg, 1, 3600000) * YARD_NS_PER_MS;
-            break;
-        case OPT_BCRYPT: cfg.bcrypt_cost = (int)parse_count("--bcrypt-cost", optarg, 4, 31); break;
-        case OPT_OFFLOAD:
-            cfg.offload_threads = (int)parse_count("--offload-threads", optarg, 0, 256);
-            break;
-        case OPT_STORE:
-            cfg.store_entries = (size_t)parse_count("--store-entries", optarg, 16, 1 << 24);
-            break;
-        case OPT_DATA: cfg.data_dir = optarg; break;
-        case OPT_PAIR: cfg.pair = true; break;
-        case OPT_SENDQ:
-            cfg.max_sendq = (size_t)parse_count("--max-sendq", optarg, 4096, (size_t)1 << 34);
-            break;
-        case OPT_FSYNC:
-            chat_given = true;
-            if (strcmp(optarg, "always") == 0)
-                cfg.fsync_mode = YARD_FSYNC_ALWAYS;
-            else if (strcmp(optarg, "interval") == 0)
-                cfg.fsync_mode = YARD_FSYNC_INTERVAL;
-            else if (strcmp(optarg, "never") == 0)
-                cfg.fsync_mode = YARD_FSYNC_NEVER;
-            else
-                usage_error("--fsync: expected 'always', 'interval' or 'never', got '%s'", optarg);
-            break;
-        case OPT_FSYNC_MS:
-            chat_given = true;
-            cfg.fsync_interval_ns =
-                (uint64_t)parse_count("--fsync-interval-ms", optarg, 1, 3600000) * YARD_NS_PER_MS;
-            break;
-        case OPT_REPLAY_MAX:
-            chat_given = true;
-            cfg.replay_max = (unsigned)parse_count("--replay-max", optarg, 0, 1000000);
-            break;
-        case OPT_RETAIN: {
-            chat_given = true;
-            /* A duration with d (days) allowed besides s, m, h. */
-            size_t n = strlen(optarg);
-            uint64_t ns = 0;
-            if (n > 1 && optarg[n - 1] == 'd') {
-                char num[32];
-                snprintf(num, sizeof num, "%.*s", (int)(n - 1), optarg);
-                cfg.retain_s = parse_count("--retain", num, 0, 36500) * 86400;
-            } else if (yard_parse_duration_ns(optarg, YARD_NS_PER_S, &ns) == 0) {
-                cfg.retain_s = ns / YARD_NS_PER_S;
-            } else {
-                usage_error("--retain: expected a duration such as 30d, 12h or 0 (keep "
-                            "everything), got '%s'",
-                            optarg);
-            }
-            break;
-        }
-        case OPT_REG_TIMEOUT:
-            chat_given = true;
-            cfg.register_timeout_ns = (uint64_t)parse_count("--registration-timeout-ms", optarg,
-                                                            1, 3600000) *
-                                      YARD_NS_PER_MS;
-            break;
-        case OPT_CHANNELS:
-            chat_given = true;
-            cfg.max_channels = (unsigned)parse_count("--max-channels", optarg, 1, 4096);
-            break;
-        case OPT_CHANLIMIT:
-            chat_given = true;
-            cfg.channels_per_account =
-                (unsigned)parse_count("--max-channels-per-account", optarg, 1, 4096);
-            break;
-        case OPT_LOGIN_PENDING:
-            chat_given = true;
-            cfg.login_max_pending = (unsigned)parse_count("--login-max-pending", optarg, 1, 4096);
-            break;
-        case OPT_LOGIN_PENDING_ADDR:
-            chat_given = true;
-            cfg.login_pending_per_addr =
-                (unsigned)parse_count("--login-max-pending-per-addr", optarg, 1, 4096);
-            break;
-        case OPT_LOGIN_FAIL_ADDR:
-            chat_given = true;
-            parse_rate("--login-failures-per-addr", optarg, &cfg.login_fail_addr_burst,
-                       &cfg.login_fail_addr_per_s);
-            break;
-        case OPT_LOGIN_FAIL_ACCOUNT:
-            chat_given = true;
-            parse_rate("--login-failures-per-account", optarg, &cfg.login_fail_account_burst,
-                       &cfg.login_fail_account_per_s);
-            break;
-        case OPT_UNREG:
-            chat_given = true;
-            cfg.max_unregistered = (unsigned)parse_count("--max-unregistered", optarg, 1, 65536);
-            break;
-        case OPT_UNREG_ADDR:
-            chat_given = true;
-            cfg.unregistered_per_addr =
-                (unsigned)parse_count("--max-unregistered-per-addr", optarg, 1, 65536);
-            break;
-        case OPT_LIST_APPS: list = 1; break;
-        case OPT_LIST_MODELS: list = 2; break;
-        case OPT_JSON: json = 1; break;
-        case OPT_VERSION: printf("yard-serve 0.1.0\n"); return 0;
-        case 'h': usage(stdout); return 0;
-        case ':': usage_error("%s needs a value", argv[optind - 1]);
-        default:
-            if (optopt && optopt < 256)
-                usage_error("unknown option '-%c'", optopt);
-            usage_error("unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        usage_error("unexpected argument '%s'", argv[optind]);
-    if (list == 1) {
-        list_apps(json);
-        return 0;
-    }
-    if (list == 2) {
-        list_models(json);
-        return 0;
-    }
-    if (!cfg.app)
-        usage_error("--app is required (one of echo, counter, sink, rest, chat)%s", "");
-    if (!cfg.model)
-        usage_error("--model is required (one of fork, thread, epoll, reactors, coro)%s", "");
-    const yard_app_t *app = yard_app_find(cfg.app);
-    if (!app)
-        usage_error("--app: unknown app '%s' (try --list-apps)", cfg.app);
-    const yard_model_t *model = yard_model_find(cfg.model);
-    if (!model)
-        usage_error("--model: unknown model '%s' (try --list-models)", cfg.model);
-    if (cfg.workers && !model->uses_workers)
-        usage_error("--workers has no meaning for --model %s", model->name);
-    if (cfg.procs && !model->uses_procs)
-        usage_error("--procs has no meaning for --model %s", model->name);
-    if ((cfg.out || flush_given) && !app->uses_out)
-        usage_error("--out and --flush apply to apps that write a file (sink), not --app %s",
-                    app->name);
-    if (counter_sync_given && strcmp(app->name, "counter") != 0)
-        usage_error("--counter-sync applies to --app counter, not --app %s", app->name);
-    bool is_chat = strcmp(app->name, "chat") == 0;
-    if (cfg.pair && (strcmp(model->name, "fork") != 0 || !app->news))
-        usage_error("--pair is papayaChat's process pair: it needs --model fork and an app "
-                    "that relays news (chat)%s",
-                    "");
-    if ((chat_given || cfg.data_dir) && !is_chat)
-        usage_error("--data, --fsync, --fsync-interval-ms, --replay-max, --retain, "
-                    "--registration-timeout-ms, --max-channels, --max-channels-per-account, "
-                    "--login-* and --max-unregistered* apply to --app chat, not --app %s",
-                    app->name);
-    if (is_chat && !cfg.data_dir)
-        usage_error("--app chat needs --data DIR (accounts, the message log, read "
-                    "positions)%s",
-                    "");
-    if (idle_given && app->idle_exempt)
-        usage_error("--idle-timeout does not apply to --app %s: " IDLE_EXEMPT_WHY " %s", app->name,
-                    app->idle_exempt);
-    if (!idle_given)
-        cfg.idle_timeout_ns = app->default_idle_timeout_ns;
-    if (yard_addr_parse(listen_text, &cfg.listen, err, sizeof err) < 0)
-        usage_error("--listen: %s", err);
-    if (app->uses_out && !cfg.out)
-        cfg.out = "/dev/null";
-
     yard_log_init(progname, log_level);
-    yard_server_t srv = {.cfg = &cfg, .app = app, .model = model, .listen_fd = -1, .out_fd = -1};
+    yard_server_t srv = {.cfg = cfg, .app = app, .model = model, .listen_fd = -1, .out_fd = -1};
     int status = 1;
     srv.sig_fd = yard_signals_setup(err, sizeof err);
     if (srv.sig_fd < 0) {
         fprintf(stderr, "%s: %s\n", progname, err);
         return 1;
     }
-    srv.shm = yard_shm_create(cfg.shm_bytes, err, sizeof err);
+    srv.shm = yard_shm_create(cfg->shm_bytes, err, sizeof err);
     if (!srv.shm) {
         fprintf(stderr, "%s: %s\n", progname, err);
         goto out;
     }
     srv.shared = yard_shm_alloc(srv.shm, sizeof *srv.shared);
-    if (app->init && app->init(&srv.app_state, &cfg, srv.shm, err, sizeof err) < 0) {
+    if (app->init && app->init(&srv.app_state, cfg, settings, srv.shm, err, sizeof err) < 0) {
         fprintf(stderr, "%s: %s\n", progname, err);
         goto out;
     }
     if (app->uses_out) {
-        srv.out_fd = open(cfg.out, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+        srv.out_fd = open(cfg->out, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
         if (srv.out_fd < 0) {
-            fprintf(stderr, "%s: cannot open --out %s: %s\n", progname, cfg.out, strerror(errno));
+            fprintf(stderr, "%s: cannot open --out %s: %s\n", progname, cfg->out, strerror(errno));
             goto out;
         }
     }
-    srv.listen_fd = yard_listen(&cfg.listen, cfg.backlog, model->reuseport, err, sizeof err);
+    srv.listen_fd = yard_listen(&cfg->listen, cfg->backlog, model->reuseport, err, sizeof err);
     if (srv.listen_fd < 0) {
         fprintf(stderr, "%s: %s\n", progname, err);
         goto out;
@@ -615,7 +526,7 @@ int main(int argc, char **argv)
     printf("listening %s\n", where);
     fflush(stdout);
     yard_log_info("serving app %s with model %s on %s", app->name, model->name, where);
-    log_idle_timeout(app, &cfg, idle_given);
+    log_idle_timeout(app, cfg, idle_given);
     status = model->serve(&srv);
     yard_log_info("stopped: %lu connections accepted, %lu refused",
                   atomic_load(&srv.shared->accepted), atomic_load(&srv.shared->rejected));
@@ -623,7 +534,7 @@ out:
     if (srv.listen_fd >= 0)
         close(srv.listen_fd);
     if (srv.out_fd >= 0 && close(srv.out_fd) < 0) {
-        fprintf(stderr, "%s: closing --out %s: %s\n", progname, cfg.out, strerror(errno));
+        fprintf(stderr, "%s: closing --out %s: %s\n", progname, cfg->out, strerror(errno));
         status = 1;
     }
     yard_bus_stop_wakers(); /* they read buses in the shared region */
@@ -631,5 +542,49 @@ out:
         app->fini(srv.app_state);
     yard_shm_destroy(srv.shm);
     close(srv.sig_fd);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    /* The shared region is reserved, and touched only as it is used. */
+    static struct serve_args a = {.cfg = {.shm_bytes = (size_t)512 << 20}};
+    const yard_opt_t *tables[64];
+    size_t ntables = all_tables(tables, sizeof tables / sizeof tables[0]);
+    yard_opt_arg_t *args = calloc((size_t)argc + 1, sizeof *args);
+    size_t nargs;
+    char err[512];
+    if (!args) {
+        fprintf(stderr, "%s: out of memory\n", progname);
+        return 1;
+    }
+    defaults_or_exit(engine_opts, &a);
+    if (yard_opt_scan(argc, argv, tables, ntables, args, &nargs, err, sizeof err) < 0)
+        usage_error("%s", err);
+    for (size_t i = 0; i < nargs; i++) {
+        const yard_opt_t *o = yard_opt_find(engine_opts, args[i].opt->name);
+        if (o)
+            set_or_exit(o, &a, args[i].value);
+    }
+    if (a.help || a.version || a.list_apps || a.list_models) {
+        free(args);
+        print_info(&a);
+        return 0;
+    }
+    const yard_app_t *app;
+    const yard_model_t *model;
+    check_app_and_model(&a, &app, &model);
+    /* Lives as long as the process: the app keeps pointers into it. */
+    void *settings = calloc(1, app->settings_size ? app->settings_size : 1);
+    if (!settings) {
+        fprintf(stderr, "%s: out of memory\n", progname);
+        return 1;
+    }
+    apply_model_and_app(args, nargs, &a.cfg, app, model, settings);
+    check_engine_flags(args, nargs, &a.cfg, app, model);
+    bool idle_given = engine_given(args, nargs, "idle-timeout");
+    free(args);
+    int status = serve(&a.cfg, app, model, settings, a.log_level, idle_given);
+    free(settings);
     return status;
 }
