@@ -5,6 +5,7 @@ run (trials interleaved by the harness, server on CPU 0, load on CPU 1),
 then a table of medians with their CIs and the ratio after/before.
 
 usage: bench/engine_ab.py BEFORE_BIN_DIR [--after build/bin] [--only eve_echo,rest]
+                          [--models coro,reactors] [--repetitions N]
                           [--results results/engine-ab] [--suite quick]
 
 BEFORE_BIN_DIR is the bin/ directory of the other build, e.g. from
@@ -75,7 +76,7 @@ def models():
     return [line.split()[0] for line in out.splitlines() if line.strip()]
 
 
-def ab_experiment(name, before):
+def ab_experiment(name, before, keep=None, repetitions=None, suite="quick"):
     data = tomllib.loads((ROOT / "experiments" / f"{name}.toml").read_text())
     srv = data["servers"]
     extras = []
@@ -96,6 +97,11 @@ def ab_experiment(name, before):
         extras.append({**x, "label": x["label"] + "-before", "argv": old})
     data["servers"] = {"app": srv["app"]} if "app" in srv else {}
     data["servers"]["extra"] = extras
+    if keep:
+        extras = [x for x in extras if x["label"].removesuffix("-before") in keep]
+    data["servers"]["extra"] = extras
+    if repetitions:
+        data.setdefault("suites", {}).setdefault(suite, {})["repetitions"] = repetitions
     data["experiment"]["name"] = name
     return data
 
@@ -128,6 +134,8 @@ def main():
     ap.add_argument("--after", type=Path, default=ROOT / "build" / "bin")
     ap.add_argument("--only", help="comma-separated experiments (default: " +
                     ",".join(EXPERIMENTS) + ")")
+    ap.add_argument("--models", help="comma-separated alternatives to keep (default: all)")
+    ap.add_argument("--repetitions", type=int, help="trials per point (default: the suite's)")
     ap.add_argument("--results", type=Path, default=ROOT / "results" / "engine-ab")
     ap.add_argument("--suite", default="quick")
     args = ap.parse_args()
@@ -138,7 +146,9 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             path = Path(tmp) / f"{name}.toml"
-            path.write_text(toml_dump(ab_experiment(name, before)))
+            keep = set(args.models.split(",")) if args.models else None
+            path.write_text(toml_dump(ab_experiment(name, before, keep, args.repetitions,
+                                                    args.suite)))
             cmd = [ROOT / ".venv" / "bin" / "yard", "--results-dir", args.results, "--bin-dir",
                    args.after, "--quiet", "run", "--suite", args.suite, path]
             print(f"engine_ab: {name}", file=sys.stderr, flush=True)

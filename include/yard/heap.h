@@ -27,7 +27,10 @@ static inline bool yard_heap_contains(const yard_heap_node_t *node)
     return node->idx != YARD_HEAP_NONE;
 }
 /* The node with the smallest key, NULL when empty. */
-static inline yard_heap_node_t *yard_heap_min(const yard_heap_t *h) { return h->n ? h->v[0] : NULL; }
+static inline yard_heap_node_t *yard_heap_min(const yard_heap_t *h)
+{
+    return h->n ? h->v[0] : NULL;
+}
 /* Insert node with key (it must not be in a heap): 0, or -1 out of memory. */
 int yard_heap_push(yard_heap_t *h, yard_heap_node_t *node, uint64_t key);
 void yard_heap_remove(yard_heap_t *h, yard_heap_node_t *node);

@@ -58,9 +58,10 @@ int yard_server_accept_admitted(yard_server_t *srv, int listen_fd, bool nonblock
 void yard_server_accept_loop(yard_server_t *srv, void (*on_conn)(int fd, const char *peer, void *arg),
                              void (*on_signal)(int sig, void *arg), void *arg);
 
-/* Read one signal from sig_fd: returns the signal number, 0 if none is
- * pending, -1 on error. */
-int yard_signal_take(int sig_fd);
+/* Take every signal pending on sig_fd, handing those other than SIGTERM and
+ * SIGINT to on_other (may be NULL). Returns 1 when one of those two came,
+ * -1 when the descriptor failed (callers stop then too), 0 otherwise. */
+int yard_signals_stop(int sig_fd, void (*on_other)(int sig, void *arg), void *arg);
 /* Block SIGTERM, SIGINT and SIGCHLD and return a signalfd for them. */
 int yard_signals_setup(char *err, size_t errlen);
 /* Number of CPUs in this process's affinity mask. */

@@ -50,7 +50,11 @@ static yard_fx_t conn_fx(yard_conn_t *c, yard_scratch_t *s)
             pthread_mutex_unlock((c)->app_lock);                                                   \
     } while (0)
 
-static size_t round_up(size_t n) { return (n + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1); }
+static size_t round_up(size_t n)
+{
+    const size_t a = _Alignof(max_align_t);
+    return (n + a - 1) & ~(a - 1);
+}
 
 static yard_conn_t *conn_new(yard_server_t *srv, int fd, const yard_conn_policy_t *policy,
                              void *session)

@@ -109,18 +109,8 @@ void yard_server_accept_loop(yard_server_t *srv, void (*on_conn)(int fd, const c
             yard_log_err("poll: %s", strerror(errno));
             break;
         }
-        if (pfd[1].revents) {
-            bool stop = false;
-            int sig;
-            while ((sig = yard_signal_take(srv->sig_fd)) > 0) {
-                if (sig == SIGTERM || sig == SIGINT)
-                    stop = true;
-                else if (on_signal)
-                    on_signal(sig, arg);
-            }
-            if (stop)
-                break;
-        }
+        if (pfd[1].revents && yard_signals_stop(srv->sig_fd, on_signal, arg))
+            break;
         if (pfd[0].revents) {
             char peer[YARD_ADDR_STRLEN];
             int fd;
@@ -152,7 +142,8 @@ int yard_signals_setup(char *err, size_t errlen)
     return fd;
 }
 
-int yard_signal_take(int sig_fd)
+/* One signal from sig_fd: its number, 0 if none is pending, -1 on error. */
+static int signal_take(int sig_fd)
 {
     struct signalfd_siginfo si;
     ssize_t n = read(sig_fd, &si, sizeof si);
@@ -161,6 +152,18 @@ int yard_signal_take(int sig_fd)
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return 0;
     return -1;
+}
+
+int yard_signals_stop(int sig_fd, void (*on_other)(int sig, void *arg), void *arg)
+{
+    int stop = 0, sig;
+    while ((sig = signal_take(sig_fd)) > 0) {
+        if (sig == SIGTERM || sig == SIGINT)
+            stop = 1;
+        else if (on_other)
+            on_other(sig, arg);
+    }
+    return sig < 0 ? -1 : stop;
 }
 
 int yard_cpus_available(void)

@@ -58,8 +58,7 @@ void yard_children_stop(yard_children_t *ch, int sig_fd, uint64_t grace_ns)
         /* SIGCHLD arrives on the signalfd; other signals are ignored now. */
         struct pollfd pfd = {.fd = sig_fd, .events = POLLIN};
         poll(&pfd, 1, (int)((deadline - now) / YARD_NS_PER_MS) + 1);
-        while (yard_signal_take(sig_fd) > 0) {
-        }
+        yard_signals_stop(sig_fd, NULL, NULL); /* consumed: the stop is under way */
         yard_children_reap(ch, NULL, NULL);
     }
     for (size_t i = 0; i < ch->n; i++)

@@ -251,12 +251,8 @@ static void coro_main(void *p)
         yard_log_err("coro: cannot start the acceptor");
         return;
     }
-    for (;;) {
-        int sig = yard_signal_take(srv->sig_fd);
-        if (sig == SIGTERM || sig == SIGINT || sig < 0)
-            break;
-        if (sig == 0 && yard_coro_wait_fd(srv->sig_fd, YARD_CORO_IN, 0) == -EBADF)
-            break;
+    while (yard_signals_stop(srv->sig_fd, NULL, NULL) == 0 &&
+           yard_coro_wait_fd(srv->sig_fd, YARD_CORO_IN, 0) != -EBADF) {
     }
     atomic_store(&cm->stop, 1);
     yard_coro_forget_fd(srv->listen_fd); /* wakes the acceptor with -EBADF */

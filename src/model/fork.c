@@ -85,9 +85,9 @@ static _Noreturn void run_child(yard_server_t *srv, int fd, pid_t parent, struct
  * process-shared mutex): RECV runs the connection as the fork model does,
  * but without news watches; SEND waits for SIGUSR1, which every publish
  * sends to the whole process group, and then feeds the driver a wake-up
- * (app->news runs and what it produced is written). Unlike papayaChat's pause(), SEND keeps SIGUSR1 blocked and
- * takes it with sigtimedwait, so a signal that arrives while it is writing
- * is not lost. */
+ * (app->news runs and what it produced is written). Unlike papayaChat's
+ * pause(), SEND keeps SIGUSR1 blocked and takes it with sigtimedwait, so a
+ * signal that arrives while it is writing is not lost. */
 
 static void pair_noop(int sig) { (void)sig; }
 

@@ -344,15 +344,7 @@ static void loop_expire(yard_loop_t *loop, uint64_t now)
 /* True when the stop descriptor says the loop must end. */
 static bool loop_stop_requested(yard_loop_t *loop)
 {
-    if (!loop->stop_is_sigfd)
-        return true;
-    for (;;) {
-        int sig = yard_signal_take(loop->stop_fd);
-        if (sig == SIGTERM || sig == SIGINT || sig < 0)
-            return true;
-        if (sig == 0)
-            return false;
-    }
+    return !loop->stop_is_sigfd || yard_signals_stop(loop->stop_fd, NULL, NULL) != 0;
 }
 
 void yard_loop_run(yard_loop_t *loop)

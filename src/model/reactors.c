@@ -62,12 +62,9 @@ static int wait_for_stop_signal(int sig_fd)
     for (;;) {
         if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
             return -1;
-        int sig;
-        while ((sig = yard_signal_take(sig_fd)) > 0)
-            if (sig == SIGTERM || sig == SIGINT)
-                return 0;
-        if (sig < 0)
-            return -1;
+        int stop = yard_signals_stop(sig_fd, NULL, NULL);
+        if (stop)
+            return stop < 0 ? -1 : 0;
     }
 }
 
@@ -170,11 +167,7 @@ static int reactors_procs(yard_server_t *srv, struct reactor *rs, int n)
     while (!st.crashed && !st.died) {
         if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
             break;
-        int sig;
-        bool stop = false;
-        while ((sig = yard_signal_take(srv->sig_fd)) > 0)
-            if (sig == SIGTERM || sig == SIGINT)
-                stop = true;
+        bool stop = yard_signals_stop(srv->sig_fd, NULL, NULL) != 0;
         yard_children_reap(&ch, on_reactor_exit, &st);
         if (stop)
             break;
