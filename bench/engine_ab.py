@@ -99,6 +99,9 @@ def ab_experiment(name, before, keep=None, repetitions=None, suite="quick"):
     data["servers"]["extra"] = extras
     if keep:
         extras = [x for x in extras if x["label"].removesuffix("-before") in keep]
+        report = data.get("report", {})
+        if report.get("baseline") and report["baseline"] not in [x["label"] for x in extras]:
+            report["baseline"] = extras[1]["label"]  # the first before
     data["servers"]["extra"] = extras
     if repetitions:
         data.setdefault("suites", {}).setdefault(suite, {})["repetitions"] = repetitions
