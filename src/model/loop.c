@@ -337,8 +337,17 @@ static void loop_expire(yard_loop_t *loop, uint64_t now)
 {
     uint64_t idle = loop->srv->cfg->idle_timeout_ns;
     yard_conn_t *c;
-    while ((c = lru_oldest(loop)) && LC(c)->last_active + idle <= now)
+    while ((c = lru_oldest(loop)) && LC(c)->last_active + idle <= now) {
+        struct loop_conn *lc = LC(c);
+        if (lc->in_pool) {
+            /* Waiting for its own job (a slow bcrypt) is not silence: the
+             * clock starts again (and the sweep moves past it). */
+            lru_unlink(lc);
+            lru_push(loop, lc, now);
+            continue;
+        }
         loop_close(loop, c, "idle timeout");
+    }
 }
 
 /* True when the stop descriptor says the loop must end. */

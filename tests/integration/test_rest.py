@@ -394,3 +394,30 @@ def test_password_over_72_bytes_is_refused(serve, model):
         assert ask(post("/password/verify/utf8", pw_body("é" * 36)))[:2] == (200, b"OK")
         assert ask(post("/password/set/utf8", pw_body("é" * 37)))[:2] == (400, TOO_LONG)
         assert ask(get("/"))[:2] == (200, b"OK")  # the connection survived it all
+
+
+# --- a job that outlasts the idle timeout --------------------------------------
+
+@pytest.mark.parametrize("model", ["epoll", "reactors", "coro"])
+def test_job_longer_than_the_idle_timeout(serve, model):
+    """A password hash that takes longer than --idle-timeout: the connection
+    waiting for it is not idle (it gets its answer), and the loop goes on
+    serving others meanwhile. The idle sweep once found that connection
+    again and again and spun the loop forever."""
+    srv = serve("rest", model, "--bcrypt-cost", "13", "--idle-timeout", "200ms")
+    with srv.connect() as a, srv.connect() as b:
+        started = time.monotonic()
+        a.sendall(post("/password/set/slow", pw_body("s3cret")))
+        served = 0
+        while True:   # others are served while the hash runs
+            b.sendall(get("/"))
+            assert read_response(b, bytearray())[0] == 200
+            served += 1
+            ready, _, _ = select.select([a], [], [], 0.05)
+            if ready or time.monotonic() - started > 20:
+                break
+        status, _, body = read_response(a, bytearray())
+        took = time.monotonic() - started
+    assert (status, body) == (200, b"OK")
+    assert took > 0.2, f"the hash took {took:.3f} s: not longer than the idle timeout"
+    assert served >= 2
