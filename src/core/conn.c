@@ -243,6 +243,24 @@ static void conn_apply(yard_conn_t *c, yard_fx_t *fx)
     }
 }
 
+/* Input the app has not consumed, or may not be offered yet, stays on the
+ * connection (a request larger than the limit closes it); the scratch
+ * buffer is left empty for the next connection. */
+static void conn_keep(yard_conn_t *c, yard_buf_t *ib)
+{
+    bool nomem = false;
+    if (ib != &c->in) {
+        nomem = ib->len && yard_buf_append(&c->in, yard_buf_head(ib), ib->len) < 0;
+        yard_buf_clear(ib);
+    } else {
+        yard_buf_shrink(&c->in, 0);
+    }
+    if (c->in.len > YARD_IN_LIMIT)
+        yard_conn_fail(c, "request larger than the 1 MiB limit", YARD_CLOSE_WARN);
+    if (nomem)
+        yard_conn_fail(c, "out of memory", YARD_CLOSE_WARN);
+}
+
 static void conn_feed(yard_conn_t *c, yard_buf_t *ib, yard_scratch_t *s, bool eof)
 {
     const yard_app_t *app = c->srv->app;
@@ -254,15 +272,7 @@ static void conn_feed(yard_conn_t *c, yard_buf_t *ib, yard_scratch_t *s, bool eo
     if (used > ib->len)
         yard_fatal("app %s consumed %zu of %zu bytes", app->name, used, ib->len);
     yard_buf_consume(ib, eof ? ib->len : used);
-    if (ib == &s->in) {
-        if (ib->len && yard_buf_append(&c->in, yard_buf_head(ib), ib->len) < 0)
-            fx.nomem = true;
-        yard_buf_clear(&s->in);
-    } else {
-        yard_buf_shrink(&c->in, 0);
-    }
-    if (c->in.len > YARD_IN_LIMIT)
-        yard_conn_fail(c, "request larger than the 1 MiB limit", YARD_CLOSE_WARN);
+    conn_keep(c, ib);
     conn_apply(c, &fx);
 }
 
@@ -393,15 +403,10 @@ uint8_t *yard_conn_rx_buf(yard_conn_t *c, yard_scratch_t *s, size_t *room)
  * while the app may not be called (a job runs, it is closing). */
 static void conn_input(yard_conn_t *c, yard_buf_t *ib, yard_scratch_t *s)
 {
-    if (!c->job_pending && !c->closing && !c->failed) {
+    if (!c->job_pending && !c->closing && !c->failed)
         conn_feed(c, ib, s, false);
-    } else if (ib != &c->in) {
-        if (yard_buf_append(&c->in, yard_buf_head(ib), ib->len) < 0)
-            yard_conn_fail(c, "out of memory", YARD_CLOSE_WARN);
-        yard_buf_clear(ib);
-        if (c->in.len > YARD_IN_LIMIT)
-            yard_conn_fail(c, "request larger than the 1 MiB limit", YARD_CLOSE_WARN);
-    }
+    else
+        conn_keep(c, ib);
     conn_settle(c, s);
     conn_flush(c, s);
 }
