@@ -188,11 +188,28 @@ static inline int yard_conn_news_fd(const yard_conn_t *c) { return c->watch ? c-
 void yard_conn_close(yard_conn_t *c, const char *reason);
 void yard_scratch_free(yard_scratch_t *s);
 
-/* A list link a model keeps in its per-connection state. */
+/* A list link a model keeps in its per-connection state: a circular
+ * doubly-linked list around a head link (whose conn is unused). */
 typedef struct yard_conn_link {
     struct yard_conn_link *prev, *next;
     yard_conn_t *conn;
 } yard_conn_link_t;
+
+static inline void yard_conn_list_init(yard_conn_link_t *head) { head->prev = head->next = head; }
+/* Append link at the tail (before head). */
+static inline void yard_conn_list_append(yard_conn_link_t *head, yard_conn_link_t *link)
+{
+    link->next = head;
+    link->prev = head->prev;
+    head->prev->next = link;
+    head->prev = link;
+}
+static inline void yard_conn_list_remove(yard_conn_link_t *link)
+{
+    link->prev->next = link->next;
+    link->next->prev = link->prev;
+    link->prev = link->next = link;
+}
 
 /* The live connections of a model whose connections block or park (thread,
  * coro), so that a stop can shutdown() every socket and wake them all. A

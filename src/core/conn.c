@@ -557,26 +557,21 @@ void yard_scratch_free(yard_scratch_t *s)
 void yard_conn_set_init(yard_conn_set_t *set)
 {
     pthread_mutex_init(&set->mu, NULL);
-    set->head.prev = set->head.next = &set->head;
+    yard_conn_list_init(&set->head);
 }
 
 void yard_conn_set_add(yard_conn_set_t *set, yard_conn_link_t *link, yard_conn_t *c)
 {
     link->conn = c;
     pthread_mutex_lock(&set->mu);
-    link->next = &set->head;
-    link->prev = set->head.prev;
-    set->head.prev->next = link;
-    set->head.prev = link;
+    yard_conn_list_append(&set->head, link);
     pthread_mutex_unlock(&set->mu);
 }
 
 void yard_conn_set_remove(yard_conn_set_t *set, yard_conn_link_t *link)
 {
     pthread_mutex_lock(&set->mu);
-    link->prev->next = link->next;
-    link->next->prev = link->prev;
-    link->prev = link->next = link;
+    yard_conn_list_remove(link);
     pthread_mutex_unlock(&set->mu);
 }
 

@@ -83,7 +83,7 @@ int yard_loop_init(yard_loop_t *loop, yard_server_t *srv, int listen_fd, int sto
     loop->listen_fd = listen_fd;
     loop->stop_fd = stop_fd;
     loop->stop_is_sigfd = stop_is_sigfd;
-    loop->lru.next = loop->lru.prev = &loop->lru;
+    yard_conn_list_init(&loop->lru);
     loop->policy = (yard_conn_policy_t){.job_pool = srv->cfg->offload_threads > 0,
                                         .model_size = sizeof(struct loop_conn)};
     loop->reserve_fd = yard_reserve_fd_open();
@@ -136,19 +136,12 @@ static int loop_sync_timer(yard_loop_t *loop, struct loop_conn *lc, uint64_t dea
     return deadline ? yard_heap_push(&loop->timers, &lc->timer, deadline) : 0;
 }
 
-static void lru_unlink(struct loop_conn *lc)
-{
-    lc->lru.prev->next = lc->lru.next;
-    lc->lru.next->prev = lc->lru.prev;
-}
-
-static void lru_push(yard_loop_t *loop, struct loop_conn *lc, uint64_t now)
+/* The connection was active now: it goes to the young end of the list. */
+static void lru_touch(yard_loop_t *loop, struct loop_conn *lc, uint64_t now)
 {
     lc->last_active = now;
-    lc->lru.prev = loop->lru.prev;
-    lc->lru.next = &loop->lru;
-    loop->lru.prev->next = &lc->lru;
-    loop->lru.prev = &lc->lru;
+    yard_conn_list_remove(&lc->lru);
+    yard_conn_list_append(&loop->lru, &lc->lru);
 }
 
 static yard_conn_t *lru_oldest(const yard_loop_t *loop)
@@ -166,7 +159,7 @@ static void loop_close(yard_loop_t *loop, yard_conn_t *c, const char *reason)
     }
     if (yard_heap_contains(&lc->timer))
         yard_heap_remove(&loop->timers, &lc->timer);
-    lru_unlink(lc);
+    yard_conn_list_remove(&lc->lru);
     for (int j = loop->batch_i + 1; j < loop->batch_n; j++) {
         void *p = loop->batch[j].data.ptr;
         if (p == c || p == (void *)((uintptr_t)c | NEWS_TAG))
@@ -211,8 +204,9 @@ static void loop_accept(yard_loop_t *loop, uint64_t now)
         }
         struct loop_conn *lc = LC(c);
         lc->lru.conn = c;
+        yard_conn_list_init(&lc->lru);
         yard_heap_node_init(&lc->timer);
-        lru_push(loop, lc, now);
+        lru_touch(loop, lc, now);
         loop->nconns++;
         loop_after(loop, c, now);
     }
@@ -266,10 +260,8 @@ static void loop_after(yard_loop_t *loop, yard_conn_t *c, uint64_t now)
         }
         lc->news_polled = true;
     }
-    if (loop->srv->cfg->idle_timeout_ns) {
-        lru_unlink(lc);
-        lru_push(loop, lc, now);
-    }
+    if (loop->srv->cfg->idle_timeout_ns)
+        lru_touch(loop, lc, now);
 }
 
 static void loop_news_event(yard_loop_t *loop, yard_conn_t *c, uint64_t now)
@@ -342,8 +334,7 @@ static void loop_expire(yard_loop_t *loop, uint64_t now)
         if (lc->in_pool) {
             /* Waiting for its own job (a slow bcrypt) is not silence: the
              * clock starts again (and the sweep moves past it). */
-            lru_unlink(lc);
-            lru_push(loop, lc, now);
+            lru_touch(loop, lc, now);
             continue;
         }
         loop_close(loop, c, "idle timeout");
