@@ -127,7 +127,7 @@ void yard_opt_print_wrapped(FILE *f, const char *text, int col, int indent);
 /* The table as a JSON array of {"flag", "value", "type", "default", "help"}
  * objects (with "min"/"max", "choices" and "required" where they apply). */
 void yard_opt_json(FILE *f, const yard_opt_t *opts);
-/* s as a JSON string, quoted. */
+/* s as a JSON string, quoted; control characters and DEL as \u escapes. */
 void yard_json_string(FILE *f, const char *s);
 
 #endif

@@ -400,8 +400,8 @@ void yard_json_string(FILE *f, const char *s)
     for (; s && *s; s++) {
         if (*s == '"' || *s == '\\')
             fprintf(f, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            fprintf(f, "\\u%04x", *s);
+        else if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            fprintf(f, "\\u%04x", (unsigned char)*s);
         else
             fputc(*s, f);
     }

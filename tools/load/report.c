@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "load.h"
+#include "yard/opt.h"
 
 void load_error(load_result_t *r, const char *fmt, ...)
 {
@@ -35,19 +36,6 @@ static void json_spectrum(const yard_hist_t *h)
         p += 100.0 / (5.0 * pow(2.0, halvings + 1));
     }
     printf(", {\"percentile\": 100, \"value_us\": %.3f}]", us(yard_hist_percentile(h, 100)));
-}
-
-static void json_string(const char *s)
-{
-    putchar('"');
-    for (const char *c = s; *c; c++)
-        if (*c == '"' || *c == '\\')
-            printf("\\%c", *c);
-        else if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            printf("\\u%04x", (unsigned char)*c);
-        else
-            putchar(*c);
-    putchar('"');
 }
 
 /* The figures every report line is made of: the defaults of a
@@ -111,7 +99,7 @@ static void json_report(const load_mode_t *mode, const load_report_t *rep)
         mode->json(rep);
     printf("\"first_error\": ");
     if (r->first_error[0])
-        json_string(r->first_error);
+        yard_json_string(stdout, r->first_error);
     else
         printf("null");
     printf(", ");
