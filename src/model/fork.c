@@ -19,7 +19,6 @@
 #include "yard/conn.h"
 #include "yard/log.h"
 
-
 /* --pair: the session both processes of a pair share, and its lock. */
 struct pair_page {
     pthread_mutex_t mu;

@@ -16,8 +16,9 @@
 
 /* The blocking models (fork, thread): jobs inline, output in full. */
 extern const yard_conn_policy_t yard_blocking_policy;
-/* Serve a connection opened with yard_blocking_policy until it ends or
- * *stop becomes true (blocking.c). */
+/* Serve a connection opened with a blocking policy (yard_blocking_policy,
+ * or one like it with model state) until it ends or *stop becomes true
+ * (blocking.c). */
 void yard_blocking_serve(yard_conn_t *c, yard_scratch_t *s, const _Atomic int *stop);
 
 extern const yard_model_t yard_model_fork;

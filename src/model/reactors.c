@@ -19,7 +19,6 @@
 #include "yard/clock.h"
 #include "yard/log.h"
 
-
 struct reactor {
     yard_loop_t loop;
     int listen_fd;
