@@ -91,6 +91,17 @@ def read_line(stream, timeout: float, limit: int = 4096) -> bytes:
     return buf
 
 
+def process_group_alive(pgid: int) -> bool:
+    """Whether any process of the group is still there."""
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
 class Server:
     """A server process started in its own session, so that its whole process
     tree shares one process group we can check after it exits."""
@@ -133,13 +144,7 @@ class Server:
         return self.stderr_path.read_text(errors="replace")
 
     def group_alive(self) -> bool:
-        try:
-            os.killpg(self.pgid, 0)
-            return True
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
+        return process_group_alive(self.pgid)
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 5.0) -> int:
         """Signal the server, wait for it to exit, and return its exit code."""

@@ -23,8 +23,8 @@ import time
 
 import pytest
 
-from conftest import (BIN, LISTENING, MODELS, SANITIZER_MARKERS, model_args, read_line,
-                      recv_exactly)
+from conftest import (BIN, LISTENING, MODELS, SANITIZER_MARKERS, model_args,
+                      process_group_alive, read_line, recv_exactly)
 
 BAD = b"\x02"  # neither read (0x00) nor increment (0x01): the connection is closed
 BAD_CLIENTS = 5000
@@ -104,13 +104,7 @@ class UnreadServer:
         return self.stderr()
 
     def group_alive(self) -> bool:
-        try:
-            os.killpg(self.pgid, 0)
-            return True
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
+        return process_group_alive(self.pgid)
 
     def stop_within(self, seconds: float) -> int:
         """SIGTERM; the server must exit within the given time, its children
