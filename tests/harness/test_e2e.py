@@ -51,6 +51,8 @@ def test_bench_smoke(tmp_path):
     cs = [json.loads(p.read_text()) for p in raw if p.parent.name == "cswitch"]
     kinds = {t["alternative"] for t in cs}
     assert {"process-pipe", "thread-futex", "ucontext", "coro"} <= kinds
-    assert all(t["status"] == "ok" and t["metrics"]["direct_ns"] > 0 for t in cs)
+    bad = [(t["alternative"], t["point"], t["status"], t["problems"], t["metrics"].get("direct_ns"))
+           for t in cs if not (t["status"] == "ok" and t["metrics"]["direct_ns"] > 0)]
+    assert not bad, bad
     section = html.split("<h2>Context switch", 1)[1].split("</section>", 1)[0]
     assert section.count("data:image/png;base64,") == 2
