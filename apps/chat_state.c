@@ -3,13 +3,9 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "yard/hash.h"
 #include "yard/proto_logrec.h"
@@ -62,75 +58,26 @@ void chat_casefold(char *out, const char *in, size_t n)
     out[n] = 0;
 }
 
-/* A table of fixed slots in a file of the data directory, mapped shared: a
- * crash of any process loses nothing the kernel has (the page cache), and
- * msync at the log's fsync points makes it durable. The head names the
- * format; a file of another format is started afresh, and said so. */
-struct file_head {
-    char magic[8];
-    uint32_t version;
-    uint32_t slot_size;
-    uint64_t nslots;
-    uint8_t pad[40];
-};
-
-static void *map_table(const char *dir, const char *name, const char *magic, size_t slot_size,
-                       size_t nslots, int *fd_out, size_t *bytes_out, char *err, size_t errlen,
-                       char *warn, size_t warnlen)
+/* Positions and topics are tables of fixed slots in files of the data
+ * directory (yard_table_file_t): a crash of any process loses nothing the
+ * kernel has, and chat_state_sync at the log's fsync points makes them
+ * durable. */
+static void *map_table(yard_table_file_t *t, const char *dir, const char *name,
+                       const char *magic, size_t slot_size, size_t nslots, char *err,
+                       size_t errlen, char *warn, size_t warnlen)
 {
-    char path[4096];
+    char path[4096], m[8] = {0};
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    size_t bytes = sizeof(struct file_head) + slot_size * nslots;
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) < 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
+    memcpy(m, magic, strnlen(magic, sizeof m));
+    if (yard_table_file_open(t, path, m, slot_size, nslots, err, errlen, warn, warnlen) < 0)
         return NULL;
-    }
-    struct file_head want = {.version = 2, .slot_size = (uint32_t)slot_size, .nslots = nslots};
-    memcpy(want.magic, magic, sizeof want.magic);
-    struct file_head have = {0};
-    bool fresh = st.st_size == 0;
-    if (!fresh && ((size_t)st.st_size != bytes ||
-                   pread(fd, &have, sizeof have, 0) != (ssize_t)sizeof have ||
-                   memcmp(&have, &want, sizeof have) != 0)) {
-        snprintf(warn, warnlen, "%.400s is of an older format or size; it starts afresh", path);
-        fresh = true;
-    }
-    if (fresh && (ftruncate(fd, 0) < 0 || ftruncate(fd, (off_t)bytes) < 0 ||
-                  pwrite(fd, &want, sizeof want, 0) != (ssize_t)sizeof want)) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        close(fd);
-        return NULL;
-    }
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) {
-        snprintf(err, errlen, "mmap %s: %s", path, strerror(errno));
-        close(fd);
-        return NULL;
-    }
-    *fd_out = fd;
-    *bytes_out = bytes;
-    return (uint8_t *)p + sizeof(struct file_head);
-}
-
-static void unmap_table(void *p, size_t bytes, int fd)
-{
-    if (p) {
-        void *base = (uint8_t *)p - sizeof(struct file_head);
-        msync(base, bytes, MS_SYNC);
-        munmap(base, bytes);
-    }
-    if (fd >= 0)
-        close(fd);
+    return t->slots;
 }
 
 int chat_state_init(chat_state_t *cs, yard_shm_t *shm, const char *dir, unsigned nchan,
                     unsigned nmember, char *err, size_t errlen, char *warn, size_t warnlen)
 {
-    cs->pos_fd = cs->topics_fd = -1;
+    cs->pos_file = cs->topics_file = (yard_table_file_t){.fd = -1};
     warn[0] = 0;
     int e = yard_shm_mutex_init(&cs->mu);
     if (e) {
@@ -155,16 +102,16 @@ int chat_state_init(chat_state_t *cs, yard_shm_t *shm, const char *dir, unsigned
         cs->index[i] = -1;
     char w[600] = "";
     cs->npos = POS_SLOTS;
-    cs->pos = map_table(dir, "positions", "YARDPOS", sizeof(struct chat_pos), cs->npos,
-                        &cs->pos_fd, &cs->pos_bytes, err, errlen, w, sizeof w);
+    cs->pos = map_table(&cs->pos_file, dir, "positions", "YARDPOS", sizeof(struct chat_pos),
+                        cs->npos, err, errlen, w, sizeof w);
     if (!cs->pos)
         return -1;
     if (w[0])
         snprintf(warn, warnlen, "%s (devices catch up from their next JOIN on)", w);
     w[0] = 0;
     cs->ntopics = TOPIC_SLOTS;
-    cs->topics = map_table(dir, "topics", "YARDTOP", sizeof(struct chat_topic_slot), cs->ntopics,
-                           &cs->topics_fd, &cs->topics_bytes, err, errlen, w, sizeof w);
+    cs->topics = map_table(&cs->topics_file, dir, "topics", "YARDTOP",
+                           sizeof(struct chat_topic_slot), cs->ntopics, err, errlen, w, sizeof w);
     if (!cs->topics)
         return -1;
     if (w[0] && !warn[0])
@@ -174,11 +121,10 @@ int chat_state_init(chat_state_t *cs, yard_shm_t *shm, const char *dir, unsigned
 
 void chat_state_fini(chat_state_t *cs)
 {
-    unmap_table(cs->pos, cs->pos_bytes, cs->pos_fd);
-    unmap_table(cs->topics, cs->topics_bytes, cs->topics_fd);
+    yard_table_file_close(&cs->pos_file);
+    yard_table_file_close(&cs->topics_file);
     cs->pos = NULL;
     cs->topics = NULL;
-    cs->pos_fd = cs->topics_fd = -1;
 }
 
 void chat_lock(chat_state_t *cs)
@@ -522,6 +468,6 @@ bool chat_topic_set(chat_state_t *cs, const char *chan_key, const char *topic, s
 
 void chat_state_sync(chat_state_t *cs)
 {
-    msync((uint8_t *)cs->pos - sizeof(struct file_head), cs->pos_bytes, MS_ASYNC);
-    msync((uint8_t *)cs->topics - sizeof(struct file_head), cs->topics_bytes, MS_ASYNC);
+    yard_table_file_sync(&cs->pos_file, false);
+    yard_table_file_sync(&cs->topics_file, false);
 }

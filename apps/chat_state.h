@@ -51,11 +51,11 @@ typedef struct chat_state {
     unsigned index_cap, index_dead;
     uint8_t *members; /* nmember x member_size */
     struct chat_pos *pos;
-    size_t npos, pos_bytes;
-    int pos_fd;
+    size_t npos;
+    yard_table_file_t pos_file;
     struct chat_topic_slot *topics;
-    size_t ntopics, topics_bytes;
-    int topics_fd;
+    size_t ntopics;
+    yard_table_file_t topics_file;
 } chat_state_t;
 
 /* IRC's rfc1459 casemapping: ASCII lower case, and []\~ as {}|^. */

@@ -5,6 +5,9 @@
 #include <stdint.h>
 
 uint64_t yard_now_ns(void);
+/* Wall-clock time (CLOCK_REALTIME) in nanoseconds since the epoch, for
+ * what users read (timestamps, HTTP dates); never for durations. */
+int64_t yard_wall_ns(void);
 /* Parse a duration such as "250ms", "5s", "2m", "1h", "30d" or a bare number
  * (taken in default_unit_ns). Returns 0 on success, -1 on a malformed value. */
 int yard_parse_duration_ns(const char *s, uint64_t default_unit_ns, uint64_t *out);

@@ -24,4 +24,29 @@ int yard_shm_mutex_init(pthread_mutex_t *mu);
  * stay usable when a holder dies half-way). true when it was taken over. */
 bool yard_shm_mutex_lock(pthread_mutex_t *mu);
 
+/* A table of fixed-size slots in a file, mapped MAP_SHARED: every process
+ * of the server sees the same bytes, a crash of any of them loses nothing
+ * the kernel has (the page cache), and yard_table_file_sync pushes it to
+ * the disk. A head names the format (magic, slot size, slot count); a file
+ * of another format or size is started afresh, and *warn says so. */
+typedef struct yard_table_file {
+    void *slots;  /* nslots x slot_size bytes, zeroed when fresh */
+    size_t bytes; /* the whole mapping, head included */
+    int fd;
+} yard_table_file_t;
+
+/* 0, or -1 with err naming the file and the failed call. */
+int yard_table_file_open(yard_table_file_t *t, const char *path, const char magic[8],
+                         size_t slot_size, size_t nslots, char *err, size_t errlen, char *warn,
+                         size_t warnlen);
+/* Start writing it back (wait false), or write it back and wait. */
+void yard_table_file_sync(yard_table_file_t *t, bool wait);
+/* Write it back, unmap it and close it (safe on a table that is not open). */
+void yard_table_file_close(yard_table_file_t *t);
+
+/* Read a small text file (a message of the day) into buf, at most cap - 1
+ * bytes, NUL-terminated: the bytes read, or -1 when it cannot be read
+ * (buf is then ""). For an app's init, never for a connection's callback. */
+long yard_read_text_file(const char *path, char *buf, size_t cap);
+
 #endif

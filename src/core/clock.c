@@ -12,6 +12,13 @@ uint64_t yard_now_ns(void)
     return (uint64_t)ts.tv_sec * YARD_NS_PER_S + (uint64_t)ts.tv_nsec;
 }
 
+int64_t yard_wall_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * (int64_t)YARD_NS_PER_S + ts.tv_nsec;
+}
+
 int yard_parse_duration_ns(const char *s, uint64_t default_unit_ns, uint64_t *out)
 {
     static const struct {

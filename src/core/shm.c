@@ -1,11 +1,14 @@
 #include "yard/shm.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 struct yard_shm {
     size_t size;
@@ -65,4 +68,94 @@ bool yard_shm_mutex_lock(pthread_mutex_t *mu)
         return false;
     pthread_mutex_consistent(mu);
     return true;
+}
+
+struct table_head {
+    char magic[8];
+    uint32_t version;
+    uint32_t slot_size;
+    uint64_t nslots;
+    uint8_t pad[40];
+};
+
+int yard_table_file_open(yard_table_file_t *t, const char *path, const char magic[8],
+                         size_t slot_size, size_t nslots, char *err, size_t errlen, char *warn,
+                         size_t warnlen)
+{
+    *t = (yard_table_file_t){.fd = -1};
+    if (warnlen)
+        warn[0] = 0;
+    size_t bytes = sizeof(struct table_head) + slot_size * nslots;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    struct table_head want = {.version = 2, .slot_size = (uint32_t)slot_size, .nslots = nslots};
+    memcpy(want.magic, magic, sizeof want.magic);
+    struct table_head have = {0};
+    bool fresh = st.st_size == 0;
+    if (!fresh && ((size_t)st.st_size != bytes ||
+                   pread(fd, &have, sizeof have, 0) != (ssize_t)sizeof have ||
+                   memcmp(&have, &want, sizeof have) != 0)) {
+        snprintf(warn, warnlen, "%.400s is of an older format or size; it starts afresh", path);
+        fresh = true;
+    }
+    if (fresh && (ftruncate(fd, 0) < 0 || ftruncate(fd, (off_t)bytes) < 0 ||
+                  pwrite(fd, &want, sizeof want, 0) != (ssize_t)sizeof want)) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        snprintf(err, errlen, "mmap %s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    *t = (yard_table_file_t){.slots = (uint8_t *)p + sizeof(struct table_head), .bytes = bytes,
+                             .fd = fd};
+    return 0;
+}
+
+void yard_table_file_sync(yard_table_file_t *t, bool wait)
+{
+    if (t->slots)
+        msync((uint8_t *)t->slots - sizeof(struct table_head), t->bytes, wait ? MS_SYNC : MS_ASYNC);
+}
+
+void yard_table_file_close(yard_table_file_t *t)
+{
+    if (t->slots) {
+        yard_table_file_sync(t, true);
+        munmap((uint8_t *)t->slots - sizeof(struct table_head), t->bytes);
+    }
+    if (t->fd >= 0)
+        close(t->fd);
+    *t = (yard_table_file_t){.fd = -1};
+}
+
+long yard_read_text_file(const char *path, char *buf, size_t cap)
+{
+    if (!cap)
+        return -1;
+    buf[0] = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    size_t got = 0;
+    while (got < cap - 1) {
+        ssize_t r = read(fd, buf + got, cap - 1 - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
+    buf[got] = 0;
+    return (long)got;
 }
