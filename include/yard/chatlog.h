@@ -17,7 +17,11 @@
  *   never the active one.
  * - Readers iterate from any id, across segments, and see appends made by
  *   any process after they started; they never read past the committed
- *   size, so a record being written is not mistaken for corruption. */
+ *   size, so a record being written is not mistaken for corruption.
+ * - The newest YARD_CHATLOG_TAIL_BYTES of the active segment are also kept
+ *   in the shared mapping (the tail): a reader that keeps up reads them
+ *   from memory (yard_chatlog_read_tail) and never touches the files; only
+ *   a reader further behind needs yard_chatlog_read, which does I/O. */
 #ifndef YARD_CHATLOG_H
 #define YARD_CHATLOG_H
 
@@ -41,6 +45,8 @@ typedef struct yard_chatlog_recovery {
     char message[512];      /* what was done, for the server's log */
 } yard_chatlog_recovery_t;
 
+#define YARD_CHATLOG_TAIL_BYTES (1u << 20)
+
 typedef yard_logrec_t yard_chatlog_rec_t;
 typedef struct yard_chatlog yard_chatlog_t;
 typedef struct yard_chatlog_iter yard_chatlog_iter_t;
@@ -60,7 +66,38 @@ uint64_t yard_chatlog_last_id(yard_chatlog_t *log);
 /* Delete segments older than the retention; the number deleted. */
 int yard_chatlog_prune(yard_chatlog_t *log, int64_t now_s);
 
-/* An iterator from the first retained record with id >= from_id. */
+/* A reader's place in the log: plain values (no descriptor, no pointer),
+ * so it may live in a session that several threads or processes share. */
+typedef struct yard_chatlog_cursor {
+    uint64_t seg;  /* the segment (its first id); 0: not placed yet */
+    uint64_t off;  /* the next record's offset in it */
+    uint64_t from; /* records below this id are skipped */
+} yard_chatlog_cursor_t;
+
+/* A cursor at the log's end, for what is appended from now on; returns the
+ * last id in the log. No I/O. */
+uint64_t yard_chatlog_cursor_end(yard_chatlog_t *log, yard_chatlog_cursor_t *cur);
+/* A cursor at the first retained record with id >= from_id. No I/O: the
+ * first read places it. */
+void yard_chatlog_cursor_at(yard_chatlog_cursor_t *cur, uint64_t from_id);
+/* Copy committed bytes at the cursor into buf (cap >= YARD_LOGREC_MAX),
+ * then take the records out of them with yard_chatlog_take. read_tail
+ * does no I/O: the bytes (0 when nothing is new), or -EAGAIN when they are
+ * no longer (or not yet known to be) in the tail. read reads the files
+ * when it must (blocking I/O: from a job, never an event loop): the bytes,
+ * 0 when nothing is new, or -errno. */
+long yard_chatlog_read_tail(yard_chatlog_t *log, yard_chatlog_cursor_t *cur, uint8_t *buf,
+                            size_t cap);
+long yard_chatlog_read(yard_chatlog_t *log, yard_chatlog_cursor_t *cur, uint8_t *buf, size_t cap);
+/* The next record at or past the cursor's id in buf[*pos, len), which a
+ * read at this cursor returned: 1 with *r (pointing into buf; the cursor
+ * and *pos move past it), 0 when the rest needs another read, -EBADMSG on
+ * committed bytes that do not decode. */
+int yard_chatlog_take(yard_chatlog_cursor_t *cur, const uint8_t *buf, size_t len, size_t *pos,
+                      yard_chatlog_rec_t *r);
+
+/* An iterator from the first retained record with id >= from_id: a cursor
+ * with its own buffer, reading with yard_chatlog_read (I/O). */
 int yard_chatlog_iter_open(yard_chatlog_t *log, uint64_t from_id, yard_chatlog_iter_t **out);
 /* 1 with *r (valid until the next call), 0 when there is nothing more yet,
  * -errno on an error (a corrupt record: -EBADMSG). */

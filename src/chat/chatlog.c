@@ -29,6 +29,14 @@ struct shared {
     uint64_t active_size;  /* its committed size: readers stop there */
     uint64_t last_sync_ns;
     bool dirty;
+    /* The segment before the active one and its final size, so that a
+     * cursor at its end moves on without looking at the directory. */
+    uint64_t prev_first, prev_size;
+    /* The tail: the active segment's bytes [tail_lo, active_size) are also
+     * in tail[] (at offset % YARD_CHATLOG_TAIL_BYTES), so readers that keep
+     * up never touch the files. */
+    uint64_t tail_lo;
+    uint8_t tail[YARD_CHATLOG_TAIL_BYTES];
 };
 
 struct yard_chatlog {
@@ -42,14 +50,6 @@ struct yard_chatlog {
     uint64_t wseg;
 };
 
-struct yard_chatlog_iter {
-    yard_chatlog_t *log;
-    int fd;
-    uint64_t seg, off, from;
-    uint8_t *buf;
-    uint64_t buf_at; /* file offset of buf[0] */
-    size_t buf_len;
-};
 
 void yard_chatlog_opts_default(yard_chatlog_opts_t *o)
 {
@@ -186,6 +186,34 @@ static int create_segment(yard_chatlog_t *log, uint64_t first)
     return fd;
 }
 
+/* Under the lock: bytes of the active segment at off into the tail. */
+static void tail_put(struct shared *sh, uint64_t off, const uint8_t *p, size_t n)
+{
+    while (n) {
+        size_t at = (size_t)(off % YARD_CHATLOG_TAIL_BYTES);
+        size_t k = YARD_CHATLOG_TAIL_BYTES - at < n ? YARD_CHATLOG_TAIL_BYTES - at : n;
+        memcpy(sh->tail + at, p, k);
+        off += k;
+        p += k;
+        n -= k;
+    }
+    if (off - sh->tail_lo > YARD_CHATLOG_TAIL_BYTES)
+        sh->tail_lo = off - YARD_CHATLOG_TAIL_BYTES;
+}
+
+/* Under the lock: the tail's bytes at off into out. */
+static void tail_get(const struct shared *sh, uint64_t off, uint8_t *out, size_t n)
+{
+    while (n) {
+        size_t at = (size_t)(off % YARD_CHATLOG_TAIL_BYTES);
+        size_t k = YARD_CHATLOG_TAIL_BYTES - at < n ? YARD_CHATLOG_TAIL_BYTES - at : n;
+        memcpy(out, sh->tail + at, k);
+        off += k;
+        out += k;
+        n -= k;
+    }
+}
+
 int yard_chatlog_open(const char *dir, const yard_chatlog_opts_t *o, yard_chatlog_t **out,
                       yard_chatlog_recovery_t *rec, char *err, size_t errlen)
 {
@@ -267,6 +295,7 @@ int yard_chatlog_open(const char *dir, const yard_chatlog_opts_t *o, yard_chatlo
     log->sh->active_first = first;
     log->sh->active_size = size;
     log->sh->last_sync_ns = mono_ns();
+    log->sh->tail_lo = size; /* what is on disk already is read from there */
     if (!nseg) {
         log->wfd = create_segment(log, first);
         if (log->wfd < 0) {
@@ -355,8 +384,10 @@ int yard_chatlog_append(yard_chatlog_t *log, int type, const char *sender, size_
         } else {
             close(log->wfd);
             log->wfd = fd;
+            sh->prev_first = sh->active_first;
+            sh->prev_size = sh->active_size;
             log->wseg = sh->active_first = sh->next_id;
-            sh->active_size = 0;
+            sh->active_size = sh->tail_lo = 0;
         }
     }
     if (rc == 0) {
@@ -378,6 +409,7 @@ int yard_chatlog_append(yard_chatlog_t *log, int type, const char *sender, size_
         }
     }
     if (rc == 0) {
+        tail_put(sh, sh->active_size, buf, (size_t)len);
         sh->active_size += (uint64_t)len;
         sh->next_id++;
         sh->dirty = true;
@@ -452,57 +484,163 @@ int yard_chatlog_prune(yard_chatlog_t *log, int64_t now_s)
 
 /* ---- reading ------------------------------------------------------------- */
 
-static int iter_seek_segment(yard_chatlog_iter_t *it, uint64_t seg)
+uint64_t yard_chatlog_cursor_end(yard_chatlog_t *log, yard_chatlog_cursor_t *cur)
 {
-    if (it->fd >= 0)
-        close(it->fd);
-    char path[4200];
-    seg_path(path, sizeof path, it->log->dir, seg);
-    it->fd = open(path, O_RDONLY | O_CLOEXEC);
-    it->seg = seg;
-    it->off = 0;
-    it->buf_len = 0;
-    return it->fd < 0 ? -errno : 0;
+    lock(log);
+    *cur = (yard_chatlog_cursor_t){.seg = log->sh->active_first, .off = log->sh->active_size,
+                                   .from = log->sh->next_id};
+    unlock(log);
+    return cur->from - 1;
 }
+
+void yard_chatlog_cursor_at(yard_chatlog_cursor_t *cur, uint64_t from_id)
+{
+    *cur = (yard_chatlog_cursor_t){.seg = 0, .off = 0, .from = from_id};
+}
+
+/* Under the lock: move a cursor at the end of the previous segment, or one
+ * not placed yet that asks only for what is to come, to the active one. */
+static void cursor_settle(const struct shared *sh, yard_chatlog_cursor_t *cur)
+{
+    if (cur->seg && cur->seg == sh->prev_first && cur->off >= sh->prev_size) {
+        cur->seg = sh->active_first;
+        cur->off = 0;
+    } else if (!cur->seg && cur->from >= sh->next_id) {
+        cur->seg = sh->active_first;
+        cur->off = sh->active_size;
+    }
+}
+
+long yard_chatlog_read_tail(yard_chatlog_t *log, yard_chatlog_cursor_t *cur, uint8_t *buf,
+                            size_t cap)
+{
+    if (cap < YARD_LOGREC_MAX)
+        return -EINVAL;
+    lock(log);
+    struct shared *sh = log->sh;
+    cursor_settle(sh, cur);
+    long n = -EAGAIN;
+    if (cur->seg == sh->active_first && cur->off >= sh->tail_lo && cur->off <= sh->active_size) {
+        uint64_t avail = sh->active_size - cur->off;
+        n = (long)(avail < cap ? avail : cap);
+        tail_get(sh, cur->off, buf, (size_t)n);
+    }
+    unlock(log);
+    return n;
+}
+
+/* The first segment after seg (0: none), or the one holding from_id when
+ * seg is 0. */
+static int segment_after(const char *dir, uint64_t seg, uint64_t from_id, uint64_t *out)
+{
+    uint64_t *segs;
+    size_t n;
+    int rc = list_segments(dir, &segs, &n);
+    if (rc < 0)
+        return rc;
+    *out = 0;
+    if (seg) {
+        for (size_t i = 0; i < n && !*out; i++)
+            if (segs[i] > seg)
+                *out = segs[i];
+    } else if (n) {
+        *out = segs[0];
+        for (size_t i = 0; i < n; i++)
+            if (segs[i] <= from_id)
+                *out = segs[i];
+    }
+    free(segs);
+    return 0;
+}
+
+long yard_chatlog_read(yard_chatlog_t *log, yard_chatlog_cursor_t *cur, uint8_t *buf, size_t cap)
+{
+    long n = yard_chatlog_read_tail(log, cur, buf, cap);
+    if (n != -EAGAIN)
+        return n;
+    for (int hops = 0; hops < 1000000; hops++) {
+        if (!cur->seg) {
+            int rc = segment_after(log->dir, 0, cur->from, &cur->seg);
+            if (rc < 0)
+                return rc;
+            cur->off = 0;
+            if (!cur->seg)
+                return 0; /* no segment at all */
+        }
+        lock(log);
+        uint64_t active = log->sh->active_first, committed = log->sh->active_size;
+        unlock(log);
+        char path[4200];
+        seg_path(path, sizeof path, log->dir, cur->seg);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        struct stat st;
+        uint64_t limit = 0;
+        if (fd >= 0 && cur->seg == active)
+            limit = committed;
+        else if (fd >= 0 && fstat(fd, &st) == 0)
+            limit = (uint64_t)st.st_size; /* a complete segment */
+        else if (fd < 0 && errno != ENOENT)
+            return -errno;
+        if (fd >= 0 && cur->off < limit) {
+            size_t want = limit - cur->off < cap ? (size_t)(limit - cur->off) : cap;
+            ssize_t got;
+            do
+                got = pread(fd, buf, want, (off_t)cur->off);
+            while (got < 0 && errno == EINTR);
+            int e = errno;
+            close(fd);
+            return got < 0 ? -e : (long)got;
+        }
+        if (fd >= 0)
+            close(fd);
+        if (cur->seg >= active)
+            return 0; /* nothing more yet */
+        /* This segment is complete (or was pruned): on to the next one. */
+        uint64_t next;
+        int rc = segment_after(log->dir, cur->seg, 0, &next);
+        if (rc < 0)
+            return rc;
+        if (!next)
+            return 0;
+        cur->seg = next;
+        cur->off = 0;
+    }
+    return -ELOOP;
+}
+
+int yard_chatlog_take(yard_chatlog_cursor_t *cur, const uint8_t *buf, size_t len, size_t *pos,
+                      yard_chatlog_rec_t *r)
+{
+    while (*pos < len) {
+        int v = yard_logrec_decode(buf + *pos, len - *pos, r);
+        if (v == YARD_LOGREC_PARTIAL && *pos > 0)
+            return 0; /* the rest comes with the next read */
+        if (v != YARD_LOGREC_COMPLETE)
+            return -EBADMSG; /* committed bytes that do not decode */
+        *pos += r->len;
+        cur->off += r->len;
+        if (r->id >= cur->from)
+            return 1;
+    }
+    return 0;
+}
+
+struct yard_chatlog_iter {
+    yard_chatlog_t *log;
+    yard_chatlog_cursor_t cur;
+    uint8_t *buf;
+    size_t len, pos;
+};
 
 int yard_chatlog_iter_open(yard_chatlog_t *log, uint64_t from_id, yard_chatlog_iter_t **out)
 {
     yard_chatlog_iter_t *it = calloc(1, sizeof *it);
-    if (!it)
-        return -ENOMEM;
-    it->buf = malloc(READ_CHUNK);
-    it->fd = -1;
-    it->log = log;
-    it->from = from_id;
-    if (!it->buf) {
+    if (!it || !(it->buf = malloc(READ_CHUNK))) {
         free(it);
         return -ENOMEM;
     }
-    lock(log);
-    uint64_t next = log->sh->next_id, active = log->sh->active_first, size = log->sh->active_size;
-    unlock(log);
-    int rc;
-    if (from_id >= next) {
-        /* Only what is yet to come: start at the end, scan nothing. */
-        rc = iter_seek_segment(it, active);
-        it->off = size;
-    } else {
-        uint64_t *segs;
-        size_t n;
-        rc = list_segments(log->dir, &segs, &n);
-        if (rc == 0) {
-            uint64_t pick = n ? segs[0] : active;
-            for (size_t i = 0; i < n; i++)
-                if (segs[i] <= from_id)
-                    pick = segs[i];
-            free(segs);
-            rc = iter_seek_segment(it, pick);
-        }
-    }
-    if (rc < 0) {
-        yard_chatlog_iter_close(it);
-        return rc;
-    }
+    it->log = log;
+    yard_chatlog_cursor_at(&it->cur, from_id);
     *out = it;
     return 0;
 }
@@ -511,8 +649,6 @@ void yard_chatlog_iter_close(yard_chatlog_iter_t *it)
 {
     if (!it)
         return;
-    if (it->fd >= 0)
-        close(it->fd);
     free(it->buf);
     free(it);
 }
@@ -520,60 +656,14 @@ void yard_chatlog_iter_close(yard_chatlog_iter_t *it)
 int yard_chatlog_next(yard_chatlog_iter_t *it, yard_chatlog_rec_t *r)
 {
     for (;;) {
-        lock(it->log);
-        uint64_t active = it->log->sh->active_first, committed = it->log->sh->active_size;
-        unlock(it->log);
-        uint64_t limit;
-        if (it->seg == active) {
-            limit = committed;
-        } else {
-            struct stat st;
-            if (it->fd < 0 || fstat(it->fd, &st) < 0)
-                limit = 0;
-            else
-                limit = (uint64_t)st.st_size;
-        }
-        if (it->off >= limit) {
-            if (it->seg >= active)
-                return 0; /* nothing more yet */
-            /* This segment is complete: on to the next one. */
-            uint64_t *segs;
-            size_t n;
-            int rc = list_segments(it->log->dir, &segs, &n);
-            if (rc < 0)
-                return rc;
-            uint64_t nextseg = 0;
-            for (size_t i = 0; i < n && !nextseg; i++)
-                if (segs[i] > it->seg)
-                    nextseg = segs[i];
-            free(segs);
-            if (!nextseg)
-                return 0;
-            iter_seek_segment(it, nextseg); /* pruned meanwhile: the loop moves on */
-            continue;
-        }
-        /* The record at it->off, from the buffer (refilled as needed). */
-        size_t avail = it->off >= it->buf_at && it->off < it->buf_at + it->buf_len
-                           ? (size_t)(it->buf_at + it->buf_len - it->off)
-                           : 0;
-        if (avail < YARD_LOGREC_MAX && it->buf_at + it->buf_len < limit) {
-            size_t want = limit - it->off < READ_CHUNK ? (size_t)(limit - it->off) : READ_CHUNK;
-            ssize_t got = pread(it->fd, it->buf, want, (off_t)it->off);
-            if (got < 0)
-                return -errno;
-            it->buf_at = it->off;
-            it->buf_len = (size_t)got;
-            avail = (size_t)got;
-        }
-        if (avail > limit - it->off)
-            avail = (size_t)(limit - it->off);
-        const uint8_t *p = it->buf + (it->off - it->buf_at);
-        int v = yard_logrec_decode(p, avail, r);
-        if (v != YARD_LOGREC_COMPLETE)
-            return -EBADMSG; /* committed bytes that do not decode */
-        it->off += r->len;
-        if (r->id >= it->from)
-            return 1;
+        int rc = yard_chatlog_take(&it->cur, it->buf, it->len, &it->pos, r);
+        if (rc != 0)
+            return rc;
+        long n = yard_chatlog_read(it->log, &it->cur, it->buf, READ_CHUNK);
+        it->len = it->pos = 0;
+        if (n <= 0)
+            return (int)n;
+        it->len = (size_t)n;
     }
 }
 

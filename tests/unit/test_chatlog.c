@@ -1,7 +1,8 @@
 /* The durable chat log: append and iterate, rotation, reopen, torn tails,
  * many processes and threads appending at once, iterators that see later
- * appends, a second server refused, pruning, and a failed write (file size
- * limit) that leaves no half record. */
+ * appends, a second server refused, pruning, a failed write (file size
+ * limit) that leaves no half record, and cursors: reading the shared tail
+ * without I/O, across a rotation, and from the files once behind it. */
 #include <errno.h>
 #include <ftw.h>
 #include <pthread.h>
@@ -295,6 +296,83 @@ static void test_failed_write_leaves_no_half_record(void)
     ASSERT_U64_EQ(v.records, 2);
 }
 
+/* Take every record of one read; their ids must be want, want + 1, ... */
+static uint64_t take_all(yard_chatlog_cursor_t *cur, const uint8_t *buf, long n, uint64_t want)
+{
+    ASSERT(n >= 0);
+    size_t pos = 0;
+    yard_chatlog_rec_t r;
+    int rc;
+    while ((rc = yard_chatlog_take(cur, buf, (size_t)n, &pos, &r)) == 1) {
+        ASSERT_U64_EQ(r.id, want);
+        want++;
+    }
+    ASSERT_EQ(rc, 0);
+    return want;
+}
+
+static void test_cursor_tail_and_files(void)
+{
+    char dir[512];
+    fresh(dir, "cursor");
+    /* Segments of 64 KiB: the 1 MiB tail spans only the active one. */
+    yard_chatlog_t *log = open_log(dir, 64 * 1024, NULL);
+    for (int i = 0; i < 10; i++)
+        append(log, "before the reader");
+    yard_chatlog_cursor_t cur, behind, old;
+    ASSERT_U64_EQ(yard_chatlog_cursor_end(log, &cur), 10);
+    yard_chatlog_cursor_at(&old, 3);
+    static uint8_t buf[YARD_LOGREC_MAX * 4];
+    /* Nothing new yet; a cursor not placed yet must go to the files. */
+    ASSERT_EQ(yard_chatlog_read_tail(log, &cur, buf, sizeof buf), 0);
+    ASSERT_EQ(yard_chatlog_read_tail(log, &old, buf, sizeof buf), -EAGAIN);
+    ASSERT_EQ(yard_chatlog_read_tail(log, &cur, buf, YARD_LOGREC_MAX - 1), -EINVAL);
+    /* The files hold ids 3.. for the old cursor, in reads of buf's size. */
+    uint64_t want = 3;
+    long n;
+    while ((n = yard_chatlog_read(log, &old, buf, sizeof buf)) > 0)
+        want = take_all(&old, buf, n, want);
+    ASSERT_EQ(n, 0);
+    ASSERT_U64_EQ(want, 11);
+
+    /* Appends reach a reader that keeps up from memory alone: with the
+     * segment files gone, the tail still has them. */
+    behind = cur;
+    char path[600];
+    snprintf(path, sizeof path, "%s/log/%020d.seg", dir, 1);
+    ASSERT_EQ(unlink(path), 0);
+    append(log, "eleven");
+    append(log, "twelve");
+    n = yard_chatlog_read_tail(log, &cur, buf, sizeof buf);
+    ASSERT(n > 0);
+    ASSERT_U64_EQ(take_all(&cur, buf, n, 11), 13);
+
+    /* Across rotations: about 1500 records of 1 KiB, many segments, and a
+     * reader that reads after every append stays in memory. */
+    char text[1000];
+    memset(text, 'x', sizeof text - 1);
+    text[sizeof text - 1] = 0;
+    want = 13;
+    for (int i = 0; i < 1500; i++) {
+        append(log, text);
+        n = yard_chatlog_read_tail(log, &cur, buf, sizeof buf);
+        ASSERT(n > 0);
+        want = take_all(&cur, buf, n, want);
+        ASSERT_U64_EQ(want, 14 + (uint64_t)i);
+    }
+    /* The reader left behind at id 11 lost the tail (its segment is not
+     * the active one any more); the files still serve it, from 13 on
+     * (11 and 12 were in the unlinked segment, which the reader skips). */
+    ASSERT_EQ(yard_chatlog_read_tail(log, &behind, buf, sizeof buf), -EAGAIN);
+    n = yard_chatlog_read(log, &behind, buf, sizeof buf);
+    ASSERT(n > 0);
+    yard_chatlog_rec_t r;
+    size_t pos = 0;
+    ASSERT_EQ(yard_chatlog_take(&behind, buf, (size_t)n, &pos, &r), 1);
+    ASSERT(r.id >= 13);
+    yard_chatlog_close(log);
+}
+
 int main(void)
 {
     snprintf(root, sizeof root, "/tmp/yard-test-chatlog-XXXXXX");
@@ -304,6 +382,7 @@ int main(void)
     test_torn_tail();
     test_prune();
     test_failed_write_leaves_no_half_record();
+    test_cursor_tail_and_files();
     nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     return 0;
 }
