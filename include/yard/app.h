@@ -15,6 +15,12 @@
  *   yard_fx_offload  run a CPU-heavy job away from the connection's event
  *                    loop (a pool thread, or inline with --offload-threads 0
  *                    and in the blocking models), then call app->job_done
+ *   yard_fx_io       the same for blocking file I/O (a log append, an fsync,
+ *                    a read of old data): inline in the blocking models, on
+ *                    the offload pool's I/O lane (a thread of its own) in
+ *                    the loop and coroutine models. App callbacks never do
+ *                    I/O themselves; the engine's functions that do are
+ *                    called from such a job
  *   yard_fx_access   run a function holding a read or full permission on a
  *                    shared object (Eve's [x] and [+x]), then call
  *                    app->job_done: an Eve-style permission task under the
@@ -60,6 +66,7 @@ typedef struct yard_fx {
     uint64_t wake_at;  /* 0: no timer; UINT64_MAX: cancel the armed one */
     void (*job)(void *arg);
     void *job_arg;
+    bool job_io;                   /* the job is blocking file I/O */
     yard_access_obj_t *access_obj; /* with job: run it holding access_mode on it */
     int access_mode;
     bool watch_set;      /* the app (re)set its watch: */
@@ -84,6 +91,10 @@ void yard_fx_wake_at(yard_fx_t *fx, uint64_t deadline_ns);
  * the engine does not call app->data (input waits in the buffer). The job
  * must only touch arg: it may run on another thread. */
 void yard_fx_offload(yard_fx_t *fx, void (*job)(void *arg), void *arg);
+/* yard_fx_offload for a job that does blocking file I/O: the same contract
+ * (one job at a time, app->job_done after it, no app->data meanwhile), run
+ * on the pool's I/O lane so that CPU jobs never delay it. */
+void yard_fx_io(yard_fx_t *fx, void (*job)(void *arg), void *arg);
 /* Run fn(arg) holding a permission (YARD_ACCESS_READ or _FULL) on obj:
  * holders of a read permission may run together, a full permission runs
  * alone. Then app->job_done(..., arg, fx) runs, as for an offloaded job;
@@ -132,7 +143,8 @@ typedef struct yard_app {
     /* Bytes arrived. Returns how many were consumed; the rest (a partial
      * request) is offered again, with more bytes after it, next time. When
      * the peer closes its side with bytes still unconsumed, they are offered
-     * once more with fx->eof set. */
+     * once more with fx->eof set; what that call leaves is dropped, unless
+     * it started a job (then the rest is offered again after job_done). */
     size_t (*data)(void *state, void *session, const uint8_t *in, size_t n, yard_fx_t *fx);
     /* The connection's timer expired (needed by apps that call wake_at). */
     void (*timer)(void *state, void *session, yard_fx_t *fx);

@@ -162,6 +162,10 @@ int yard_coro_forget_fd(int fd);
  * result. For calls that cannot be made non-blocking (file I/O, bcrypt).
  * Outside a coroutine it simply calls fn. */
 void *yard_coro_offload(void *(*fn)(void *), void *arg);
+/* The same on the I/O lane: a thread of its own for blocking file I/O
+ * (writes, fdatasync, reads of old data), so that long CPU jobs on the
+ * pool never delay it. */
+void *yard_coro_offload_io(void *(*fn)(void *), void *arg);
 
 /* ---------------------------------------------------------------------------
  * Synchronisation: everything parks the coroutine, never the worker thread.

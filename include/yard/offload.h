@@ -1,10 +1,13 @@
 /* A small pool of threads that runs CPU-heavy jobs (bcrypt) away from the
- * event loops, and hands each finished job back to the loop that submitted
- * it through a completion queue whose eventfd the loop polls. */
+ * event loops, plus one thread for blocking file I/O (a lane of its own,
+ * so that CPU jobs never delay a disk write), and hands each finished job
+ * back to the loop that submitted it through a completion queue whose
+ * eventfd the loop polls. */
 #ifndef YARD_OFFLOAD_H
 #define YARD_OFFLOAD_H
 
 #include <pthread.h>
+#include <stdbool.h>
 
 typedef struct yard_completions yard_completions_t;
 
@@ -12,6 +15,7 @@ typedef struct yard_job {
     void (*fn)(void *arg);
     void *arg;
     void *owner;             /* the submitter's context (a connection) */
+    bool io;                 /* blocking file I/O: the I/O lane */
     yard_completions_t *done; /* where the finished job goes */
     struct yard_job *next;
 } yard_job_t;
@@ -29,6 +33,7 @@ void yard_completions_fini(yard_completions_t *q);
 
 typedef struct yard_pool yard_pool_t;
 
+/* threads for CPU jobs (at least 1), and one for the I/O lane. */
 yard_pool_t *yard_pool_create(int threads);
 void yard_pool_submit(yard_pool_t *pool, yard_job_t *job);
 /* Finish every submitted job, then join the threads. */

@@ -237,7 +237,7 @@ static void conn_apply(yard_conn_t *c, yard_fx_t *fx)
             yard_fatal("app %s offloaded a second job before the first finished",
                        c->srv->app->name);
         c->job_pending = true;
-        c->job = (yard_job_t){.fn = fx->job, .arg = fx->job_arg, .owner = c};
+        c->job = (yard_job_t){.fn = fx->job, .arg = fx->job_arg, .owner = c, .io = fx->job_io};
         c->job_access = fx->access_obj;
         c->job_access_mode = fx->access_mode;
     }
@@ -271,7 +271,9 @@ static void conn_feed(yard_conn_t *c, yard_buf_t *ib, yard_scratch_t *s, bool eo
     APP_UNLOCK(c);
     if (used > ib->len)
         yard_fatal("app %s consumed %zu of %zu bytes", app->name, used, ib->len);
-    yard_buf_consume(ib, eof ? ib->len : used);
+    /* At the end of input what the app left is dropped, unless it left it
+     * for after a job (a message behind a log append). */
+    yard_buf_consume(ib, eof && !fx.job ? ib->len : used);
     conn_keep(c, ib);
     conn_apply(c, &fx);
 }

@@ -51,6 +51,12 @@ void yard_fx_offload(yard_fx_t *fx, void (*job)(void *arg), void *arg)
     fx->job_arg = arg;
 }
 
+void yard_fx_io(yard_fx_t *fx, void (*job)(void *arg), void *arg)
+{
+    yard_fx_offload(fx, job, arg);
+    fx->job_io = true;
+}
+
 void yard_fx_access(yard_fx_t *fx, yard_access_obj_t *obj, int mode, void (*fn)(void *arg),
                     void *arg)
 {

@@ -10,13 +10,26 @@
 
 #include "yard/log.h"
 
-struct yard_pool {
-    pthread_mutex_t mu;
+/* Two lanes under one lock: CPU jobs for the pool's threads, and blocking
+ * file I/O for one thread of its own, so that a queue of long CPU jobs
+ * (bcrypt) never delays a disk write. */
+struct lane {
     pthread_cond_t work;
     yard_job_t *head, *tail;
+};
+
+struct pool_thread {
+    yard_pool_t *pool;
+    struct lane *lane;
+    pthread_t tid;
+};
+
+struct yard_pool {
+    pthread_mutex_t mu;
+    struct lane cpu, io;
     bool stopping;
     int nthreads;
-    pthread_t threads[];
+    struct pool_thread threads[]; /* the CPU ones, then the I/O one */
 };
 
 int yard_completions_init(yard_completions_t *q)
@@ -70,17 +83,19 @@ void yard_completions_fini(yard_completions_t *q)
 
 static void *pool_thread(void *p)
 {
-    yard_pool_t *pool = p;
+    struct pool_thread *self = p;
+    yard_pool_t *pool = self->pool;
+    struct lane *lane = self->lane;
     pthread_mutex_lock(&pool->mu);
     for (;;) {
-        while (!pool->head && !pool->stopping)
-            pthread_cond_wait(&pool->work, &pool->mu);
-        yard_job_t *job = pool->head;
+        while (!lane->head && !pool->stopping)
+            pthread_cond_wait(&lane->work, &pool->mu);
+        yard_job_t *job = lane->head;
         if (!job)
             break; /* stopping and nothing left */
-        pool->head = job->next;
-        if (!pool->head)
-            pool->tail = NULL;
+        lane->head = job->next;
+        if (!lane->head)
+            lane->tail = NULL;
         pthread_mutex_unlock(&pool->mu);
         job->fn(job->arg);
         completions_push(job->done, job);
@@ -92,13 +107,17 @@ static void *pool_thread(void *p)
 
 yard_pool_t *yard_pool_create(int threads)
 {
-    yard_pool_t *pool = calloc(1, sizeof *pool + (size_t)threads * sizeof(pthread_t));
+    yard_pool_t *pool = calloc(1, sizeof *pool + (size_t)(threads + 1) * sizeof pool->threads[0]);
     if (!pool)
         return NULL;
     pthread_mutex_init(&pool->mu, NULL);
-    pthread_cond_init(&pool->work, NULL);
-    for (; pool->nthreads < threads; pool->nthreads++) {
-        int rc = pthread_create(&pool->threads[pool->nthreads], NULL, pool_thread, pool);
+    pthread_cond_init(&pool->cpu.work, NULL);
+    pthread_cond_init(&pool->io.work, NULL);
+    for (; pool->nthreads <= threads; pool->nthreads++) {
+        struct pool_thread *t = &pool->threads[pool->nthreads];
+        t->pool = pool;
+        t->lane = pool->nthreads < threads ? &pool->cpu : &pool->io;
+        int rc = pthread_create(&t->tid, NULL, pool_thread, t);
         if (rc != 0) {
             yard_log_err("offload pool: pthread_create: %s", strerror(rc));
             yard_pool_destroy(pool);
@@ -110,14 +129,15 @@ yard_pool_t *yard_pool_create(int threads)
 
 void yard_pool_submit(yard_pool_t *pool, yard_job_t *job)
 {
+    struct lane *lane = job->io ? &pool->io : &pool->cpu;
     job->next = NULL;
     pthread_mutex_lock(&pool->mu);
-    if (pool->tail)
-        pool->tail->next = job;
+    if (lane->tail)
+        lane->tail->next = job;
     else
-        pool->head = job;
-    pool->tail = job;
-    pthread_cond_signal(&pool->work);
+        lane->head = job;
+    lane->tail = job;
+    pthread_cond_signal(&lane->work);
     pthread_mutex_unlock(&pool->mu);
 }
 
@@ -127,11 +147,13 @@ void yard_pool_destroy(yard_pool_t *pool)
         return;
     pthread_mutex_lock(&pool->mu);
     pool->stopping = true;
-    pthread_cond_broadcast(&pool->work);
+    pthread_cond_broadcast(&pool->cpu.work);
+    pthread_cond_broadcast(&pool->io.work);
     pthread_mutex_unlock(&pool->mu);
     for (int i = 0; i < pool->nthreads; i++)
-        pthread_join(pool->threads[i], NULL);
-    pthread_cond_destroy(&pool->work);
+        pthread_join(pool->threads[i].tid, NULL);
+    pthread_cond_destroy(&pool->cpu.work);
+    pthread_cond_destroy(&pool->io.work);
     pthread_mutex_destroy(&pool->mu);
     free(pool);
 }

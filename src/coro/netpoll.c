@@ -60,11 +60,15 @@ struct netpoll {
     uint64_t poller_wakes_at; /* deadline the poller currently sleeps until */
     bool poller_asleep;
 
+    /* Two lanes under one lock: [0] for CPU jobs (noff threads), [1] for
+     * blocking file I/O (one thread of its own, so that a long CPU job
+     * never delays a disk write). */
     pthread_mutex_t off_lock;
-    pthread_cond_t off_cond;
-    struct offload_job *off_head, *off_tail;
-    pthread_t *off_threads;
+    pthread_cond_t off_cond[2];
+    struct offload_job *off_head[2], *off_tail[2];
+    pthread_t *off_threads; /* noff CPU threads, then the I/O one */
     unsigned noff;
+    bool io_started;
 };
 
 static struct netpoll g_np = {.epfd = -1, .outerfd = -1, .evfd = -1};
@@ -315,19 +319,19 @@ static void *poller_thread(void *arg)
 
 static void *offload_thread(void *arg)
 {
-    (void)arg;
+    int lane = (int)(intptr_t)arg;
     for (;;) {
         pthread_mutex_lock(&g_np.off_lock);
-        while (!g_np.off_head && !atomic_load(&g_np.stopping))
-            pthread_cond_wait(&g_np.off_cond, &g_np.off_lock);
-        struct offload_job *j = g_np.off_head;
+        while (!g_np.off_head[lane] && !atomic_load(&g_np.stopping))
+            pthread_cond_wait(&g_np.off_cond[lane], &g_np.off_lock);
+        struct offload_job *j = g_np.off_head[lane];
         if (!j) {
             pthread_mutex_unlock(&g_np.off_lock);
             return NULL;
         }
-        g_np.off_head = j->next;
-        if (!g_np.off_head)
-            g_np.off_tail = NULL;
+        g_np.off_head[lane] = j->next;
+        if (!g_np.off_head[lane])
+            g_np.off_tail[lane] = NULL;
         pthread_mutex_unlock(&g_np.off_lock);
         j->result = j->fn(j->arg);
         yard_coro_t *c = j->c; /* j lives on c's stack: do not touch it after ready */
@@ -336,24 +340,28 @@ static void *offload_thread(void *arg)
     }
 }
 
-void *yard_coro_offload(void *(*fn)(void *), void *arg)
+static void *offload_on(int lane, void *(*fn)(void *), void *arg)
 {
     yard_coro_t *self = yard_coro_self();
-    if (!self || !g_np.noff)
+    if (!self || !(lane ? g_np.io_started : g_np.noff))
         return fn(arg);
     struct offload_job j = {fn, arg, NULL, self, NULL};
     yard_coro__prepare_park(self);
     pthread_mutex_lock(&g_np.off_lock);
-    if (g_np.off_tail)
-        g_np.off_tail->next = &j;
+    if (g_np.off_tail[lane])
+        g_np.off_tail[lane]->next = &j;
     else
-        g_np.off_head = &j;
-    g_np.off_tail = &j;
-    pthread_cond_signal(&g_np.off_cond);
+        g_np.off_head[lane] = &j;
+    g_np.off_tail[lane] = &j;
+    pthread_cond_signal(&g_np.off_cond[lane]);
     pthread_mutex_unlock(&g_np.off_lock);
     yard_coro__park();
     return j.result;
 }
+
+void *yard_coro_offload(void *(*fn)(void *), void *arg) { return offload_on(0, fn, arg); }
+
+void *yard_coro_offload_io(void *(*fn)(void *), void *arg) { return offload_on(1, fn, arg); }
 
 /* ------------------------------------------------------------------------ */
 /* start / stop                                                              */
@@ -388,23 +396,27 @@ int yard_coro__netpoll_start(unsigned offload_threads)
     }
     pthread_mutex_init(&g_np.timer_lock, NULL);
     pthread_mutex_init(&g_np.off_lock, NULL);
-    pthread_cond_init(&g_np.off_cond, NULL);
+    pthread_cond_init(&g_np.off_cond[0], NULL);
+    pthread_cond_init(&g_np.off_cond[1], NULL);
     err = -pthread_create(&g_np.poller, NULL, poller_thread, NULL);
     if (err)
         goto err_locks;
     g_np.poller_started = true;
-    g_np.off_threads = calloc(offload_threads, sizeof(pthread_t));
+    g_np.off_threads = calloc(offload_threads + 1, sizeof(pthread_t));
     for (unsigned i = 0; g_np.off_threads && i < offload_threads; i++) {
-        if (pthread_create(&g_np.off_threads[i], NULL, offload_thread, NULL) != 0)
+        if (pthread_create(&g_np.off_threads[i], NULL, offload_thread, (void *)(intptr_t)0) != 0)
             break;
         g_np.noff++;
     }
+    g_np.io_started = g_np.off_threads && pthread_create(&g_np.off_threads[g_np.noff], NULL,
+                                                         offload_thread, (void *)(intptr_t)1) == 0;
     return 0;
 
 err_locks:
     pthread_mutex_destroy(&g_np.timer_lock);
     pthread_mutex_destroy(&g_np.off_lock);
-    pthread_cond_destroy(&g_np.off_cond);
+    pthread_cond_destroy(&g_np.off_cond[0]);
+    pthread_cond_destroy(&g_np.off_cond[1]);
 err_ev:
     close(g_np.evfd);
 err_outer:
@@ -421,9 +433,10 @@ void yard_coro__netpoll_stop(void)
         return;
     atomic_store(&g_np.stopping, true);
     pthread_mutex_lock(&g_np.off_lock);
-    pthread_cond_broadcast(&g_np.off_cond);
+    pthread_cond_broadcast(&g_np.off_cond[0]);
+    pthread_cond_broadcast(&g_np.off_cond[1]);
     pthread_mutex_unlock(&g_np.off_lock);
-    for (unsigned i = 0; i < g_np.noff; i++)
+    for (unsigned i = 0; i < g_np.noff + g_np.io_started; i++)
         pthread_join(g_np.off_threads[i], NULL);
     free(g_np.off_threads);
     if (g_np.poller_started) {
@@ -435,7 +448,8 @@ void yard_coro__netpoll_stop(void)
     free(g_np.heap);
     pthread_mutex_destroy(&g_np.timer_lock);
     pthread_mutex_destroy(&g_np.off_lock);
-    pthread_cond_destroy(&g_np.off_cond);
+    pthread_cond_destroy(&g_np.off_cond[0]);
+    pthread_cond_destroy(&g_np.off_cond[1]);
     close(g_np.evfd);
     close(g_np.outerfd);
     close(g_np.epfd);

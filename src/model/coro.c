@@ -147,7 +147,8 @@ static void conn_coro(void *p)
             continue;
         }
         if (w.next == YARD_NEXT_JOB) {
-            yard_coro_offload(run_job, yard_conn_job(c)); /* parks until a pool thread ran it */
+            yard_job_t *job = yard_conn_job(c); /* parks until a pool thread ran it: */
+            (job->io ? yard_coro_offload_io : yard_coro_offload)(run_job, job);
             yard_conn_on_job_done(c, scratch_here(cm));
             continue;
         }

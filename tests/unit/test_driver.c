@@ -279,6 +279,30 @@ static void test_inline_jobs_and_eof(void)
     close(peer);
 }
 
+/* Input behind a job is kept when the peer closes its side meanwhile: each
+ * request after the end of input is still answered, in order. */
+static void test_eof_behind_jobs(void)
+{
+    static const yard_conn_policy_t policy = {.job_pool = true};
+    int peer;
+    yard_conn_t *c = open_pair(&policy, &peer);
+    const char *in = "J2\nJ3\nEend\n";
+    ASSERT_EQ(write(peer, in, strlen(in)), (ssize_t)strlen(in));
+    shutdown(peer, SHUT_WR);
+    ASSERT_EQ(yard_conn_read(c, &scratch), YARD_IO_OK); /* the bytes: J2 is a job */
+    ASSERT_EQ(yard_conn_read(c, &scratch), YARD_IO_OK); /* the end */
+    for (int jobs = 0; jobs < 2; jobs++) {
+        ASSERT_EQ(yard_conn_next(c, &scratch).next, YARD_NEXT_JOB);
+        yard_job_t *j = yard_conn_job(c);
+        j->fn(j->arg);
+        yard_conn_on_job_done(c, &scratch);
+    }
+    expect(peer, "job 4\njob 9\nend\n");
+    ASSERT_EQ(yard_conn_next(c, &scratch).next, YARD_NEXT_CLOSE);
+    yard_conn_close(c, NULL);
+    close(peer);
+}
+
 /* An error ends the connection at once, queued output or not. */
 static void test_failure(void)
 {
@@ -305,6 +329,7 @@ int main(void)
     test_every_state();
     test_inline_jobs_and_eof();
     test_failure();
+    test_eof_behind_jobs();
     yard_scratch_free(&scratch);
     yard_bus_stop_wakers();
     yard_shm_destroy(srv.shm);
