@@ -12,7 +12,13 @@
  *
  * Logging in: SASL PLAIN (CAP REQ sasl, AUTHENTICATE) or PASS with
  * NICK = the account. The bcrypt check runs as an offloaded job; a failed
- * login is answered only after a delay that grows with the failures. */
+ * login is answered only after a delay that grows with the failures.
+ *
+ * No callback here touches a file: appends (with their account lookups and
+ * syncs), replays on JOIN and reads of a log a connection has fallen
+ * behind run as I/O jobs (yard_fx_io), which the engine runs inline in the
+ * blocking models and on its I/O thread in the others. A connection that
+ * keeps up reads new records from the log's tail in shared memory. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,7 +26,6 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "apps.h"
 #include "chat_guard.h"
@@ -36,6 +41,7 @@
 #define LINE_MAX_MSG YARD_IRC_MSG_MAX
 #define LINE_MAX_TAGS YARD_IRC_TAGS_MAX
 #define NEWS_BATCH 1024 /* records relayed per news call before yielding */
+#define LOG_READ 8192u /* bytes of the log read at a time (the tail or the files) */
 #define FLOOD_BURST 200.0
 #define FLOOD_RATE 100.0 /* lines per second, sustained */
 #define OWN_RING 1024
@@ -88,6 +94,56 @@ struct auth_job {
     struct crypt_data cd;
 };
 
+/* The I/O jobs. Each lives in the session (one of each kind at most is in
+ * flight, and with fork --pair each is started and finished by one process
+ * of the pair), so none is lost when a connection ends before its
+ * job_done. */
+
+/* One PRIVMSG, NOTICE or TOPIC: its targets' accounts looked up, then one
+ * append per target. */
+enum { POST_NO_SUCH_NICK = 1 };
+struct post_job {
+    yard_chatlog_t *log;
+    chat_state_t *cs;
+    const char *dir;
+    const char *sender;
+    bool sync_state; /* --fsync always: read positions too */
+    bool notice;
+    int type, n;
+    char text[LINE_MAX_MSG + 1];
+    struct {
+        char name[CHAT_CHAN_MAX + 1]; /* the channel as shown, or the nick given */
+        bool person;                  /* the account is looked up first */
+        size_t text_len;              /* what fits the relayed line */
+        int rc;                       /* 0, POST_NO_SUCH_NICK or -errno */
+        uint64_t id;
+    } t[TARGMAX];
+};
+
+/* Records a connection that fell behind the log's tail reads from the
+ * files. Its buffer also takes reads of the tail (no job is in flight while
+ * news is relayed). */
+struct read_job {
+    yard_chatlog_t *log;
+    yard_chatlog_cursor_t cur;
+    long n; /* bytes in buf, or -errno */
+    uint8_t buf[LOG_READ];
+};
+
+/* A JOIN's replay: the channel's messages after the device's read position
+ * up to what the connection had relayed, the newest max of them. */
+struct replay_job {
+    yard_chatlog_t *log;
+    char name[CHAT_CHAN_MAX + 1], key[CHAT_CHAN_MAX + 1];
+    uint64_t from, upto;
+    unsigned max;
+    /* out: */
+    uint8_t *recs; /* the records to relay, encoded, back to back */
+    size_t recs_len;
+    uint64_t total, shown;
+    int rc; /* 0, or -errno when (part of) the history could not be read */
+};
+
 struct session {
     int state;
     bool cap_active;   /* CAP LS/REQ seen: registration waits for CAP END */
@@ -119,14 +175,126 @@ struct session {
     uint64_t fail_until; /* a failed login's answer waits until then */
     int pending_fail;    /* 0, or 904 / 464: the answer to give at fail_until */
     struct auth_job *job;
-    yard_chatlog_iter_t *it; /* opened by the process that relays (fork --pair: SEND) */
-    pid_t it_pid;
+    yard_chatlog_cursor_t cur; /* where relaying goes on (past seen) */
     uint64_t seen;       /* last log id relayed (or skipped) */
+    bool posting;        /* a post job is in flight: news waits for its ids */
+    struct post_job post;
+    struct read_job rd;
+    struct replay_job rp;
+    char join_rest[LINE_MAX_MSG + 1]; /* JOIN's channels still to join after a replay */
     uint64_t own[OWN_RING]; /* ids this connection appended, oldest first */
     unsigned own_head, own_len;
     double tokens;
     uint64_t tokens_at;
 };
+
+/* ---- the I/O jobs (run by the engine: no session, no fx) ------------------ */
+
+static void read_job_run(void *arg)
+{
+    struct read_job *j = arg;
+    j->n = yard_chatlog_read(j->log, &j->cur, j->buf, sizeof j->buf);
+}
+
+static void post_job_run(void *arg)
+{
+    struct post_job *j = arg;
+    bool appended = false;
+    for (int i = 0; i < j->n; i++) {
+        if (j->t[i].person) {
+            char hash[YARD_BCRYPT_LEN + 1], canon[CHAT_NAME_MAX + 1];
+            if (yard_accounts_lookup(j->dir, j->t[i].name, strlen(j->t[i].name), hash, canon,
+                                     NULL) != 0) {
+                j->t[i].rc = POST_NO_SUCH_NICK;
+                continue;
+            }
+            snprintf(j->t[i].name, sizeof j->t[i].name, "%s", canon);
+        }
+        int64_t ts;
+        j->t[i].rc = yard_chatlog_append(j->log, j->type, j->sender, strlen(j->sender),
+                                         j->t[i].name, strlen(j->t[i].name), j->text,
+                                         j->t[i].text_len, &j->t[i].id, &ts);
+        appended |= j->t[i].rc == 0;
+    }
+    /* The log syncs itself per --fsync; read positions are a shared file
+     * mapping (a crash of any process keeps them) flushed at shutdown, and
+     * pushed along here when every message must be durable. */
+    if (appended && j->sync_state)
+        chat_state_sync(j->cs);
+}
+
+/* The newest max matching records of [from + 1, upto], found in one pass
+ * that keeps their ids in a ring, then copied in a second. */
+static void replay_job_run(void *arg)
+{
+    struct replay_job *j = arg;
+    j->recs = NULL;
+    j->recs_len = 0;
+    j->total = j->shown = 0;
+    j->rc = 0;
+    uint64_t *ids = j->max ? calloc(j->max, sizeof *ids) : NULL;
+    yard_chatlog_iter_t *it = NULL;
+    if ((j->max && !ids) || yard_chatlog_iter_open(j->log, j->from + 1, &it) < 0) {
+        free(ids);
+        j->rc = -ENOMEM;
+        return;
+    }
+    yard_chatlog_rec_t r;
+    char target[CHAT_CHAN_MAX + 1];
+    int rc;
+    while ((rc = yard_chatlog_next(it, &r)) == 1 && r.id <= j->upto) {
+        if (r.target_len > CHAT_CHAN_MAX || r.type == YARD_LOGREC_TOPIC)
+            continue;
+        chat_casefold(target, r.target, r.target_len);
+        if (strcmp(target, j->key) != 0)
+            continue;
+        if (j->max)
+            ids[j->total % j->max] = r.id;
+        j->total++;
+    }
+    yard_chatlog_iter_close(it);
+    j->rc = rc < 0 ? rc : 0;
+    j->shown = j->total < j->max ? j->total : j->max;
+    uint64_t first = j->shown ? ids[(j->total - j->shown) % j->max] : 0;
+    free(ids);
+    if (!j->shown)
+        return;
+    size_t cap = 0;
+    uint64_t got = 0;
+    if (yard_chatlog_iter_open(j->log, first, &it) < 0) {
+        j->shown = 0;
+        j->rc = -ENOMEM;
+        return;
+    }
+    while (got < j->shown && yard_chatlog_next(it, &r) == 1 && r.id <= j->upto) {
+        if (r.target_len > CHAT_CHAN_MAX || r.type == YARD_LOGREC_TOPIC)
+            continue;
+        chat_casefold(target, r.target, r.target_len);
+        if (strcmp(target, j->key) != 0)
+            continue;
+        if (j->recs_len + r.len > cap) {
+            size_t ncap = cap ? 2 * cap : 16 * YARD_LOGREC_MAX;
+            while (ncap < j->recs_len + r.len)
+                ncap *= 2;
+            uint8_t *g = realloc(j->recs, ncap);
+            if (!g) {
+                j->rc = -ENOMEM;
+                break;
+            }
+            j->recs = g;
+            cap = ncap;
+        }
+        long w = yard_logrec_encode(&r, j->recs + j->recs_len, cap - j->recs_len);
+        if (w < 0) {
+            j->rc = (int)w;
+            break;
+        }
+        j->recs_len += (size_t)w;
+        got++;
+    }
+    yard_chatlog_iter_close(it);
+    j->shown = got;
+}
 
 /* ---- output helpers ------------------------------------------------------ */
 
@@ -286,31 +454,27 @@ static void pos_note(struct chat_app *app, struct session *s, struct pos_batch *
     pb->at[pb->n++].id = id;
 }
 
-/* Relay what the log holds past s->seen, then watch from there. */
-static void chat_news(void *state, void *session, yard_fx_t *fx)
+/* The log cannot be read for this connection: it cannot go on relaying,
+ * and must not spin on the same record. `yard-chat log verify` says where. */
+static void log_unreadable(struct session *s, yard_fx_t *fx, int err)
 {
-    struct chat_app *app = state;
-    struct session *s = session;
-    if (s->state != ST_READY)
-        return;
-    if (!s->it || s->it_pid != getpid()) {
-        /* The first news in this process (with fork --pair the session is
-         * shared, the iterator is not). */
-        int e = yard_chatlog_iter_open(app->log, s->seen + 1, &s->it);
-        if (e < 0) {
-            s->it = NULL;
-            yard_log_err("chat: opening the log for %s: %s", s->account, strerror(-e));
-            sendf(fx, "ERROR :Closing Link: the server cannot read its log");
-            yard_fx_close(fx, NULL);
-            return;
-        }
-        s->it_pid = getpid();
-    }
+    yard_log_err("chat: reading the log for %s after id %llu: %s", s->account,
+                 (unsigned long long)s->seen, strerror(-err));
+    sendf(fx, "ERROR :Closing Link: the server cannot read its log");
+    yard_fx_close(fx, NULL);
+}
+
+/* Relay the records of one read at s->cur; *count grows by those taken.
+ * 0, or -EBADMSG on committed bytes that do not decode. */
+static int relay_read(struct chat_app *app, struct session *s, yard_fx_t *fx, const uint8_t *buf,
+                      size_t len, int *count)
+{
     yard_chatlog_rec_t r;
     struct pos_batch pos = {0};
-    int n = 0, rc;
-    while (n < NEWS_BATCH && (rc = yard_chatlog_next(s->it, &r)) == 1) {
-        n++;
+    size_t at = 0;
+    int rc;
+    while ((rc = yard_chatlog_take(&s->cur, buf, len, &at, &r)) == 1) {
+        ++*count;
         if (r.id <= s->seen)
             continue;
         s->seen = r.id;
@@ -325,17 +489,49 @@ static void chat_news(void *state, void *session, yard_fx_t *fx)
             pos_note(app, s, &pos, key, r.id);
     }
     pos_flush(app, s, &pos);
-    if (rc < 0) {
-        /* Committed bytes that do not decode (a damaged disk): this
-         * connection cannot go on relaying, and must not spin on the same
-         * record. `yard-chat log verify` says where. */
-        yard_log_err("chat: reading the log for %s after id %llu: %s", s->account,
-                     (unsigned long long)s->seen, strerror(-rc));
-        sendf(fx, "ERROR :Closing Link: the server cannot read its log");
-        yard_fx_close(fx, NULL);
-        return;
+    return rc < 0 ? rc : 0;
+}
+
+/* Relay what the log holds past s->seen, then watch from there. What is in
+ * the log's tail is read from memory; a connection further behind reads
+ * the files in a job (read_done goes on from there). */
+static void chat_news(void *state, void *session, yard_fx_t *fx)
+{
+    struct chat_app *app = state;
+    struct session *s = session;
+    if (s->state != ST_READY || s->posting)
+        return; /* after the post: its ids must be known as ours first */
+    int n = 0;
+    while (n < NEWS_BATCH) {
+        uint8_t *buf = s->rd.buf;
+        long got = yard_chatlog_read_tail(app->log, &s->cur, buf, sizeof s->rd.buf);
+        if (got == -EAGAIN) {
+            s->rd.log = app->log;
+            s->rd.cur = s->cur;
+            yard_fx_io(fx, read_job_run, &s->rd);
+            return;
+        }
+        if (got <= 0)
+            break;
+        int rc = relay_read(app, s, fx, buf, (size_t)got, &n);
+        if (rc < 0) {
+            log_unreadable(s, fx, rc);
+            return;
+        }
     }
     yard_fx_watch(fx, app->bus, 0, s->seen);
+}
+
+static void read_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    struct read_job *j = &s->rd;
+    s->cur = j->cur; /* the read placed it (or moved it to the next segment) */
+    int n = 0, rc = j->n < 0 ? (int)j->n : relay_read(app, s, fx, j->buf, (size_t)j->n, &n);
+    if (rc < 0) {
+        log_unreadable(s, fx, rc);
+        return;
+    }
+    yard_fx_watch(fx, app->bus, 0, s->seen); /* news goes on from here */
 }
 
 /* The length of text[0..len) cut to at most max bytes, never inside a UTF-8
@@ -350,33 +546,78 @@ static size_t utf8_cut(const char *text, size_t len, size_t max)
     return len;
 }
 
-/* Append one message and tell everyone. */
-static int post(struct chat_app *app, struct session *s, yard_fx_t *fx, int type,
-                const char *target, const char *text)
+/* Flood control charges every delivered target (the line itself paid for
+ * the first), so a list of targets cannot multiply one token. */
+static void charge(struct session *s, int targets)
 {
+    if (targets > 1)
+        s->tokens -= targets - 1;
+}
+
+/* A post: the message's targets, checked here, go into the post job. */
+static void post_begin(struct chat_app *app, struct session *s, int type, const char *text)
+{
+    struct post_job *j = &s->post;
+    j->log = app->log;
+    j->cs = app->cs;
+    j->dir = app->set->data_dir;
+    j->sender = s->account;
+    j->sync_state = app->set->fsync_mode == YARD_CHATLOG_FSYNC_ALWAYS;
+    j->notice = type == YARD_LOGREC_NOTICE;
+    j->type = type;
+    j->n = 0;
+    snprintf(j->text, sizeof j->text, "%s", text);
+}
+
+static void post_target(struct session *s, const char *name, bool person)
+{
+    struct post_job *j = &s->post;
     /* What fits the relayed line ":acc!acc@yard PRIVMSG target :text\r\n". */
     size_t room = LINE_MAX_MSG - 2 - (1 + 2 * strlen(s->account) + 2 + strlen(SERVER) + 1 + 7 +
-                                      1 + strlen(target) + 2);
-    size_t len = utf8_cut(text, strlen(text), room);
-    uint64_t id;
-    int64_t ts;
-    int rc = yard_chatlog_append(app->log, type, s->account, strlen(s->account), target,
-                                 strlen(target), text, len, &id, &ts);
-    if (rc < 0) {
-        yard_log_err("chat: appending to the log: %s", strerror(-rc));
-        sendf(fx, ":" SERVER " NOTICE %s :Message not delivered: the server cannot store it "
-                  "(%s)",
-              s->account, strerror(-rc));
-        return rc;
+                                      1 + strlen(name) + 2);
+    snprintf(j->t[j->n].name, sizeof j->t[j->n].name, "%s", name);
+    j->t[j->n].person = person;
+    j->t[j->n].text_len = utf8_cut(j->text, strlen(j->text), room);
+    j->t[j->n].rc = 0;
+    j->n++;
+}
+
+/* Hand the post to the engine's I/O (nothing to do without targets). */
+static void post_start(struct session *s, yard_fx_t *fx)
+{
+    if (!s->post.n)
+        return;
+    s->posting = true;
+    yard_fx_io(fx, post_job_run, &s->post);
+}
+
+/* The appends are done: what this connection sent is its own (not echoed
+ * back unless asked), and everyone hears of the news. */
+static void post_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    struct post_job *j = &s->post;
+    int delivered = 0;
+    uint64_t last = 0;
+    for (int i = 0; i < j->n; i++) {
+        if (j->t[i].rc == POST_NO_SUCH_NICK) {
+            if (!j->notice)
+                numeric(fx, s, 401, "%s :No such nick/channel", j->t[i].name);
+        } else if (j->t[i].rc < 0) {
+            yard_log_err("chat: appending to the log: %s", strerror(-j->t[i].rc));
+            sendf(fx, ":" SERVER " NOTICE %s :Message not delivered: the server cannot store it "
+                      "(%s)",
+                  s->account, strerror(-j->t[i].rc));
+        } else {
+            own_push(s, j->t[i].id);
+            last = j->t[i].id;
+            delivered++;
+        }
     }
-    own_push(s, id);
-    /* The log syncs itself per --fsync; read positions are a shared file
-     * mapping (a crash of any process keeps them) flushed at shutdown, and
-     * pushed along here when every message must be durable. */
-    if (app->set->fsync_mode == YARD_CHATLOG_FSYNC_ALWAYS)
-        chat_state_sync(app->cs);
-    yard_bus_publish(app->bus, 0, id);
-    return 0;
+    s->posting = false;
+    if (j->type != YARD_LOGREC_TOPIC)
+        charge(s, delivered);
+    if (last)
+        yard_bus_publish(app->bus, 0, last);
 }
 
 /* ---- registration -------------------------------------------------------- */
@@ -533,7 +774,7 @@ static void become_ready(struct chat_app *app, struct session *s, yard_fx_t *fx)
     chat_guard_leave(app->guard, s->enter_ticket);
     s->enter_ticket = 0;
     chat_casefold(s->account_key, s->account, strlen(s->account));
-    s->seen = yard_chatlog_last_id(app->log);
+    s->seen = yard_chatlog_cursor_end(app->log, &s->cur);
     yard_fx_wake_at(fx, 0); /* the registration timeout is over */
     welcome(app, s, fx);
     yard_fx_watch(fx, app->bus, 0, s->seen);
@@ -564,11 +805,8 @@ static void try_register(struct chat_app *app, struct session *s, yard_fx_t *fx)
     s->have_pass = false;
 }
 
-static void chat_job_done(void *state, void *session, void *arg, yard_fx_t *fx)
+static void auth_done(struct chat_app *app, struct session *s, struct auth_job *j, yard_fx_t *fx)
 {
-    struct chat_app *app = state;
-    struct session *s = session;
-    struct auth_job *j = arg;
     s->job = NULL;
     s->state = ST_NEW;
     end_check(app, s, j->ok, fx->now_ns);
@@ -594,6 +832,7 @@ static void chat_job_done(void *state, void *session, void *arg, yard_fx_t *fx)
     }
     free(j);
 }
+
 
 /* ---- channel commands ---------------------------------------------------- */
 
@@ -689,71 +928,55 @@ static void topic_reply(struct chat_app *app, struct session *s, yard_fx_t *fx,
 
 /* Replay what this device of the account missed in this channel: the
  * messages after its read position up to what this connection has already
- * relayed (s->seen), the newest replay_max of them. */
-static void replay(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *name,
-                   const char *key)
+ * relayed (s->seen), the newest replay_max of them. true when a replay job
+ * was started (replay_done finishes it). */
+static bool replay_start(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *name,
+                         const char *key)
 {
     bool known;
     uint64_t from = chat_pos_get(app->cs, s->account, s->client, key, &known);
     if (!known || from >= s->seen) {
         chat_pos_set(app->cs, s->account, s->client, key, s->seen);
-        return;
+        return false;
     }
-    unsigned max = app->set->replay_max;
-    uint64_t *ids = max ? calloc(max, sizeof *ids) : NULL;
-    yard_chatlog_iter_t *it = NULL;
-    uint64_t total = 0;
-    if ((max && !ids) || yard_chatlog_iter_open(app->log, from + 1, &it) < 0) {
-        free(ids);
+    struct replay_job *j = &s->rp;
+    j->log = app->log;
+    snprintf(j->name, sizeof j->name, "%s", name);
+    snprintf(j->key, sizeof j->key, "%s", key);
+    j->from = from;
+    j->upto = s->seen;
+    j->max = app->set->replay_max;
+    yard_fx_io(fx, replay_job_run, j);
+    return true;
+}
+
+static void replay_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    struct replay_job *j = &s->rp;
+    if (j->rc == -ENOMEM && !j->total) {
         sendf(fx, ":" SERVER " NOTICE %s :The history of %s cannot be read now; nothing was "
                   "replayed",
-              name, name);
-        return;
-    }
-    /* First pass: the ids that match, keeping the newest max in a ring. */
-    yard_chatlog_rec_t r;
-    char target[CHAT_CHAN_MAX + 1];
-    int rc;
-    while ((rc = yard_chatlog_next(it, &r)) == 1 && r.id <= s->seen) {
-        if (r.target_len > CHAT_CHAN_MAX || r.type == YARD_LOGREC_TOPIC)
-            continue;
-        chat_casefold(target, r.target, r.target_len);
-        if (strcmp(target, key) != 0)
-            continue;
-        if (max)
-            ids[total % max] = r.id;
-        total++;
-    }
-    yard_chatlog_iter_close(it);
-    if (rc < 0) {
-        yard_log_err("chat: replaying %s for %s: %s", name, s->account, strerror(-rc));
+              j->name, j->name);
+    } else if (j->rc < 0) {
+        yard_log_err("chat: replaying %s for %s: %s", j->name, s->account, strerror(-j->rc));
         sendf(fx, ":" SERVER " NOTICE %s :Part of the history of %s is damaged; what could be "
                   "read is replayed",
-              name, name);
+              j->name, j->name);
     }
-    uint64_t shown = total < max ? total : max;
-    if (total > shown)
+    if (j->total > j->shown && j->rc == 0)
         sendf(fx, ":" SERVER " NOTICE %s :%llu older messages of %s were not replayed "
                   "(--replay-max %u)",
-              name, (unsigned long long)(total - shown), name, max);
-    if (shown) {
-        uint64_t first = ids[(total - shown) % max];
-        if (yard_chatlog_iter_open(app->log, first, &it) == 0) {
-            uint64_t sent = 0;
-            while (sent < shown && yard_chatlog_next(it, &r) == 1 && r.id <= s->seen) {
-                if (r.target_len > CHAT_CHAN_MAX || r.type == YARD_LOGREC_TOPIC)
-                    continue;
-                chat_casefold(target, r.target, r.target_len);
-                if (strcmp(target, key) != 0)
-                    continue;
-                relay(fx, s, &r);
-                sent++;
-            }
-            yard_chatlog_iter_close(it);
-        }
-    }
-    free(ids);
-    chat_pos_set(app->cs, s->account, s->client, key, s->seen);
+              j->name, (unsigned long long)(j->total - j->shown), j->name, j->max);
+    yard_chatlog_rec_t r;
+    for (size_t at = 0; at < j->recs_len; at += r.len)
+        if (yard_logrec_decode(j->recs + at, j->recs_len - at, &r) != YARD_LOGREC_COMPLETE)
+            break;
+        else
+            relay(fx, s, &r);
+    free(j->recs);
+    j->recs = NULL;
+    j->recs_len = 0;
+    chat_pos_set(app->cs, s->account, s->client, j->key, j->upto);
 }
 
 static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *name)
@@ -793,7 +1016,41 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
     sendf(fx, ":%s!%s@" SERVER " JOIN %s", s->account, s->account, shown);
     topic_reply(app, s, fx, shown, key);
     names(app, s, fx, c, shown);
-    replay(app, s, fx, shown, key);
+    replay_start(app, s, fx, shown, key);
+}
+
+/* Join the channels of a comma list in turn; one whose replay runs as a
+ * job leaves the rest in s->join_rest, for after it. */
+static void join_list(struct chat_app *app, struct session *s, yard_fx_t *fx, char *list)
+{
+    char *save = NULL;
+    for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        join_one(app, s, fx, t);
+        if (fx->job) {
+            const char *rest = strtok_r(NULL, "", &save);
+            snprintf(s->join_rest, sizeof s->join_rest, "%s", rest ? rest : "");
+            return;
+        }
+    }
+    s->join_rest[0] = 0;
+}
+
+static void chat_job_done(void *state, void *session, void *arg, yard_fx_t *fx)
+{
+    struct chat_app *app = state;
+    struct session *s = session;
+    if (arg == &s->post) {
+        post_done(app, s, fx);
+    } else if (arg == &s->rd) {
+        read_done(app, s, fx);
+    } else if (arg == &s->rp) {
+        replay_done(app, s, fx);
+        char rest[sizeof s->join_rest];
+        memcpy(rest, s->join_rest, sizeof rest);
+        join_list(app, s, fx, rest); /* the JOIN's other channels */
+    } else {
+        auth_done(app, s, arg, fx);
+    }
 }
 
 /* The live channel ch's name as first created; false if it was freed since. */
@@ -869,14 +1126,6 @@ static int split_targets(char *list, char **out, int max, int *dropped, char **f
     return n;
 }
 
-/* Flood control charges every delivered target (the line itself paid for
- * the first), so a list of targets cannot multiply one token. */
-static void charge(struct session *s, int targets)
-{
-    if (targets > 1)
-        s->tokens -= targets - 1;
-}
-
 static void message(struct chat_app *app, struct session *s, yard_fx_t *fx, const yard_irc_msg_t *m,
                     int type)
 {
@@ -897,7 +1146,7 @@ static void message(struct chat_app *app, struct session *s, yard_fx_t *fx, cons
     if (dropped && !notice)
         numeric(fx, s, 407, "%s :Too many targets: at most %d (TARGMAX); %d not sent to",
                 first_dropped, TARGMAX, dropped);
-    int delivered = 0;
+    post_begin(app, s, type, m->params[1]);
     for (int i = 0; i < n; i++) {
         char *t = targets[i];
         if (t[0] == '#' || t[0] == '&') {
@@ -914,22 +1163,19 @@ static void message(struct chat_app *app, struct session *s, yard_fx_t *fx, cons
             } else if (!in) {
                 if (!notice)
                     numeric(fx, s, 404, "%s :Cannot send to channel (join it first)", t);
-            } else if (post(app, s, fx, type, shown, m->params[1]) == 0) {
-                delivered++;
+            } else {
+                post_target(s, shown, false);
             }
             continue;
         }
-        char hash[YARD_BCRYPT_LEN + 1], canon[CHAT_NAME_MAX + 1];
-        if (!yard_account_name_valid(t, strlen(t)) ||
-            yard_accounts_lookup(app->set->data_dir, t, strlen(t), hash, canon, NULL) != 0) {
+        if (!yard_account_name_valid(t, strlen(t))) {
             if (!notice)
                 numeric(fx, s, 401, "%s :No such nick/channel", t);
             continue;
         }
-        if (post(app, s, fx, type, canon, m->params[1]) == 0)
-            delivered++;
+        post_target(s, t, true); /* the job looks the account up */
     }
-    charge(s, delivered);
+    post_start(s, fx);
 }
 
 /* ---- the command table --------------------------------------------------- */
@@ -1134,13 +1380,11 @@ static void command(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
             }
             return;
         }
-        char *save = NULL;
-        int n = 0;
-        for (char *t = strtok_r(m->params[0], ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-            join_one(app, s, fx, t);
-            n++;
-        }
+        int n = 0; /* as strtok_r counts them: empty names are skipped */
+        for (const char *p = m->params[0]; *p; p++)
+            n += *p != ',' && (p == m->params[0] || p[-1] == ',');
         charge(s, n);
+        join_list(app, s, fx, m->params[0]);
     } else if (!strcmp(c, "PART")) {
         if (m->n < 1) {
             numeric(fx, s, 461, "PART :Not enough parameters");
@@ -1192,13 +1436,15 @@ static void command(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
         char topic[CHAT_TOPIC_MAX + 1];
         memcpy(topic, text, len);
         topic[len] = 0;
-        if (!chat_topic_set(app->cs, key, topic, len, s->account, (int64_t)time(NULL))) {
+        if (!chat_topic_set(app->cs, key, topic, len, s->account, yard_wall_ns() / (int64_t)YARD_NS_PER_S)) {
             sendf(fx, ":" SERVER " NOTICE %s :The topic of %s was not set: the server holds no "
                       "more topics",
                   s->account, shown);
             return;
         }
-        post(app, s, fx, YARD_LOGREC_TOPIC, shown, topic);
+        post_begin(app, s, YARD_LOGREC_TOPIC, topic);
+        post_target(s, shown, false);
+        post_start(s, fx);
     } else if (!strcmp(c, "MOTD")) {
         if (app->motd[0]) {
             numeric(fx, s, 375, ":- " SERVER " Message of the day -");
@@ -1385,8 +1631,7 @@ static void chat_close(void *state, void *session)
         chat_member_remove(app->cs, s->slot);
         chat_unlock(app->cs);
     }
-    if (s->it && s->it_pid == getpid())
-        yard_chatlog_iter_close(s->it);
+    free(s->rp.recs); /* a replay whose job_done did not run */
     chat_guard_leave(app->guard, s->enter_ticket);
     /* A job is never running here (the engine waits for it), but its
      * job_done may not have run: its check is over either way. close has
@@ -1456,12 +1701,7 @@ static int chat_init(void **state, const yard_config_t *cfg, const void *setting
     }
     char path[4096];
     snprintf(path, sizeof path, "%s/motd", set->data_dir);
-    FILE *f = fopen(path, "re");
-    if (f) {
-        size_t got = fread(app->motd, 1, sizeof app->motd - 1, f);
-        app->motd[got] = 0;
-        fclose(f);
-    }
+    yard_read_text_file(path, app->motd, sizeof app->motd);
     *state = app;
     return 0;
 }
