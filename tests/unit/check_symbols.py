@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""What the engine's libraries may reference, checked on their object files.
+
+1. Apps are sans-I/O: no object of the apps library references a system
+   call that reads, writes, syncs, opens, sends, receives, polls, sleeps,
+   reads a clock or asks which process it is in. The engine's functions that
+   do such things are called from jobs the engine runs (yard_fx_io), never by
+   an app directly.
+2. Layers: an object references only symbols of its own library or of the
+   layers below it (proto <- core <- models; core <- apps; coro needs
+   nothing of ours), so no layer depends on one above or beside it.
+
+Usage: check_symbols.py --nm NM proto=LIB core=LIB coro=LIB models=LIB apps=LIB
+       check_symbols.py --self-test
+Exit 0 when every rule holds; 1 with each violation named (object, symbol,
+rule) otherwise; 2 on a usage error."""
+import re
+import subprocess
+import sys
+
+# What an app must not call: the issue's list and its close relatives.
+FORBIDDEN = re.compile(
+    r"^(?:__)?(?:"
+    r"read|write|pread|pread64|pwrite|pwrite64|readv|writev|preadv|pwritev|"
+    r"fsync|fdatasync|msync|sync_file_range|syncfs|"
+    r"open|open64|openat|openat64|creat|fopen|fopen64|fdopen|close|"
+    r"mmap|mmap64|munmap|ftruncate|truncate|unlink|rename|"
+    r"send|sendto|sendmsg|recv|recvfrom|recvmsg|accept|accept4|connect|"
+    r"getpid|gettid|fork|vfork|system|popen|pthread_create|"
+    r"epoll_\w+|poll|ppoll|select|pselect|"
+    r"sleep|usleep|nanosleep|clock_nanosleep|"
+    r"time|clock_gettime|gettimeofday|getrandom"
+    r")(?:_chk)?$")
+
+# Which libraries each layer may reference besides itself.
+ALLOWED = {
+    "proto": set(),
+    "coro": set(),
+    "core": {"proto"},
+    "models": {"core", "coro", "proto"},
+    "apps": {"core", "proto"},
+}
+
+
+def parse_nm(text):
+    """nm output of an archive -> {object: (defined set, undefined set)}."""
+    objs, cur = {}, None
+    for line in text.splitlines():
+        line = line.rstrip()
+        if not line:
+            continue
+        if line.endswith(":") and " " not in line:
+            cur = line[:-1]
+            objs[cur] = (set(), set())
+            continue
+        if cur is None:
+            continue
+        parts = line.split()
+        kind, name = parts[-2], parts[-1]
+        if kind == "U":
+            objs[cur][1].add(name)
+        elif kind in "TDBRCVWGSidtbr" and kind.isupper():
+            objs[cur][0].add(name)
+    return objs
+
+
+def check(libs):
+    """libs: {layer: {object: (defined, undefined)}} -> list of violations."""
+    owner = {}
+    for layer, objs in libs.items():
+        for defined, _ in objs.values():
+            for sym in defined:
+                owner.setdefault(sym, layer)
+    problems = []
+    for layer, objs in libs.items():
+        for obj, (_, undefined) in sorted(objs.items()):
+            for sym in sorted(undefined):
+                if layer == "apps" and FORBIDDEN.match(sym):
+                    problems.append(f"apps/{obj}: calls {sym}, which does I/O or depends on "
+                                    f"the process or the clock (apps are sans-I/O: use an "
+                                    f"engine effect or a job)")
+                other = owner.get(sym)
+                if other and other != layer and other not in ALLOWED[layer]:
+                    problems.append(f"{layer}/{obj}: references {sym}, defined in {other}, "
+                                    f"which is not below {layer}")
+    return problems
+
+
+def self_test():
+    """The rules must be able to fail: synthetic objects that break each."""
+    good = {
+        "proto": {"p.o": ({"yard_p"}, set())},
+        "coro": {"c.o": ({"yard_c"}, {"malloc"})},
+        "core": {"k.o": ({"yard_k"}, {"yard_p", "write"})},
+        "models": {"m.o": ({"yard_m"}, {"yard_k", "yard_c", "epoll_wait"})},
+        "apps": {"a.o": ({"yard_a"}, {"yard_k", "snprintf"})},
+    }
+    assert check(good) == [], check(good)
+    cases = [
+        ("apps", "a.o", "pwrite64", "calls pwrite64"),
+        ("apps", "a.o", "__read_chk", "calls __read_chk"),
+        ("apps", "a.o", "epoll_ctl", "calls epoll_ctl"),
+        ("apps", "a.o", "getpid", "calls getpid"),
+        ("apps", "a.o", "yard_m", "defined in models"),
+        ("apps", "a.o", "yard_c", "defined in coro"),
+        ("core", "k.o", "yard_m", "defined in models"),
+        ("coro", "c.o", "yard_k", "defined in core"),
+        ("proto", "p.o", "yard_k", "defined in core"),
+    ]
+    for layer, obj, sym, want in cases:
+        libs = {k: {o: (set(d), set(u)) for o, (d, u) in v.items()} for k, v in good.items()}
+        libs[layer][obj][1].add(sym)
+        got = check(libs)
+        assert len(got) == 1 and want in got[0], (layer, sym, got)
+    sample = "\nx.o:\n0000000000000000 T yard_x\n                 U write\n"
+    assert parse_nm(sample) == {"x.o": ({"yard_x"}, {"write"})}
+    print("check_symbols self-test: every rule can fail")
+    return 0
+
+
+def main(argv):
+    if argv == ["--self-test"]:
+        return self_test()
+    if len(argv) < 3 or argv[0] != "--nm":
+        print(__doc__, file=sys.stderr)
+        return 2
+    nm, libs = argv[1], {}
+    for arg in argv[2:]:
+        layer, _, path = arg.partition("=")
+        if layer not in ALLOWED or not path:
+            print(f"check_symbols: bad argument {arg!r}", file=sys.stderr)
+            return 2
+        out = subprocess.run([nm, path], capture_output=True, text=True)
+        if out.returncode != 0:
+            print(f"check_symbols: {nm} {path}: {out.stderr.strip()}", file=sys.stderr)
+            return 2
+        libs[layer] = parse_nm(out.stdout)
+        if not libs[layer]:
+            print(f"check_symbols: {path} holds no objects", file=sys.stderr)
+            return 2
+    problems = check(libs)
+    for p in problems:
+        print(p)
+    n = sum(len(v) for v in libs.values())
+    print(f"check_symbols: {n} objects in {len(libs)} libraries, {len(problems)} problems")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
