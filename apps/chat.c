@@ -963,7 +963,7 @@ static void replay_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
                   "read is replayed",
               j->name, j->name);
     }
-    if (j->total > j->shown && j->rc == 0)
+    if (j->total > j->shown)
         sendf(fx, ":" SERVER " NOTICE %s :%llu older messages of %s were not replayed "
                   "(--replay-max %u)",
               j->name, (unsigned long long)(j->total - j->shown), j->name, j->max);
