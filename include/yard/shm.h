@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct yard_shm yard_shm_t;
 
@@ -43,6 +44,10 @@ int yard_table_file_open(yard_table_file_t *t, const char *path, const char magi
 void yard_table_file_sync(yard_table_file_t *t, bool wait);
 /* Write it back, unmap it and close it (safe on a table that is not open). */
 void yard_table_file_close(yard_table_file_t *t);
+
+/* pread until n bytes came or the file ended, retrying on EINTR: the bytes
+ * read, or -errno. */
+long yard_pread_full(int fd, void *buf, size_t n, uint64_t off);
 
 /* Read a small text file (a message of the day) into buf, at most cap - 1
  * bytes, NUL-terminated: the bytes read, or -1 when it cannot be read

@@ -142,18 +142,10 @@ static int slurp(const char *path, uint8_t **data, size_t *len)
         close(fd);
         return -ENOMEM;
     }
-    size_t got = 0;
-    while (got < size) {
-        ssize_t r = pread(fd, p + got, size - got, (off_t)got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
+    long got = yard_pread_full(fd, p, size, 0);
     close(fd);
     *data = p;
-    *len = got;
+    *len = got > 0 ? (size_t)got : 0;
     return 0;
 }
 
@@ -558,7 +550,8 @@ long yard_chatlog_read(yard_chatlog_t *log, yard_chatlog_cursor_t *cur, uint8_t 
     long n = yard_chatlog_read_tail(log, cur, buf, cap);
     if (n != -EAGAIN)
         return n;
-    for (int hops = 0; hops < 1000000; hops++) {
+    /* Each turn returns or moves to a later segment. */
+    for (;;) {
         if (!cur->seg) {
             int rc = segment_after(log->dir, 0, cur->from, &cur->seg);
             if (rc < 0)
@@ -583,13 +576,9 @@ long yard_chatlog_read(yard_chatlog_t *log, yard_chatlog_cursor_t *cur, uint8_t 
             return -errno;
         if (fd >= 0 && cur->off < limit) {
             size_t want = limit - cur->off < cap ? (size_t)(limit - cur->off) : cap;
-            ssize_t got;
-            do
-                got = pread(fd, buf, want, (off_t)cur->off);
-            while (got < 0 && errno == EINTR);
-            int e = errno;
+            long got = yard_pread_full(fd, buf, want, cur->off);
             close(fd);
-            return got < 0 ? -e : (long)got;
+            return got;
         }
         if (fd >= 0)
             close(fd);
@@ -605,7 +594,6 @@ long yard_chatlog_read(yard_chatlog_t *log, yard_chatlog_cursor_t *cur, uint8_t 
         cur->seg = next;
         cur->off = 0;
     }
-    return -ELOOP;
 }
 
 int yard_chatlog_take(yard_chatlog_cursor_t *cur, const uint8_t *buf, size_t len, size_t *pos,

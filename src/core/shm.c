@@ -138,6 +138,22 @@ void yard_table_file_close(yard_table_file_t *t)
     *t = (yard_table_file_t){.fd = -1};
 }
 
+long yard_pread_full(int fd, void *buf, size_t n, uint64_t off)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(fd, (uint8_t *)buf + got, n - got, (off_t)(off + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return got ? (long)got : -errno;
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    return (long)got;
+}
+
 long yard_read_text_file(const char *path, char *buf, size_t cap)
 {
     if (!cap)
@@ -146,16 +162,8 @@ long yard_read_text_file(const char *path, char *buf, size_t cap)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
-    size_t got = 0;
-    while (got < cap - 1) {
-        ssize_t r = read(fd, buf + got, cap - 1 - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
+    long got = yard_pread_full(fd, buf, cap - 1, 0);
     close(fd);
-    buf[got] = 0;
-    return (long)got;
+    buf[got > 0 ? got : 0] = 0;
+    return got;
 }
