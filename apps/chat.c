@@ -108,7 +108,6 @@ struct post_job {
     const char *dir;
     const char *sender;
     bool sync_state; /* --fsync always: read positions too */
-    bool notice;
     int type, n;
     char text[LINE_MAX_MSG + 1];
     struct {
@@ -563,7 +562,6 @@ static void post_begin(struct chat_app *app, struct session *s, int type, const 
     j->dir = app->set->data_dir;
     j->sender = s->account;
     j->sync_state = app->set->fsync_mode == YARD_CHATLOG_FSYNC_ALWAYS;
-    j->notice = type == YARD_LOGREC_NOTICE;
     j->type = type;
     j->n = 0;
     snprintf(j->text, sizeof j->text, "%s", text);
@@ -600,7 +598,7 @@ static void post_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
     uint64_t last = 0;
     for (int i = 0; i < j->n; i++) {
         if (j->t[i].rc == POST_NO_SUCH_NICK) {
-            if (!j->notice)
+            if (j->type != YARD_LOGREC_NOTICE)
                 numeric(fx, s, 401, "%s :No such nick/channel", j->t[i].name);
         } else if (j->t[i].rc < 0) {
             yard_log_err("chat: appending to the log: %s", strerror(-j->t[i].rc));
@@ -1617,8 +1615,8 @@ static size_t chat_data(void *state, void *session, const uint8_t *in, size_t n,
         else
             numeric(fx, s, 421, "* :Not a command");
     }
-    if (fx->eof)
-        return n;
+    /* At the end of input the engine drops what is left, unless a job
+     * (a post) stopped the loop: then the rest comes after it. */
     return used;
 }
 

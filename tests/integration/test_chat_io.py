@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 
 import pytest
 
@@ -97,3 +98,28 @@ def test_log_io_runs_off_the_event_loop(start_server, tmp_path, model, offload):
     # thread is its main one), and strace exits with it.
     os.kill(seen[0][0], signal.SIGTERM)
     assert srv.proc.wait(10) == 0, srv.stderr()
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_lines_sent_right_before_a_close_are_all_stored(start_server, tmp_path, model):
+    """A client that sends several messages and closes at once: each append
+    is a job, the end of input arrives while one runs, and the lines behind
+    it must still be read and stored, in order."""
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in ("alice", "bob"):
+        add_account(data, name, f"pw-{name}")
+    srv = start_server([BIN / "yard-serve", "--app", "chat", *model_args(model),
+                        "--listen", "127.0.0.1:0", "--data", data])
+    bob = login_pass(srv.port, "bob", "pw-bob")
+    bob.send("JOIN #c")
+    bob.expect(r" 366 ")
+    alice = login_pass(srv.port, "alice", "pw-alice")
+    alice.send("JOIN #c")
+    alice.expect(r" 366 ")
+    alice.sock.sendall("".join(f"PRIVMSG #c :last words {i} ✓\r\n" for i in range(8)).encode())
+    alice.sock.shutdown(socket.SHUT_WR)
+    for i in range(8):
+        bob.expect(rf"PRIVMSG #c :last words {i} ✓")
+    alice.close()
+    bob.close()
