@@ -17,6 +17,10 @@ typedef struct yard_job {
     void *owner;             /* the submitter's context (a connection) */
     bool io;                 /* blocking file I/O: the I/O lane */
     yard_completions_t *done; /* where the finished job goes */
+    /* Without done: called on the pool's thread once fn has run, to hand
+     * the job back some other way (the coroutine runtime readies the
+     * coroutine parked on it). The pool does not touch the job after it. */
+    void (*complete)(struct yard_job *job);
     struct yard_job *next;
 } yard_job_t;
 
@@ -33,7 +37,8 @@ void yard_completions_fini(yard_completions_t *q);
 
 typedef struct yard_pool yard_pool_t;
 
-/* threads for CPU jobs (at least 1), and one for the I/O lane. */
+/* threads for CPU jobs (0: only the I/O lane runs), and one thread for the
+ * I/O lane. */
 yard_pool_t *yard_pool_create(int threads);
 void yard_pool_submit(yard_pool_t *pool, yard_job_t *job);
 /* Finish every submitted job, then join the threads. */

@@ -98,7 +98,10 @@ static void *pool_thread(void *p)
             lane->tail = NULL;
         pthread_mutex_unlock(&pool->mu);
         job->fn(job->arg);
-        completions_push(job->done, job);
+        if (job->done)
+            completions_push(job->done, job);
+        else
+            job->complete(job); /* may end the job's life */
         pthread_mutex_lock(&pool->mu);
     }
     pthread_mutex_unlock(&pool->mu);

@@ -3,6 +3,7 @@
 #define YARD_CORO_INTERNAL_H
 
 #include "yard/coro.h"
+#include "yard/heap.h"
 
 #include <sched.h>
 #include <stdatomic.h>
@@ -11,8 +12,6 @@
 /* Coroutine life cycle. A wake that races with a park in progress is
  * resolved with these states instead of a lock: see coro_ready in sched.c. */
 enum coro_state { CS_RUNNABLE, CS_RUNNING, CS_PARKING, CS_PARKED, CS_DONE };
-
-#define TIMER_NONE SIZE_MAX
 
 struct yard_coro {
     yard_coro_ctx_t ctx;
@@ -32,8 +31,7 @@ struct yard_coro {
     yard_coro_t *next; /* global run queue link */
     yard_coro_t *all_prev, *all_next;
     unsigned all_stripe;
-    uint64_t deadline; /* timer heap key */
-    size_t heap_idx;
+    yard_heap_node_t timer; /* in the netpoller's heap; key: the deadline */
 };
 
 struct yard_coro_waiter {

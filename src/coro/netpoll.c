@@ -11,11 +11,16 @@
  * A dedicated poller thread blocks in epoll_wait with a timeout equal to the
  * earliest timer; idle workers also poll without blocking before they go to
  * sleep, so under load most wake-ups are handled on a worker, where the
- * woken coroutine goes into that worker's run-next slot. Timers are a binary
- * min-heap of coroutines (one timer per coroutine: its sleep or its
- * deadline). An eventfd interrupts the poller when a timer earlier than its
- * current timeout is added, or when the scheduler stops. */
+ * woken coroutine goes into that worker's run-next slot. Timers are the
+ * engine's min-heap (yard/heap.h), one node per coroutine: its sleep or its
+ * deadline. An eventfd interrupts the poller when a timer earlier than its
+ * current timeout is added, or when the scheduler stops. Calls that must
+ * block run on the engine's offload pool (yard/offload.h), whose thread
+ * readies the parked coroutine when the call returns. */
 #include "internal.h"
+
+#include "yard/heap.h"
+#include "yard/offload.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,12 +42,13 @@ struct pdesc {
     yard_coro_t *waiter[2];
 };
 
+/* A blocking call on the pool, on the stack of the coroutine parked on it. */
 struct offload_job {
+    yard_job_t job;
     void *(*fn)(void *);
     void *arg;
     void *result;
     yard_coro_t *c;
-    struct offload_job *next;
 };
 
 struct netpoll {
@@ -55,20 +61,12 @@ struct netpoll {
     _Atomic(struct pdesc *) dir[PD_CHUNKS];
 
     pthread_mutex_t timer_lock;
-    yard_coro_t **heap;
-    size_t heap_len, heap_cap;
+    yard_heap_t timers; /* of yard_coro_t.timer, keyed by deadline */
     uint64_t poller_wakes_at; /* deadline the poller currently sleeps until */
     bool poller_asleep;
 
-    /* Two lanes under one lock: [0] for CPU jobs (noff threads), [1] for
-     * blocking file I/O (one thread of its own, so that a long CPU job
-     * never delays a disk write). */
-    pthread_mutex_t off_lock;
-    pthread_cond_t off_cond[2];
-    struct offload_job *off_head[2], *off_tail[2];
-    pthread_t *off_threads; /* noff CPU threads, then the I/O one */
+    yard_pool_t *pool; /* noff CPU threads and an I/O lane */
     unsigned noff;
-    bool io_started;
 };
 
 static struct netpoll g_np = {.epfd = -1, .outerfd = -1, .evfd = -1};
@@ -76,54 +74,9 @@ static struct netpoll g_np = {.epfd = -1, .outerfd = -1, .evfd = -1};
 /* ------------------------------------------------------------------------ */
 /* timers                                                                    */
 
-static void heap_set(size_t i, yard_coro_t *c)
+static yard_coro_t *timer_coro(yard_heap_node_t *node)
 {
-    g_np.heap[i] = c;
-    c->heap_idx = i;
-}
-
-static void heap_up(size_t i)
-{
-    yard_coro_t *c = g_np.heap[i];
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (g_np.heap[parent]->deadline <= c->deadline)
-            break;
-        heap_set(i, g_np.heap[parent]);
-        i = parent;
-    }
-    heap_set(i, c);
-}
-
-static void heap_down(size_t i)
-{
-    yard_coro_t *c = g_np.heap[i];
-    for (;;) {
-        size_t l = 2 * i + 1, m = i;
-        uint64_t best = c->deadline;
-        if (l < g_np.heap_len && g_np.heap[l]->deadline < best)
-            m = l, best = g_np.heap[l]->deadline;
-        if (l + 1 < g_np.heap_len && g_np.heap[l + 1]->deadline < best)
-            m = l + 1;
-        if (m == i)
-            break;
-        heap_set(i, g_np.heap[m]);
-        i = m;
-    }
-    heap_set(i, c);
-}
-
-static void heap_remove(yard_coro_t *c)
-{
-    size_t i = c->heap_idx;
-    c->heap_idx = TIMER_NONE;
-    yard_coro_t *last = g_np.heap[--g_np.heap_len];
-    if (i == g_np.heap_len)
-        return;
-    g_np.heap[i] = last;
-    last->heap_idx = i;
-    heap_up(i);
-    heap_down(last->heap_idx);
+    return (yard_coro_t *)(void *)((char *)node - offsetof(yard_coro_t, timer));
 }
 
 static void poller_interrupt(void)
@@ -136,20 +89,10 @@ static void poller_interrupt(void)
 void yard_coro__timer_add(yard_coro_t *c, uint64_t deadline)
 {
     pthread_mutex_lock(&g_np.timer_lock);
-    if (g_np.heap_len == g_np.heap_cap) {
-        size_t cap = g_np.heap_cap ? g_np.heap_cap * 2 : 256;
-        yard_coro_t **h = realloc(g_np.heap, cap * sizeof(*h));
-        if (!h) {
-            fprintf(stderr, "yard_coro: out of memory for timers\n");
-            abort();
-        }
-        g_np.heap = h;
-        g_np.heap_cap = cap;
+    if (yard_heap_push(&g_np.timers, &c->timer, deadline) < 0) {
+        fprintf(stderr, "yard_coro: out of memory for timers\n");
+        abort();
     }
-    c->deadline = deadline;
-    g_np.heap[g_np.heap_len] = c;
-    c->heap_idx = g_np.heap_len++;
-    heap_up(c->heap_idx);
     bool interrupt = g_np.poller_asleep && deadline < g_np.poller_wakes_at;
     if (interrupt)
         g_np.poller_wakes_at = deadline;
@@ -161,8 +104,8 @@ void yard_coro__timer_add(yard_coro_t *c, uint64_t deadline)
 void yard_coro__timer_cancel(yard_coro_t *c)
 {
     pthread_mutex_lock(&g_np.timer_lock);
-    if (c->heap_idx != TIMER_NONE)
-        heap_remove(c);
+    if (yard_heap_contains(&c->timer))
+        yard_heap_remove(&g_np.timers, &c->timer);
     pthread_mutex_unlock(&g_np.timer_lock);
 }
 
@@ -180,11 +123,12 @@ static int timers_fire(bool try_only)
     }
     yard_coro_t *fired = NULL;
     int n = 0;
-    if (g_np.heap_len) {
+    yard_heap_node_t *min = yard_heap_min(&g_np.timers);
+    if (min) {
         uint64_t now = yard_coro_now_ns();
-        while (g_np.heap_len && g_np.heap[0]->deadline <= now) {
-            yard_coro_t *c = g_np.heap[0];
-            heap_remove(c);
+        for (; min && min->key <= now; min = yard_heap_min(&g_np.timers)) {
+            yard_coro_t *c = timer_coro(min);
+            yard_heap_remove(&g_np.timers, min);
             if (yard_coro__claim(c)) {
                 c->next = fired;
                 fired = c;
@@ -280,7 +224,8 @@ static void *poller_thread(void *arg)
     struct epoll_event ev[128];
     while (!atomic_load_explicit(&g_np.stopping, memory_order_acquire)) {
         pthread_mutex_lock(&g_np.timer_lock);
-        uint64_t wake_at = g_np.heap_len ? g_np.heap[0]->deadline : UINT64_MAX;
+        yard_heap_node_t *first = yard_heap_min(&g_np.timers);
+        uint64_t wake_at = first ? first->key : UINT64_MAX;
         g_np.poller_wakes_at = wake_at;
         g_np.poller_asleep = true;
         pthread_mutex_unlock(&g_np.timer_lock);
@@ -317,51 +262,40 @@ static void *poller_thread(void *arg)
 /* ------------------------------------------------------------------------ */
 /* offload pool                                                              */
 
-static void *offload_thread(void *arg)
+static void offload_run(void *arg)
 {
-    int lane = (int)(intptr_t)arg;
-    for (;;) {
-        pthread_mutex_lock(&g_np.off_lock);
-        while (!g_np.off_head[lane] && !atomic_load(&g_np.stopping))
-            pthread_cond_wait(&g_np.off_cond[lane], &g_np.off_lock);
-        struct offload_job *j = g_np.off_head[lane];
-        if (!j) {
-            pthread_mutex_unlock(&g_np.off_lock);
-            return NULL;
-        }
-        g_np.off_head[lane] = j->next;
-        if (!g_np.off_head[lane])
-            g_np.off_tail[lane] = NULL;
-        pthread_mutex_unlock(&g_np.off_lock);
-        j->result = j->fn(j->arg);
-        yard_coro_t *c = j->c; /* j lives on c's stack: do not touch it after ready */
-        if (yard_coro__claim(c))
-            yard_coro__ready(c, 0);
-    }
+    struct offload_job *j = arg;
+    j->result = j->fn(j->arg);
 }
 
-static void *offload_on(int lane, void *(*fn)(void *), void *arg)
+/* On the pool's thread: j lives on c's stack, so nothing touches it after
+ * the coroutine is ready. */
+static void offload_complete(yard_job_t *job)
+{
+    yard_coro_t *c = ((struct offload_job *)(void *)job)->c;
+    if (yard_coro__claim(c))
+        yard_coro__ready(c, 0);
+}
+
+static void *offload_on(bool io, void *(*fn)(void *), void *arg)
 {
     yard_coro_t *self = yard_coro_self();
-    if (!self || !(lane ? g_np.io_started : g_np.noff))
+    if (!self || !g_np.pool || (!io && !g_np.noff))
         return fn(arg);
-    struct offload_job j = {fn, arg, NULL, self, NULL};
+    struct offload_job j = {.job = {.fn = offload_run, .io = io, .complete = offload_complete},
+                            .fn = fn,
+                            .arg = arg,
+                            .c = self};
+    j.job.arg = &j;
     yard_coro__prepare_park(self);
-    pthread_mutex_lock(&g_np.off_lock);
-    if (g_np.off_tail[lane])
-        g_np.off_tail[lane]->next = &j;
-    else
-        g_np.off_head[lane] = &j;
-    g_np.off_tail[lane] = &j;
-    pthread_cond_signal(&g_np.off_cond[lane]);
-    pthread_mutex_unlock(&g_np.off_lock);
+    yard_pool_submit(g_np.pool, &j.job);
     yard_coro__park();
     return j.result;
 }
 
-void *yard_coro_offload(void *(*fn)(void *), void *arg) { return offload_on(0, fn, arg); }
+void *yard_coro_offload(void *(*fn)(void *), void *arg) { return offload_on(false, fn, arg); }
 
-void *yard_coro_offload_io(void *(*fn)(void *), void *arg) { return offload_on(1, fn, arg); }
+void *yard_coro_offload_io(void *(*fn)(void *), void *arg) { return offload_on(true, fn, arg); }
 
 /* ------------------------------------------------------------------------ */
 /* start / stop                                                              */
@@ -395,28 +329,17 @@ int yard_coro__netpoll_start(unsigned offload_threads)
         goto err_ev;
     }
     pthread_mutex_init(&g_np.timer_lock, NULL);
-    pthread_mutex_init(&g_np.off_lock, NULL);
-    pthread_cond_init(&g_np.off_cond[0], NULL);
-    pthread_cond_init(&g_np.off_cond[1], NULL);
     err = -pthread_create(&g_np.poller, NULL, poller_thread, NULL);
     if (err)
         goto err_locks;
     g_np.poller_started = true;
-    g_np.off_threads = calloc(offload_threads + 1, sizeof(pthread_t));
-    for (unsigned i = 0; g_np.off_threads && i < offload_threads; i++) {
-        if (pthread_create(&g_np.off_threads[i], NULL, offload_thread, (void *)(intptr_t)0) != 0)
-            break;
-        g_np.noff++;
-    }
-    g_np.io_started = g_np.off_threads && pthread_create(&g_np.off_threads[g_np.noff], NULL,
-                                                         offload_thread, (void *)(intptr_t)1) == 0;
+    /* Without a pool every call runs on the coroutine's own worker. */
+    g_np.pool = yard_pool_create((int)offload_threads);
+    g_np.noff = g_np.pool ? offload_threads : 0;
     return 0;
 
 err_locks:
     pthread_mutex_destroy(&g_np.timer_lock);
-    pthread_mutex_destroy(&g_np.off_lock);
-    pthread_cond_destroy(&g_np.off_cond[0]);
-    pthread_cond_destroy(&g_np.off_cond[1]);
 err_ev:
     close(g_np.evfd);
 err_outer:
@@ -432,24 +355,15 @@ void yard_coro__netpoll_stop(void)
     if (g_np.epfd < 0)
         return;
     atomic_store(&g_np.stopping, true);
-    pthread_mutex_lock(&g_np.off_lock);
-    pthread_cond_broadcast(&g_np.off_cond[0]);
-    pthread_cond_broadcast(&g_np.off_cond[1]);
-    pthread_mutex_unlock(&g_np.off_lock);
-    for (unsigned i = 0; i < g_np.noff + g_np.io_started; i++)
-        pthread_join(g_np.off_threads[i], NULL);
-    free(g_np.off_threads);
+    yard_pool_destroy(g_np.pool); /* finishes what was submitted */
     if (g_np.poller_started) {
         poller_interrupt();
         pthread_join(g_np.poller, NULL);
     }
     for (unsigned i = 0; i < PD_CHUNKS; i++)
         free(atomic_load(&g_np.dir[i]));
-    free(g_np.heap);
+    yard_heap_free(&g_np.timers);
     pthread_mutex_destroy(&g_np.timer_lock);
-    pthread_mutex_destroy(&g_np.off_lock);
-    pthread_cond_destroy(&g_np.off_cond[0]);
-    pthread_cond_destroy(&g_np.off_cond[1]);
     close(g_np.evfd);
     close(g_np.outerfd);
     close(g_np.epfd);

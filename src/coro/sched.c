@@ -619,7 +619,7 @@ static yard_coro_t *coro_new(void (*fn)(void *), void *arg, int refs)
         return NULL;
     c->fn = fn;
     c->arg = arg;
-    c->heap_idx = TIMER_NONE;
+    yard_heap_node_init(&c->timer);
     atomic_init(&c->state, CS_RUNNABLE);
     atomic_init(&c->refs, refs);
     struct worker *w = cur_worker();

@@ -7,8 +7,8 @@
    do such things are called from jobs the engine runs (yard_fx_io), never by
    an app directly.
 2. Layers: an object references only symbols of its own library or of the
-   layers below it (proto <- core <- models; core <- apps; coro needs
-   nothing of ours), so no layer depends on one above or beside it.
+   layers below it (proto <- core <- coro <- models; core <- apps), so no
+   layer depends on one above or beside it.
 
 Usage: check_symbols.py --nm NM proto=LIB core=LIB coro=LIB models=LIB apps=LIB
        check_symbols.py --self-test
@@ -35,7 +35,7 @@ FORBIDDEN = re.compile(
 # Which libraries each layer may reference besides itself.
 ALLOWED = {
     "proto": set(),
-    "coro": set(),
+    "coro": {"core", "proto"},
     "core": {"proto"},
     "models": {"core", "coro", "proto"},
     "apps": {"core", "proto"},
@@ -90,7 +90,7 @@ def self_test():
     """The rules must be able to fail: synthetic objects that break each."""
     good = {
         "proto": {"p.o": ({"yard_p"}, set())},
-        "coro": {"c.o": ({"yard_c"}, {"malloc"})},
+        "coro": {"c.o": ({"yard_c"}, {"malloc", "yard_k"})},
         "core": {"k.o": ({"yard_k"}, {"yard_p", "write"})},
         "models": {"m.o": ({"yard_m"}, {"yard_k", "yard_c", "epoll_wait"})},
         "apps": {"a.o": ({"yard_a"}, {"yard_k", "snprintf"})},
@@ -104,7 +104,8 @@ def self_test():
         ("apps", "a.o", "yard_m", "defined in models"),
         ("apps", "a.o", "yard_c", "defined in coro"),
         ("core", "k.o", "yard_m", "defined in models"),
-        ("coro", "c.o", "yard_k", "defined in core"),
+        ("coro", "c.o", "yard_m", "defined in models"),
+        ("core", "k.o", "yard_c", "defined in coro"),
         ("proto", "p.o", "yard_k", "defined in core"),
     ]
     for layer, obj, sym, want in cases:
