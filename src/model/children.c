@@ -1,12 +1,17 @@
-/* Child-process bookkeeping for the models whose parent only supervises. */
+/* What the models share to stop: child-process bookkeeping for the models
+ * whose parent only supervises (fork, reactors --procs), and the drain of
+ * live connections for the ones that serve in threads or coroutines. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 
 #include "models.h"
 #include "yard/clock.h"
+#include "yard/log.h"
 
 int yard_children_add(yard_children_t *ch, pid_t pid)
 {
@@ -78,4 +83,39 @@ void yard_children_free(yard_children_t *ch)
     free(ch->pids);
     ch->pids = NULL;
     ch->n = ch->cap = 0;
+}
+
+bool yard_children_report(pid_t pid, int status, const char *what, const int *expected,
+                          const char *then)
+{
+    if (!then)
+        then = "";
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        for (const int *e = expected; e && *e; e++)
+            if (*e == sig)
+                return false;
+        yard_log_err("%s %ld died of signal %d (%s)%s", what, (long)pid, sig, strsignal(sig), then);
+        return true;
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+        yard_log_err("%s %ld exited with status %d%s", what, (long)pid, WEXITSTATUS(status), then);
+        return true;
+    }
+    return false;
+}
+
+size_t yard_drain_conns(yard_conn_set_t *live, _Atomic int *stop,
+                        size_t (*wait_fewer)(void *arg, uint64_t deadline_ns), void *arg,
+                        const char *what)
+{
+    atomic_store(stop, 1);
+    uint64_t deadline = yard_now_ns() + YARD_STOP_GRACE_NS;
+    yard_conn_set_shutdown_all(live);
+    size_t left;
+    while ((left = wait_fewer(arg, deadline)) && yard_now_ns() < deadline) {
+    }
+    if (left)
+        yard_log_warn("%zu %s still running at exit", left, what);
+    return left;
 }

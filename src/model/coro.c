@@ -243,6 +243,17 @@ static void acceptor(void *p)
     }
 }
 
+/* yard_drain_conns's wait: parks until the last connection coroutine ends
+ * or the deadline (the main coroutine must not block its worker). */
+static size_t coro_wait_fewer(void *arg, uint64_t deadline_ns)
+{
+    struct coro_model *cm = arg;
+    unsigned left = atomic_load(&cm->nlive);
+    if (left)
+        yard_coro_waitq_wait(&cm->drained, &cm->nlive, left, deadline_ns);
+    return atomic_load(&cm->nlive);
+}
+
 static void coro_main(void *p)
 {
     struct coro_model *cm = p;
@@ -260,14 +271,7 @@ static void coro_main(void *p)
     yard_coro_join(acc);
     close(srv->listen_fd);
     srv->listen_fd = -1;
-    /* Wake every connection parked on its socket; each sees the stop flag. */
-    yard_conn_set_shutdown_all(&cm->live);
-    uint64_t deadline = yard_now_ns() + YARD_STOP_GRACE_NS;
-    unsigned left;
-    while ((left = atomic_load(&cm->nlive)) && yard_now_ns() < deadline)
-        yard_coro_waitq_wait(&cm->drained, &cm->nlive, left, deadline);
-    if (left)
-        yard_log_warn("%u connection coroutines still running at exit", left);
+    yard_drain_conns(&cm->live, &cm->stop, coro_wait_fewer, cm, "connection coroutines");
     /* Returning stops the runtime; coroutines still parked are abandoned. */
 }
 

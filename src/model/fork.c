@@ -144,17 +144,6 @@ static _Noreturn void pair_recv(yard_server_t *srv, int fd, pid_t parent, struct
     run_child(srv, fd, parent, pp);
 }
 
-static void fork_report_exit(pid_t pid, int status)
-{
-    if (WIFSIGNALED(status) && WTERMSIG(status) != SIGTERM && WTERMSIG(status) != SIGKILL &&
-        WTERMSIG(status) != SIGUSR1)
-        yard_log_err("connection process %ld died of signal %d (%s)", (long)pid, WTERMSIG(status),
-                     strsignal(WTERMSIG(status)));
-    else if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
-        yard_log_warn("connection process %ld exited with status %d", (long)pid,
-                      WEXITSTATUS(status));
-}
-
 struct fork_model {
     yard_server_t *srv;
     yard_children_t children;
@@ -169,7 +158,9 @@ struct fork_model {
 static void fork_on_child_exit(pid_t pid, int status, void *arg)
 {
     struct fork_model *fm = arg;
-    fork_report_exit(pid, status);
+    /* Stopped by us, or a --pair SEND half woken once too late. */
+    static const int expected[] = {SIGTERM, SIGKILL, SIGUSR1, 0};
+    yard_children_report(pid, status, "connection process", expected, NULL);
     if (!fm->srv->cfg->pair) {
         yard_server_release(fm->srv);
         return;

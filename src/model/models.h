@@ -1,6 +1,7 @@
 #ifndef YARD_MODELS_H
 #define YARD_MODELS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -41,5 +42,22 @@ int yard_children_add(yard_children_t *ch, pid_t pid);
 size_t yard_children_reap(yard_children_t *ch, void (*on_exit)(pid_t, int, void *), void *arg);
 void yard_children_stop(yard_children_t *ch, int sig_fd, uint64_t grace_ns);
 void yard_children_free(yard_children_t *ch);
+/* How a child ended, in one error line, unless it ended as its parent
+ * expects: exit status 0, or one of the signals in expected (ended by 0).
+ * what names the child ("reactor process"); then, if not NULL, ends the
+ * line (": shutting down"). Returns true when it logged a failure. */
+bool yard_children_report(pid_t pid, int status, const char *what, const int *expected,
+                          const char *then);
+
+/* Stops a model's connections: sets *stop, shuts down every socket of live
+ * so that a connection blocked on it wakes and sees the flag, then waits up
+ * to YARD_STOP_GRACE_NS for them to end. wait_fewer(arg, deadline) blocks
+ * until a connection ended or the deadline passed and returns how many are
+ * still running: each model waits its own way (a condition variable, a
+ * coroutine wait queue). Logs how many were left behind ("N <what> still
+ * running at exit") and returns that number. */
+size_t yard_drain_conns(yard_conn_set_t *live, _Atomic int *stop,
+                        size_t (*wait_fewer)(void *arg, uint64_t deadline_ns), void *arg,
+                        const char *what);
 
 #endif

@@ -128,18 +128,12 @@ struct procs_state {
 static void on_reactor_exit(pid_t pid, int status, void *arg)
 {
     struct procs_state *st = arg;
+    static const int expected[] = {SIGTERM, SIGINT, 0};
     st->died = true;
-    if (WIFSIGNALED(status) && WTERMSIG(status) != SIGTERM && WTERMSIG(status) != SIGINT) {
+    if (yard_children_report(pid, status, "reactor process", expected, ": shutting down"))
         st->crashed = true;
-        yard_log_err("reactor process %ld died of signal %d (%s): shutting down", (long)pid,
-                     WTERMSIG(status), strsignal(WTERMSIG(status)));
-    } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
-        st->crashed = true;
-        yard_log_err("reactor process %ld exited with status %d: shutting down", (long)pid,
-                     WEXITSTATUS(status));
-    } else {
+    else
         yard_log_warn("reactor process %ld stopped: shutting down", (long)pid);
-    }
 }
 
 static int reactors_procs(yard_server_t *srv, struct reactor *rs, int n)

@@ -94,28 +94,26 @@ static void thread_on_conn(int fd, const char *peer, void *model)
     }
 }
 
-static void thread_stop_all(struct thread_model *tm)
+/* yard_drain_conns's wait: until a connection thread ends or the deadline. */
+static size_t thread_wait_fewer(void *arg, uint64_t deadline_ns)
 {
-    atomic_store(&tm->stop, 1);
-    uint64_t deadline = yard_now_ns() + YARD_STOP_GRACE_NS;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += (time_t)(YARD_STOP_GRACE_NS / YARD_NS_PER_S);
-    ts.tv_nsec += (long)(YARD_STOP_GRACE_NS % YARD_NS_PER_S);
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    /* Wake every thread blocked in read or write on its socket. */
-    yard_conn_set_shutdown_all(&tm->live);
+    struct thread_model *tm = arg;
     pthread_mutex_lock(&tm->mu);
-    while (tm->running > 0 && yard_now_ns() < deadline)
-        if (pthread_cond_timedwait(&tm->idle, &tm->mu, &ts) == ETIMEDOUT)
-            break;
+    size_t before = tm->running;
+    uint64_t now = yard_now_ns();
+    if (before && now < deadline_ns) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts); /* the condition variable's clock */
+        uint64_t ns = (uint64_t)ts.tv_nsec + (deadline_ns - now);
+        ts.tv_sec += (time_t)(ns / YARD_NS_PER_S);
+        ts.tv_nsec = (long)(ns % YARD_NS_PER_S);
+        while (tm->running == before)
+            if (pthread_cond_timedwait(&tm->idle, &tm->mu, &ts) == ETIMEDOUT)
+                break;
+    }
     size_t left = tm->running;
     pthread_mutex_unlock(&tm->mu);
-    if (left)
-        yard_log_warn("%zu connection threads still running at exit", left);
+    return left;
 }
 
 static int thread_serve(yard_server_t *srv)
@@ -129,7 +127,7 @@ static int thread_serve(yard_server_t *srv)
     yard_server_accept_loop(srv, thread_on_conn, NULL, tm);
     close(srv->listen_fd);
     srv->listen_fd = -1;
-    thread_stop_all(tm);
+    yard_drain_conns(&tm->live, &tm->stop, thread_wait_fewer, tm, "connection threads");
     pthread_attr_destroy(&tm->attr);
     return 0;
 }

@@ -1,0 +1,127 @@
+"""How the models stop, and what they say about processes that end: the
+plumbing they share (src/model/children.c).
+
+- thread and coro drain their connections on SIGTERM: every client sees the
+  end of its stream and the server exits 0 at once; a connection still busy
+  after the 1.5 s grace period is named in a warning instead of holding the
+  exit.
+- fork reports a connection process that crashed, and keeps serving;
+  reactors --procs shuts down when a reactor process ends, with exit status 1
+  when it crashed and 0 when it was stopped."""
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import MODELS, recv_until_closed, server_has_read, wait_for
+
+
+def children(pid: int) -> list[int]:
+    """The live child processes of pid, from /proc."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[1]) == pid and fields[0] != "Z":
+            out.append(int(entry.name))
+    return out
+
+
+def echo_once(srv, data=b"ping\n") -> bytes:
+    with srv.connect() as s:
+        s.sendall(data)
+        got = b""
+        while len(got) < len(data):
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            got += chunk
+        return got
+
+
+DRAIN_MODELS = [m for m in ("thread", "coro") if m in MODELS]
+
+
+@pytest.mark.parametrize("model", DRAIN_MODELS)
+def test_stop_drains_idle_connections(serve, model):
+    srv = serve("echo", model)
+    clients = [srv.connect() for _ in range(3)]
+    for c in clients:
+        c.sendall(b"x\n")
+        assert c.recv(16) == b"x\n"
+    clients[0].sendall(b"half a line")  # input the app is still holding
+    wait_for(lambda: server_has_read(clients[0]), what="the server to read the half line")
+    start = time.monotonic()
+    assert srv.stop(timeout=5) == 0
+    # Woken by shutdown(), not by the grace period running out.
+    assert time.monotonic() - start < 1.4
+    for c in clients:
+        c.settimeout(5)
+        recv_until_closed(c)  # returns at the end of the stream; times out otherwise
+        c.close()
+    assert "still running at exit" not in srv.stderr()
+
+
+@pytest.mark.parametrize("model", DRAIN_MODELS)
+def test_stop_names_connections_past_the_grace_period(serve, model):
+    # A bcrypt hash of cost 16 takes seconds (4 s on the CI machine): the
+    # connection is inside a job when the stop comes, and no shutdown() can
+    # wake it.
+    srv = serve("rest", model, "--bcrypt-cost", "16")
+    body = b'{"password": "correct horse"}'
+    c = srv.connect()
+    c.sendall(b"POST /password/set/slow HTTP/1.1\r\nHost: t\r\nContent-Length: "
+              + str(len(body)).encode() + b"\r\n\r\n" + body)
+    wait_for(lambda: server_has_read(c), what="the server to read the request")
+    srv.proc.send_signal(signal.SIGTERM)
+    what = "connection threads" if model == "thread" else "connection coroutines"
+    wait_for(lambda: f"1 {what} still running at exit" in srv.stderr(), timeout=20,
+             what="the warning about the busy connection")
+    assert srv.proc.wait(20) == 0
+    c.close()
+
+
+@pytest.mark.skipif("fork" not in MODELS, reason="fork not selected")
+def test_fork_reports_a_crashed_connection_process_and_serves_on(serve):
+    srv = serve("echo", "fork")
+    a, b = srv.connect(), srv.connect()
+    for s in (a, b):
+        s.sendall(b"hi\n")
+        assert s.recv(16) == b"hi\n"
+    procs = wait_for(lambda: len(children(srv.proc.pid)) == 2 and children(srv.proc.pid),
+                     what="two connection processes")
+    stopped, crashed = procs
+    os.kill(stopped, signal.SIGTERM)  # as the server itself stops them: not a failure
+    wait_for(lambda: stopped not in children(srv.proc.pid), what="the first process to end")
+    os.kill(crashed, signal.SIGSEGV)
+    line = f"connection process {crashed} died of signal {signal.SIGSEGV.value} (Segmentation fault)"
+    wait_for(lambda: line in srv.stderr(), what="the crash report")
+    assert f"connection process {stopped} " not in srv.stderr()
+    assert echo_once(srv) == b"ping\n"  # the server serves on
+    a.close()
+    b.close()
+    assert srv.stop() == 0
+
+
+@pytest.mark.skipif("reactors-procs" not in MODELS, reason="reactors --procs not selected")
+@pytest.mark.parametrize("sig, status, says", [
+    (signal.SIGSEGV, 1, "died of signal 11 (Segmentation fault): shutting down"),
+    (signal.SIGTERM, 0, "stopped: shutting down"),
+])
+def test_reactors_procs_shut_down_when_a_reactor_ends(serve, sig, status, says):
+    srv = serve("echo", "reactors-procs")
+    assert echo_once(srv) == b"ping\n"
+    reactors = wait_for(lambda: len(children(srv.proc.pid)) == 2 and children(srv.proc.pid),
+                        what="two reactor processes")
+    os.kill(reactors[0], sig)
+    assert srv.proc.wait(10) == status
+    assert f"reactor process {reactors[0]} {says}" in srv.stderr()
