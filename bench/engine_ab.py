@@ -7,16 +7,19 @@ then a table of medians with their CIs and the ratio after/before.
 usage: bench/engine_ab.py BEFORE_BIN_DIR [--after build/bin] [--only eve_echo,rest]
                           [--models coro,reactors] [--repetitions N]
                           [--results results/engine-ab] [--suite quick]
+                          [--server-flags '--fsync always']
 
 BEFORE_BIN_DIR is the bin/ directory of the other build, e.g. from
 `git worktree add /tmp/old <rev> && cmake -S /tmp/old -B /tmp/old/build -G Ninja
 -DCMAKE_BUILD_TYPE=RelWithDebInfo && ninja -C /tmp/old/build`. yard-load is
 always the after build's, so only the server differs. The peers are left
-out: they are the same in both builds.
+out: they are the same in both builds. --server-flags adds yard-serve flags
+to every server of both builds (the same flags in both).
 """
 
 import argparse
 import csv
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -76,14 +79,14 @@ def models():
     return [line.split()[0] for line in out.splitlines() if line.strip()]
 
 
-def ab_experiment(name, before, keep=None, repetitions=None, suite="quick"):
+def ab_experiment(name, before, keep=None, repetitions=None, suite="quick", flags=()):
     data = tomllib.loads((ROOT / "experiments" / f"{name}.toml").read_text())
     srv = data["servers"]
     extras = []
     if srv.get("models") == "all":
         for m in models():
             argv = ["--app", srv["app"], "--model", m, "--listen", "127.0.0.1:0",
-                    *srv.get("flags", [])]
+                    *srv.get("flags", []), *flags]
             extras.append({"label": m, "model": m, "argv": ["{bin}/yard-serve", *argv]})
             extras.append({"label": m + "-before", "model": m,
                            "argv": [f"{before}/yard-serve", *argv]})
@@ -92,8 +95,9 @@ def ab_experiment(name, before, keep=None, repetitions=None, suite="quick"):
         ours = argv[0] == "{bin}/yard-serve" or argv[0] == "bench/chat_serve"
         if not ours:
             continue  # a peer: the same in both builds
+        x = {**x, "argv": [*argv, *flags]}
         extras.append(x)
-        old = [a.replace("{bin}", str(before)) for a in argv]
+        old = [a.replace("{bin}", str(before)) for a in x["argv"]]
         extras.append({**x, "label": x["label"] + "-before", "argv": old})
     data["servers"] = {"app": srv["app"]} if "app" in srv else {}
     data["servers"]["extra"] = extras
@@ -141,6 +145,8 @@ def main():
     ap.add_argument("--repetitions", type=int, help="trials per point (default: the suite's)")
     ap.add_argument("--results", type=Path, default=ROOT / "results" / "engine-ab")
     ap.add_argument("--suite", default="quick")
+    ap.add_argument("--server-flags", default="",
+                    help="yard-serve flags added to every server of both builds")
     args = ap.parse_args()
     before = args.before.resolve()
     if not (before / "yard-serve").exists():
@@ -151,7 +157,7 @@ def main():
             path = Path(tmp) / f"{name}.toml"
             keep = set(args.models.split(",")) if args.models else None
             path.write_text(toml_dump(ab_experiment(name, before, keep, args.repetitions,
-                                                    args.suite)))
+                                                    args.suite, shlex.split(args.server_flags))))
             cmd = [ROOT / ".venv" / "bin" / "yard", "--results-dir", args.results, "--bin-dir",
                    args.after, "--quiet", "run", "--suite", args.suite, path]
             print(f"engine_ab: {name}", file=sys.stderr, flush=True)
