@@ -25,11 +25,11 @@
 
 #define CHAN "#bench"
 
-/* Its options, set by its flags and prepare. */
-static struct {
+/* Its settings, filled by its flags. */
+struct chat_settings {
     const char *user_prefix;     /* accounts are <prefix><i> */
     const char *password_prefix; /* passwords are <password_prefix><prefix><i> */
-} g_chat;
+};
 
 /* Its part of a result: r->messages counts deliveries, this the messages. */
 struct chat_result {
@@ -199,11 +199,11 @@ static int pump(struct chat_run *cr, uint64_t deadline, int (*tick)(struct chat_
             if (!c->connected) {
                 if (load_connected(cr->o, cr->r, cr->ep, c->fd, c, true) < 0)
                     return -1;
+                const struct chat_settings *s = cr->o->settings;
                 c->connected = true;
-                queue_line(cr, c, "PASS %s%s%d", g_chat.password_prefix, g_chat.user_prefix,
-                           c->id);
-                queue_line(cr, c, "NICK %s%d", g_chat.user_prefix, c->id);
-                queue_line(cr, c, "USER %s%d 0 * :load", g_chat.user_prefix, c->id);
+                queue_line(cr, c, "PASS %s%s%d", s->password_prefix, s->user_prefix, c->id);
+                queue_line(cr, c, "NICK %s%d", s->user_prefix, c->id);
+                queue_line(cr, c, "USER %s%d 0 * :load", s->user_prefix, c->id);
             } else if ((ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && on_readable(cr, c) < 0) {
                 return -1;
             }
@@ -328,10 +328,6 @@ static int chat_prepare(load_opts_t *o, char *err, size_t errlen)
                               "http), not chat");
         return -1;
     }
-    if (!g_chat.user_prefix)
-        g_chat.user_prefix = "u";
-    if (!g_chat.password_prefix)
-        g_chat.password_prefix = "pw-";
     return 0;
 }
 
@@ -364,33 +360,32 @@ static void chat_json(const load_report_t *rep)
            (unsigned long long)rep->r->messages);
 }
 
-static int parse_user_prefix(load_opts_t *o, const char *arg, char *err, size_t errlen)
-{
-    g_chat.user_prefix = arg;
-    return 0;
-}
+static const yard_opt_t chat_opts[] = {
+    {.name = "user-prefix", .form = "P", .type = YARD_OPT_STRING,
+     YARD_OPT_FIELD(struct chat_settings, user_prefix), .def = "u",
+     .help = "accounts are P0, P1, ..."},
+    {.name = "password-prefix", .form = "Q", .type = YARD_OPT_STRING,
+     YARD_OPT_FIELD(struct chat_settings, password_prefix), .def = "pw-",
+     .help = "passwords are QP0, QP1, ..."},
+    YARD_OPT_END,
+};
 
-static int parse_password_prefix(load_opts_t *o, const char *arg, char *err, size_t errlen)
-{
-    g_chat.password_prefix = arg;
-    return 0;
-}
-
-static const load_flag_t chat_flags[] = {
-    {"rate", "R", "messages per second over all connections (required)", NULL},
-    {"messages", "M", "messages in all (instead of --duration)", NULL},
-    {"pipeline", "K", "not taken: each message leaves when it is due", NULL},
-    {"threads", "T", "1 only", NULL},
-    {"user-prefix", "P", "accounts are P0, P1, ... (default u)", parse_user_prefix},
-    {"password-prefix", "Q", "passwords are QP0, QP1, ... (default pw-)", parse_password_prefix},
-    {NULL, NULL, NULL, NULL},
+/* What common flags mean here. */
+static const yard_opt_t chat_notes[] = {
+    {.name = "rate", .form = "R", .help = "messages per second over all connections (required)"},
+    {.name = "messages", .form = "M", .help = "messages in all (instead of --duration)"},
+    {.name = "pipeline", .form = "K", .help = "not taken: each message leaves when it is due"},
+    {.name = "threads", .form = "T", .help = "1 only"},
+    YARD_OPT_END,
 };
 
 const load_mode_t load_mode_chat = {
     .name = "chat",
     .summary = "the chat service's fan-out: N logged-in members of one channel, --rate "
                "messages/s in total, delivery latency at every other member",
-    .flags = chat_flags,
+    .opts = chat_opts,
+    .settings_size = sizeof(struct chat_settings),
+    .notes = chat_notes,
     .prepare = chat_prepare,
     .run = chat_run,
     .result_size = sizeof(struct chat_result),

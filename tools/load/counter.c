@@ -17,11 +17,12 @@
 #include "yard/clock.h"
 #include "yard/proto_counter.h"
 
-/* Its options, set by its flags and before the run; read-only while threads run. */
-static struct {
+/* Its settings: filled by its flags and, before the run, the count;
+ * read-only while threads run. */
+struct counter_settings {
     double read_ratio;      /* share of reads */
     uint64_t count_initial; /* the count before the run (replies never go below it) */
-} g_counter = {.read_ratio = 0.5};
+};
 
 /* Its part of a result. */
 struct counter_result {
@@ -85,10 +86,11 @@ fail:
 
 static int counter_init(void *priv, int id, const load_opts_t *o, load_result_t *r)
 {
+    const struct counter_settings *s = o->settings;
     struct cconn *c = priv;
     c->id = id;
-    c->read_ratio = g_counter.read_ratio;
-    c->last = g_counter.count_initial;
+    c->read_ratio = s->read_ratio;
+    c->last = s->count_initial;
     c->rng = 0x9E3779B97F4A7C15ull * (uint64_t)(id + 1);
     return 0;
 }
@@ -141,23 +143,25 @@ static int counter_run(const load_opts_t *o, load_result_t *r)
  * exact check, which assumes yard-load is the only writer while it runs. */
 static int counter_before(load_opts_t *o, load_result_t *r)
 {
-    return counter_read(o, r, &g_counter.count_initial);
+    struct counter_settings *s = o->settings;
+    return counter_read(o, r, &s->count_initial);
 }
 
 static int counter_after(const load_opts_t *o, load_result_t *r)
 {
+    const struct counter_settings *s = o->settings;
     struct counter_result *cr = r->mode;
     uint64_t final;
     if (counter_read(o, r, &final) < 0)
         return -1;
-    cr->count_initial = g_counter.count_initial;
+    cr->count_initial = s->count_initial;
     cr->count_final = final;
     cr->count_checked = true;
     /* A request that failed may or may not have been counted: the exact
      * check holds for error-free runs. */
-    if (!r->errors && final != g_counter.count_initial + cr->increments) {
+    if (!r->errors && final != s->count_initial + cr->increments) {
         load_error(r, "the count is %llu, expected %llu (start) + %llu (increments sent)",
-                   (unsigned long long)final, (unsigned long long)g_counter.count_initial,
+                   (unsigned long long)final, (unsigned long long)s->count_initial,
                    (unsigned long long)cr->increments);
         r->errors++;
     }
@@ -172,46 +176,51 @@ static void counter_merge(void *into, const void *from, bool first)
 
 static void counter_text_head(const load_report_t *rep)
 {
+    const struct counter_settings *s = rep->o->settings;
     const struct counter_result *cr = rep->r->mode;
     load_text_head(rep);
     if (cr->count_checked)
         printf("  count         %llu -> %llu with %llu increments (read ratio %.2f)\n",
                (unsigned long long)cr->count_initial, (unsigned long long)cr->count_final,
-               (unsigned long long)cr->increments, g_counter.read_ratio);
+               (unsigned long long)cr->increments, s->read_ratio);
 }
 
 static void counter_json(const load_report_t *rep)
 {
+    const struct counter_settings *s = rep->o->settings;
     const struct counter_result *cr = rep->r->mode;
     if (cr->count_checked)
         printf("\"read_ratio\": %.4f, \"increments\": %llu, \"count_initial\": %llu, "
                "\"count_final\": %llu, ",
-               g_counter.read_ratio, (unsigned long long)cr->increments,
+               s->read_ratio, (unsigned long long)cr->increments,
                (unsigned long long)cr->count_initial, (unsigned long long)cr->count_final);
 }
 
-static int parse_read_ratio(load_opts_t *o, const char *arg, char *err, size_t errlen)
+static int parse_read_ratio(const char *text, void *field, char *err, size_t errlen)
 {
     char *end;
-    double v = strtod(arg, &end);
-    if (end == arg || *end || v < 0 || v > 1) {
-        snprintf(err, errlen, "--read-ratio: expected a number from 0 to 1, got '%s'", arg);
+    double v = strtod(text, &end);
+    if (end == text || *end || !(v >= 0 && v <= 1)) {
+        snprintf(err, errlen, "expected a number from 0 to 1, got '%s'", text);
         return -1;
     }
-    g_counter.read_ratio = v;
+    *(double *)field = v;
     return 0;
 }
 
-static const load_flag_t counter_flags[] = {
-    {"read-ratio", "R", "share of reads, 0..1 (default 0.5)", parse_read_ratio},
-    {NULL, NULL, NULL, NULL},
+static const yard_opt_t counter_opts[] = {
+    {.name = "read-ratio", .form = "R", .type = YARD_OPT_CUSTOM,
+     YARD_OPT_FIELD(struct counter_settings, read_ratio), .parse = parse_read_ratio, .def = "0.5",
+     .help = "share of reads, 0..1"},
+    YARD_OPT_END,
 };
 
 const load_mode_t load_mode_counter = {
     .name = "counter",
     .summary = "the Eve atomic counter: reads and increments, every reply and the final count "
                "checked",
-    .flags = counter_flags,
+    .opts = counter_opts,
+    .settings_size = sizeof(struct counter_settings),
     .run = counter_run,
     .before = counter_before,
     .after = counter_after,

@@ -64,20 +64,31 @@ static int echo_run(const load_opts_t *o, load_result_t *r)
     return load_engine_run(o, &p, r);
 }
 
-static int parse_size(load_opts_t *o, const char *arg, char *err, size_t errlen)
+/* Its settings. */
+struct echo_settings {
+    size_t size; /* bytes per message */
+};
+
+static const yard_opt_t echo_opts[] = {
+    {.name = "size", .form = "S", .type = YARD_OPT_INT,
+     YARD_OPT_FIELD(struct echo_settings, size), .min = 1, .max = 64 << 20, .def = "16",
+     .help = "bytes per message"},
+    YARD_OPT_END,
+};
+
+/* The run reads the size from the common options, where every report
+ * shows it. */
+static int echo_prepare(load_opts_t *o, char *err, size_t errlen)
 {
-    o->size = (size_t)load_parse_count("--size", arg, 1, 64u << 20);
+    o->size = ((const struct echo_settings *)o->settings)->size;
     return 0;
 }
-
-static const load_flag_t echo_flags[] = {
-    {"size", "S", "bytes per message (default 16)", parse_size},
-    {NULL, NULL, NULL, NULL},
-};
 
 const load_mode_t load_mode_echo = {
     .name = "echo",
     .summary = "request/response round trips (closed or open loop), every echoed byte checked",
-    .flags = echo_flags,
+    .opts = echo_opts,
+    .settings_size = sizeof(struct echo_settings),
+    .prepare = echo_prepare,
     .run = echo_run,
 };

@@ -50,18 +50,22 @@ struct user {
     char name[NAME_MAX_LEN + 1], password[NAME_MAX_LEN + 1];
 };
 
-static struct {
-    const char *scenario;  /* --scenario, or NULL: root */
-    const char *weights;   /* --weights as given */
-    const char *users_csv; /* --users-csv */
+/* Its settings: filled by its flags, completed once by http_prepare,
+ * read-only while threads run. */
+struct http_settings {
+    const char *scenario;  /* --scenario */
+    const char *weights;   /* --weights as given, or NULL */
+    const char *users_csv; /* --users-csv, or NULL */
     uint64_t think_ns;     /* closed loop: pause between a reply and the next request */
-    struct user *users;
+    /* Derived by prepare. */
+    struct user *users;    /* from --users-csv (n of them), or none */
     size_t n;
     double weights_cum[T_COUNT]; /* cumulative, normalised to 1 */
     char host[128];
-} g_http; /* filled once by its flags and http_prepare, read-only while threads run */
+};
 
 struct hconn {
+    const struct http_settings *s;
     int id;
     uint64_t rng;
     struct user u;
@@ -136,7 +140,7 @@ static int parse_weights(const char *spec, double w[T_COUNT], char *err, size_t 
     return 0;
 }
 
-static int read_users(const char *path, char *err, size_t errlen)
+static int read_users(struct http_settings *s, const char *path, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
@@ -170,24 +174,24 @@ static int read_users(const char *path, char *err, size_t errlen)
         }
         if (lineno == 1 && !strcmp(line, "username;password"))
             continue;
-        if (g_http.n == cap) {
+        if (s->n == cap) {
             cap = cap ? cap * 2 : 64;
-            struct user *u = realloc(g_http.users, cap * sizeof *u);
+            struct user *u = realloc(s->users, cap * sizeof *u);
             if (!u) {
                 fclose(f);
                 snprintf(err, errlen, "out of memory reading --users-csv");
                 return -1;
             }
-            g_http.users = u;
+            s->users = u;
         }
-        struct user *u = &g_http.users[g_http.n++];
+        struct user *u = &s->users[s->n++];
         memcpy(u->name, line, nl);
         u->name[nl] = 0;
         memcpy(u->password, semi + 1, pl);
         u->password[pl] = 0;
     }
     fclose(f);
-    if (!g_http.n) {
+    if (!s->n) {
         snprintf(err, errlen, "--users-csv %s: no users in it", path);
         return -1;
     }
@@ -198,13 +202,14 @@ static int read_users(const char *path, char *err, size_t errlen)
  * threads start. */
 static int http_prepare(load_opts_t *o, char *err, size_t errlen)
 {
-    if (g_http.think_ns && o->rate > 0) {
+    struct http_settings *s = o->settings;
+    if (s->think_ns && o->rate > 0) {
         snprintf(err, errlen,
                  "--think-time is for the closed loop; --rate sets the open loop's pace");
         return -1;
     }
-    const char *sc = g_http.scenario ? g_http.scenario : "root";
-    const char *weights = g_http.weights;
+    const char *sc = s->scenario;
+    const char *weights = s->weights;
     double w[T_COUNT] = {0};
     if (!strcmp(sc, "mix")) {
         w[T_PASSWORD] = w[T_USERINFO] = w[T_ROOT] = 1;
@@ -240,12 +245,12 @@ static int http_prepare(load_opts_t *o, char *err, size_t errlen)
     double acc = 0;
     for (int i = 0; i < T_COUNT; i++) {
         acc += w[i] / sum;
-        g_http.weights_cum[i] = acc;
+        s->weights_cum[i] = acc;
     }
-    g_http.weights_cum[T_COUNT - 1] = 1.0;
-    if (g_http.users_csv && read_users(g_http.users_csv, err, errlen) < 0)
+    s->weights_cum[T_COUNT - 1] = 1.0;
+    if (s->users_csv && read_users(s, s->users_csv, err, errlen) < 0)
         return -1;
-    snprintf(g_http.host, sizeof g_http.host, "%s", o->target_text);
+    snprintf(s->host, sizeof s->host, "%s", o->target_text);
     return 0;
 }
 
@@ -253,19 +258,21 @@ static enum task draw(struct hconn *c)
 {
     double x = (double)(xorshift(&c->rng) >> 11) / (double)(1ull << 53);
     for (int i = 0; i < T_COUNT; i++)
-        if (x < g_http.weights_cum[i])
+        if (x < c->s->weights_cum[i])
             return (enum task)i;
     return T_ROOT;
 }
 
 static int http_init(void *priv, int id, const load_opts_t *o, load_result_t *r)
 {
+    const struct http_settings *s = o->settings;
     struct hconn *c = priv;
+    c->s = s;
     c->id = id;
     c->rng = 0x9E3779B97F4A7C15ull * (uint64_t)(id + 1);
     c->task = T_COUNT;
-    if (g_http.n) {
-        c->u = g_http.users[(size_t)id % g_http.n];
+    if (s->n) {
+        c->u = s->users[(size_t)id % s->n];
     } else {
         snprintf(c->u.name, sizeof c->u.name, "user%d", id);
         snprintf(c->u.password, sizeof c->u.password, "pw%d-secret", id);
@@ -273,19 +280,20 @@ static int http_init(void *priv, int id, const load_opts_t *o, load_result_t *r)
     return 0;
 }
 
-static size_t post(uint8_t *buf, const char *path, const char *user, const char *body)
+static size_t post(const struct hconn *c, uint8_t *buf, const char *path, const char *user,
+                   const char *body)
 {
     int n = snprintf((char *)buf, LOAD_HTTP_REQ_MAX,
                      "POST %s%s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
                      "Content-Length: %zu\r\n\r\n%s",
-                     path, user, g_http.host, strlen(body), body);
+                     path, user, c->s->host, strlen(body), body);
     return (size_t)n;
 }
 
-static size_t get(uint8_t *buf, const char *path, const char *user)
+static size_t get(const struct hconn *c, uint8_t *buf, const char *path, const char *user)
 {
     int n = snprintf((char *)buf, LOAD_HTTP_REQ_MAX, "GET %s%s HTTP/1.1\r\nHost: %s\r\n\r\n",
-                     path, user, g_http.host);
+                     path, user, c->s->host);
     return (size_t)n;
 }
 
@@ -307,7 +315,7 @@ static size_t http_request(void *priv, uint64_t seq, uint8_t *buf, uint32_t *tag
     case T_PASSWORD:
         snprintf(body, sizeof body, "{\"password\": \"%s\"}", c->u.password);
         *tag = c->step == 0 ? E_PW_SET : E_PW_VERIFY;
-        len = post(buf, c->step == 0 ? "/password/set/" : "/password/verify/", name, body);
+        len = post(c, buf, c->step == 0 ? "/password/set/" : "/password/verify/", name, body);
         break;
     case T_USERINFO:
         if (c->step == 0) {
@@ -315,19 +323,19 @@ static size_t http_request(void *priv, uint64_t seq, uint8_t *buf, uint32_t *tag
                      "{\"name\": \"%s\", \"email\": \"%s@example.org\", \"visits\": %llu}", name,
                      name, (unsigned long long)seq);
             *tag = E_USER_SET;
-            len = post(buf, "/user/set/", name, body);
+            len = post(c, buf, "/user/set/", name, body);
         } else {
             *tag = E_USER_GET;
-            len = get(buf, "/user/get/", name);
+            len = get(c, buf, "/user/get/", name);
         }
         break;
     case T_LONGPOLL:
         *tag = E_LONGPOLL;
-        len = get(buf, "/longPoll", "");
+        len = get(c, buf, "/longPoll", "");
         break;
     default:
         *tag = E_ROOT;
-        len = get(buf, "/", "");
+        len = get(c, buf, "/", "");
         break;
     }
     bool two = c->task == T_PASSWORD || c->task == T_USERINFO;
@@ -489,8 +497,9 @@ static void http_completed(void *priv, uint32_t tag, uint64_t latency_ns, load_r
 
 static int http_run(const load_opts_t *o, load_result_t *r)
 {
+    const struct http_settings *s = o->settings;
     load_proto_t p = {.priv_size = sizeof(struct hconn), .max_request = LOAD_HTTP_REQ_MAX,
-                      .think_ns = g_http.think_ns, .conn_init = http_init,
+                      .think_ns = s->think_ns, .conn_init = http_init,
                       .request = http_request, .reply = http_reply, .completed = http_completed};
     return load_engine_run(o, &p, r);
 }
@@ -559,9 +568,10 @@ static void json_endpoint(const struct endpoint *e)
 
 static void http_json(const load_report_t *rep)
 {
+    const struct http_settings *s = rep->o->settings;
     const struct http_result *hr = rep->r->mode;
     printf("\"scenario\": \"%s\", \"think_time_s\": %.3f, ",
-           g_http.scenario ? g_http.scenario : "root", (double)g_http.think_ns / 1e9);
+           s->scenario, (double)s->think_ns / 1e9);
     printf("\"endpoints\": {");
     bool first = true;
     for (int i = 0; i < E_COUNT; i++) {
@@ -574,54 +584,35 @@ static void http_json(const load_report_t *rep)
     printf("}, ");
 }
 
-static int parse_scenario(load_opts_t *o, const char *arg, char *err, size_t errlen)
-{
-    g_http.scenario = arg;
-    return 0;
-}
+#define HTTP(member) YARD_OPT_FIELD(struct http_settings, member)
 
-static int parse_weights_flag(load_opts_t *o, const char *arg, char *err, size_t errlen)
-{
-    g_http.weights = arg;
-    return 0;
-}
+/* --scenario and --weights are checked together by http_prepare: a weight
+ * list means something only for mix. */
+static const yard_opt_t http_opts[] = {
+    {.name = "scenario", .form = "S", .type = YARD_OPT_STRING, HTTP(scenario), .def = "root",
+     .help = "password, userinfo, longpoll, root or mix"},
+    {.name = "weights", .form = "LIST", .type = YARD_OPT_STRING, HTTP(weights),
+     .help = "mix: e.g. userinfo=3,password=1 (default: password, userinfo and root equally)"},
+    {.name = "users-csv", .form = "FILE", .type = YARD_OPT_STRING, HTTP(users_csv),
+     .help = "'username;password' per line (the study's file); default: user<N> with password "
+             "pw<N>-secret"},
+    {.name = "think-time", .form = "DUR", .type = YARD_OPT_DURATION, HTTP(think_ns),
+     .unit_ns = YARD_NS_PER_S, .def = "0", .help = "closed loop: pause after each reply"},
+    YARD_OPT_END,
+};
 
-static int parse_users_csv(load_opts_t *o, const char *arg, char *err, size_t errlen)
-{
-    g_http.users_csv = arg;
-    return 0;
-}
-
-static int parse_think_time(load_opts_t *o, const char *arg, char *err, size_t errlen)
-{
-    if (yard_parse_duration_ns(arg, YARD_NS_PER_S, &g_http.think_ns) < 0) {
-        snprintf(err, errlen, "--think-time: expected a duration such as 1s or 100ms, got '%s'",
-                 arg);
-        return -1;
-    }
-    return 0;
-}
-
-static const load_flag_t http_flags[] = {
-    {"users", "N", "one user per connection: the same as --connections", NULL},
-    {"scenario", "S", "password, userinfo, longpoll, root or mix\n(default root)",
-     parse_scenario},
-    {"weights", "LIST",
-     "mix: e.g. userinfo=3,password=1 (default: password,\n"
-     "userinfo and root equally)",
-     parse_weights_flag},
-    {"users-csv", "FILE",
-     "'username;password' per line (the study's file);\n"
-     "default user<N> / pw<N>-secret",
-     parse_users_csv},
-    {"think-time", "DUR", "closed loop: pause after each reply (default 0)", parse_think_time},
-    {NULL, NULL, NULL, NULL},
+/* What common flags mean here. */
+static const yard_opt_t http_notes[] = {
+    {.name = "users", .form = "N", .help = "one user per connection: the same as --connections"},
+    YARD_OPT_END,
 };
 
 const load_mode_t load_mode_http = {
     .name = "http",
     .summary = "the REST study's scenarios over keep-alive HTTP/1.1 (open or closed loop)",
-    .flags = http_flags,
+    .opts = http_opts,
+    .settings_size = sizeof(struct http_settings),
+    .notes = http_notes,
     .prepare = http_prepare,
     .run = http_run,
     .result_size = sizeof(struct http_result),

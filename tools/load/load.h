@@ -1,7 +1,8 @@
 /* yard-load: shared options, results and the report. Each mode is one file
- * that defines its load_mode_t: its flags, their checks, its run, how its
- * per-thread results merge and what it adds to the report. main.c parses
- * the common flags, lists the modes and runs the chosen one. */
+ * that defines its load_mode_t: its flags (a yard_opt_t table filling its
+ * settings), their checks, its run, how its per-thread results merge and
+ * what it adds to the report. main.c parses the common flags, lists the
+ * modes and runs the chosen one. */
 #ifndef YARD_LOAD_H
 #define YARD_LOAD_H
 
@@ -11,19 +12,22 @@
 
 #include "yard/hist.h"
 #include "yard/net.h"
+#include "yard/opt.h"
 
-/* The common options: what every mode's run is shaped by. A mode's own
- * options live in its file, filled by its flags and its prepare hook. */
+/* The common options: what every mode's run is shaped by, filled by the
+ * common flags' table in main.c. A mode's own options are its settings. */
 typedef struct load_opts {
     const char *mode;
     const char *target_text;
     yard_addr_t target;
     int connections;
     uint64_t messages; /* per connection */
-    size_t size;       /* echo's --size; every report shows it */
+    size_t size;       /* echo's --size (echo's prepare copies it); every report shows it */
     bool json;
+    bool help;
     uint64_t timeout_ns; /* abort after this long without progress */
     const char *hist_out;
+    const char *cpu;      /* --cpu's list, checked when parsed; pinned after the usage checks */
     uint64_t duration_ns; /* instead of a message count */
     double rate;          /* requests/s over this loop's connections; 0 = closed loop */
     size_t pipeline;      /* requests outstanding per connection (>= 1) */
@@ -31,6 +35,10 @@ typedef struct load_opts {
     int conn_base;        /* id of this loop's first connection (threads) */
     int total_connections; /* over all threads */
     double total_rate;    /* over all threads */
+    /* The mode's settings (load_mode_t.settings_size bytes): filled by its
+     * table, completed by its prepare hook, read-only while threads run.
+     * Every thread's copy of the options points at the same ones. */
+    void *settings;
 } load_opts_t;
 
 /* One run's common results (of one thread, or merged). What only one mode
@@ -46,17 +54,6 @@ typedef struct load_result {
     double target_rate;   /* open loop: requests/s asked for */
     void *mode;           /* the mode's part */
 } load_result_t;
-
-/* A mode's flag: --name ARG. parse stores the value (in o or the mode's own
- * options) and returns -1 with err naming the flag and the accepted form.
- * An entry without parse documents what a common flag means in this mode
- * (--help prints it under the mode); it changes nothing in the parsing. */
-typedef struct load_flag {
-    const char *name; /* without the dashes */
-    const char *arg;  /* the value's form, e.g. "BW" */
-    const char *help; /* lines separated by '\n' */
-    int (*parse)(load_opts_t *o, const char *arg, char *err, size_t errlen);
-} load_flag_t;
 
 /* The report's common figures, given to the mode's report hooks. The mode's
  * figures hook may change the ones marked so before the rest are derived
@@ -81,9 +78,16 @@ typedef struct load_report {
 typedef struct load_mode {
     const char *name;
     const char *summary;
-    const load_flag_t *flags; /* its own flags; ends with a NULL name */
-    /* Check the mode's flags (and the common ones it restricts) and fill its
-     * defaults; once, after parsing. -1 with err (exit 2). */
+    /* Its own flags, filling its settings (settings_size bytes, zeroed,
+     * then the table's defaults). A flag of another mode's table is a usage
+     * error that names its owner. */
+    const yard_opt_t *opts;
+    size_t settings_size;
+    /* Help only: what common flags mean in this mode (--help lists these
+     * first in its section). Never parsed: the common table takes them. */
+    const yard_opt_t *notes;
+    /* Check the mode's settings (and the common flags it restricts) and
+     * derive what its run needs; once, after parsing. -1 with err (exit 2). */
     int (*prepare)(load_opts_t *o, char *err, size_t errlen);
     /* The run: 0 when it happened (errors counted in r), -1 when it could
      * not (the message in r->first_error). Once per thread. */
@@ -141,10 +145,5 @@ void load_text_header(const load_report_t *rep);
 void load_text_behind(const load_report_t *rep);
 /* The default head: the header, the round trips and the behind line. */
 void load_text_head(const load_report_t *rep);
-
-/* A whole number from min to max for flag (e.g. "--size"): a usage error
- * (exit 2, the message naming the flag and the range) when it is not. */
-unsigned long long load_parse_count(const char *flag, const char *s, unsigned long long min,
-                                    unsigned long long max);
 
 #endif

@@ -20,15 +20,17 @@
 
 #define REPEAT_BYTES (64u * 1024u)
 
-/* Its options, set by its flags and prepare; read-only while threads run. */
-static struct {
-    double byte_rate;    /* bytes/s per connection */
+/* Its settings: filled by its flags, completed by rate_prepare; read-only
+ * while threads run. */
+struct rate_settings {
+    double byte_rate;    /* bytes/s per connection (--bandwidth, or from --msg-rate) */
     double msg_rate;     /* --msg-rate: messages/s per connection, or 0 */
     const char *message; /* --message as given, escapes and all */
+    uint64_t ramp_ns;    /* connections start over this long, excluded */
+    /* Derived by prepare. */
     char text[4096];     /* what is sent, repeated: the message with its escapes as bytes */
     size_t len;
-    uint64_t ramp_ns;    /* connections start over this long, excluded */
-} g_rate = {.ramp_ns = YARD_NS_PER_S};
+};
 
 /* Its part of a result: bits per second, aggregate and per connection, in
  * the window. */
@@ -68,21 +70,22 @@ static double parse_bandwidth(const char *s)
 }
 
 /* Bytes due by now: whole messages only, the first one at once. */
-static uint64_t due_bytes(const struct rconn *c, uint64_t now)
+static uint64_t due_bytes(const struct rate_settings *s, const struct rconn *c, uint64_t now)
 {
     if (now < c->start_ns)
         return 0;
     double secs = (double)(now - c->start_ns) / 1e9;
-    uint64_t msgs = (uint64_t)(secs * g_rate.byte_rate / (double)g_rate.len) + 1;
-    return msgs * g_rate.len;
+    uint64_t msgs = (uint64_t)(secs * s->byte_rate / (double)s->len) + 1;
+    return msgs * s->len;
 }
 
 static int pump(const load_opts_t *o, load_result_t *r, int ep, struct rconn *c,
                 const uint8_t *repeat, uint64_t now)
 {
-    uint64_t due = due_bytes(c, now);
+    const struct rate_settings *s = o->settings;
+    uint64_t due = due_bytes(s, c, now);
     while (c->sent < due) {
-        size_t off = (size_t)(c->sent % g_rate.len);
+        size_t off = (size_t)(c->sent % s->len);
         size_t n = (size_t)(due - c->sent);
         if (n > REPEAT_BYTES)
             n = REPEAT_BYTES;
@@ -131,9 +134,10 @@ static int drain(load_result_t *r, struct rconn *c)
 
 static int rate_run(const load_opts_t *o, load_result_t *r)
 {
+    const struct rate_settings *s = o->settings;
     struct rate_result *rr = r->mode;
-    size_t reps = REPEAT_BYTES / g_rate.len + 2;
-    uint8_t *repeat = malloc(reps * g_rate.len);
+    size_t reps = REPEAT_BYTES / s->len + 2;
+    uint8_t *repeat = malloc(reps * s->len);
     struct rconn *conns = calloc((size_t)o->connections, sizeof *conns);
     int ep = epoll_create1(EPOLL_CLOEXEC);
     if (!repeat || !conns || ep < 0) {
@@ -145,7 +149,7 @@ static int rate_run(const load_opts_t *o, load_result_t *r)
         return -1;
     }
     for (size_t i = 0; i < reps; i++)
-        memcpy(repeat + i * g_rate.len, g_rate.text, g_rate.len);
+        memcpy(repeat + i * s->len, s->text, s->len);
 
     int status = 0;
     for (int i = 0; i < o->connections; i++) {
@@ -158,9 +162,9 @@ static int rate_run(const load_opts_t *o, load_result_t *r)
         }
     }
     uint64_t t0 = yard_now_ns();
-    uint64_t window_start = t0 + g_rate.ramp_ns, window_end = window_start + o->duration_ns;
+    uint64_t window_start = t0 + s->ramp_ns, window_end = window_start + o->duration_ns;
     for (int i = 0; i < o->connections; i++)
-        conns[i].start_ns = t0 + g_rate.ramp_ns * (uint64_t)i / (uint64_t)o->connections;
+        conns[i].start_ns = t0 + s->ramp_ns * (uint64_t)i / (uint64_t)o->connections;
     bool window_open = false;
     struct epoll_event events[256];
     while (status == 0) {
@@ -204,11 +208,11 @@ static int rate_run(const load_opts_t *o, load_result_t *r)
                 c->fd = -1;
                 continue;
             }
-            uint64_t due = due_bytes(c, now);
+            uint64_t due = due_bytes(s, c, now);
             if (due > c->sent && due - c->sent > behind)
                 behind = due - c->sent;
         }
-        double behind_ms = (double)behind / g_rate.byte_rate * 1e3;
+        double behind_ms = (double)behind / s->byte_rate * 1e3;
         if (window_open && behind_ms > r->behind_max_ms)
             r->behind_max_ms = behind_ms;
         if (done)
@@ -231,9 +235,9 @@ static int rate_run(const load_opts_t *o, load_result_t *r)
         if (c->fd >= 0)
             close(c->fd);
     }
-    rr->target_bps = g_rate.byte_rate * 8.0 * o->connections;
+    rr->target_bps = s->byte_rate * 8.0 * o->connections;
     rr->achieved_bps = (double)rr->window_bytes * 8.0 / secs;
-    r->messages = rr->window_bytes / g_rate.len;
+    r->messages = rr->window_bytes / s->len;
     free(repeat);
     free(conns);
     close(ep);
@@ -241,40 +245,41 @@ static int rate_run(const load_opts_t *o, load_result_t *r)
 }
 
 /* The message, with its escapes (\n, \t, \r, \\) turned into bytes. */
-static int unescape_message(char *err, size_t errlen)
+static int unescape_message(struct rate_settings *s, char *err, size_t errlen)
 {
-    const char *m = g_rate.message ? g_rate.message : "message\\n";
+    const char *m = s->message;
     size_t n = 0;
-    for (; *m && n < sizeof g_rate.text; m++) {
+    for (; *m && n < sizeof s->text; m++) {
         if (*m == '\\' && (m[1] == 'n' || m[1] == 't' || m[1] == '\\' || m[1] == 'r')) {
             m++;
-            g_rate.text[n++] = *m == 'n' ? '\n' : *m == 't' ? '\t' : *m == 'r' ? '\r' : '\\';
+            s->text[n++] = *m == 'n' ? '\n' : *m == 't' ? '\t' : *m == 'r' ? '\r' : '\\';
         } else {
-            g_rate.text[n++] = *m;
+            s->text[n++] = *m;
         }
     }
     if (!n) {
         snprintf(err, errlen, "--message: must not be empty");
         return -1;
     }
-    g_rate.len = n;
+    s->len = n;
     return 0;
 }
 
 static int rate_prepare(load_opts_t *o, char *err, size_t errlen)
 {
-    if (unescape_message(err, errlen) < 0)
+    struct rate_settings *s = o->settings;
+    if (unescape_message(s, err, errlen) < 0)
         return -1;
     if (!o->duration_ns) {
         snprintf(err, errlen, "rate needs --duration (the measured window)");
         return -1;
     }
-    if ((g_rate.byte_rate > 0) == (g_rate.msg_rate > 0)) {
+    if ((s->byte_rate > 0) == (s->msg_rate > 0)) {
         snprintf(err, errlen, "rate needs exactly one of --bandwidth and --msg-rate");
         return -1;
     }
-    if (g_rate.msg_rate > 0)
-        g_rate.byte_rate = g_rate.msg_rate * (double)g_rate.len;
+    if (s->msg_rate > 0)
+        s->byte_rate = s->msg_rate * (double)s->len;
     /* It paces bytes, not requests: no open loop of requests, no pipeline. */
     if (o->rate > 0 || o->pipeline != 1) {
         snprintf(err, errlen, "--rate and --pipeline belong to the request/response modes, not "
@@ -301,8 +306,9 @@ static void rate_merge(void *into, const void *from, bool first)
  * ramp-up included. */
 static void rate_figures(load_report_t *rep)
 {
+    const struct rate_settings *s = rep->o->settings;
     const struct rate_result *rr = rep->r->mode;
-    rep->wall_s = rep->secs + (double)g_rate.ramp_ns / 1e9;
+    rep->wall_s = rep->secs + (double)s->ramp_ns / 1e9;
     rep->loop = "rate";
     rep->target = rr->target_bps;
     rep->achieved = rr->achieved_bps;
@@ -314,10 +320,11 @@ static void rate_figures(load_report_t *rep)
 static void rate_text_head(const load_report_t *rep)
 {
     const load_opts_t *o = rep->o;
+    const struct rate_settings *s = o->settings;
     const struct rate_result *rr = rep->r->mode;
     printf("rate %s: %d connections x %.3f Mbit/s for %.1f s (ramp-up %.1f s not measured)\n",
-           o->target_text, o->connections, g_rate.byte_rate * 8e-6, rep->secs,
-           (double)g_rate.ramp_ns / 1e9);
+           o->target_text, o->connections, s->byte_rate * 8e-6, rep->secs,
+           (double)s->ramp_ns / 1e9);
     printf("  achieved      %.3f Mbit/s of %.3f (%.2f%%); per connection %.3f..%.3f Mbit/s\n",
            rr->achieved_bps * 1e-6, rr->target_bps * 1e-6,
            rr->target_bps > 0 ? 100.0 * rr->achieved_bps / rr->target_bps : 0,
@@ -328,75 +335,68 @@ static void rate_text_head(const load_report_t *rep)
 
 static void rate_json(const load_report_t *rep)
 {
+    const struct rate_settings *s = rep->o->settings;
     const struct rate_result *rr = rep->r->mode;
     printf("\"per_connection_bps\": {\"target\": %.1f, \"min\": %.1f, \"max\": %.1f}, "
            "\"ramp_up_s\": %.3f, ",
-           g_rate.byte_rate * 8.0, rr->conn_min_bps, rr->conn_max_bps,
-           (double)g_rate.ramp_ns / 1e9);
+           s->byte_rate * 8.0, rr->conn_min_bps, rr->conn_max_bps,
+           (double)s->ramp_ns / 1e9);
 }
 
-static int parse_bandwidth_flag(load_opts_t *o, const char *arg, char *err, size_t errlen)
+static int parse_bandwidth_flag(const char *text, void *field, char *err, size_t errlen)
 {
-    g_rate.byte_rate = parse_bandwidth(arg);
-    if (g_rate.byte_rate <= 0) {
-        snprintf(err, errlen, "--bandwidth: expected e.g. 1Mbps, 500kbps (bits/s) or 125kBps "
-                              "(bytes/s), got '%s'",
-                 arg);
+    double v = parse_bandwidth(text);
+    if (v <= 0) {
+        snprintf(err, errlen,
+                 "expected e.g. 1Mbps, 500kbps (bits/s) or 125kBps (bytes/s), got '%s'", text);
         return -1;
     }
+    *(double *)field = v;
     return 0;
 }
 
-static int parse_msg_rate(load_opts_t *o, const char *arg, char *err, size_t errlen)
+static int parse_msg_rate(const char *text, void *field, char *err, size_t errlen)
 {
     char *end;
-    g_rate.msg_rate = strtod(arg, &end);
-    if (end == arg || *end || g_rate.msg_rate <= 0) {
-        snprintf(err, errlen, "--msg-rate: expected messages per second (> 0), got '%s'", arg);
+    double v = strtod(text, &end);
+    if (end == text || *end || !(v > 0)) {
+        snprintf(err, errlen, "expected messages per second (> 0), got '%s'", text);
         return -1;
     }
+    *(double *)field = v;
     return 0;
 }
 
-static int parse_message(load_opts_t *o, const char *arg, char *err, size_t errlen)
-{
-    g_rate.message = arg;
-    return 0;
-}
+#define RATE(member) YARD_OPT_FIELD(struct rate_settings, member)
 
-static int parse_ramp_up(load_opts_t *o, const char *arg, char *err, size_t errlen)
-{
-    if (yard_parse_duration_ns(arg, YARD_NS_PER_S, &g_rate.ramp_ns) < 0) {
-        snprintf(err, errlen, "--ramp-up: expected a duration such as 1s or 0s, got '%s'", arg);
-        return -1;
-    }
-    return 0;
-}
+static const yard_opt_t rate_opts[] = {
+    {.name = "bandwidth", .form = "BW", .type = YARD_OPT_CUSTOM, RATE(byte_rate),
+     .parse = parse_bandwidth_flag,
+     .help = "per connection, e.g. 1Mbps, 500kbps (bits) or 125kBps, 1MBps (bytes)"},
+    {.name = "msg-rate", .form = "R", .type = YARD_OPT_CUSTOM, RATE(msg_rate),
+     .parse = parse_msg_rate,
+     .help = "messages per second per connection (instead of --bandwidth)"},
+    {.name = "message", .form = "TEXT", .type = YARD_OPT_STRING, RATE(message),
+     .def = "message\\n", .help = "what is sent; \\n, \\t, \\r and \\\\ are escapes"},
+    {.name = "ramp-up", .form = "DUR", .type = YARD_OPT_DURATION, RATE(ramp_ns),
+     .unit_ns = YARD_NS_PER_S, .def = "1s",
+     .help = "connections start over DUR, excluded from the measurement"},
+    YARD_OPT_END,
+};
 
-static const load_flag_t rate_flags[] = {
-    {"duration", "DUR", "the measured window (required)", NULL},
-    {"rate", "R", "not taken, nor --pipeline: --bandwidth sets the pace", NULL},
-    {"bandwidth", "BW",
-     "per connection, e.g. 1Mbps, 500kbps (bits) or\n"
-     "125kBps, 1MBps (bytes)",
-     parse_bandwidth_flag},
-    {"msg-rate", "R", "messages per second per connection (instead of\n--bandwidth)",
-     parse_msg_rate},
-    {"message", "TEXT",
-     "what is sent (default 'message\\n'; \\n, \\t, \\\\\n"
-     "are escapes)",
-     parse_message},
-    {"ramp-up", "DUR",
-     "connections start over DUR, excluded from the\n"
-     "measurement (default 1s)",
-     parse_ramp_up},
-    {NULL, NULL, NULL, NULL},
+/* What common flags mean here. */
+static const yard_opt_t rate_notes[] = {
+    {.name = "duration", .form = "DUR", .help = "the measured window (required)"},
+    {.name = "rate", .form = "R", .help = "not taken, nor --pipeline: --bandwidth sets the pace"},
+    YARD_OPT_END,
 };
 
 const load_mode_t load_mode_rate = {
     .name = "rate",
     .summary = "the papayaChat load: each connection sends its message at a constant bandwidth",
-    .flags = rate_flags,
+    .opts = rate_opts,
+    .settings_size = sizeof(struct rate_settings),
+    .notes = rate_notes,
     .prepare = rate_prepare,
     .run = rate_run,
     .result_size = sizeof(struct rate_result),
