@@ -116,8 +116,9 @@ def ab_experiment(name, before, keep=None, repetitions=None, suite="quick", flag
 def table(results, names):
     rows = list(csv.DictReader(open(results / "summary.csv")))
     by = {(r["experiment"], r["alternative"], r["point"], r["metric"]): r for r in rows}
-    out = ["| experiment | point | alternative | metric | before (CI) | after (CI) | after/before |",
-           "|---|---|---|---|---|---|---|"]
+    out = ["| experiment | point | alternative | metric | before (CI) | after (CI) | after/before "
+           "| CIs overlap |",
+           "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         exp, alt, point, metric = r["experiment"], r["alternative"], r["point"], r["metric"]
         if exp not in names or alt.endswith("-before"):
@@ -128,10 +129,13 @@ def table(results, names):
         if not b:
             continue
         ratio = float(r["median"]) / float(b["median"]) if float(b["median"]) else float("nan")
+        overlap = (float(r["ci_lo"]) <= float(b["ci_hi"]) and
+                   float(b["ci_lo"]) <= float(r["ci_hi"]))
+        n = f"n={b.get('n', '?')}/{r.get('n', '?')}"
         out.append(f"| {exp} | {point} | {alt} | {metric} | {float(b['median']):.4g} "
                    f"({float(b['ci_lo']):.4g}..{float(b['ci_hi']):.4g}) | "
                    f"{float(r['median']):.4g} ({float(r['ci_lo']):.4g}..{float(r['ci_hi']):.4g})"
-                   f" | {ratio:.3f} |")
+                   f" | {ratio:.3f} | {'yes' if overlap else '**no**'} ({n}) |")
     return "\n".join(out)
 
 
