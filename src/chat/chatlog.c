@@ -21,24 +21,14 @@
 #define READ_CHUNK (64u * 1024u)
 
 /* What every process of the server shares (an anonymous shared mapping
- * made at open, before any fork).
- *
- * Two locks, so that a reader never waits for the disk. mu serialises the
- * appends and is held across their pwrite and fdatasync; view guards what
- * readers see (the ids, the active segment and its committed size, the
- * tail) and is held only to copy bytes. An append publishes its record
- * under view once it is written (and synced, under --fsync always), so a
- * reader sees only what an append has finished. The fields under view are
- * changed only by a holder of mu as well, which may therefore read them
- * without view. */
+ * made at open, before any fork). */
 struct shared {
     pthread_mutex_t mu;
-    pthread_mutex_t view;
     uint64_t next_id;
     uint64_t active_first; /* name of the segment appends go to */
     uint64_t active_size;  /* its committed size: readers stop there */
-    uint64_t last_sync_ns; /* mu */
-    bool dirty;            /* mu */
+    uint64_t last_sync_ns;
+    bool dirty;
     /* The segment before the active one and its final size, so that a
      * cursor at its end moves on without looking at the directory. */
     uint64_t prev_first, prev_size;
@@ -188,7 +178,7 @@ static int create_segment(yard_chatlog_t *log, uint64_t first)
     return fd;
 }
 
-/* Under view (and mu): bytes of the active segment at off into the tail. */
+/* Under the lock: bytes of the active segment at off into the tail. */
 static void tail_put(struct shared *sh, uint64_t off, const uint8_t *p, size_t n)
 {
     while (n) {
@@ -203,7 +193,7 @@ static void tail_put(struct shared *sh, uint64_t off, const uint8_t *p, size_t n
         sh->tail_lo = off - YARD_CHATLOG_TAIL_BYTES;
 }
 
-/* Under view: the tail's bytes at off into out. */
+/* Under the lock: the tail's bytes at off into out. */
 static void tail_get(const struct shared *sh, uint64_t off, uint8_t *out, size_t n)
 {
     while (n) {
@@ -293,7 +283,6 @@ int yard_chatlog_open(const char *dir, const yard_chatlog_opts_t *o, yard_chatlo
         goto fail;
     }
     yard_shm_mutex_init(&log->sh->mu);
-    yard_shm_mutex_init(&log->sh->view);
     log->sh->next_id = first + count;
     log->sh->active_first = first;
     log->sh->active_size = size;
@@ -347,12 +336,6 @@ static void lock(yard_chatlog_t *log)
 
 static void unlock(yard_chatlog_t *log) { pthread_mutex_unlock(&log->sh->mu); }
 
-/* Readers' lock. A process that died holding it was copying bytes, or
- * publishing an append that was complete: nothing to repair. */
-static void view_lock(yard_chatlog_t *log) { yard_shm_mutex_lock(&log->sh->view); }
-
-static void view_unlock(yard_chatlog_t *log) { pthread_mutex_unlock(&log->sh->view); }
-
 /* Under the lock: the write descriptor on the active segment. */
 static int writer(yard_chatlog_t *log)
 {
@@ -393,12 +376,10 @@ int yard_chatlog_append(yard_chatlog_t *log, int type, const char *sender, size_
         } else {
             close(log->wfd);
             log->wfd = fd;
-            view_lock(log);
             sh->prev_first = sh->active_first;
             sh->prev_size = sh->active_size;
             log->wseg = sh->active_first = sh->next_id;
             sh->active_size = sh->tail_lo = 0;
-            view_unlock(log);
         }
     }
     if (rc == 0) {
@@ -420,6 +401,9 @@ int yard_chatlog_append(yard_chatlog_t *log, int type, const char *sender, size_
         }
     }
     if (rc == 0) {
+        tail_put(sh, sh->active_size, buf, (size_t)len);
+        sh->active_size += (uint64_t)len;
+        sh->next_id++;
         sh->dirty = true;
         uint64_t mono = mono_ns();
         if (log->o.fsync == YARD_CHATLOG_FSYNC_ALWAYS ||
@@ -430,12 +414,6 @@ int yard_chatlog_append(yard_chatlog_t *log, int type, const char *sender, size_
             sh->last_sync_ns = mono;
             sh->dirty = false;
         }
-        /* Written (and synced when it must be): readers may have it. */
-        view_lock(log);
-        tail_put(sh, sh->active_size, buf, (size_t)len);
-        sh->active_size += (uint64_t)len;
-        sh->next_id++;
-        view_unlock(log);
         *id = r.id;
         *ts_ns = r.ts_ns;
     }
@@ -462,9 +440,9 @@ int yard_chatlog_sync(yard_chatlog_t *log)
 
 uint64_t yard_chatlog_last_id(yard_chatlog_t *log)
 {
-    view_lock(log);
+    lock(log);
     uint64_t v = log->sh->next_id - 1;
-    view_unlock(log);
+    unlock(log);
     return v;
 }
 
@@ -476,9 +454,9 @@ int yard_chatlog_prune(yard_chatlog_t *log, int64_t now_s)
     size_t n;
     if (list_segments(log->dir, &segs, &n) < 0)
         return 0;
-    view_lock(log);
+    lock(log);
     uint64_t active = log->sh->active_first;
-    view_unlock(log);
+    unlock(log);
     int deleted = 0;
     for (size_t i = 0; i < n; i++) {
         if (segs[i] >= active)
@@ -500,10 +478,10 @@ int yard_chatlog_prune(yard_chatlog_t *log, int64_t now_s)
 
 uint64_t yard_chatlog_cursor_end(yard_chatlog_t *log, yard_chatlog_cursor_t *cur)
 {
-    view_lock(log);
+    lock(log);
     *cur = (yard_chatlog_cursor_t){.seg = log->sh->active_first, .off = log->sh->active_size,
                                    .from = log->sh->next_id};
-    view_unlock(log);
+    unlock(log);
     return cur->from - 1;
 }
 
@@ -512,7 +490,7 @@ void yard_chatlog_cursor_at(yard_chatlog_cursor_t *cur, uint64_t from_id)
     *cur = (yard_chatlog_cursor_t){.seg = 0, .off = 0, .from = from_id};
 }
 
-/* Under view: move a cursor at the end of the previous segment, or one
+/* Under the lock: move a cursor at the end of the previous segment, or one
  * not placed yet that asks only for what is to come, to the active one. */
 static void cursor_settle(const struct shared *sh, yard_chatlog_cursor_t *cur)
 {
@@ -530,7 +508,7 @@ long yard_chatlog_read_tail(yard_chatlog_t *log, yard_chatlog_cursor_t *cur, uin
 {
     if (cap < YARD_LOGREC_MAX)
         return -EINVAL;
-    view_lock(log);
+    lock(log);
     struct shared *sh = log->sh;
     cursor_settle(sh, cur);
     long n = -EAGAIN;
@@ -539,7 +517,7 @@ long yard_chatlog_read_tail(yard_chatlog_t *log, yard_chatlog_cursor_t *cur, uin
         n = (long)(avail < cap ? avail : cap);
         tail_get(sh, cur->off, buf, (size_t)n);
     }
-    view_unlock(log);
+    unlock(log);
     return n;
 }
 
@@ -582,9 +560,9 @@ long yard_chatlog_read(yard_chatlog_t *log, yard_chatlog_cursor_t *cur, uint8_t 
             if (!cur->seg)
                 return 0; /* no segment at all */
         }
-        view_lock(log);
+        lock(log);
         uint64_t active = log->sh->active_first, committed = log->sh->active_size;
-        view_unlock(log);
+        unlock(log);
         char path[4200];
         seg_path(path, sizeof path, log->dir, cur->seg);
         int fd = open(path, O_RDONLY | O_CLOEXEC);
