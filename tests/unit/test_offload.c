@@ -44,6 +44,20 @@ static int take_all(yard_completions_t *q, int want, bool *seen, int n)
     return got;
 }
 
+/* n counted jobs into the pool, every io_every-th on the I/O lane, each
+ * returning through q. */
+static void submit_counted(yard_pool_t *pool, struct counted *jobs, int n, int io_every,
+                           yard_completions_t *q, atomic_int *runs)
+{
+    for (int i = 0; i < n; i++) {
+        jobs[i] = (struct counted){
+            .job = {.fn = count_run, .arg = &jobs[i], .io = i % io_every == 0, .done = q},
+            .runs = runs,
+            .id = i};
+        yard_pool_submit(pool, &jobs[i].job);
+    }
+}
+
 static void test_completion_queue(void)
 {
     enum { N = 200 };
@@ -54,13 +68,7 @@ static void test_completion_queue(void)
     atomic_int runs = 0;
     static struct counted jobs[N];
     bool seen[N] = {0};
-    for (int i = 0; i < N; i++) {
-        jobs[i] = (struct counted){.job = {.fn = count_run, .arg = &jobs[i], .io = i % 4 == 0,
-                                           .done = &q},
-                                   .runs = &runs,
-                                   .id = i};
-        yard_pool_submit(pool, &jobs[i].job);
-    }
+    submit_counted(pool, jobs, N, 4, &q, &runs);
     ASSERT_EQ(take_all(&q, N, seen, N), N);
     ASSERT_EQ(atomic_load(&runs), N);
     yard_pool_destroy(pool);
@@ -216,13 +224,7 @@ static void test_destroy_finishes_submitted(void)
     ASSERT(pool);
     atomic_int runs = 0;
     static struct counted jobs[N];
-    for (int i = 0; i < N; i++) {
-        jobs[i] = (struct counted){.job = {.fn = count_run, .arg = &jobs[i], .io = i % 3 == 0,
-                                           .done = &q},
-                                   .runs = &runs,
-                                   .id = i};
-        yard_pool_submit(pool, &jobs[i].job);
-    }
+    submit_counted(pool, jobs, N, 3, &q, &runs);
     yard_pool_destroy(pool); /* at once: most jobs are still queued */
     ASSERT_EQ(atomic_load(&runs), N);
     int back = 0;
