@@ -7,14 +7,15 @@ then a table of medians with their CIs and the ratio after/before.
 usage: bench/engine_ab.py BEFORE_BIN_DIR [--after build/bin] [--only eve_echo,rest]
                           [--models coro,reactors] [--repetitions N]
                           [--results results/engine-ab] [--suite quick]
-                          [--server-flags '--fsync always']
+                          [--server-flags '--fsync always'] [--peers go]
 
 BEFORE_BIN_DIR is the bin/ directory of the other build, e.g. from
 `git worktree add /tmp/old <rev> && cmake -S /tmp/old -B /tmp/old/build -G Ninja
 -DCMAKE_BUILD_TYPE=RelWithDebInfo && ninja -C /tmp/old/build`. yard-load is
 always the after build's, so only the server differs. The peers are left
-out: they are the same in both builds. --server-flags adds yard-serve flags
-to every server of both builds (the same flags in both).
+out: they are the same in both builds; --peers keeps the named ones (once)
+as a yardstick. --server-flags adds yard-serve flags to every server of
+both builds (the same flags in both).
 """
 
 import argparse
@@ -79,7 +80,8 @@ def models():
     return [line.split()[0] for line in out.splitlines() if line.strip()]
 
 
-def ab_experiment(name, before, keep=None, repetitions=None, suite="quick", flags=()):
+def ab_experiment(name, before, keep=None, repetitions=None, suite="quick", flags=(),
+                  peers=()):
     data = tomllib.loads((ROOT / "experiments" / f"{name}.toml").read_text())
     srv = data["servers"]
     extras = []
@@ -94,6 +96,8 @@ def ab_experiment(name, before, keep=None, repetitions=None, suite="quick", flag
         argv = x["argv"]
         ours = argv[0] == "{bin}/yard-serve" or argv[0] == "bench/chat_serve"
         if not ours:
+            if x["label"] in peers:
+                extras.append({**x, "label": x["label"] + "-peer"})  # once: a yardstick
             continue  # a peer: the same in both builds
         x = {**x, "argv": [*argv, *flags]}
         extras.append(x)
@@ -102,7 +106,8 @@ def ab_experiment(name, before, keep=None, repetitions=None, suite="quick", flag
     data["servers"] = {"app": srv["app"]} if "app" in srv else {}
     data["servers"]["extra"] = extras
     if keep:
-        extras = [x for x in extras if x["label"].removesuffix("-before") in keep]
+        extras = [x for x in extras if x["label"].removesuffix("-before") in keep
+                  or x["label"].endswith("-peer")]
         report = data.get("report", {})
         if report.get("baseline") and report["baseline"] not in [x["label"] for x in extras]:
             report["baseline"] = extras[1]["label"]  # the first before
@@ -149,6 +154,8 @@ def main():
     ap.add_argument("--repetitions", type=int, help="trials per point (default: the suite's)")
     ap.add_argument("--results", type=Path, default=ROOT / "results" / "engine-ab")
     ap.add_argument("--suite", default="quick")
+    ap.add_argument("--peers", default="",
+                    help="comma-separated peers to run once each beside the two builds")
     ap.add_argument("--server-flags", default="",
                     help="yard-serve flags added to every server of both builds")
     args = ap.parse_args()
@@ -161,7 +168,8 @@ def main():
             path = Path(tmp) / f"{name}.toml"
             keep = set(args.models.split(",")) if args.models else None
             path.write_text(toml_dump(ab_experiment(name, before, keep, args.repetitions,
-                                                    args.suite, shlex.split(args.server_flags))))
+                                                    args.suite, shlex.split(args.server_flags),
+                                                    [p for p in args.peers.split(",") if p])))
             cmd = [ROOT / ".venv" / "bin" / "yard", "--results-dir", args.results, "--bin-dir",
                    args.after, "--quiet", "run", "--suite", args.suite, path]
             print(f"engine_ab: {name}", file=sys.stderr, flush=True)
