@@ -152,6 +152,10 @@ void yard_conn_on_eof(yard_conn_t *c, yard_scratch_t *s);
  * the end came, YARD_IO_AGAIN when nothing was there (EAGAIN, EINTR). */
 enum yard_io { YARD_IO_OK = 0, YARD_IO_AGAIN, YARD_IO_DONE };
 int yard_conn_read(yard_conn_t *c, yard_scratch_t *s);
+/* The same, and *drained: the read took everything the socket had (it got
+ * less than it had room for, or the end of input), so an edge-triggered
+ * model may wait for the next edge without another read. */
+int yard_conn_read_drained(yard_conn_t *c, yard_scratch_t *s, bool *drained);
 /* Send queued output: YARD_IO_OK when all of it left, YARD_IO_AGAIN when
  * some is left, YARD_IO_DONE when the connection failed. */
 int yard_conn_on_writable(yard_conn_t *c);

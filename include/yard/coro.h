@@ -132,6 +132,7 @@ void yard_coro_sleep_until(uint64_t deadline_ns);
 /* Counters for benchmarks and tests (monotonic, approximate under races). */
 typedef struct yard_coro_stats {
     uint64_t spawned, finished, steals, parks, futex_sleeps, stacks_mapped;
+    uint64_t netpoll_blocks; /* sleeps of a worker in the netpoller */
 } yard_coro_stats_t;
 void yard_coro_get_stats(yard_coro_stats_t *out);
 
@@ -148,6 +149,22 @@ void yard_coro_get_stats(yard_coro_stats_t *out);
  * Returns 0 (ready, possibly spuriously: retry the call), -ETIMEDOUT, -EBADF
  * (fd closed with yard_coro_close meanwhile). May park. */
 int yard_coro_wait_fd(int fd, unsigned events, uint64_t deadline_ns);
+/* The same for two fds at once (each with one direction): returns 0 when
+ * either may be ready (callers try both), -ETIMEDOUT or -EBADF. */
+int yard_coro_wait_fd2(int a, unsigned events_a, int b, unsigned events_b, uint64_t deadline_ns);
+/* Registers fd now instead of on its first wait, so that the first wait
+ * parks at once rather than returning for a readiness it cannot know. */
+int yard_coro_register_fd(int fd);
+/* Forgets a readiness edge of fd in the direction of events that no wait
+ * has consumed. Call it right before a read (or write) that will drain the
+ * fd: the next wait then parks until new data arrives instead of returning
+ * at once for data this call takes. A read that returns less than it asked
+ * for has drained a stream socket, so the caller can wait without another
+ * read (edge-triggered readiness is re-armed by the kernel) -- unless this
+ * returns true: the peer has closed (or the socket failed, or fd is not
+ * registered), no edge will come again, and only a read says when the end
+ * is reached. */
+bool yard_coro_fd_consume(int fd, unsigned events);
 /* read/write that park on EAGAIN; return like the syscalls but with a
  * negative errno instead of -1/errno (-ETIMEDOUT when the deadline passes).
  * yard_coro_write writes everything unless an error occurs. */

@@ -441,16 +441,25 @@ void yard_conn_on_eof(yard_conn_t *c, yard_scratch_t *s)
 
 int yard_conn_read(yard_conn_t *c, yard_scratch_t *s)
 {
+    bool drained;
+    return yard_conn_read_drained(c, s, &drained);
+}
+
+int yard_conn_read_drained(yard_conn_t *c, yard_scratch_t *s, bool *drained)
+{
     size_t room;
+    *drained = false;
     uint8_t *p = yard_conn_rx_buf(c, s, &room);
     if (!p)
         return YARD_IO_DONE;
     ssize_t n = read(c->fd, p, room);
     if (n > 0) {
+        *drained = (size_t)n < room;
         yard_conn_rx_commit(c, s, (size_t)n);
         return YARD_IO_OK;
     }
     if (n == 0) {
+        *drained = true;
         yard_conn_on_eof(c, s);
         return YARD_IO_OK;
     }

@@ -51,9 +51,20 @@ bool yard_coro__claim(yard_coro_t *c);
 void yard_coro__ready(yard_coro_t *c, int result);
 /* Begins a park: resets the claim. Must precede registration. */
 void yard_coro__prepare_park(yard_coro_t *c);
-/* Timers (in the netpoller's heap); cancel is a no-op once fired. */
+/* timers.c: one timer per coroutine; cancel is a no-op once fired. */
 void yard_coro__timer_add(yard_coro_t *c, uint64_t deadline);
 void yard_coro__timer_cancel(yard_coro_t *c);
+/* interrupt: breaks the sleep of whoever sleeps until the earliest timer
+ * (the netpoller's wake). */
+void yard_coro__timers_init(void (*interrupt)(void));
+void yard_coro__timers_fini(void);
+/* Readies every coroutine whose timer is due; how many. try_only: give up
+ * at once if another thread holds the timers. */
+int yard_coro__timers_fire(bool try_only);
+/* For the one who is about to sleep: the earliest deadline (UINT64_MAX:
+ * none); a timer added for earlier interrupts the sleep until ..._awake. */
+uint64_t yard_coro__timers_sleep_until(void);
+void yard_coro__timers_awake(void);
 
 /* A test-and-test-and-set lock for the runtime's short critical sections;
  * it yields the CPU when it cannot get the lock quickly, because a holder
@@ -82,11 +93,18 @@ static inline void yard_coro__spin_unlock(atomic_int *l)
 
 #endif
 
-/* netpoll.c: epoll, timers, the poller thread and the offload pool. */
+/* netpoll.c: epoll and the offload pool. */
 int yard_coro__netpoll_start(unsigned offload_threads);
 void yard_coro__netpoll_stop(void);
-/* Non-blocking poll from a worker: readies what is due; returns how many. */
+/* Non-blocking poll from a worker: readies what is due (fds and timers) on
+ * the caller's queues; returns how many. */
 int yard_coro__netpoll_poll_now(void);
+/* For the one worker that may block: sleeps in epoll_wait until an fd
+ * event, the earliest timer or a wake, unless has_work() says there is work
+ * once the sleep is announced; readies what it finds. Returns how many. */
+int yard_coro__netpoll_block(bool (*has_work)(void));
+/* Breaks the blocked worker's sleep, if any: new work was published. */
+void yard_coro__netpoll_wake(void);
 /* sched.c: whether the calling thread is a worker of the running scheduler. */
 bool yard_coro__on_worker(void);
 /* Counted in the stats. */

@@ -1,4 +1,4 @@
-/* The netpoller, the timers and the offload pool.
+/* The netpoller and the offload pool.
  *
  * Every fd a coroutine waits on is registered once with epoll, edge-
  * triggered, for both directions. Its poll descriptor remembers "an edge
@@ -8,15 +8,17 @@
  * lost. Descriptors live in a two-level table indexed by fd, allocated on
  * demand and never moved, so lookups take no lock.
  *
- * A dedicated poller thread blocks in epoll_wait with a timeout equal to the
- * earliest timer; idle workers also poll without blocking before they go to
- * sleep, so under load most wake-ups are handled on a worker, where the
- * woken coroutine goes into that worker's run-next slot. Timers are the
- * engine's min-heap (yard/heap.h), one node per coroutine: its sleep or its
- * deadline. An eventfd interrupts the poller when a timer earlier than its
- * current timeout is added, or when the scheduler stops. Calls that must
- * block run on the engine's offload pool (yard/offload.h), whose thread
- * readies the parked coroutine when the call returns. */
+ * There is no poller thread: the scheduler polls (Go's findRunnable). A
+ * worker looking for work polls without blocking; when no worker has
+ * anything to do, exactly one of them blocks here in epoll_wait until the
+ * earliest timer (yard_coro__netpoll_block) and readies what it finds itself,
+ * onto its own queues, with no hand-off to another thread. An eventfd in the
+ * same epoll set (level-triggered; only the blocked worker drains it) breaks
+ * that sleep when a timer earlier than its timeout is added, when work is
+ * published and no other worker sleeps, or when the scheduler stops; at
+ * most one write per sleep. Calls that must block run on the engine's
+ * offload pool (yard/offload.h), whose thread readies the parked coroutine
+ * when the call returns. */
 #include "internal.h"
 
 #include "yard/heap.h"
@@ -39,6 +41,9 @@ struct pdesc {
     atomic_int lock;
     atomic_bool registered; /* written under lock; read without it on the fast path */
     bool ready[2]; /* [0] readable edge not consumed, [1] writable */
+    /* The peer closed (or the socket failed): no edge will come again, so
+     * a short read no longer means "wait for the next edge". */
+    bool hup;
     yard_coro_t *waiter[2];
 };
 
@@ -52,97 +57,36 @@ struct offload_job {
 };
 
 struct netpoll {
-    int epfd;    /* the fds coroutines wait on; workers poll it without blocking */
-    int outerfd; /* epfd + evfd: what the poller thread sleeps on */
+    /* Every fd coroutines wait on (edge-triggered), and evfd (level-
+     * triggered, data.ptr NULL): workers poll it without blocking, and one
+     * worker at a time blocks on it. */
+    int epfd;
     int evfd;
-    pthread_t poller;
-    bool poller_started;
-    atomic_bool stopping;
+    /* 1 while a worker blocks in epoll_wait and nobody has broken its sleep
+     * yet: whoever swaps it to 0 writes the eventfd (once per sleep). */
+    atomic_int blocked;
     _Atomic(struct pdesc *) dir[PD_CHUNKS];
-
-    pthread_mutex_t timer_lock;
-    yard_heap_t timers; /* of yard_coro_t.timer, keyed by deadline */
-    uint64_t poller_wakes_at; /* deadline the poller currently sleeps until */
-    bool poller_asleep;
 
     yard_pool_t *pool; /* noff CPU threads and an I/O lane */
     unsigned noff;
 };
 
-static struct netpoll g_np = {.epfd = -1, .outerfd = -1, .evfd = -1};
+static struct netpoll g_np = {.epfd = -1, .evfd = -1};
 
-/* ------------------------------------------------------------------------ */
-/* timers                                                                    */
-
-static yard_coro_t *timer_coro(yard_heap_node_t *node)
-{
-    return (yard_coro_t *)(void *)((char *)node - offsetof(yard_coro_t, timer));
-}
-
-static void poller_interrupt(void)
+static void evfd_write(void)
 {
     uint64_t one = 1;
     if (write(g_np.evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
         perror("yard_coro: eventfd write");
 }
 
-void yard_coro__timer_add(yard_coro_t *c, uint64_t deadline)
+/* Breaks the blocked worker's sleep, if there is one (and nobody did yet).
+ * The read-modify-write orders the caller's publication of work with the
+ * sleeper's recheck, as wake_idle_worker does with nidle. */
+void yard_coro__netpoll_wake(void)
 {
-    pthread_mutex_lock(&g_np.timer_lock);
-    if (yard_heap_push(&g_np.timers, &c->timer, deadline) < 0) {
-        fprintf(stderr, "yard_coro: out of memory for timers\n");
-        abort();
-    }
-    bool interrupt = g_np.poller_asleep && deadline < g_np.poller_wakes_at;
-    if (interrupt)
-        g_np.poller_wakes_at = deadline;
-    pthread_mutex_unlock(&g_np.timer_lock);
-    if (interrupt)
-        poller_interrupt();
-}
-
-void yard_coro__timer_cancel(yard_coro_t *c)
-{
-    pthread_mutex_lock(&g_np.timer_lock);
-    if (yard_heap_contains(&c->timer))
-        yard_heap_remove(&g_np.timers, &c->timer);
-    pthread_mutex_unlock(&g_np.timer_lock);
-}
-
-/* Fires every due timer; returns how many coroutines it woke. The claim is
- * taken under the timer lock: the coroutine removes itself from the heap
- * under the same lock before it parks again, so a stale timer can never
- * wake a later park. */
-static int timers_fire(bool try_only)
-{
-    if (try_only) {
-        if (pthread_mutex_trylock(&g_np.timer_lock) != 0)
-            return 0;
-    } else {
-        pthread_mutex_lock(&g_np.timer_lock);
-    }
-    yard_coro_t *fired = NULL;
-    int n = 0;
-    yard_heap_node_t *min = yard_heap_min(&g_np.timers);
-    if (min) {
-        uint64_t now = yard_coro_now_ns();
-        for (; min && min->key <= now; min = yard_heap_min(&g_np.timers)) {
-            yard_coro_t *c = timer_coro(min);
-            yard_heap_remove(&g_np.timers, min);
-            if (yard_coro__claim(c)) {
-                c->next = fired;
-                fired = c;
-            }
-        }
-    }
-    pthread_mutex_unlock(&g_np.timer_lock);
-    while (fired) {
-        yard_coro_t *c = fired;
-        fired = c->next;
-        yard_coro__ready(c, -ETIMEDOUT);
-        n++;
-    }
-    return n;
+    if (atomic_exchange_explicit(&g_np.blocked, 0, memory_order_seq_cst))
+        evfd_write();
 }
 
 /* ------------------------------------------------------------------------ */
@@ -173,9 +117,11 @@ static struct pdesc *pd_lookup(int fd, bool create)
 }
 
 /* Records an edge and wakes the waiter of that direction, if any. */
-static int pd_signal(struct pdesc *pd, int dir)
+static int pd_signal(struct pdesc *pd, int dir, bool hup)
 {
     yard_coro__spin_lock(&pd->lock);
+    if (hup)
+        pd->hup = true;
     yard_coro_t *c = pd->waiter[dir];
     if (c && yard_coro__claim(c)) {
         pd->waiter[dir] = NULL;
@@ -195,11 +141,13 @@ static int handle_events(struct epoll_event *ev, int n)
     int woken = 0;
     for (int i = 0; i < n; i++) {
         struct pdesc *pd = ev[i].data.ptr;
+        if (!pd)
+            continue; /* the eventfd: the blocked worker drains it */
         uint32_t e = ev[i].events;
         if (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
-            woken += pd_signal(pd, 0);
+            woken += pd_signal(pd, 0, e & (EPOLLRDHUP | EPOLLHUP | EPOLLERR));
         if (e & (EPOLLOUT | EPOLLHUP | EPOLLERR))
-            woken += pd_signal(pd, 1);
+            woken += pd_signal(pd, 1, false);
     }
     return woken;
 }
@@ -207,56 +155,50 @@ static int handle_events(struct epoll_event *ev, int n)
 int yard_coro__netpoll_poll_now(void)
 {
     struct epoll_event ev[64];
-    int woken = timers_fire(true);
+    int woken = yard_coro__timers_fire(true);
     int n = epoll_wait(g_np.epfd, ev, 64, 0);
     if (n > 0)
         woken += handle_events(ev, n);
     return woken;
 }
 
-/* The poller sleeps on an outer epoll set holding the main one and the
- * eventfd. It cannot sleep on the main set directly: a worker polling that
- * set could consume the eventfd's readiness, and a blocked epoll_wait whose
- * event vanished goes back to sleep, losing the interruption. */
-static void *poller_thread(void *arg)
+int yard_coro__netpoll_block(bool (*has_work)(void))
 {
-    (void)arg;
-    struct epoll_event ev[128];
-    while (!atomic_load_explicit(&g_np.stopping, memory_order_acquire)) {
-        pthread_mutex_lock(&g_np.timer_lock);
-        yard_heap_node_t *first = yard_heap_min(&g_np.timers);
-        uint64_t wake_at = first ? first->key : UINT64_MAX;
-        g_np.poller_wakes_at = wake_at;
-        g_np.poller_asleep = true;
-        pthread_mutex_unlock(&g_np.timer_lock);
+    uint64_t until = yard_coro__timers_sleep_until();
+    /* Announce the sleep, then look once more: work published before the
+     * announcement is seen here; work published after it finds blocked set
+     * and writes the eventfd, which ends the sleep at once. */
+    atomic_store_explicit(&g_np.blocked, 1, memory_order_seq_cst);
+    int woken = 0;
+    if (!has_work()) {
         int timeout = -1;
-        if (wake_at != UINT64_MAX) {
+        if (until != UINT64_MAX) {
             uint64_t now = yard_coro_now_ns();
             /* Round up: a timer must never fire early. */
-            uint64_t ms = wake_at > now ? (wake_at - now + 999999) / 1000000 : 0;
+            uint64_t ms = until > now ? (until - now + 999999) / 1000000 : 0;
             timeout = ms > 60000 ? 60000 : (int)ms;
         }
-        struct epoll_event outer[2];
-        int n = epoll_wait(g_np.outerfd, outer, 2, timeout);
-        pthread_mutex_lock(&g_np.timer_lock);
-        g_np.poller_asleep = false;
-        pthread_mutex_unlock(&g_np.timer_lock);
+        struct epoll_event ev[128];
+        int n = epoll_wait(g_np.epfd, ev, 128, timeout);
+        /* Awake: nobody needs to break the sleep any more. Cleared before
+         * the events are handled, or readying a coroutine here would write
+         * the eventfd for nothing. */
+        atomic_store_explicit(&g_np.blocked, 0, memory_order_seq_cst);
         if (n < 0 && errno != EINTR)
             perror("yard_coro: epoll_wait");
         for (int i = 0; i < n; i++) {
-            if (outer[i].data.fd == g_np.evfd) {
+            if (!ev[i].data.ptr) {
                 uint64_t v;
                 if (read(g_np.evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
                     perror("yard_coro: eventfd read");
-            } else {
-                int m = epoll_wait(g_np.epfd, ev, 128, 0);
-                if (m > 0)
-                    handle_events(ev, m);
             }
         }
-        timers_fire(false);
+        if (n > 0)
+            woken += handle_events(ev, n);
     }
-    return NULL;
+    atomic_store_explicit(&g_np.blocked, 0, memory_order_seq_cst);
+    yard_coro__timers_awake();
+    return woken + yard_coro__timers_fire(false);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -304,49 +246,31 @@ int yard_coro__netpoll_start(unsigned offload_threads)
 {
     int err;
     memset(&g_np, 0, sizeof(g_np));
-    g_np.epfd = g_np.outerfd = g_np.evfd = -1;
+    g_np.epfd = g_np.evfd = -1;
     g_np.epfd = epoll_create1(EPOLL_CLOEXEC);
     if (g_np.epfd < 0)
         return -errno;
-    g_np.outerfd = epoll_create1(EPOLL_CLOEXEC);
-    if (g_np.outerfd < 0) {
-        err = -errno;
-        goto err_ep;
-    }
     g_np.evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (g_np.evfd < 0) {
         err = -errno;
-        goto err_outer;
+        goto err_ep;
     }
-    struct epoll_event ev = {.events = EPOLLIN, .data.fd = g_np.evfd};
-    if (epoll_ctl(g_np.outerfd, EPOLL_CTL_ADD, g_np.evfd, &ev) != 0) {
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+    if (epoll_ctl(g_np.epfd, EPOLL_CTL_ADD, g_np.evfd, &ev) != 0) {
         err = -errno;
         goto err_ev;
     }
-    ev.data.fd = g_np.epfd;
-    if (epoll_ctl(g_np.outerfd, EPOLL_CTL_ADD, g_np.epfd, &ev) != 0) {
-        err = -errno;
-        goto err_ev;
-    }
-    pthread_mutex_init(&g_np.timer_lock, NULL);
-    err = -pthread_create(&g_np.poller, NULL, poller_thread, NULL);
-    if (err)
-        goto err_locks;
-    g_np.poller_started = true;
+    yard_coro__timers_init(yard_coro__netpoll_wake);
     /* Without a pool every call runs on the coroutine's own worker. */
     g_np.pool = yard_pool_create((int)offload_threads);
     g_np.noff = g_np.pool ? offload_threads : 0;
     return 0;
 
-err_locks:
-    pthread_mutex_destroy(&g_np.timer_lock);
 err_ev:
     close(g_np.evfd);
-err_outer:
-    close(g_np.outerfd);
 err_ep:
     close(g_np.epfd);
-    g_np.epfd = g_np.outerfd = g_np.evfd = -1;
+    g_np.epfd = g_np.evfd = -1;
     return err;
 }
 
@@ -354,21 +278,14 @@ void yard_coro__netpoll_stop(void)
 {
     if (g_np.epfd < 0)
         return;
-    atomic_store(&g_np.stopping, true);
     yard_pool_destroy(g_np.pool); /* finishes what was submitted */
-    if (g_np.poller_started) {
-        poller_interrupt();
-        pthread_join(g_np.poller, NULL);
-    }
     for (unsigned i = 0; i < PD_CHUNKS; i++)
         free(atomic_load(&g_np.dir[i]));
-    yard_heap_free(&g_np.timers);
-    pthread_mutex_destroy(&g_np.timer_lock);
+    yard_coro__timers_fini();
     close(g_np.evfd);
-    close(g_np.outerfd);
     close(g_np.epfd);
     memset(&g_np, 0, sizeof(g_np));
-    g_np.epfd = g_np.outerfd = g_np.evfd = -1;
+    g_np.epfd = g_np.evfd = -1;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -404,7 +321,7 @@ static int ensure_registered(int fd)
     if (!atomic_load_explicit(&pd->registered, memory_order_relaxed)) {
         err = pd_register(fd, pd);
         if (!err) {
-            pd->ready[0] = pd->ready[1] = false;
+            pd->ready[0] = pd->ready[1] = pd->hup = false;
             atomic_store_explicit(&pd->registered, true, memory_order_release);
         }
     }
@@ -412,47 +329,99 @@ static int ensure_registered(int fd)
     return err;
 }
 
-int yard_coro_wait_fd(int fd, unsigned events, uint64_t deadline_ns)
+int yard_coro_register_fd(int fd) { return ensure_registered(fd); }
+
+static int event_dir(unsigned events)
+{
+    if (!(events & (YARD_CORO_IN | YARD_CORO_OUT)) ||
+        (events & (YARD_CORO_IN | YARD_CORO_OUT)) == (YARD_CORO_IN | YARD_CORO_OUT))
+        return -1; /* one direction per wait: each has its own waiter slot */
+    return (events & YARD_CORO_IN) ? 0 : 1;
+}
+
+bool yard_coro_fd_consume(int fd, unsigned events)
+{
+    int dir = event_dir(events);
+    struct pdesc *pd = dir < 0 ? NULL : pd_lookup(fd, false);
+    if (!pd)
+        return true;
+    yard_coro__spin_lock(&pd->lock);
+    pd->ready[dir] = false;
+    bool hup = pd->hup;
+    yard_coro__spin_unlock(&pd->lock);
+    return hup;
+}
+
+/* Takes self out of the waiter slots of the first n descriptors. */
+static void unwait(yard_coro_t *self, struct pdesc *const *pd, const int *dir, int n)
+{
+    for (int i = 0; i < n; i++) {
+        yard_coro__spin_lock(&pd[i]->lock);
+        if (pd[i]->waiter[dir[i]] == self)
+            pd[i]->waiter[dir[i]] = NULL;
+        yard_coro__spin_unlock(&pd[i]->lock);
+    }
+}
+
+/* Parks until one of n fds is ready in its direction or the deadline. A
+ * coroutine waits in several waiter slots at once; the waker that wins its
+ * claim readies it, and a waker that loses records its edge as usual. */
+static int wait_fds(const int *fds, const unsigned *events, int n, uint64_t deadline_ns)
 {
     yard_coro_t *self = yard_coro_self();
     if (!self)
         return -EPERM;
-    int dir = (events & YARD_CORO_IN) ? 0 : 1;
-    if (!(events & (YARD_CORO_IN | YARD_CORO_OUT)) ||
-        (events & (YARD_CORO_IN | YARD_CORO_OUT)) == (YARD_CORO_IN | YARD_CORO_OUT))
-        return -EINVAL; /* one direction per wait: each has its own waiter slot */
-    struct pdesc *pd = pd_lookup(fd, true);
-    if (!pd)
-        return fd < 0 ? -EBADF : -ENOMEM;
+    struct pdesc *pd[2];
+    int dir[2];
+    for (int i = 0; i < n; i++) {
+        if ((dir[i] = event_dir(events[i])) < 0)
+            return -EINVAL;
+        if (!(pd[i] = pd_lookup(fds[i], true)))
+            return fds[i] < 0 ? -EBADF : -ENOMEM;
+    }
     if (deadline_ns && yard_coro_now_ns() >= deadline_ns)
         return -ETIMEDOUT;
-    if (!atomic_load_explicit(&pd->registered, memory_order_acquire)) {
-        /* Freshly registered: readiness is unknown, so let the caller try. */
-        return ensure_registered(fd);
-    }
+    for (int i = 0; i < n; i++)
+        if (!atomic_load_explicit(&pd[i]->registered, memory_order_acquire))
+            return ensure_registered(fds[i]); /* readiness unknown: let the caller try */
     yard_coro__prepare_park(self);
-    yard_coro__spin_lock(&pd->lock);
-    if (pd->ready[dir]) {
-        pd->ready[dir] = false;
-        yard_coro__spin_unlock(&pd->lock);
-        return 0;
+    for (int i = 0; i < n; i++) {
+        yard_coro__spin_lock(&pd[i]->lock);
+        int busy = pd[i]->waiter[dir[i]] != NULL;
+        int ready = !busy && pd[i]->ready[dir[i]];
+        if (ready)
+            pd[i]->ready[dir[i]] = false;
+        else if (!busy)
+            pd[i]->waiter[dir[i]] = self;
+        yard_coro__spin_unlock(&pd[i]->lock);
+        if (ready || busy) {
+            /* Not parking after all. A descriptor we already wait on may
+             * have claimed us meanwhile: then take its wake-up now. */
+            if (i > 0 && !yard_coro__claim(self))
+                yard_coro__park();
+            unwait(self, pd, dir, i);
+            return busy ? -EBUSY : 0;
+        }
     }
-    if (pd->waiter[dir]) {
-        yard_coro__spin_unlock(&pd->lock);
-        return -EBUSY;
-    }
-    pd->waiter[dir] = self;
-    yard_coro__spin_unlock(&pd->lock);
     if (deadline_ns)
         yard_coro__timer_add(self, deadline_ns);
     yard_coro__park();
     if (deadline_ns)
         yard_coro__timer_cancel(self);
-    yard_coro__spin_lock(&pd->lock);
-    if (pd->waiter[dir] == self)
-        pd->waiter[dir] = NULL;
-    yard_coro__spin_unlock(&pd->lock);
+    unwait(self, pd, dir, n);
     return self->wake_result;
+}
+
+int yard_coro_wait_fd(int fd, unsigned events, uint64_t deadline_ns)
+{
+    return wait_fds(&fd, &events, 1, deadline_ns);
+}
+
+int yard_coro_wait_fd2(int a, unsigned events_a, int b, unsigned events_b, uint64_t deadline_ns)
+{
+    const int fds[2] = {a, b};
+    const unsigned events[2] = {events_a, events_b};
+    return wait_fds(fds, events, 2, deadline_ns);
 }
 
 int yard_coro_forget_fd(int fd)

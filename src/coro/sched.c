@@ -7,9 +7,14 @@
  * runnext). Coroutines made runnable from outside the workers (the netpoller
  * thread, the offload pool, a plain thread calling yard_coro_go) go to a
  * global queue, which workers also check every 61 schedules so it cannot
- * starve. A worker with nothing local steals from random victims; when
- * there is nothing anywhere it sleeps on its own futex word and is woken
- * only when work is published and it is the first idle worker.
+ * starve. A worker with nothing local polls the network without blocking,
+ * then steals from random victims. When there is nothing anywhere, the
+ * first such worker blocks in the netpoller until an fd event, a timer or
+ * new work (readying what it finds onto its own queues: no hand-off to
+ * another thread), and any other sleeps on its own futex word, woken only
+ * when work is published and it is the first idle worker. Every 61
+ * schedules a busy worker also polls, so that a worker that always has
+ * something to run still sees the network and the timers.
  *
  * A coroutine that parks or yields switches directly to the next runnable
  * coroutine of its worker (one switch, not two through a scheduler stack);
@@ -66,7 +71,7 @@ struct worker {
     bool in_idle_list;
     unsigned ncache;
     yard_coro_stack_t cache[STACK_CACHE_LOCAL];
-    _Atomic uint64_t n_spawned, n_finished, n_steals, n_parks, n_sleeps;
+    _Atomic uint64_t n_spawned, n_finished, n_steals, n_parks, n_sleeps, n_polls;
 };
 
 struct all_list {
@@ -88,6 +93,7 @@ struct sched {
     pthread_mutex_t idle_lock;
     struct worker *idle;
     atomic_uint nidle;
+    atomic_bool polling; /* a worker blocks in the netpoller (not in nidle) */
 
     pthread_mutex_t cache_lock;
     unsigned ncache;
@@ -246,8 +252,11 @@ static yard_coro_t *gq_pop(struct sched *s, struct worker *w, unsigned batch)
  * or we see it in the idle count. */
 static void wake_idle_worker(struct sched *s)
 {
-    if (atomic_fetch_add_explicit(&s->nidle, 0, memory_order_seq_cst) == 0)
+    if (atomic_fetch_add_explicit(&s->nidle, 0, memory_order_seq_cst) == 0) {
+        /* Maybe a worker sleeps in the netpoller instead: it takes the work. */
+        yard_coro__netpoll_wake();
         return;
+    }
     pthread_mutex_lock(&s->idle_lock);
     struct worker *w = s->idle;
     if (w) {
@@ -266,6 +275,7 @@ static void wake_all_workers(struct sched *s)
 {
     while (atomic_load(&s->nidle))
         wake_idle_worker(s);
+    yard_coro__netpoll_wake();
 }
 
 static void local_push(struct sched *s, struct worker *w, yard_coro_t *c)
@@ -345,6 +355,9 @@ static yard_coro_t *find_local(struct sched *s, struct worker *w)
 {
     yard_coro_t *c;
     if (++w->tick % GLOBAL_QUEUE_EVERY == 0) {
+        /* Fairness: the global queue, the yielders and the network get a
+         * turn even when the local queue never runs dry. */
+        yard_coro__netpoll_poll_now();
         if ((c = gq_pop(s, w, 0)) || (c = yq_pop(w)))
             return c;
     }
@@ -377,9 +390,23 @@ static bool work_visible(struct sched *s)
     return false;
 }
 
-/* Sleeps until another thread publishes work (or the scheduler stops). */
+static bool sched_has_work(void)
+{
+    struct sched *s = g_sched;
+    return work_visible(s) || atomic_load(&s->stopping);
+}
+
+/* Sleeps until there is work (or the scheduler stops): in the netpoller if
+ * no other worker does, else on the futex until another thread publishes
+ * work. */
 static void worker_idle(struct sched *s, struct worker *w)
 {
+    if (!atomic_exchange_explicit(&s->polling, true, memory_order_acq_rel)) {
+        COUNT(w, n_polls);
+        yard_coro__netpoll_block(sched_has_work);
+        atomic_store_explicit(&s->polling, false, memory_order_release);
+        return;
+    }
     atomic_store_explicit(&w->futex, 1, memory_order_relaxed);
     pthread_mutex_lock(&s->idle_lock);
     w->idle_next = s->idle;
@@ -712,6 +739,7 @@ void yard_coro_get_stats(yard_coro_stats_t *out)
         out->steals += atomic_load_explicit(&w->n_steals, memory_order_relaxed);
         out->parks += atomic_load_explicit(&w->n_parks, memory_order_relaxed);
         out->futex_sleeps += atomic_load_explicit(&w->n_sleeps, memory_order_relaxed);
+        out->netpoll_blocks += atomic_load_explicit(&w->n_polls, memory_order_relaxed);
     }
 }
 

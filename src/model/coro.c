@@ -17,7 +17,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -48,11 +47,9 @@ struct coro_model {
 struct coro_conn {
     yard_conn_link_t live;
     struct coro_model *cm;
-    /* A connection with a news watch waits for its socket and the watch's
-     * eventfd at once: both go into a small epoll set of its own, and the
-     * netpoller waits on that set's descriptor like on any other. */
-    int news_epfd;             /* -1 until needed */
-    unsigned news_sock_events; /* what the socket is registered for in it */
+    /* The last read took all the socket had: the next one waits for an
+     * edge first instead of reading to find EAGAIN. */
+    bool drained;
 };
 
 _Static_assert(sizeof(yard_coro_obj_t) <= YARD_ACCESS_MODEL_BYTES,
@@ -89,36 +86,19 @@ static int run_perm_task(yard_conn_t *c)
 }
 
 /* Park until the socket is ready in direction dir (0: not at all), the news
- * eventfd is readable (with news) or the deadline passes. */
+ * eventfd is readable (with news) or the deadline passes. Both descriptors
+ * are the netpoller's: a connection with news waits on the two at once. */
 static int conn_wait(yard_conn_t *c, unsigned dir, bool news, uint64_t deadline)
 {
-    struct coro_conn *cc = yard_conn_model(c);
     if (!news && dir)
         return yard_coro_wait_fd(c->fd, dir, deadline);
     if (!news) {
         yard_coro_sleep_until(deadline); /* only the app's timer is left to wait for */
         return 0;
     }
-    if (cc->news_epfd < 0) {
-        cc->news_epfd = epoll_create1(EPOLL_CLOEXEC);
-        if (cc->news_epfd < 0)
-            return -errno;
-        struct epoll_event ev = {.events = EPOLLIN, .data.fd = yard_conn_news_fd(c)};
-        if (epoll_ctl(cc->news_epfd, EPOLL_CTL_ADD, ev.data.fd, &ev) < 0)
-            return -errno;
-        ev = (struct epoll_event){.events = 0, .data.fd = c->fd};
-        if (epoll_ctl(cc->news_epfd, EPOLL_CTL_ADD, c->fd, &ev) < 0)
-            return -errno;
-        cc->news_sock_events = 0;
-    }
-    unsigned want = dir == YARD_CORO_OUT ? EPOLLOUT : dir == YARD_CORO_IN ? EPOLLIN : 0;
-    if (want != cc->news_sock_events) {
-        struct epoll_event ev = {.events = want, .data.fd = c->fd};
-        if (epoll_ctl(cc->news_epfd, EPOLL_CTL_MOD, c->fd, &ev) < 0)
-            return -errno;
-        cc->news_sock_events = want;
-    }
-    int w = yard_coro_wait_fd(cc->news_epfd, YARD_CORO_IN, deadline);
+    int news_fd = yard_conn_news_fd(c);
+    int w = dir ? yard_coro_wait_fd2(c->fd, dir, news_fd, YARD_CORO_IN, deadline)
+                : yard_coro_wait_fd(news_fd, YARD_CORO_IN, deadline);
     yard_watch_drain(c->watch); /* whether the watch is due is next()'s question */
     return w;
 }
@@ -163,11 +143,20 @@ static void conn_coro(void *p)
                 last_active = yard_now_ns();
                 continue;
             }
-        } else if (dir == YARD_CORO_IN) {
-            if (yard_conn_read(c, scratch_here(cm)) == YARD_IO_OK) {
+        } else if (dir == YARD_CORO_IN && !cc->drained) {
+            /* An edge that arrives from here on is news to the next wait;
+             * one that came before is data this read takes. After the
+             * peer's FIN no edge comes again: read until the end shows. */
+            bool hup = yard_coro_fd_consume(c->fd, YARD_CORO_IN);
+            int rc = yard_conn_read_drained(c, scratch_here(cm), &cc->drained);
+            if (hup)
+                cc->drained = false;
+            if (rc == YARD_IO_OK) {
                 last_active = yard_now_ns();
                 continue;
             }
+            if (rc == YARD_IO_DONE)
+                break;
         }
         /* Only waiting on the socket counts towards the idle timeout: a
          * connection that waits for news or its timer alone is not idle. */
@@ -178,6 +167,8 @@ static void conn_coro(void *p)
             break;
         }
         int err = conn_wait(c, dir, w.news, deadline);
+        if (err == 0)
+            cc->drained = false; /* the socket (or the news) may have more */
         uint64_t now = yard_now_ns();
         if (err == -ETIMEDOUT && dir && idle_ns && now >= last_active + idle_ns &&
             !(w.deadline && now >= w.deadline)) {
@@ -190,11 +181,9 @@ static void conn_coro(void *p)
         }
     }
     yard_conn_set_remove(&cm->live, &cc->live);
-    if (cc->news_epfd >= 0) {
-        yard_coro_forget_fd(cc->news_epfd);
-        close(cc->news_epfd);
-    }
-    yard_coro_forget_fd(c->fd); /* yard_conn_close closes it */
+    if (yard_conn_news_fd(c) >= 0)
+        yard_coro_forget_fd(yard_conn_news_fd(c)); /* yard_conn_close closes both */
+    yard_coro_forget_fd(c->fd);
     yard_conn_close(c, reason);
     yard_server_release(cm->srv);
     if (atomic_fetch_sub(&cm->nlive, 1) == 1)
@@ -208,7 +197,7 @@ static void coro_start_conn(struct coro_model *cm, int fd, const char *peer)
     if (c) {
         struct coro_conn *cc = yard_conn_model(c);
         cc->cm = cm;
-        cc->news_epfd = -1;
+        yard_coro_register_fd(fd); /* so that the first wait parks at once */
         yard_conn_set_add(&cm->live, &cc->live, c);
         atomic_fetch_add(&cm->nlive, 1);
         if (yard_coro_go(conn_coro, c) == 0)

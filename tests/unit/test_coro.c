@@ -610,6 +610,191 @@ static void busy_main(void *arg)
     *flag = 1;
 }
 
+/* ------------------------------------------------------------------------ */
+/* scheduler v2: stealing, no poller thread, two-fd waits, drained reads     */
+
+/* Every coroutine is spawned by one worker, so all land on its deque: the
+ * other worker must steal to help. Each spins for a while and says where it
+ * ran. */
+#define SKEW_TASKS 64
+static atomic_int skew_ran[2];
+
+static void skew_task(void *arg)
+{
+    (void)arg;
+    uint64_t until = now_ns() + 2000000; /* 2 ms of CPU */
+    while (now_ns() < until) {
+    }
+    int w = yard_coro_worker_id();
+    if (w >= 0 && w < 2)
+        atomic_fetch_add(&skew_ran[w], 1);
+}
+
+static void skew_main(void *arg)
+{
+    yard_coro_stats_t *st = arg;
+    yard_coro_t *h[SKEW_TASKS];
+    for (int i = 0; i < SKEW_TASKS; i++)
+        h[i] = yard_coro_spawn(skew_task, NULL);
+    for (int i = 0; i < SKEW_TASKS; i++)
+        yard_coro_join(h[i]);
+    yard_coro_get_stats(st);
+}
+
+static void test_steal_skewed(void)
+{
+    yard_coro_stats_t st;
+    ASSERT_EQ(yard_coro_run(&(yard_coro_opts_t){.workers = 2}, skew_main, &st), 0);
+    ASSERT_EQ(atomic_load(&skew_ran[0]) + atomic_load(&skew_ran[1]), SKEW_TASKS);
+    ASSERT_GT(st.steals, 0);
+    ASSERT_GT(atomic_load(&skew_ran[0]), 0);
+    ASSERT_GT(atomic_load(&skew_ran[1]), 0);
+}
+
+/* The runtime's threads are its workers and the offload pool (its CPU
+ * threads and the I/O lane): no poller thread. Read from /proc while a
+ * coroutine sleeps, that is while the one worker blocks in the netpoller. */
+static int count_threads(void)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)getpid());
+    FILE *f = fopen(path, "r");
+    ASSERT(f);
+    char line[256];
+    int n = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "Threads: %d", &n) == 1)
+            break;
+    fclose(f);
+    return n;
+}
+
+static int threads_during;
+static uint64_t blocks_during;
+static void threads_main(void *arg)
+{
+    (void)arg;
+    yard_coro_stats_t s0, s1;
+    yard_coro_get_stats(&s0);
+    yard_coro_sleep_ns(20000000); /* 20 ms: the worker sleeps in epoll_wait */
+    yard_coro_get_stats(&s1);
+    threads_during = count_threads();
+    blocks_during = s1.netpoll_blocks - s0.netpoll_blocks;
+}
+
+static void test_no_poller_thread(void)
+{
+    int before = count_threads();
+    ASSERT_EQ(yard_coro_run(&(yard_coro_opts_t){.workers = 1, .offload_threads = 1}, threads_main,
+                            NULL),
+              0);
+    ASSERT_EQ(threads_during, before + 2); /* + one CPU thread + the I/O lane */
+    ASSERT_GT(blocks_during, 0);           /* the sleep was spent in the netpoller */
+}
+
+/* yard_coro_wait_fd2: either of two fds wakes the coroutine. */
+static int w2_a[2], w2_b[2];
+static atomic_int w2_stage;
+
+static void *w2_writer(void *arg)
+{
+    (void)arg;
+    uint64_t t0 = now_ns();
+    while (atomic_load(&w2_stage) != 1 && now_ns() - t0 < 5000000000ull)
+        usleep(1000);
+    ASSERT_EQ(write(w2_b[1], "b", 1), 1); /* the second fd of the pair */
+    return NULL;
+}
+
+static void w2_main(void *arg)
+{
+    (void)arg;
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, w2_a), 0);
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, w2_b), 0);
+    ASSERT_EQ(yard_coro_register_fd(w2_a[0]), 0);
+    ASSERT_EQ(yard_coro_register_fd(w2_b[0]), 0);
+    /* Nothing on either: the deadline. */
+    uint64_t t0 = now_ns();
+    ASSERT_EQ(yard_coro_wait_fd2(w2_a[0], YARD_CORO_IN, w2_b[0], YARD_CORO_IN, t0 + 20000000),
+              -ETIMEDOUT);
+    ASSERT_GE(now_ns(), t0 + 20000000);
+    /* A byte on the second while parked. */
+    pthread_t th;
+    ASSERT_EQ(pthread_create(&th, NULL, w2_writer, NULL), 0);
+    atomic_store(&w2_stage, 1);
+    ASSERT_EQ(yard_coro_wait_fd2(w2_a[0], YARD_CORO_IN, w2_b[0], YARD_CORO_IN, 0), 0);
+    pthread_join(th, NULL);
+    char c;
+    ASSERT_EQ(read(w2_b[0], &c, 1), 1);
+    /* A byte already on the first: at once, without parking. */
+    ASSERT_EQ(write(w2_a[1], "a", 1), 1);
+    ASSERT_EQ(yard_coro_wait_fd2(w2_a[0], YARD_CORO_IN, w2_b[0], YARD_CORO_IN, 0), 0);
+    ASSERT_EQ(read(w2_a[0], &c, 1), 1);
+    /* The waiter slots were given back: single waits on each still work. */
+    ASSERT_EQ(yard_coro_wait_fd(w2_a[0], YARD_CORO_IN, now_ns() + 5000000), -ETIMEDOUT);
+    ASSERT_EQ(yard_coro_wait_fd(w2_b[0], YARD_CORO_IN, now_ns() + 5000000), -ETIMEDOUT);
+    for (int i = 0; i < 2; i++) {
+        yard_coro_close(w2_a[i]);
+        yard_coro_close(w2_b[i]);
+    }
+}
+
+static void test_wait_fd2(void)
+{
+    ASSERT_EQ(yard_coro_run(&(yard_coro_opts_t){.workers = 1}, w2_main, NULL), 0);
+}
+
+/* yard_coro_fd_consume: after a read that took everything, the next wait
+ * parks until new data instead of returning for the edge the read used. */
+static int dr_sv[2];
+static atomic_int dr_stage;
+
+static void *dr_writer(void *arg)
+{
+    (void)arg;
+    uint64_t t0 = now_ns();
+    while (atomic_load(&dr_stage) != 1 && now_ns() - t0 < 5000000000ull)
+        usleep(1000);
+    usleep(20000); /* not a correctness wait: lets the reader park first */
+    atomic_store(&dr_stage, 2);
+    ASSERT_EQ(write(dr_sv[1], "second", 6), 6);
+    return NULL;
+}
+
+static void dr_main(void *arg)
+{
+    (void)arg;
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, dr_sv), 0);
+    ASSERT_EQ(yard_coro_register_fd(dr_sv[0]), 0);
+    /* Data arrives while nobody waits: its edge is recorded. */
+    ASSERT_EQ(write(dr_sv[1], "first", 5), 5);
+    yard_coro_sleep_ns(5000000); /* the netpoller sees the edge meanwhile */
+    yard_coro_fd_consume(dr_sv[0], YARD_CORO_IN);
+    char buf[64];
+    ASSERT_EQ(read(dr_sv[0], buf, sizeof buf), 5); /* less than asked: drained */
+    pthread_t th;
+    ASSERT_EQ(pthread_create(&th, NULL, dr_writer, NULL), 0);
+    atomic_store(&dr_stage, 1);
+    ASSERT_EQ(yard_coro_wait_fd(dr_sv[0], YARD_CORO_IN, now_ns() + 5000000000ull), 0);
+    /* Woken by the new data, not by the edge of the data already read. */
+    ASSERT_EQ(atomic_load(&dr_stage), 2);
+    ASSERT(!yard_coro_fd_consume(dr_sv[0], YARD_CORO_IN)); /* the peer is still there */
+    ASSERT_EQ(read(dr_sv[0], buf, sizeof buf), 6);
+    pthread_join(th, NULL);
+    /* The peer closes: its edge says so, and from then on a short read no
+     * longer means "wait" (no edge would come to end that wait). */
+    close(dr_sv[1]);
+    ASSERT_EQ(yard_coro_wait_fd(dr_sv[0], YARD_CORO_IN, now_ns() + 5000000000ull), 0);
+    ASSERT(yard_coro_fd_consume(dr_sv[0], YARD_CORO_IN));
+    ASSERT_EQ(read(dr_sv[0], buf, sizeof buf), 0);
+    yard_coro_close(dr_sv[0]);
+}
+
+static void test_drained_read_parks(void)
+{
+    ASSERT_EQ(yard_coro_run(&(yard_coro_opts_t){.workers = 1}, dr_main, NULL), 0);
+}
+
 static void test_run_twice(void)
 {
     int flag = 0;
@@ -638,6 +823,10 @@ int main(int argc, char **argv)
         {"channel", test_channel},
         {"waitq", test_waitq},
         {"run_twice", test_run_twice},
+        {"steal_skewed", test_steal_skewed},
+        {"no_poller_thread", test_no_poller_thread},
+        {"wait_fd2", test_wait_fd2},
+        {"drained_read_parks", test_drained_read_parks},
         {NULL, NULL},
     };
     return test_main(argc, argv, cases);
