@@ -4,8 +4,8 @@
  * coroutines. Each worker has a Chase-Lev deque of runnable coroutines and a
  * "run next" slot holding the coroutine it woke last, so that a wake-up
  * handed from one coroutine to another runs next, on a warm cache (Go's
- * runnext). Coroutines made runnable from outside the workers (the netpoller
- * thread, the offload pool, a plain thread calling yard_coro_go) go to a
+ * runnext). Coroutines made runnable from outside the workers (the offload
+ * pool, a plain thread calling yard_coro_go or waking a wait queue) go to a
  * global queue, which workers also check every 61 schedules so it cannot
  * starve. A worker with nothing local polls the network without blocking,
  * then steals from random victims. When there is nothing anywhere, the
