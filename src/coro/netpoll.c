@@ -164,11 +164,13 @@ int yard_coro__netpoll_poll_now(void)
 
 int yard_coro__netpoll_block(bool (*has_work)(void))
 {
-    uint64_t until = yard_coro__timers_sleep_until();
     /* Announce the sleep, then look once more: work published before the
      * announcement is seen here; work published after it finds blocked set
-     * and writes the eventfd, which ends the sleep at once. */
+     * and writes the eventfd, which ends the sleep at once. The same holds
+     * for timers: one added before the timeout is read is in it, one added
+     * after interrupts (blocked is already set for its interruption). */
     atomic_store_explicit(&g_np.blocked, 1, memory_order_seq_cst);
+    uint64_t until = yard_coro__timers_sleep_until();
     int woken = 0;
     if (!has_work()) {
         int timeout = -1;
