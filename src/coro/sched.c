@@ -13,8 +13,9 @@
  * new work (readying what it finds onto its own queues: no hand-off to
  * another thread), and any other sleeps on its own futex word, woken only
  * when work is published and it is the first idle worker. Every 61
- * schedules a busy worker also polls, so that a worker that always has
- * something to run still sees the network and the timers.
+ * schedules a busy worker also polls (at most once a millisecond), so that
+ * a worker that always has something to run still sees the network and
+ * the timers.
  *
  * A coroutine that parks or yields switches directly to the next runnable
  * coroutine of its worker (one switch, not two through a scheduler stack);
@@ -45,6 +46,7 @@ enum after_switch { ACT_NONE, ACT_YIELD, ACT_PARK, ACT_EXIT };
 #define STACK_CACHE_GLOBAL 256
 #define ALL_STRIPES 16
 #define GLOBAL_QUEUE_EVERY 61
+#define POLL_EVERY_NS 1000000ull /* a busy worker's own look at the network */
 
 /* Relaxed per-worker counters: each written by its own worker only. */
 #define COUNT(w, field)                                                                            \
@@ -65,6 +67,7 @@ struct worker {
     yard_coro_t *prev; /* the coroutine just switched away from ... */
     int prev_action;   /* ... and what to do with it */
     unsigned tick;
+    uint64_t last_poll_ns;
     uint64_t rng;
     _Alignas(64) atomic_uint futex; /* 1 while asleep */
     struct worker *idle_next;
@@ -356,8 +359,14 @@ static yard_coro_t *find_local(struct sched *s, struct worker *w)
     yard_coro_t *c;
     if (++w->tick % GLOBAL_QUEUE_EVERY == 0) {
         /* Fairness: the global queue, the yielders and the network get a
-         * turn even when the local queue never runs dry. */
-        yard_coro__netpoll_poll_now();
+         * turn even when the local queue never runs dry; the network at
+         * most once a millisecond, so that a yield stays a switch and not a
+         * system call. */
+        uint64_t now = yard_coro_now_ns();
+        if (now - w->last_poll_ns >= POLL_EVERY_NS) {
+            w->last_poll_ns = now;
+            yard_coro__netpoll_poll_now();
+        }
         if ((c = gq_pop(s, w, 0)) || (c = yq_pop(w)))
             return c;
     }
