@@ -171,7 +171,8 @@ int yard_coro__netpoll_block(bool (*has_work)(void))
      * after interrupts (blocked is already set for its interruption). */
     atomic_store_explicit(&g_np.blocked, 1, memory_order_seq_cst);
     uint64_t until = yard_coro__timers_sleep_until();
-    int woken = 0;
+    struct epoll_event ev[128];
+    int n = 0;
     if (!has_work()) {
         int timeout = -1;
         if (until != UINT64_MAX) {
@@ -180,26 +181,23 @@ int yard_coro__netpoll_block(bool (*has_work)(void))
             uint64_t ms = until > now ? (until - now + 999999) / 1000000 : 0;
             timeout = ms > 60000 ? 60000 : (int)ms;
         }
-        struct epoll_event ev[128];
-        int n = epoll_wait(g_np.epfd, ev, 128, timeout);
-        /* Awake: nobody needs to break the sleep any more. Cleared before
-         * the events are handled, or readying a coroutine here would write
-         * the eventfd for nothing. */
-        atomic_store_explicit(&g_np.blocked, 0, memory_order_seq_cst);
+        n = epoll_wait(g_np.epfd, ev, 128, timeout);
         if (n < 0 && errno != EINTR)
             perror("yard_coro: epoll_wait");
-        for (int i = 0; i < n; i++) {
-            if (!ev[i].data.ptr) {
-                uint64_t v;
-                if (read(g_np.evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-                    perror("yard_coro: eventfd read");
-            }
-        }
-        if (n > 0)
-            woken += handle_events(ev, n);
     }
+    /* Awake: nobody needs to break the sleep any more. Cleared before the
+     * events are handled, or readying a coroutine here would write the
+     * eventfd for nothing. */
     atomic_store_explicit(&g_np.blocked, 0, memory_order_seq_cst);
     yard_coro__timers_awake();
+    for (int i = 0; i < n; i++) {
+        if (!ev[i].data.ptr) {
+            uint64_t v;
+            if (read(g_np.evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+                perror("yard_coro: eventfd read");
+        }
+    }
+    int woken = n > 0 ? handle_events(ev, n) : 0;
     return woken + yard_coro__timers_fire(false);
 }
 
