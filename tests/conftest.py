@@ -91,6 +91,13 @@ def read_line(stream, timeout: float, limit: int = 4096) -> bytes:
     return buf
 
 
+def child_pids(pid: int) -> list[int]:
+    """The child processes of pid (pgrep -P): a server's connection or
+    reactor processes."""
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
+    return [int(p) for p in out.stdout.split()]
+
+
 def process_group_alive(pgid: int) -> bool:
     """Whether any process of the group is still there."""
     try:

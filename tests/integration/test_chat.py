@@ -343,11 +343,10 @@ def test_pair_mode_is_a_process_pair(chat):
     """fork --pair: two processes per client, RECV and SEND, in the server's
     own process group; both go when the client does."""
     srv, _ = chat("fork-pair")
-    from conftest import wait_for
+    from conftest import child_pids, wait_for
 
     def children():
-        out = subprocess.run(["pgrep", "-P", str(srv.proc.pid)], capture_output=True, text=True)
-        return [int(p) for p in out.stdout.split()]
+        return child_pids(srv.proc.pid)
 
     c = login_pass(srv.port, "u41", "pw-u41")
     wait_for(lambda: len(children()) == 2, what="a RECV and a SEND process")

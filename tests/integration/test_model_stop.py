@@ -12,34 +12,16 @@ plumbing they share (src/model/children.c).
 import os
 import signal
 import time
-from pathlib import Path
 
 import pytest
 
-from conftest import MODELS, recv_until_closed, server_has_read, wait_for
+from conftest import MODELS, child_pids, recv_until_closed, server_has_read, wait_for
 
 # The "crash": a signal nobody in the server handles or blocks, so the
 # process dies of it. Not SIGSEGV: AddressSanitizer catches that one and
 # turns it into a report and an exit status of 1.
 CRASH = signal.SIGALRM
 CRASH_TEXT = f"died of signal {CRASH.value} (Alarm clock)"
-
-
-def children(pid: int) -> list[int]:
-    """The live child processes of pid, from /proc."""
-    out = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-        fields = stat[stat.rindex(")") + 2:].split()
-        if int(fields[1]) == pid and fields[0] != "Z":
-            out.append(int(entry.name))
-    return out
 
 
 def echo_once(srv, data=b"ping\n") -> bytes:
@@ -105,11 +87,11 @@ def test_fork_reports_a_crashed_connection_process_and_serves_on(serve):
     for s in (a, b):
         s.sendall(b"hi\n")
         assert s.recv(16) == b"hi\n"
-    procs = wait_for(lambda: len(children(srv.proc.pid)) == 2 and children(srv.proc.pid),
+    procs = wait_for(lambda: len(child_pids(srv.proc.pid)) == 2 and child_pids(srv.proc.pid),
                      what="two connection processes")
     stopped, crashed = procs
     os.kill(stopped, signal.SIGTERM)  # as the server itself stops them: not a failure
-    wait_for(lambda: stopped not in children(srv.proc.pid), what="the first process to end")
+    wait_for(lambda: stopped not in child_pids(srv.proc.pid), what="the first process to end")
     os.kill(crashed, CRASH)
     line = f"connection process {crashed} {CRASH_TEXT}"
     wait_for(lambda: line in srv.stderr(), what="the crash report")
@@ -128,7 +110,7 @@ def test_fork_reports_a_crashed_connection_process_and_serves_on(serve):
 def test_reactors_procs_shut_down_when_a_reactor_ends(serve, sig, status, says):
     srv = serve("echo", "reactors-procs")
     assert echo_once(srv) == b"ping\n"
-    reactors = wait_for(lambda: len(children(srv.proc.pid)) == 2 and children(srv.proc.pid),
+    reactors = wait_for(lambda: len(child_pids(srv.proc.pid)) == 2 and child_pids(srv.proc.pid),
                         what="two reactor processes")
     os.kill(reactors[0], sig)
     assert srv.proc.wait(10) == status

@@ -26,6 +26,15 @@ static uint64_t now_ns(void)
     return yard_coro_now_ns();
 }
 
+/* For a plain thread that acts on a coroutine's cue: until *stage is want,
+ * or 5 s (the assertion after it then says what went wrong). */
+static void wait_stage(atomic_int *stage, int want)
+{
+    uint64_t t0 = now_ns();
+    while (atomic_load(stage) != want && now_ns() - t0 < 5000000000ull)
+        usleep(1000);
+}
+
 /* ------------------------------------------------------------------------ */
 /* raw context switch                                                        */
 
@@ -334,9 +343,7 @@ static void *np_writer_thread(void *arg)
 {
     (void)arg;
     /* Wait until the reader has run (and so parks, nothing being there). */
-    uint64_t t0 = now_ns();
-    while (atomic_load(&np_state) == 0 && now_ns() - t0 < 5000000000ull)
-        usleep(1000);
+    wait_stage(&np_state, 1);
     usleep(20000); /* not a correctness wait: gives the reader time to park first */
     ASSERT_EQ(atomic_load(&np_state), 1);
     ASSERT_EQ(write(np_sv[1], "hello", 5), 5);
@@ -699,9 +706,7 @@ static atomic_int w2_stage;
 static void *w2_writer(void *arg)
 {
     (void)arg;
-    uint64_t t0 = now_ns();
-    while (atomic_load(&w2_stage) != 1 && now_ns() - t0 < 5000000000ull)
-        usleep(1000);
+    wait_stage(&w2_stage, 1);
     ASSERT_EQ(write(w2_b[1], "b", 1), 1); /* the second fd of the pair */
     return NULL;
 }
@@ -752,9 +757,7 @@ static atomic_int dr_stage;
 static void *dr_writer(void *arg)
 {
     (void)arg;
-    uint64_t t0 = now_ns();
-    while (atomic_load(&dr_stage) != 1 && now_ns() - t0 < 5000000000ull)
-        usleep(1000);
+    wait_stage(&dr_stage, 1);
     usleep(20000); /* not a correctness wait: lets the reader park first */
     atomic_store(&dr_stage, 2);
     ASSERT_EQ(write(dr_sv[1], "second", 6), 6);
