@@ -45,6 +45,17 @@ void yard_server_release(yard_server_t *srv);
  * it to spin the loop). The new fd is blocking unless nonblock is set. */
 int yard_server_accept(yard_server_t *srv, int listen_fd, bool nonblock, int *reserve_fd);
 int yard_reserve_fd_open(void);
+/* For models that accept elsewhere (a completion): accept failed with err.
+ * Running out of descriptors sheds one pending connection with the reserve
+ * descriptor (logged at most once a second); other errors are logged. */
+void yard_server_accept_failed(yard_server_t *srv, int listen_fd, int err, int *reserve_fd);
+/* True for the accept errors that only mean "try again" (EINTR, a
+ * connection that was aborted before it was accepted). */
+bool yard_accept_retry(int err);
+/* Apply --max-conns to a connection accepted elsewhere: returns fd, which
+ * the caller owns (and yard_server_release when it ends), or -1 when it was
+ * refused (closed and logged). peer receives the peer's address as text. */
+int yard_server_admit_fd(yard_server_t *srv, int fd, char *peer, size_t peerlen);
 /* Accept one connection and apply --max-conns: returns an fd the caller now
  * owns (and must yard_server_release when it ends), or -1 when there is
  * nothing more to accept now. Refused connections are closed and logged.

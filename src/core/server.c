@@ -32,50 +32,59 @@ void yard_server_release(yard_server_t *srv) { atomic_fetch_sub(&srv->shared->li
 
 int yard_reserve_fd_open(void) { return open("/dev/null", O_RDONLY | O_CLOEXEC); }
 
-int yard_server_accept(yard_server_t *srv, int listen_fd, bool nonblock, int *reserve_fd)
+void yard_server_accept_failed(yard_server_t *srv, int listen_fd, int err, int *reserve_fd)
 {
     static _Atomic uint64_t last_emfile_log;
+    if (err != EMFILE && err != ENFILE) {
+        yard_log_err("accept: %s", strerror(err));
+        return;
+    }
+    /* Out of descriptors: the pending connection would keep the listener
+     * readable forever. Spend the reserve descriptor to accept and drop it,
+     * so the client sees a close, not a hang. */
+    if (reserve_fd && *reserve_fd >= 0) {
+        close(*reserve_fd);
+        int shed = accept(listen_fd, NULL, NULL);
+        if (shed >= 0)
+            close(shed);
+        *reserve_fd = yard_reserve_fd_open();
+    }
+    uint64_t now = yard_now_ns(), last = atomic_load(&last_emfile_log);
+    if (now - last > YARD_NS_PER_S && atomic_compare_exchange_strong(&last_emfile_log, &last, now))
+        yard_log_err("accept: %s: shedding connections", strerror(err));
+    atomic_fetch_add(&srv->shared->rejected, 1);
+}
+
+bool yard_accept_retry(int err)
+{
+    return err == EINTR || err == ECONNABORTED || err == EPROTO;
+}
+
+int yard_server_accept(yard_server_t *srv, int listen_fd, bool nonblock, int *reserve_fd)
+{
     for (;;) {
         int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0));
         if (fd >= 0)
             return fd;
-        switch (errno) {
-        case EINTR:
-        case ECONNABORTED:
-        case EPROTO:
+        if (yard_accept_retry(errno))
             continue;
-        case EAGAIN:
-#if EAGAIN != EWOULDBLOCK
-        case EWOULDBLOCK:
-#endif
-            return -1;
-        case EMFILE:
-        case ENFILE:
-            /* Out of descriptors: the pending connection would keep the
-             * listener readable forever. Spend the reserve descriptor to
-             * accept and drop it, so the client sees a close, not a hang. */
-            if (reserve_fd && *reserve_fd >= 0) {
-                close(*reserve_fd);
-                int shed = accept(listen_fd, NULL, NULL);
-                if (shed >= 0)
-                    close(shed);
-                *reserve_fd = yard_reserve_fd_open();
-            }
-            {
-                uint64_t now = yard_now_ns(), last = atomic_load(&last_emfile_log);
-                if (now - last > YARD_NS_PER_S && atomic_compare_exchange_strong(&last_emfile_log,
-                                                                                 &last, now))
-                    yard_log_err("accept: %s: shedding connections", strerror(ENFILE == errno
-                                                                                  ? ENFILE
-                                                                                  : EMFILE));
-            }
-            atomic_fetch_add(&srv->shared->rejected, 1);
-            return -1;
-        default:
-            yard_log_err("accept: %s", strerror(errno));
-            return -1;
-        }
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            yard_server_accept_failed(srv, listen_fd, errno, reserve_fd);
+        return -1;
     }
+}
+
+int yard_server_admit_fd(yard_server_t *srv, int fd, char *peer, size_t peerlen)
+{
+    yard_addr_t pa;
+    if (yard_peer_name(fd, &pa) == 0)
+        yard_addr_format(&pa, peer, peerlen);
+    else
+        snprintf(peer, peerlen, "(unknown peer)");
+    if (yard_server_admit(srv, peer))
+        return fd;
+    close(fd);
+    return -1;
 }
 
 int yard_server_accept_admitted(yard_server_t *srv, int listen_fd, bool nonblock, int *reserve_fd,
@@ -85,14 +94,8 @@ int yard_server_accept_admitted(yard_server_t *srv, int listen_fd, bool nonblock
         int fd = yard_server_accept(srv, listen_fd, nonblock, reserve_fd);
         if (fd < 0)
             return -1;
-        yard_addr_t pa;
-        if (yard_peer_name(fd, &pa) == 0)
-            yard_addr_format(&pa, peer, peerlen);
-        else
-            snprintf(peer, peerlen, "(unknown peer)");
-        if (yard_server_admit(srv, peer))
+        if (yard_server_admit_fd(srv, fd, peer, peerlen) >= 0)
             return fd;
-        close(fd);
     }
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "models.h"
 #include "yard/clock.h"
@@ -118,4 +119,38 @@ size_t yard_drain_conns(yard_conn_set_t *live, _Atomic int *stop,
     if (left)
         yard_log_warn("%zu %s still running at exit", left, what);
     return left;
+}
+
+int yard_listeners_open(yard_server_t *srv, int *fds, int n)
+{
+    fds[0] = srv->listen_fd;
+    for (int i = 1; i < n; i++) {
+        char err[256];
+        fds[i] = yard_listen(&srv->bound, srv->cfg->backlog, true, err, sizeof err);
+        if (fds[i] < 0) {
+            yard_log_err("listener %d: %s", i, err);
+            yard_listeners_close(fds + 1, i - 1);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void yard_listeners_close(const int *fds, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+}
+
+int yard_wait_stop_signal(int sig_fd)
+{
+    struct pollfd pfd = {.fd = sig_fd, .events = POLLIN};
+    for (;;) {
+        if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+            return -1;
+        int stop = yard_signals_stop(sig_fd, NULL, NULL);
+        if (stop)
+            return stop < 0 ? -1 : 0;
+    }
 }

@@ -33,13 +33,10 @@
 
 /* The loop's own state of a connection (yard_conn_model). */
 struct loop_conn {
-    yard_conn_link_t lru;   /* idle-timeout order; lru.conn is the connection */
-    uint64_t last_active;
-    yard_heap_node_t timer; /* in loop->timers while the app's timer is armed */
+    yard_evconn_t ev;       /* first: timers, idle order, the pool */
     uint32_t events;        /* registered for the socket */
     bool polled;            /* the socket is in the epoll set */
     bool news_polled;       /* the news eventfd is in the epoll set */
-    bool in_pool;           /* a pool thread has its job */
 };
 
 #define LC(c) ((struct loop_conn *)yard_conn_model(c))
@@ -47,43 +44,27 @@ struct loop_conn {
 static void loop_close(yard_loop_t *loop, yard_conn_t *c, const char *reason);
 static void loop_after(yard_loop_t *loop, yard_conn_t *c, uint64_t now);
 
-/* The loop's offload pool and its completion queue, started on the first
- * job actually offloaded, so a loop whose app never offloads stays one
- * thread. Returns false when no pool can be had (the job then runs inline). */
-static bool loop_pool_start(yard_loop_t *loop)
+/* The pool's completion queue is in the epoll set, told apart by its data
+ * pointer. */
+static int loop_watch_done(void *arg, int efd)
 {
-    if (loop->pool)
-        return true;
-    if (loop->pool_failed)
-        return false;
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &loop->done};
-    if (yard_completions_init(&loop->done) < 0) {
-        yard_log_err("eventfd: %s", strerror(errno));
-        goto err;
-    }
-    if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, loop->done.efd, &ev) < 0) {
+    yard_loop_t *loop = arg;
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &loop->b.done};
+    if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, efd, &ev) < 0) {
         yard_log_err("epoll_ctl completions: %s", strerror(errno));
-        goto err;
+        return -1;
     }
-    loop->pool = yard_pool_create(loop->srv->cfg->offload_threads);
-    if (loop->pool)
-        return true;
-err:
-    yard_log_warn("no offload pool: jobs run inline on the event loop");
-    loop->pool_failed = true;
-    return false;
+    return 0;
 }
 
 int yard_loop_init(yard_loop_t *loop, yard_server_t *srv, int listen_fd, int stop_fd,
                    bool stop_is_sigfd)
 {
     memset(loop, 0, sizeof *loop);
-    loop->done.efd = -1;
-    loop->srv = srv;
+    yard_evbase_init(&loop->b, srv);
     loop->listen_fd = listen_fd;
     loop->stop_fd = stop_fd;
     loop->stop_is_sigfd = stop_is_sigfd;
-    yard_conn_list_init(&loop->lru);
     loop->policy = (yard_conn_policy_t){.job_pool = srv->cfg->offload_threads > 0,
                                         .model_size = sizeof(struct loop_conn)};
     loop->reserve_fd = yard_reserve_fd_open();
@@ -112,54 +93,22 @@ err:
 
 void yard_loop_fini(yard_loop_t *loop)
 {
-    yard_pool_destroy(loop->pool); /* idle by now: yard_loop_run waited for its jobs */
-    loop->pool = NULL;
+    yard_evbase_fini(&loop->b); /* the pool is idle by now: yard_loop_run waited for its jobs */
     if (loop->epfd > 0)
         close(loop->epfd);
     if (loop->reserve_fd >= 0)
         close(loop->reserve_fd);
     loop->epfd = loop->reserve_fd = -1;
-    if (loop->done.efd >= 0)
-        yard_completions_fini(&loop->done);
-    yard_heap_free(&loop->timers);
-    yard_scratch_free(&loop->scratch);
-}
-
-/* Make the heap agree with the timer the app has armed (or not). */
-static int loop_sync_timer(yard_loop_t *loop, struct loop_conn *lc, uint64_t deadline)
-{
-    if (yard_heap_contains(&lc->timer)) {
-        if (lc->timer.key == deadline)
-            return 0;
-        yard_heap_remove(&loop->timers, &lc->timer);
-    }
-    return deadline ? yard_heap_push(&loop->timers, &lc->timer, deadline) : 0;
-}
-
-/* The connection was active now: it goes to the young end of the list. */
-static void lru_touch(yard_loop_t *loop, struct loop_conn *lc, uint64_t now)
-{
-    lc->last_active = now;
-    yard_conn_list_remove(&lc->lru);
-    yard_conn_list_append(&loop->lru, &lc->lru);
-}
-
-static yard_conn_t *lru_oldest(const yard_loop_t *loop)
-{
-    return loop->lru.next != &loop->lru ? loop->lru.next->conn : NULL;
 }
 
 static void loop_close(yard_loop_t *loop, yard_conn_t *c, const char *reason)
 {
-    struct loop_conn *lc = LC(c);
-    if (lc->in_pool) {
+    if (LC(c)->ev.in_pool) {
         /* A pool thread still has its job: close when the job comes back. */
         yard_conn_fail(c, reason, YARD_CLOSE_INFO);
         return;
     }
-    if (yard_heap_contains(&lc->timer))
-        yard_heap_remove(&loop->timers, &lc->timer);
-    yard_conn_list_remove(&lc->lru);
+    yard_evbase_remove(&loop->b, c);
     for (int j = loop->batch_i + 1; j < loop->batch_n; j++) {
         void *p = loop->batch[j].data.ptr;
         if (p == c || p == (void *)((uintptr_t)c | NEWS_TAG))
@@ -167,8 +116,7 @@ static void loop_close(yard_loop_t *loop, yard_conn_t *c, const char *reason)
     }
     /* close() removes the fd from the epoll set: no EPOLL_CTL_DEL needed. */
     yard_conn_close(c, reason);
-    yard_server_release(loop->srv);
-    loop->nconns--;
+    yard_server_release(loop->b.srv);
 }
 
 /* Bring the registered events in line with what the connection wants. */
@@ -188,7 +136,7 @@ static int loop_rearm(yard_loop_t *loop, yard_conn_t *c, const yard_wait_t *w)
 
 static void loop_accept(yard_loop_t *loop, uint64_t now)
 {
-    yard_server_t *srv = loop->srv;
+    yard_server_t *srv = loop->b.srv;
     char peer[YARD_ADDR_STRLEN];
     for (int i = 0; i < ACCEPT_BATCH; i++) {
         int fd = yard_server_accept_admitted(srv, loop->listen_fd, true, &loop->reserve_fd, peer,
@@ -202,12 +150,7 @@ static void loop_accept(yard_loop_t *loop, uint64_t now)
             yard_server_release(srv);
             continue;
         }
-        struct loop_conn *lc = LC(c);
-        lc->lru.conn = c;
-        yard_conn_list_init(&lc->lru);
-        yard_heap_node_init(&lc->timer);
-        lru_touch(loop, lc, now);
-        loop->nconns++;
+        yard_evbase_add(&loop->b, c, now);
         loop_after(loop, c, now);
     }
 }
@@ -217,33 +160,30 @@ static void loop_accept(yard_loop_t *loop, uint64_t now)
 static void loop_after(yard_loop_t *loop, yard_conn_t *c, uint64_t now)
 {
     struct loop_conn *lc = LC(c);
-    if (lc->in_pool)
+    if (lc->ev.in_pool)
         return; /* in the pool's hands until the job comes back */
-    yard_wait_t w = yard_conn_next(c, &loop->scratch);
+    yard_wait_t w = yard_conn_next(c, &loop->b.scratch);
     while (w.next == YARD_NEXT_JOB || w.next == YARD_NEXT_PERM) {
-        if (w.next == YARD_NEXT_JOB && loop_pool_start(loop)) {
+        if (w.next == YARD_NEXT_JOB && yard_evbase_pool_start(&loop->b, loop_watch_done, loop)) {
             /* Out of the epoll set while a pool thread has the job: a peer
              * that resets meanwhile must not spin a level-triggered loop. */
             if (lc->polled) {
                 epoll_ctl(loop->epfd, EPOLL_CTL_DEL, c->fd, NULL);
                 lc->polled = false;
             }
-            lc->in_pool = true;
-            yard_conn_job(c)->done = &loop->done;
-            loop->jobs_in_flight++;
-            yard_pool_submit(loop->pool, yard_conn_job(c));
+            yard_evbase_submit(&loop->b, c);
             return;
         }
         /* No pool could be had: the job runs here, as with
          * --offload-threads 0. */
-        yard_conn_run_job(c, &loop->scratch);
-        w = yard_conn_next(c, &loop->scratch);
+        yard_conn_run_job(c, &loop->b.scratch);
+        w = yard_conn_next(c, &loop->b.scratch);
     }
     if (w.next == YARD_NEXT_CLOSE) {
         loop_close(loop, c, NULL);
         return;
     }
-    if (loop_sync_timer(loop, lc, w.deadline) < 0) {
+    if (yard_evbase_sync_timer(&loop->b, c, w.deadline) < 0) {
         loop_close(loop, c, "out of memory for a timer");
         return;
     }
@@ -260,13 +200,13 @@ static void loop_after(yard_loop_t *loop, yard_conn_t *c, uint64_t now)
         }
         lc->news_polled = true;
     }
-    if (loop->srv->cfg->idle_timeout_ns)
-        lru_touch(loop, lc, now);
+    if (loop->b.srv->cfg->idle_timeout_ns)
+        yard_evbase_touch(&loop->b, c, now);
 }
 
 static void loop_news_event(yard_loop_t *loop, yard_conn_t *c, uint64_t now)
 {
-    yard_conn_on_news(c, &loop->scratch);
+    yard_conn_on_news(c, &loop->b.scratch);
     loop_after(loop, c, now);
 }
 
@@ -274,7 +214,7 @@ static void loop_conn_event(yard_loop_t *loop, yard_conn_t *c, uint32_t ev, uint
 {
     struct loop_conn *lc = LC(c);
     if ((ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) && (lc->events & EPOLLIN))
-        yard_conn_read(c, &loop->scratch);
+        yard_conn_read(c, &loop->b.scratch);
     if ((ev & (EPOLLOUT | EPOLLERR)) && (lc->events & EPOLLOUT) && !c->failed)
         yard_conn_on_writable(c);
     if ((ev & EPOLLERR) && !(lc->events & EPOLLIN) && !c->out.len)
@@ -284,60 +224,13 @@ static void loop_conn_event(yard_loop_t *loop, yard_conn_t *c, uint32_t ev, uint
 
 static void loop_completions(yard_loop_t *loop, uint64_t now)
 {
-    yard_job_t *job = yard_completions_take(&loop->done);
+    yard_job_t *job = yard_evbase_take_jobs(&loop->b);
     while (job) {
-        yard_job_t *next = job->next;
+        yard_job_t *next = job->next; /* the job may be submitted again */
         yard_conn_t *c = job->owner;
-        LC(c)->in_pool = false;
-        loop->jobs_in_flight--;
-        yard_conn_on_job_done(c, &loop->scratch);
+        yard_conn_on_job_done(c, &loop->b.scratch);
         loop_after(loop, c, now);
         job = next;
-    }
-}
-
-static void loop_fire_timers(yard_loop_t *loop, uint64_t now)
-{
-    yard_heap_node_t *t;
-    while ((t = yard_heap_min(&loop->timers)) && t->key <= now) {
-        struct loop_conn *lc = (struct loop_conn *)((char *)t - offsetof(struct loop_conn, timer));
-        yard_heap_remove(&loop->timers, t);
-        yard_conn_on_timer(lc->lru.conn, &loop->scratch);
-        loop_after(loop, lc->lru.conn, now);
-    }
-}
-
-static int loop_timeout_ms(const yard_loop_t *loop, uint64_t now)
-{
-    uint64_t idle = loop->srv->cfg->idle_timeout_ns;
-    uint64_t due = UINT64_MAX;
-    yard_conn_t *oldest = lru_oldest(loop);
-    if (idle && oldest)
-        due = LC(oldest)->last_active + idle;
-    yard_heap_node_t *t = yard_heap_min(&loop->timers);
-    if (t && t->key < due)
-        due = t->key;
-    if (due == UINT64_MAX)
-        return -1;
-    if (due <= now)
-        return 0;
-    uint64_t ms = (due - now + YARD_NS_PER_MS - 1) / YARD_NS_PER_MS;
-    return ms > 60000 ? 60000 : (int)ms;
-}
-
-static void loop_expire(yard_loop_t *loop, uint64_t now)
-{
-    uint64_t idle = loop->srv->cfg->idle_timeout_ns;
-    yard_conn_t *c;
-    while ((c = lru_oldest(loop)) && LC(c)->last_active + idle <= now) {
-        struct loop_conn *lc = LC(c);
-        if (lc->in_pool) {
-            /* Waiting for its own job (a slow bcrypt) is not silence: the
-             * clock starts again (and the sweep moves past it). */
-            lru_touch(loop, lc, now);
-            continue;
-        }
-        loop_close(loop, c, "idle timeout");
     }
 }
 
@@ -350,10 +243,10 @@ static bool loop_stop_requested(yard_loop_t *loop)
 void yard_loop_run(yard_loop_t *loop)
 {
     struct epoll_event events[LOOP_EVENTS];
-    bool idle_timed = loop->srv->cfg->idle_timeout_ns != 0;
+    yard_evbase_t *b = &loop->b;
     uint64_t now = yard_now_ns();
     for (;;) {
-        int n = epoll_wait(loop->epfd, events, LOOP_EVENTS, loop_timeout_ms(loop, now));
+        int n = epoll_wait(loop->epfd, events, LOOP_EVENTS, yard_evbase_timeout_ms(b, now));
         if (n < 0 && errno != EINTR) {
             yard_log_err("epoll_wait: %s", strerror(errno));
             break;
@@ -375,7 +268,7 @@ void yard_loop_run(yard_loop_t *loop)
                 loop_accept(loop, now);
             else if (p == &loop->stop_fd)
                 stop = stop || loop_stop_requested(loop);
-            else if (p == &loop->done)
+            else if (p == &b->done)
                 loop_completions(loop, now);
             else
                 loop_conn_event(loop, p, events[i].events, now);
@@ -383,21 +276,16 @@ void yard_loop_run(yard_loop_t *loop)
         loop->batch_n = 0;
         if (stop)
             break;
-        if (loop->timers.n)
-            loop_fire_timers(loop, now);
-        if (idle_timed)
-            loop_expire(loop, now);
-    }
-    /* Jobs still in the pool refer to their connections: wait for them. */
-    while (loop->jobs_in_flight) {
-        struct pollfd pfd = {.fd = loop->done.efd, .events = POLLIN};
-        poll(&pfd, 1, 100);
-        for (yard_job_t *job = yard_completions_take(&loop->done); job; job = job->next) {
-            LC((yard_conn_t *)job->owner)->in_pool = false;
-            loop->jobs_in_flight--;
+        yard_conn_t *c;
+        while ((c = yard_evbase_timer_due(b, now))) {
+            yard_conn_on_timer(c, &b->scratch);
+            loop_after(loop, c, now);
         }
+        while ((c = yard_evbase_expired(b, now)))
+            loop_close(loop, c, "idle timeout");
     }
+    yard_evbase_wait_jobs(b);
     yard_conn_t *c;
-    while ((c = lru_oldest(loop)))
+    while ((c = yard_evbase_oldest(b)))
         loop_close(loop, c, NULL);
 }

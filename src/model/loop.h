@@ -6,29 +6,21 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "evbase.h"
 #include "yard/conn.h"
-#include "yard/heap.h"
 
 typedef struct yard_loop {
-    yard_server_t *srv;
+    yard_evbase_t b;   /* connections, timers, the offload pool */
     int epfd;
     int listen_fd;
     int stop_fd;       /* readable when the loop must stop */
     bool stop_is_sigfd; /* stop_fd is a signalfd: only SIGTERM/SIGINT stop */
     int reserve_fd;
-    yard_scratch_t scratch;
     /* The batch of events being dispatched: a connection closed mid-batch
      * has its later entries (socket or news eventfd) cleared. */
     struct epoll_event *batch;
     int batch_i, batch_n;
     yard_conn_policy_t policy; /* of the connections this loop opens */
-    yard_conn_link_t lru; /* sentinel of the idle-timeout list, oldest first */
-    size_t nconns;
-    yard_heap_t timers;   /* the connections' app timers */
-    yard_pool_t *pool;    /* started on the first offloaded job */
-    bool pool_failed;     /* could not start one: jobs run inline */
-    yard_completions_t done;
-    size_t jobs_in_flight;
 } yard_loop_t;
 
 int yard_loop_init(yard_loop_t *loop, yard_server_t *srv, int listen_fd, int stop_fd,

@@ -33,40 +33,6 @@ static void *reactor_thread(void *p)
     return NULL;
 }
 
-/* Listener 0 is the one main() bound; the others join its port. */
-static int open_listeners(yard_server_t *srv, struct reactor *rs, int n)
-{
-    rs[0].listen_fd = srv->listen_fd;
-    for (int i = 1; i < n; i++) {
-        char err[256];
-        rs[i].listen_fd = yard_listen(&srv->bound, srv->cfg->backlog, true, err, sizeof err);
-        if (rs[i].listen_fd < 0) {
-            yard_log_err("reactor %d: %s", i, err);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-static void close_listeners(struct reactor *rs, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (rs[i].listen_fd >= 0)
-            close(rs[i].listen_fd);
-}
-
-static int wait_for_stop_signal(int sig_fd)
-{
-    struct pollfd pfd = {.fd = sig_fd, .events = POLLIN};
-    for (;;) {
-        if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
-            return -1;
-        int stop = yard_signals_stop(sig_fd, NULL, NULL);
-        if (stop)
-            return stop < 0 ? -1 : 0;
-    }
-}
-
 static int reactors_threads(yard_server_t *srv, struct reactor *rs, int n)
 {
     int status = 1;
@@ -87,7 +53,7 @@ static int reactors_threads(yard_server_t *srv, struct reactor *rs, int n)
         }
         rs[i].started = true;
     }
-    status = wait_for_stop_signal(srv->sig_fd) < 0 ? 1 : 0;
+    status = yard_wait_stop_signal(srv->sig_fd) < 0 ? 1 : 0;
 stop:
     /* The eventfd stays readable once written, so every loop sees it. */
     if (eventfd_write(stop_fd, 1) < 0)
@@ -154,7 +120,8 @@ static int reactors_procs(yard_server_t *srv, struct reactor *rs, int n)
         }
     }
     /* The parent only supervises: the children own the listeners now. */
-    close_listeners(rs, n);
+    for (int i = 0; i < n; i++)
+        close(rs[i].listen_fd);
     srv->listen_fd = -1;
     struct pollfd pfd = {.fd = srv->sig_fd, .events = POLLIN};
     while (!st.crashed && !st.died) {
@@ -178,20 +145,20 @@ static int reactors_serve(yard_server_t *srv)
         yard_log_err("out of memory");
         return 1;
     }
-    for (int i = 0; i < n; i++)
-        rs[i].listen_fd = -1;
-    if (open_listeners(srv, rs, n) < 0) {
-        close_listeners(rs + 1, n - 1);
+    int fds[n];
+    if (yard_listeners_open(srv, fds, n) < 0) {
         free(rs);
         return 1;
     }
+    for (int i = 0; i < n; i++)
+        rs[i].listen_fd = fds[i];
     yard_log_info("%d reactor %s", n, srv->cfg->procs ? "processes" : "threads");
     int status;
     if (srv->cfg->procs) {
         status = reactors_procs(srv, rs, n); /* closes every listener */
     } else {
         status = reactors_threads(srv, rs, n);
-        close_listeners(rs, n);
+        yard_listeners_close(fds, n);
         srv->listen_fd = -1;
     }
     free(rs);
