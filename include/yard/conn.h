@@ -67,6 +67,13 @@ typedef struct yard_conn_policy {
      * otherwise the driver runs permission jobs inline under the object's
      * process-shared rwlock. */
     bool perm_tasks;
+    /* Completion-based I/O (uring): the model sends and writes the output
+     * file itself, the driver never calls send() or write(). Output waits in
+     * c->out and file bytes in c->store until the model takes them
+     * (yard_conn_tx_take, yard_conn_store_take); what it took stays put
+     * until it reports how much went (yard_conn_tx_done,
+     * yard_conn_store_done), so the kernel may read it meanwhile. */
+    bool completion;
     /* Bytes of the model's own per-connection state (yard_conn_model),
      * allocated with the connection, zeroed. */
     size_t model_size;
@@ -83,7 +90,9 @@ enum yard_next {
 typedef struct yard_wait {
     enum yard_next next;
     bool read;         /* readable (or end of input) */
-    bool write;        /* writable: output is queued */
+    bool write;        /* writable: output is queued (completion: output the model
+                        * has not taken yet) */
+    bool store;        /* completion: file bytes the model should take now */
     bool news;         /* the news eventfd, yard_conn_news_fd */
     uint64_t deadline; /* the app's timer (yard_conn_on_timer), 0: none */
 } yard_wait_t;
@@ -111,6 +120,8 @@ typedef struct yard_conn {
     yard_buf_t in;    /* a partial request the app has not consumed */
     yard_buf_t out;   /* output the socket has not taken yet */
     yard_buf_t store; /* bytes on their way to the output file */
+    yard_buf_t tx;    /* completion: output the model took, being sent */
+    yard_buf_t stx;   /* completion: file bytes the model took, being written */
     char peer[YARD_ADDR_STRLEN];
     yard_addr_t peer_addr; /* len 0 when unknown */
     uint64_t wake_at;  /* the app's timer, 0 when none is armed */
@@ -159,6 +170,19 @@ int yard_conn_read_drained(yard_conn_t *c, yard_scratch_t *s, bool *drained);
 /* Send queued output: YARD_IO_OK when all of it left, YARD_IO_AGAIN when
  * some is left, YARD_IO_DONE when the connection failed. */
 int yard_conn_on_writable(yard_conn_t *c);
+/* Completion models. The output to send now: the rest of what was taken
+ * before, else everything queued (moved aside, so that new output can
+ * queue behind it while the kernel reads this); NULL when there is none.
+ * The bytes stay valid and unchanged until yard_conn_tx_done. */
+const uint8_t *yard_conn_tx_take(yard_conn_t *c, size_t *n);
+/* A send of taken output completed: res bytes went, or -errno. */
+void yard_conn_tx_done(yard_conn_t *c, long res);
+/* The file bytes to write now (final: the connection is closing, take
+ * what --flush buffered would still hold back); NULL when none. Valid
+ * until yard_conn_store_done. */
+const uint8_t *yard_conn_store_take(yard_conn_t *c, size_t *n, bool final);
+/* A write of taken file bytes completed: res bytes went, or -errno. */
+void yard_conn_store_done(yard_conn_t *c, long res);
 /* The armed timer is due: run app->timer. */
 void yard_conn_on_timer(yard_conn_t *c, yard_scratch_t *s);
 /* The job handed out by YARD_NEXT_JOB or _PERM has run: run app->job_done. */
@@ -166,6 +190,8 @@ void yard_conn_on_job_done(yard_conn_t *c, yard_scratch_t *s);
 /* The news eventfd is readable: drain it and, if the topic has news the
  * app can take now, run app->news. */
 void yard_conn_on_news(yard_conn_t *c, yard_scratch_t *s);
+/* The same when the model has already read the eventfd (through a ring). */
+void yard_conn_on_news_read(yard_conn_t *c, yard_scratch_t *s);
 /* A wake-up that may mean news, without a watch (fork --pair SEND): run
  * app->news. */
 void yard_conn_on_wakeup(yard_conn_t *c, yard_scratch_t *s);

@@ -168,8 +168,9 @@ static void conn_store(yard_conn_t *c)
         yard_buf_clear(&c->store);
         return;
     }
-    if (srv->cfg->flush == YARD_FLUSH_BUFFERED && c->store.len < YARD_STORE_CHUNK)
-        return;
+    if (c->policy->completion ||
+        (srv->cfg->flush == YARD_FLUSH_BUFFERED && c->store.len < YARD_STORE_CHUNK))
+        return; /* the model takes it (yard_conn_store_take), or more is to come */
     if (yard_write_all(srv->out_fd, yard_buf_head(&c->store), c->store.len) < 0) {
         yard_log_err("%s: writing %s: %s", c->peer, srv->cfg->out, strerror(errno));
         yard_conn_fail(c, "output file not writable", YARD_CLOSE_WARN);
@@ -186,7 +187,15 @@ static void conn_store(yard_conn_t *c)
 static void conn_flush(yard_conn_t *c, yard_scratch_t *s)
 {
     bool defer = c->job_pending && c->job_access;
-    if (s && s->out.len) {
+    if (c->policy->completion) {
+        /* Queued for the model to take; the scratch buffer stays with the
+         * thread. */
+        if (s && s->out.len && !c->failed &&
+            yard_buf_append(&c->out, yard_buf_head(&s->out), s->out.len) < 0)
+            yard_conn_fail(c, "out of memory", YARD_CLOSE_WARN);
+        if (s)
+            yard_buf_clear(&s->out);
+    } else if (s && s->out.len) {
         size_t sent = 0;
         if (!c->failed && !defer)
             conn_send(c, yard_buf_head(&s->out), s->out.len, &sent);
@@ -198,7 +207,7 @@ static void conn_flush(yard_conn_t *c, yard_scratch_t *s)
         yard_conn_on_writable(c);
     }
     size_t limit = c->srv->cfg->max_sendq ? c->srv->cfg->max_sendq : YARD_OUT_LIMIT;
-    if (c->out.len > limit)
+    if (c->out.len + c->tx.len > limit)
         yard_conn_fail(c, "send queue exceeded", YARD_CLOSE_WARN);
 }
 
@@ -376,6 +385,13 @@ void yard_conn_on_news(yard_conn_t *c, yard_scratch_t *s)
     if (!c->watch)
         return;
     yard_watch_drain(c->watch);
+    yard_conn_on_news_read(c, s);
+}
+
+void yard_conn_on_news_read(yard_conn_t *c, yard_scratch_t *s)
+{
+    if (!c->watch)
+        return;
     /* While a job runs the app is not called; the news waits (the watch
      * stays due, the job's completion pokes it, and yard_conn_next looks). */
     if (c->failed || c->closing || c->job_pending || !yard_watch_due(c->watch) ||
@@ -422,7 +438,14 @@ void yard_conn_rx_commit(yard_conn_t *c, yard_scratch_t *s, size_t n)
 
 void yard_conn_on_bytes(yard_conn_t *c, yard_scratch_t *s, const uint8_t *p, size_t n)
 {
-    yard_buf_t *ib = c->in.len ? &c->in : &s->in;
+    if (!c->in.len) {
+        /* Nothing waits before these bytes: the app reads them where they
+         * are, and only what it leaves is copied (into c->in). */
+        yard_buf_t view = {.data = (uint8_t *)p, .len = n, .cap = n};
+        conn_input(c, &view, s);
+        return;
+    }
+    yard_buf_t *ib = &c->in;
     if (yard_buf_append(ib, p, n) < 0) {
         yard_conn_fail(c, "out of memory", YARD_CLOSE_WARN);
         return;
@@ -480,8 +503,77 @@ int yard_conn_read_drained(yard_conn_t *c, yard_scratch_t *s, bool *drained)
  * (its answer is still to come). */
 static bool conn_finished(const yard_conn_t *c)
 {
-    return c->failed ||
-           ((c->read_eof || c->closing) && c->out.len == 0 && !c->job_pending && !c->wake_at);
+    return c->failed || ((c->read_eof || c->closing) && c->out.len == 0 && c->tx.len == 0 &&
+                         !c->job_pending && !c->wake_at);
+}
+
+/* Completion models: file bytes ready to be taken (one write at a time
+ * per connection, so that its bytes reach the file in order). */
+static bool store_due(const yard_conn_t *c, bool final)
+{
+    if (c->stx.len)
+        return true; /* the rest of a short write */
+    if (!c->store.len)
+        return false;
+    return final || c->srv->cfg->flush != YARD_FLUSH_BUFFERED || c->store.len >= YARD_STORE_CHUNK;
+}
+
+/* Swap the queue and the in-flight buffer: the queue's bytes become the
+ * in-flight ones, and the queue starts over in the other's memory. */
+static void buf_swap(yard_buf_t *a, yard_buf_t *b)
+{
+    yard_buf_t t = *a;
+    *a = *b;
+    *b = t;
+}
+
+const uint8_t *yard_conn_tx_take(yard_conn_t *c, size_t *n)
+{
+    if (!c->tx.len) {
+        if (!c->out.len || c->failed)
+            return NULL;
+        buf_swap(&c->out, &c->tx);
+    }
+    *n = c->tx.len;
+    return yard_buf_head(&c->tx);
+}
+
+void yard_conn_tx_done(yard_conn_t *c, long res)
+{
+    if (res < 0) {
+        yard_buf_clear(&c->tx);
+        yard_conn_fail(c, strerror((int)-res), YARD_CLOSE_QUIET);
+        return;
+    }
+    yard_buf_consume(&c->tx, (size_t)res);
+    /* An idle connection gives its output memory back. */
+    yard_buf_shrink(&c->tx, 0);
+    yard_buf_shrink(&c->out, 0);
+}
+
+const uint8_t *yard_conn_store_take(yard_conn_t *c, size_t *n, bool final)
+{
+    if (c->srv->out_fd < 0 || !store_due(c, final))
+        return NULL;
+    if (!c->stx.len)
+        buf_swap(&c->store, &c->stx);
+    *n = c->stx.len;
+    return yard_buf_head(&c->stx);
+}
+
+void yard_conn_store_done(yard_conn_t *c, long res)
+{
+    if (res <= 0) {
+        /* A regular file that takes nothing is full. */
+        const char *why = strerror(res < 0 ? (int)-res : ENOSPC);
+        yard_log_err("%s: writing %s: %s", c->peer, c->srv->cfg->out, why);
+        yard_conn_fail(c, "output file not writable", YARD_CLOSE_WARN);
+        yard_buf_clear(&c->stx);
+        yard_buf_clear(&c->store);
+        return;
+    }
+    yard_buf_consume(&c->stx, (size_t)res);
+    yard_buf_shrink(&c->stx, 0);
 }
 
 /* How many callbacks yard_conn_next runs before it lets the model wait (an
@@ -513,8 +605,10 @@ yard_wait_t yard_conn_next(yard_conn_t *c, yard_scratch_t *s)
     }
     return (yard_wait_t){
         .next = YARD_NEXT_WAIT,
-        .read = !c->read_eof && !c->closing && !c->sender && c->out.len < YARD_OUT_HIGH_WATER,
+        .read = !c->read_eof && !c->closing && !c->sender &&
+                c->out.len + c->tx.len < YARD_OUT_HIGH_WATER,
         .write = c->out.len > 0,
+        .store = c->policy->completion && store_due(c, false),
         .news = c->watch != NULL,
         .deadline = c->wake_at,
     };
@@ -556,6 +650,8 @@ void yard_conn_close(yard_conn_t *c, const char *reason)
     yard_buf_free(&c->in);
     yard_buf_free(&c->out);
     yard_buf_free(&c->store);
+    yard_buf_free(&c->tx);
+    yard_buf_free(&c->stx);
     free(c);
 }
 
