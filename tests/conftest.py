@@ -8,6 +8,7 @@ against the release, ASan and TSan builds. $YARD_MODELS restricts the models
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import selectors
@@ -22,7 +23,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(os.environ.get("YARD_BIN", ROOT / "build" / "bin"))
-ALL_MODELS = ["fork", "thread", "epoll", "reactors", "reactors-procs", "coro"]
+ALL_MODELS = ["fork", "thread", "epoll", "reactors", "reactors-procs", "coro", "uring"]
 MODELS = [m for m in os.environ.get("YARD_MODELS", ",".join(ALL_MODELS)).split(",") if m]
 
 # The reference peers (peers/<name>/run) speak the same echo, counter and
@@ -53,9 +54,33 @@ def model_args(model: str) -> list[str]:
         return ["--model", "reactors", "--procs", "--workers", "2"]
     if model == "fork-pair":  # chat only: papayaChat's RECV/SEND process pair
         return ["--model", "fork", "--pair"]
-    if model in ("reactors", "coro"):
+    if model in ("reactors", "coro", "uring"):
         return ["--model", model, "--workers", "2"]
+    if model == "uring-1":  # one ring on the main thread
+        return ["--model", "uring", "--workers", "1"]
     return ["--model", model]
+
+
+_UNAVAILABLE: dict[str, str | None] = {}
+
+
+def model_unavailable(model: str) -> str | None:
+    """Why yard-serve says a model cannot run on this machine (io_uring
+    refused by the kernel, a seccomp profile...), or None."""
+    name = model_args(model)[1]
+    if name not in _UNAVAILABLE:
+        out = subprocess.run([str(BIN / "yard-serve"), "--list-models", "--json"],
+                             capture_output=True, text=True, check=True)
+        for m in json.loads(out.stdout):
+            _UNAVAILABLE[m["name"]] = None if m["available"] else m["unavailable_reason"]
+    return _UNAVAILABLE.get(name)
+
+
+def skip_unavailable(model: str) -> None:
+    """Skip, with the reason printed, a test of a model this machine cannot run."""
+    why = model_unavailable(model) if model not in ALL_PEERS else None
+    if why:
+        pytest.skip(f"--model {model_args(model)[1]} is unavailable here: {why}")
 
 
 def wait_for(cond: Callable[[], object], timeout: float = 10.0, what: str = "condition",
@@ -228,6 +253,7 @@ def serve(start_server):
             if variant == "cluster":
                 argv += ["--cluster", "2"]
         else:
+            skip_unavailable(model)
             argv = [BIN / "yard-serve", "--app", app, *model_args(model), "--listen", listen,
                     *flags]
         return start_server(argv, env=env)

@@ -27,6 +27,9 @@ typedef struct yard_config {
     size_t max_sendq;   /* bytes queued for a peer before it is disconnected; 0: 8 MiB */
     size_t shm_bytes;   /* size of the shared region mapped before any fork */
     int offload_threads; /* event-loop models: job pool size; 0 runs jobs inline */
+    bool stats;         /* uring: print each ring's counters at exit */
+    int ring_bufs;      /* uring: receive buffers per ring (a power of two) */
+    size_t ring_buf_size; /* uring: bytes per receive buffer */
 } yard_config_t;
 
 #endif

@@ -17,7 +17,8 @@ typedef struct yard_model_traits {
     bool multi_threaded;       /* several kernel threads run app code at once */
     bool multi_process;        /* app code runs in several processes */
     bool lightweight_threads;  /* user-level threads (coroutines) */
-    bool event_based;          /* readiness events drive the app */
+    bool event_based;          /* events drive the app */
+    bool completion_based;     /* the kernel reports finished I/O (io_uring), not readiness */
     bool explicit_concurrency; /* the programmer states concurrency (spawn, tasks) */
     const char *shared_state;  /* how connections share app state */
     const char *ipc;           /* how execution units talk to each other */
@@ -36,6 +37,9 @@ typedef struct yard_model {
     /* Optional: a usage error (0 or -1 with err set) in what the flags and
      * the app ask of the model together, checked before anything starts. */
     int (*check)(const yard_config_t *cfg, const struct yard_app *app, char *err, size_t errlen);
+    /* Optional: NULL when the model can run on this machine, else why not
+     * (written into buf): the kernel refuses what it is built on. */
+    const char *(*unavailable)(char *buf, size_t len);
     /* Serve srv->listen_fd until srv->sig_fd reports SIGTERM or SIGINT, then
      * close every connection, reap every child and return the exit status. */
     int (*serve)(yard_server_t *srv);

@@ -35,6 +35,27 @@ def list_models(bin_dir: Path) -> list[dict]:
         return []
 
 
+def skip_unavailable(exps: list[Experiment], models: list[dict], say) -> list[dict]:
+    """Take out of each experiment the alternatives whose model yard-serve
+    says cannot run here (io_uring refused by the kernel, ...), each said
+    with its reason; returns what was skipped, for the report."""
+    why = {m["name"]: m.get("unavailable_reason") or "unavailable"
+           for m in models if m.get("available") is False}
+    skipped = []
+    for e in exps:
+        keep = []
+        for a in e.alternatives:
+            if a.model in why:
+                skipped.append({"experiment": e.name, "alternative": a.label,
+                                "model": a.model, "reason": why[a.model]})
+                say(f"yard: {e.name}: skipping {a.label}: --model {a.model} is unavailable "
+                    f"here: {why[a.model]}")
+            else:
+                keep.append(a)
+        e.alternatives = keep
+    return skipped
+
+
 def _fmt_secs(s: float) -> str:
     s = int(s)
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
@@ -61,6 +82,8 @@ def execute(exps: list[Experiment], suite: str, args, repo: Path) -> Path:
     if missing:
         sys.exit(f"yard: {', '.join(missing)} not found in {bin_dir} (build first, or give --bin-dir)")
     models = list_models(bin_dir)
+    say = (lambda *a: None) if args.quiet else print
+    skipped = skip_unavailable(exps, models, say)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     out = results / stamp
     n = 1
@@ -70,11 +93,11 @@ def execute(exps: list[Experiment], suite: str, args, repo: Path) -> Path:
     (out / "raw").mkdir(parents=True)
     meta = {"suite": suite, "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
             "seed": args.seed, "argv": sys.argv, "environment": environment(repo, bin_dir),
-            "models": models, "experiments": [_exp_meta(e, repo) for e in exps]}
+            "models": models, "skipped": skipped,
+            "experiments": [_exp_meta(e, repo) for e in exps]}
     (out / "meta.json").write_text(json.dumps(meta, indent=1))
     trials = plan(exps, args.seed)
     total = sum(t.exp.trial_seconds() for t in trials)
-    say = (lambda *a: None) if args.quiet else print
     say(f"yard: suite {suite}: {len(exps)} experiment(s), {len(trials)} trials, "
         f"about {_fmt_secs(total)} (estimate); results in {out}")
     seq = 0

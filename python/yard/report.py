@@ -340,6 +340,11 @@ def write_report(out: Path, meta: dict | None = None) -> Path:
         parts.append("<p class='warn'>No cgroup could be created: CPU was measured by a /proc "
                      "walk and is approximate.</p>")
     parts.append("<h2>The models</h2>" + _feature_table(meta.get("models", [])))
+    skipped = meta.get("skipped") or []
+    if skipped:
+        parts.append("<p class='warn'>Skipped on this machine: " + "; ".join(
+            html.escape(f"{s['experiment']} {s['alternative']} (--model {s['model']}: "
+                        f"{s['reason']})") for s in skipped) + ".</p>")
     for exp in meta.get("experiments", []):
         et = [t for t in trials if t["experiment"] == exp["name"]]
         parts.append(f"<section><h2>{html.escape(exp['title'])}</h2>")

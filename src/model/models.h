@@ -27,6 +27,16 @@ extern const yard_model_t yard_model_thread;
 extern const yard_model_t yard_model_epoll;
 extern const yard_model_t yard_model_reactors;
 extern const yard_model_t yard_model_coro;
+extern const yard_model_t yard_model_uring;
+
+/* The listeners of a model that runs n loops on one port (SO_REUSEPORT):
+ * fds[0] is srv->listen_fd, the others join its port. -1 (logged, none
+ * left open but fds[0]) when one cannot be opened. */
+int yard_listeners_open(yard_server_t *srv, int *fds, int n);
+void yard_listeners_close(const int *fds, int n);
+/* Block until SIGTERM or SIGINT arrives on sig_fd: 0, or -1 when the
+ * descriptor fails. */
+int yard_wait_stop_signal(int sig_fd);
 
 /* Shared by the process-based models: the parent only supervises. Sends
  * SIGTERM to every child, waits up to grace_ns, then SIGKILLs and reaps

@@ -297,7 +297,7 @@ def test_torn_tail_is_cut_and_reported(chat):
     assert ids == list(range(1, 7))
 
 
-@pytest.mark.parametrize("model", ["fork", "fork-pair", "epoll", "coro"])
+@pytest.mark.parametrize("model", ["fork", "fork-pair", "epoll", "coro", "uring"])
 def test_yard_load_chat_counts_every_delivery(chat, model):
     """yard-load chat: 20 members, 400 messages at 400/s; every other member
     gets each one (19 x 400 deliveries), none lost."""

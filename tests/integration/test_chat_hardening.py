@@ -65,7 +65,7 @@ def pass_attempt(port, name, password, source=None, timeout=20.0):
 
 # ---- abuse hole 1: bad logins from one address -------------------------------
 
-@pytest.mark.parametrize("model", [m for m in ["epoll", "thread", "fork", "coro"] if m in MODELS])
+@pytest.mark.parametrize("model", [m for m in ["epoll", "thread", "fork", "coro", "uring"] if m in MODELS])
 def test_a_login_flood_from_one_address_does_not_delay_another(chat, model):
     """100 connections from 127.0.0.1 hammer wrong passwords; a real user on
     127.0.0.2 logs in meanwhile in under 2 s (before: 16.6 s). The flood gets

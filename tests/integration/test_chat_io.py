@@ -18,9 +18,11 @@ from conftest import BIN, MODELS, model_args, wait_for
 
 pytestmark = pytest.mark.usefixtures("yard_chat_built")
 
-LOOP_MODELS = [m for m in ("epoll", "reactors", "coro") if m in MODELS]
+LOOP_MODELS = [m for m in ("epoll", "reactors", "coro", "uring") if m in MODELS]
 DISK_CALLS = ("pwrite64", "pread64", "fdatasync")
 LINE = re.compile(r"^(\d+)\s+(\w+)\(")
+# What an event loop thread waits in: epoll, or io_uring_enter for uring.
+WAIT_CALLS = ("epoll_wait", "epoll_pwait", "io_uring_enter")
 
 
 def trace_calls(path):
@@ -45,7 +47,7 @@ def test_log_io_runs_off_the_event_loop(start_server, tmp_path, model, offload):
         add_account(data, name, f"pw-{name}")
     trace = tmp_path / "trace"
     srv = start_server([strace, "-f", "-qq", "-o", trace,
-                        "-e", "trace=epoll_wait,epoll_pwait," + ",".join(DISK_CALLS),
+                        "-e", "trace=" + ",".join(WAIT_CALLS + DISK_CALLS),
                         BIN / "yard-serve", "--app", "chat", *model_args(model),
                         "--offload-threads", offload, "--listen", "127.0.0.1:0",
                         "--data", data, "--fsync", "always"],
@@ -78,10 +80,10 @@ def test_log_io_runs_off_the_event_loop(start_server, tmp_path, model, offload):
         return c if sum(1 for _, s in c if s == "pwrite64") >= 6 else None
 
     seen = wait_for(calls, timeout=10, what="six appends in the trace")
-    # Only what happened while serving: from the first wait in epoll on.
-    first = next(i for i, (_, s) in enumerate(seen) if s.startswith("epoll"))
+    # Only what happened while serving: from the loops' first wait on.
+    first = next(i for i, (_, s) in enumerate(seen) if s in WAIT_CALLS)
     serving = seen[first:]
-    loops = {tid for tid, s in serving if s.startswith("epoll")}
+    loops = {tid for tid, s in serving if s in WAIT_CALLS}
     disk = {}
     for tid, s in serving:
         if s in DISK_CALLS:

@@ -398,7 +398,7 @@ def test_password_over_72_bytes_is_refused(serve, model):
 
 # --- a job that outlasts the idle timeout --------------------------------------
 
-@pytest.mark.parametrize("model", ["epoll", "reactors", "coro"])
+@pytest.mark.parametrize("model", ["epoll", "reactors", "coro", "uring"])
 def test_job_longer_than_the_idle_timeout(serve, model):
     """A password hash that takes longer than --idle-timeout: the connection
     waiting for it is not idle (it gets its answer), and the loop goes on

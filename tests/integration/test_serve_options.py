@@ -122,13 +122,15 @@ def test_list_apps_json_lists_each_apps_options_with_defaults():
 def test_list_models_json_keeps_its_old_keys():
     """The harness (python/yard) reads name, summary, flags and traits."""
     expected_flags = {"fork": (False, False), "thread": (False, False),
-                      "epoll": (False, False), "reactors": (True, True), "coro": (True, False)}
+                      "epoll": (False, False), "reactors": (True, True), "coro": (True, False),
+                      "uring": (True, False)}
     for name, (workers, procs) in expected_flags.items():
         m = MODELS[name]
         assert m["flags"] == {"workers": workers, "procs": procs}, name
         assert isinstance(m["summary"], str) and m["summary"]
         assert set(m["traits"]) == {"multi_threaded", "multi_process", "lightweight_threads",
-                                    "event_based", "explicit_concurrency", "shared_state", "ipc",
+                                    "event_based", "completion_based", "explicit_concurrency",
+                                    "shared_state", "ipc",
                                     "error_isolation"}
     assert [o["flag"] for o in MODELS["reactors"]["options"]] == [
         "--workers", "--procs", "--offload-threads"]

@@ -221,18 +221,30 @@ static void json_bool(const char *key, bool v)
 
 static void list_models(bool json)
 {
+    char why[256];
     if (!json) {
-        for (const yard_model_t *const *m = yard_models; *m; m++)
+        for (const yard_model_t *const *m = yard_models; *m; m++) {
             printf("%-10s %s\n", (*m)->name, (*m)->summary);
+            if ((*m)->unavailable && (*m)->unavailable(why, sizeof why))
+                printf("%-10s (unavailable here: %s)\n", "", why);
+        }
         return;
     }
     printf("[");
     for (const yard_model_t *const *m = yard_models; *m; m++) {
         const yard_model_traits_t *t = &(*m)->traits;
+        const char *unavailable = (*m)->unavailable ? (*m)->unavailable(why, sizeof why) : NULL;
         printf("%s\n  {\"name\": ", m == yard_models ? "" : ",");
         yard_json_string(stdout, (*m)->name);
         printf(", \"summary\": ");
         yard_json_string(stdout, (*m)->summary);
+        printf(", ");
+        json_bool("available", unavailable == NULL);
+        printf(", \"unavailable_reason\": ");
+        if (unavailable)
+            yard_json_string(stdout, unavailable);
+        else
+            printf("null");
         /* The harness reads these two; they follow from the table. */
         printf(", \"flags\": {");
         json_bool("workers", yard_opt_find((*m)->opts, "workers") != NULL);
@@ -246,6 +258,8 @@ static void list_models(bool json)
         json_bool("lightweight_threads", t->lightweight_threads);
         printf(", ");
         json_bool("event_based", t->event_based);
+        printf(", ");
+        json_bool("completion_based", t->completion_based);
         printf(", ");
         json_bool("explicit_concurrency", t->explicit_concurrency);
         printf(", \"shared_state\": ");
@@ -582,6 +596,14 @@ int main(int argc, char **argv)
     }
     apply_model_and_app(args, nargs, &a.cfg, app, model, settings);
     check_engine_flags(args, nargs, &a.cfg, app, model);
+    char why[256];
+    if (model->unavailable && model->unavailable(why, sizeof why)) {
+        fprintf(stderr, "%s: --model %s is unavailable on this machine: %s\n", progname,
+                model->name, why);
+        free(args);
+        free(settings);
+        return 1;
+    }
     bool idle_given = engine_given(args, nargs, "idle-timeout");
     free(args);
     int status = serve(&a.cfg, app, model, settings, a.log_level, idle_given);
