@@ -289,3 +289,43 @@ def test_garbage_bytes_are_just_bytes_to_echo(serve, model):
     with server.connect() as s:
         threading.Thread(target=s.sendall, args=(garbage,)).start()
         assert recv_exactly(s, len(garbage)) == garbage
+
+
+# --- running out of descriptors ---------------------------------------------
+
+EVENT_LOOP_MODELS = [m for m in ("epoll", "reactors", "coro", "uring") if m in MODELS]
+
+
+@pytest.mark.parametrize("model", EVENT_LOOP_MODELS)
+def test_out_of_descriptors_sheds_connections_and_recovers(start_server, model):
+    """With RLIMIT_NOFILE at 48, 80 clients connect: those the server cannot
+    take see their connection closed (not a hang: the reserve descriptor
+    accepts and drops them), the server says it is shedding, the clients it
+    took are served, and once they leave a new client is served again."""
+    from conftest import skip_unavailable
+    skip_unavailable(model)
+    srv = start_server(["prlimit", "--nofile=48:48", SERVE, "--app", "echo", *model_args(model),
+                        "--listen", "127.0.0.1:0"])
+    clients = []
+    for _ in range(80):
+        s = socket.create_connection(srv.addr, timeout=10)
+        clients.append(s)
+    served, shed = [], []
+    for i, s in enumerate(clients):
+        s.settimeout(10)
+        msg = b"client %d" % i
+        try:
+            s.sendall(msg)
+            got = s.recv(64)
+        except (ConnectionResetError, BrokenPipeError):
+            got = b""
+        (served if got == msg else shed).append(s)
+        assert got in (msg, b""), got
+    assert shed, "every client was served under a limit of 48 descriptors"
+    assert len(served) >= 20, f"only {len(served)} clients served"
+    wait_for(lambda: "shedding connections" in srv.stderr(), timeout=10,
+             what="the shedding message")
+    for s in clients:
+        s.close()
+    assert wait_for(lambda: echo_eventually_ok(srv), timeout=10, what="an echo after recovery")
+    assert srv.stop() == 0, srv.stderr()

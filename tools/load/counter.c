@@ -217,6 +217,7 @@ static const yard_opt_t counter_opts[] = {
 
 const load_mode_t load_mode_counter = {
     .name = "counter",
+    .engine = true,
     .summary = "the Eve atomic counter: reads and increments, every reply and the final count "
                "checked",
     .opts = counter_opts,

@@ -86,6 +86,7 @@ static int echo_prepare(load_opts_t *o, char *err, size_t errlen)
 
 const load_mode_t load_mode_echo = {
     .name = "echo",
+    .engine = true,
     .summary = "request/response round trips (closed or open loop), every echoed byte checked",
     .opts = echo_opts,
     .settings_size = sizeof(struct echo_settings),

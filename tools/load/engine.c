@@ -16,11 +16,22 @@
  *
  * All connections are established before the clock starts, so connection
  * set-up is not in any latency. A timerfd wakes the loop at the next due
- * time (a min-heap of connections waiting for one). */
+ * time (a min-heap of connections waiting for one).
+ *
+ * Two ways to do the I/O (--io). epoll: wait for readiness, read() and
+ * send() per round trip. uring: a multishot receive per connection into
+ * buffers the kernel picks from a ring of provided buffers, sends as
+ * submissions (one in flight per connection; requests started meanwhile
+ * queue behind it in the connection's buffer), and each loop turn submits
+ * everything and waits for the next completions or due time in one
+ * io_uring_enter. The protocol callbacks, the schedule and every check are
+ * the same code for both. */
 #include <errno.h>
+#include <liburing.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -31,13 +42,16 @@
 struct lconn {
     int id, fd;
     bool connected, done;
+    uint32_t events;             /* registered with epoll (EPOLLIN after the connect) */
     uint64_t sent, completed;    /* requests started, replies complete */
     uint64_t slot_free_at;       /* when the number outstanding last fell below K */
     uint64_t ready_at;           /* closed loop with --think-time: not before this */
     uint64_t *start;             /* ring of K: each outstanding request's start time */
     uint32_t *tag;               /* ring of K: what the protocol said about it */
-    uint8_t *tx;                 /* the request being written */
-    size_t tx_len, tx_off;
+    uint8_t *tx;                 /* epoll: the request being written; uring: requests not
+                                  * yet acknowledged by a send completion, oldest first */
+    size_t tx_len, tx_off;       /* uring: tx_off is unused */
+    bool sending, recv_armed;    /* uring: a send / a multishot receive in flight */
     void *priv;
 };
 
@@ -60,8 +74,19 @@ struct engine {
     uint64_t last_progress;
     struct due *heap;
     size_t nheap, capheap;
+    /* --io uring */
+    bool ring_on;
+    struct io_uring ring;
+    struct io_uring_buf_ring *br;
+    size_t br_bytes;
+    uint8_t *bufs;
+    unsigned nbufs;
     uint8_t rbuf[65536];
 };
+
+#define RING_BUF_SIZE 4096u
+#define RING_BGID 0
+enum { UD_RECV = 1, UD_SEND = 2, UD_MASK = 3 };
 
 static int heap_push(struct engine *e, struct due d)
 {
@@ -126,6 +151,8 @@ static void finish(struct engine *e, struct lconn *c)
     c->done = true;
     e->outstanding -= c->sent - c->completed;
     epoll_ctl(e->ep, EPOLL_CTL_DEL, c->fd, NULL);
+    if (e->ring_on)
+        shutdown(c->fd, SHUT_RDWR); /* ends what the ring has armed on it */
     close(c->fd);
     e->active--;
 }
@@ -136,10 +163,194 @@ static void fail(struct engine *e, struct lconn *c)
     finish(e, c);
 }
 
+/* Register exactly these events; no system call when they already are
+ * (the steady state of a round trip: EPOLLIN). */
 static int want(struct engine *e, struct lconn *c, uint32_t events)
 {
+    if (c->events == events)
+        return 0;
     struct epoll_event ev = {.events = events, .data.ptr = c};
+    c->events = events;
     return epoll_ctl(e->ep, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+/* ---- --io uring ---------------------------------------------------------- */
+
+static struct io_uring_sqe *ring_sqe(struct engine *e)
+{
+    struct io_uring_sqe *sqe;
+    while (!(sqe = io_uring_get_sqe(&e->ring)))
+        io_uring_submit(&e->ring); /* full: what is in it goes first */
+    return sqe;
+}
+
+/* Send what is queued, unless a send is already in flight (its completion
+ * sends the rest). */
+static void ring_send(struct engine *e, struct lconn *c)
+{
+    if (c->sending || !c->tx_len)
+        return;
+    struct io_uring_sqe *sqe = ring_sqe(e);
+    io_uring_prep_send(sqe, c->fd, c->tx, c->tx_len, MSG_NOSIGNAL);
+    io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)c | UD_SEND);
+    c->sending = true;
+}
+
+static void ring_recv(struct engine *e, struct lconn *c)
+{
+    struct io_uring_sqe *sqe = ring_sqe(e);
+    io_uring_prep_recv_multishot(sqe, c->fd, NULL, 0, 0);
+    sqe->flags |= IOSQE_BUFFER_SELECT;
+    sqe->buf_group = RING_BGID;
+    io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)c | UD_RECV);
+    c->recv_armed = true;
+}
+
+static void ring_buf_return(struct engine *e, unsigned bid)
+{
+    io_uring_buf_ring_add(e->br, e->bufs + (size_t)bid * RING_BUF_SIZE, RING_BUF_SIZE,
+                          (unsigned short)bid, io_uring_buf_ring_mask(e->nbufs), 0);
+    io_uring_buf_ring_advance(e->br, 1);
+}
+
+/* A ring with a provided-buffer ring for the receives: 0, or -errno (the
+ * ring is then not used). */
+static int ring_setup(struct engine *e)
+{
+    struct io_uring_params p;
+    memset(&p, 0, sizeof p);
+    unsigned entries = 1024;
+    p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+    p.cq_entries = 16 * entries;
+    int rc = io_uring_queue_init_params(entries, &e->ring, &p);
+    if (rc == -EINVAL) { /* before 6.1: neither flag */
+        p.flags = IORING_SETUP_CQSIZE;
+        rc = io_uring_queue_init_params(entries, &e->ring, &p);
+    }
+    if (rc < 0)
+        return rc;
+    e->ring_on = true;
+    io_uring_register_ring_fd(&e->ring);
+    /* Two buffers per connection, at least 64, a power of two. */
+    unsigned want = (unsigned)e->o->connections * 2;
+    e->nbufs = 64;
+    while (e->nbufs < want && e->nbufs < 32768)
+        e->nbufs *= 2;
+    e->br_bytes = e->nbufs * sizeof(struct io_uring_buf);
+    void *br = mmap(NULL, e->br_bytes, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+    e->bufs = malloc((size_t)e->nbufs * RING_BUF_SIZE);
+    if (br == MAP_FAILED || !e->bufs) {
+        if (br != MAP_FAILED)
+            munmap(br, e->br_bytes);
+        return -ENOMEM;
+    }
+    e->br = br;
+    struct io_uring_buf_reg reg = {.ring_addr = (uint64_t)(uintptr_t)br,
+                                   .ring_entries = e->nbufs,
+                                   .bgid = RING_BGID};
+    rc = io_uring_register_buf_ring(&e->ring, &reg, 0);
+    if (rc < 0)
+        return rc;
+    io_uring_buf_ring_init(e->br);
+    for (unsigned i = 0; i < e->nbufs; i++)
+        io_uring_buf_ring_add(e->br, e->bufs + (size_t)i * RING_BUF_SIZE, RING_BUF_SIZE,
+                              (unsigned short)i, io_uring_buf_ring_mask(e->nbufs), (int)i);
+    io_uring_buf_ring_advance(e->br, (int)e->nbufs);
+    return 0;
+}
+
+static void ring_teardown(struct engine *e)
+{
+    if (e->ring_on)
+        io_uring_queue_exit(&e->ring);
+    e->ring_on = false;
+    if (e->br)
+        munmap(e->br, e->br_bytes);
+    free(e->bufs);
+    e->br = NULL;
+    e->bufs = NULL;
+}
+
+static void after_io(struct engine *e, struct lconn *c, uint64_t now);
+static int consume(struct engine *e, struct lconn *c, const uint8_t *p, size_t left);
+static void closed_early(struct engine *e, struct lconn *c);
+
+static void ring_on_recv(struct engine *e, struct lconn *c, int res, unsigned flags)
+{
+    if (flags & IORING_CQE_F_BUFFER) {
+        unsigned bid = flags >> IORING_CQE_BUFFER_SHIFT;
+        if (res > 0 && !c->done)
+            consume(e, c, e->bufs + (size_t)bid * RING_BUF_SIZE, (size_t)res);
+        ring_buf_return(e, bid);
+    }
+    if (!(flags & IORING_CQE_F_MORE))
+        c->recv_armed = false;
+    if (c->done)
+        return;
+    if (res == 0) {
+        closed_early(e, c);
+        return;
+    }
+    if (res < 0 && res != -ENOBUFS) {
+        load_error(e->r, "connection %d: read: %s", c->id, strerror(-res));
+        fail(e, c);
+        return;
+    }
+    if (!c->recv_armed)
+        ring_recv(e, c); /* it ended: every buffer was in use */
+}
+
+static void ring_on_send(struct engine *e, struct lconn *c, int res)
+{
+    c->sending = false;
+    if (c->done)
+        return;
+    if (res < 0) {
+        load_error(e->r, "connection %d: send: %s", c->id, strerror(-res));
+        fail(e, c);
+        return;
+    }
+    /* What went leaves the queue; the rest (and what was queued behind it)
+     * goes next. */
+    size_t n = (size_t)res;
+    memmove(c->tx, c->tx + n, c->tx_len - n);
+    c->tx_len -= n;
+    e->r->bytes_sent += n;
+}
+
+/* Submit what the turn prepared, wait for a completion (or the next due
+ * time, or 100 ms for the no-progress check) and handle every completion. */
+static int ring_turn(struct engine *e)
+{
+    uint64_t now = yard_now_ns(), wait = 100 * YARD_NS_PER_MS;
+    if (e->nheap)
+        wait = e->heap[0].at > now ? e->heap[0].at - now : 0;
+    if (wait > 100 * YARD_NS_PER_MS)
+        wait = 100 * YARD_NS_PER_MS;
+    struct __kernel_timespec ts = {.tv_sec = (long long)(wait / YARD_NS_PER_S),
+                                   .tv_nsec = (long long)(wait % YARD_NS_PER_S)};
+    struct io_uring_cqe *cqe;
+    int rc = io_uring_submit_and_wait_timeout(&e->ring, &cqe, 1, &ts, NULL);
+    if (rc < 0 && rc != -ETIME && rc != -EINTR && rc != -EBUSY && rc != -EAGAIN) {
+        load_error(e->r, "io_uring_enter: %s", strerror(-rc));
+        return -1;
+    }
+    struct io_uring_cqe *cqes[256];
+    unsigned n;
+    while ((n = io_uring_peek_batch_cqe(&e->ring, cqes, 256)) > 0) {
+        for (unsigned i = 0; i < n; i++) {
+            uint64_t ud = cqes[i]->user_data;
+            struct lconn *c = (struct lconn *)(uintptr_t)(ud & ~(uint64_t)UD_MASK);
+            if ((ud & UD_MASK) == UD_RECV)
+                ring_on_recv(e, c, cqes[i]->res, cqes[i]->flags);
+            else
+                ring_on_send(e, c, cqes[i]->res);
+            if (!c->done)
+                after_io(e, c, yard_now_ns());
+        }
+        io_uring_cq_advance(&e->ring, n);
+    }
+    return 0;
 }
 
 /* Write what is pending and start every request that may start now.
@@ -148,7 +359,7 @@ static int pump(struct engine *e, struct lconn *c, uint64_t now)
 {
     const load_opts_t *o = e->o;
     for (;;) {
-        while (c->tx_off < c->tx_len) {
+        while (!e->ring_on && c->tx_off < c->tx_len) {
             ssize_t w = send(c->fd, c->tx + c->tx_off, c->tx_len - c->tx_off, MSG_NOSIGNAL);
             if (w < 0) {
                 if (errno == EINTR)
@@ -191,21 +402,76 @@ static int pump(struct engine *e, struct lconn *c, uint64_t now)
         }
         size_t k = (size_t)(c->sent % o->pipeline);
         uint32_t tag = 0;
-        c->tx_len = e->p->request(c->priv, c->sent, c->tx, &tag, e->r);
-        c->tx_off = 0;
+        if (e->ring_on) {
+            /* Behind whatever is not acknowledged yet (at most K requests). */
+            c->tx_len += e->p->request(c->priv, c->sent, c->tx + c->tx_len, &tag, e->r);
+        } else {
+            c->tx_len = e->p->request(c->priv, c->sent, c->tx, &tag, e->r);
+            c->tx_off = 0;
+        }
         c->start[k] = start;
         c->tag[k] = tag;
         if (e->outstanding++ == 0)
             e->last_progress = now; /* the no-progress clock runs while something waits */
         c->sent++;
     }
+    if (e->ring_on) {
+        ring_send(e, c);
+        return 0;
+    }
     return want(e, c, EPOLLIN);
 }
 
-/* Read and hand the bytes to the protocol, one reply at a time. */
-static int drain(struct engine *e, struct lconn *c)
+/* Hand reply bytes to the protocol, one reply at a time. -1 when the
+ * connection failed (counted, closed). */
+static int consume(struct engine *e, struct lconn *c, const uint8_t *p, size_t left)
 {
     const load_opts_t *o = e->o;
+    e->r->bytes_received += left;
+    while (left > 0) {
+        if (c->completed == c->sent) {
+            load_error(e->r, "connection %d: %zu bytes arrived with no request outstanding",
+                       c->id, left);
+            fail(e, c);
+            return -1;
+        }
+        size_t k = (size_t)(c->completed % o->pipeline), used = 0;
+        int rc = e->p->reply(c->priv, c->completed, c->tag[k], p, left, &used, e->r);
+        if (rc < 0) {
+            fail(e, c);
+            return -1;
+        }
+        p += used;
+        left -= used;
+        if (rc == 0)
+            continue;
+        uint64_t now = yard_now_ns();
+        uint64_t lat = now > c->start[k] ? now - c->start[k] : 0;
+        yard_hist_record(&e->r->latency, lat);
+        if (e->p->completed)
+            e->p->completed(c->priv, c->tag[k], lat, e->r);
+        if (c->sent - c->completed == o->pipeline)
+            c->slot_free_at = now;
+        c->completed++;
+        e->outstanding--;
+        if (e->p->think_ns)
+            c->ready_at = now + e->p->think_ns;
+        e->r->messages++;
+        e->r->end_ns = e->last_progress = now;
+    }
+    return 0;
+}
+
+static void closed_early(struct engine *e, struct lconn *c)
+{
+    load_error(e->r, "connection %d: the server closed it after %llu replies", c->id,
+               (unsigned long long)c->completed);
+    fail(e, c);
+}
+
+/* Read and hand the bytes to the protocol. */
+static int drain(struct engine *e, struct lconn *c)
+{
     for (;;) {
         ssize_t n = read(c->fd, e->rbuf, sizeof e->rbuf);
         if (n < 0) {
@@ -218,45 +484,11 @@ static int drain(struct engine *e, struct lconn *c)
             return -1;
         }
         if (n == 0) {
-            load_error(e->r, "connection %d: the server closed it after %llu replies", c->id,
-                       (unsigned long long)c->completed);
-            fail(e, c);
+            closed_early(e, c);
             return -1;
         }
-        e->r->bytes_received += (uint64_t)n;
-        const uint8_t *p = e->rbuf;
-        size_t left = (size_t)n;
-        while (left > 0) {
-            if (c->completed == c->sent) {
-                load_error(e->r, "connection %d: %zu bytes arrived with no request outstanding",
-                           c->id, left);
-                fail(e, c);
-                return -1;
-            }
-            size_t k = (size_t)(c->completed % o->pipeline), used = 0;
-            int rc = e->p->reply(c->priv, c->completed, c->tag[k], p, left, &used, e->r);
-            if (rc < 0) {
-                fail(e, c);
-                return -1;
-            }
-            p += used;
-            left -= used;
-            if (rc == 0)
-                continue;
-            uint64_t now = yard_now_ns();
-            uint64_t lat = now > c->start[k] ? now - c->start[k] : 0;
-            yard_hist_record(&e->r->latency, lat);
-            if (e->p->completed)
-                e->p->completed(c->priv, c->tag[k], lat, e->r);
-            if (c->sent - c->completed == o->pipeline)
-                c->slot_free_at = now;
-            c->completed++;
-            e->outstanding--;
-            if (e->p->think_ns)
-                c->ready_at = now + e->p->think_ns;
-            e->r->messages++;
-            e->r->end_ns = e->last_progress = now;
-        }
+        if (consume(e, c, e->rbuf, (size_t)n) < 0)
+            return -1;
         if ((size_t)n < sizeof e->rbuf)
             return 0;
     }
@@ -312,6 +544,7 @@ static int connect_all(struct engine *e)
             if (load_connected(e->o, e->r, e->ep, c->fd, c, true) < 0)
                 return -1; /* the target is not there: nothing to measure */
             c->connected = true;
+            c->events = EPOLLIN; /* what load_connected registered */
             pending--;
         }
         if (pending > 0 && yard_now_ns() > deadline) {
@@ -331,10 +564,18 @@ static int loop(struct engine *e)
     e->r->start_ns = e->t0;
     e->stop_at = o->duration_ns ? e->t0 + o->duration_ns : UINT64_MAX;
     e->last_progress = e->t0;
-    for (int i = 0; i < o->connections; i++)
+    for (int i = 0; i < o->connections; i++) {
+        if (e->ring_on)
+            ring_recv(e, &e->conns[i]);
         after_io(e, &e->conns[i], e->t0);
+    }
     struct epoll_event events[256];
     while (e->active > 0) {
+        if (e->ring_on) {
+            if (ring_turn(e) < 0)
+                return -1;
+            goto timers;
+        }
         arm(e);
         int n = epoll_wait(e->ep, events, 256, 100);
         if (n < 0 && errno != EINTR) {
@@ -356,6 +597,7 @@ static int loop(struct engine *e)
                 continue;
             after_io(e, c, yard_now_ns());
         }
+    timers:;
         uint64_t now = yard_now_ns();
         while (e->nheap && e->heap[0].at <= now) {
             struct due d = heap_pop(e);
@@ -395,9 +637,24 @@ int load_engine_run(const load_opts_t *o, const load_proto_t *p, load_result_t *
     /* One block per connection: start times, tags, the request buffer, the protocol's state;
      * each part 16-byte aligned. */
     size_t ring = (K * (sizeof(uint64_t) + sizeof(uint32_t)) + 15) & ~(size_t)15;
-    size_t txcap = (p->max_request + 15) & ~(size_t)15;
+    uint8_t *mem = NULL;
+    /* --io: the ring unless the kernel refuses it (auto) or epoll was asked
+     * for. A refusal of --io uring is the run's error. */
+    int ring_err = o->io == LOAD_IO_EPOLL ? -EPERM : ring_setup(e);
+    if (ring_err < 0 && e->ring_on)
+        ring_teardown(e);
+    if (ring_err < 0 && o->io == LOAD_IO_URING) {
+        load_error(r, "--io uring: io_uring cannot be set up here: %s%s", strerror(-ring_err),
+                   ring_err == -EPERM ? " (disabled by kernel.io_uring_disabled or refused by a "
+                                        "seccomp profile); --io epoll works without it"
+                                      : "");
+        goto out;
+    }
+    r->io = e->ring_on ? "uring" : "epoll";
+    /* The ring queues up to K requests behind an unacknowledged send. */
+    size_t txcap = ((e->ring_on ? K : 1) * p->max_request + 15) & ~(size_t)15;
     size_t per = ring + txcap + ((p->priv_size + 15) & ~(size_t)15);
-    uint8_t *mem = calloc((size_t)o->connections, per);
+    mem = calloc((size_t)o->connections, per);
     if (e->ep < 0 || e->tfd < 0 || !e->conns || !mem) {
         load_error(r, "out of memory or descriptors for %d connections", o->connections);
         goto out;
@@ -430,6 +687,7 @@ out:
         r->start_ns = r->end_ns;
     if (e->open)
         r->target_rate = o->rate;
+    ring_teardown(e); /* before the buffers it may still read go */
     free(mem);
     free(e->conns);
     free(e->heap);

@@ -609,6 +609,7 @@ static const yard_opt_t http_notes[] = {
 
 const load_mode_t load_mode_http = {
     .name = "http",
+    .engine = true,
     .summary = "the REST study's scenarios over keep-alive HTTP/1.1 (open or closed loop)",
     .opts = http_opts,
     .settings_size = sizeof(struct http_settings),

@@ -14,6 +14,9 @@
 #include "yard/net.h"
 #include "yard/opt.h"
 
+/* --io: the request/response engine's I/O. */
+enum load_io { LOAD_IO_AUTO, LOAD_IO_EPOLL, LOAD_IO_URING };
+
 /* The common options: what every mode's run is shaped by, filled by the
  * common flags' table in main.c. A mode's own options are its settings. */
 typedef struct load_opts {
@@ -32,6 +35,7 @@ typedef struct load_opts {
     double rate;          /* requests/s over this loop's connections; 0 = closed loop */
     size_t pipeline;      /* requests outstanding per connection (>= 1) */
     int threads;          /* generator threads, each its own loop and connection share */
+    int io;               /* enum load_io: how the engine waits and sends */
     int conn_base;        /* id of this loop's first connection (threads) */
     int total_connections; /* over all threads */
     double total_rate;    /* over all threads */
@@ -52,6 +56,7 @@ typedef struct load_result {
     char first_error[256];
     double behind_max_ms; /* the generator's worst lateness against its schedule */
     double target_rate;   /* open loop: requests/s asked for */
+    const char *io;       /* the I/O the run used: "epoll" or "uring" */
     void *mode;           /* the mode's part */
 } load_result_t;
 
@@ -78,6 +83,7 @@ typedef struct load_report {
 typedef struct load_mode {
     const char *name;
     const char *summary;
+    bool engine; /* runs on the request/response engine (takes --io) */
     /* Its own flags, filling its settings (settings_size bytes, zeroed,
      * then the table's defaults). A flag of another mode's table is a usage
      * error that names its owner. */

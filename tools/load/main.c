@@ -122,6 +122,12 @@ static int parse_rate(const char *text, void *field, char *err, size_t errlen)
 }
 
 #define COMMON(member) YARD_OPT_FIELD(load_opts_t, member)
+
+static const yard_opt_choice_t io_modes[] = {
+    {.name = "auto", .value = LOAD_IO_AUTO},
+    {.name = "epoll", .value = LOAD_IO_EPOLL},
+    {.name = "uring", .value = LOAD_IO_URING},
+    {.name = NULL}};
 #define MAX_CONNECTIONS 1000000
 
 /* Every mode takes these; a mode's prepare hook may refuse some of them
@@ -150,6 +156,11 @@ static const yard_opt_t common_opts[] = {
     {.name = "threads", .form = "T", .type = YARD_OPT_INT, COMMON(threads), .min = 1, .max = 256,
      .def = "1",
      .help = "generator threads, each with its own epoll loop and share of the connections"},
+    {.name = "io", .form = "MODE", .type = YARD_OPT_ENUM, COMMON(io), .choices = io_modes,
+     .def = "auto",
+     .help = "echo, counter, http: 'uring' submits sends and takes replies through an io_uring "
+             "(multishot receive, one system call per loop turn), 'epoll' waits for readiness "
+             "and reads and sends itself, 'auto' uses uring where the kernel allows it"},
     {.name = "timeout", .form = "DUR", .type = YARD_OPT_CUSTOM, COMMON(timeout_ns),
      .parse = parse_positive_duration, .def = "10s",
      .help = "give up after DUR without progress"},
@@ -342,6 +353,8 @@ static void merge(const load_mode_t *mode, load_result_t *into, const load_resul
     if (from->behind_max_ms > into->behind_max_ms)
         into->behind_max_ms = from->behind_max_ms;
     into->target_rate += from->target_rate;
+    if (!into->io)
+        into->io = from->io;
     if (mode->merge)
         mode->merge(into->mode, from->mode, first);
 }
@@ -429,6 +442,8 @@ int main(int argc, char **argv)
     parse_flags(argc - 1, argv + 1, mode, &o);
     char err[512];
     err[0] = 0;
+    if (o.io != LOAD_IO_AUTO && !mode->engine)
+        usage_error("--io applies to echo, counter and http, not to %s", mode->name);
     if (mode->prepare && mode->prepare(&o, err, sizeof err) < 0)
         usage_error("%s", err);
     if (o.threads > o.connections)

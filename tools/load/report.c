@@ -90,8 +90,8 @@ static void json_report(const load_mode_t *mode, const load_report_t *rep)
            "\"invalid\": %s, ",
            rep->cpu_s, rep->cpu_pct, rep->cpu_per_100k, rep->saturated ? "true" : "false",
            rep->invalid ? "true" : "false");
-    printf("\"loop\": \"%s\", \"pipeline\": %zu, \"threads\": %d, ", rep->loop, o->pipeline,
-           o->threads);
+    printf("\"loop\": \"%s\", \"pipeline\": %zu, \"threads\": %d, \"io\": \"%s\", ", rep->loop,
+           o->pipeline, o->threads, r->io ? r->io : "epoll");
     printf("\"target_rate\": %.1f, \"achieved_rate\": %.1f, \"rate_unit\": \"%s\", "
            "\"behind_schedule_max_ms\": %.3f, ",
            rep->target, rep->achieved, rep->unit, r->behind_max_ms);
@@ -110,10 +110,10 @@ static void json_report(const load_mode_t *mode, const load_report_t *rep)
 void load_text_header(const load_report_t *rep)
 {
     const load_opts_t *o = rep->o;
-    printf("%s %s: %d connections, %s%s, pipeline %zu, %d thread%s\n", o->mode, o->target_text,
-           o->connections, rep->open ? "open loop" : "closed loop",
+    printf("%s %s: %d connections, %s%s, pipeline %zu, %d thread%s, %s\n", o->mode,
+           o->target_text, o->connections, rep->open ? "open loop" : "closed loop",
            o->duration_ns ? " for a duration" : "", o->pipeline, o->threads,
-           o->threads == 1 ? "" : "s");
+           o->threads == 1 ? "" : "s", rep->r->io ? rep->r->io : "epoll");
 }
 
 void load_text_behind(const load_report_t *rep)
