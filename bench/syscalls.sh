@@ -2,7 +2,7 @@
 # System calls per round trip of an echo server: runs SERVER... --listen
 # 127.0.0.1:0 under `strace -f -c` on CPU 0 (it must print `listening
 # HOST:PORT`, as yard-serve and the peers do), drives it with yard-load echo
-# (150 connections x 2000 messages of 16 B) on CPU 1, stops it, and prints
+# (CONNECTIONS=150 x MESSAGES=2000 messages of 16 B) on CPU 1, stops it, and prints
 # the eight most frequent calls divided by the round trips made.
 #   usage: bench/syscalls.sh SERVER [ARGS...]
 #   e.g.   bench/syscalls.sh build/bin/yard-serve --app echo --model coro --workers 1
@@ -30,7 +30,8 @@ if [ -z "$addr" ]; then
     kill "$tracer" 2>/dev/null
     exit 1
 fi
-taskset -c 1 "$load" echo --target "$addr" --connections 150 --messages 2000 --size 16 \
+taskset -c 1 "$load" echo --target "$addr" --connections "${CONNECTIONS:-150}" \
+    --messages "${MESSAGES:-2000}" --size 16 \
     --json > "$tmp/load.json"
 # Stop the server, not strace: strace writes its summary when its tracee exits.
 kill -TERM "$(pgrep -P "$tracer")"

@@ -30,6 +30,7 @@ typedef struct yard_config {
     bool stats;         /* uring: print each ring's counters at exit */
     int ring_bufs;      /* uring: receive buffers per ring (a power of two) */
     size_t ring_buf_size; /* uring: bytes per receive buffer */
+    int ring_fixed_files; /* uring: register sockets with the ring (1) or not (0) */
 } yard_config_t;
 
 #endif

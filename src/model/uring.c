@@ -39,6 +39,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -60,6 +61,7 @@ struct uconn {
     yard_evconn_t ev;    /* first: timers, idle order, the pool */
     uint64_t news_val;   /* the news eventfd's count, read by the ring */
     const char *reason;  /* why the loop closes it (NULL: the driver's own) */
+    int slot;            /* its index in the ring's registered files, or -1 */
     uint8_t ops;         /* operations in flight that name the connection */
     bool recv_armed;     /* a multishot receive is armed */
     bool recv_cancelled; /* ... and a cancel for it was submitted */
@@ -70,7 +72,8 @@ struct uconn {
 #define UC(c) ((struct uconn *)yard_conn_model(c))
 
 typedef struct uring_stats {
-    uint64_t turns, enters, sqes, cqes, overflow_turns, enobufs, recv_arms, cancels, accepted;
+    uint64_t turns, enters, sqes, cqes, overflow_turns, enobufs, recv_arms, cancels, accepted,
+        fixed;
 } uring_stats_t;
 
 typedef struct uring_loop {
@@ -87,6 +90,8 @@ typedef struct uring_loop {
     unsigned nbufs, buf_size;
     bool accept_armed, stop_armed, done_armed, stopping;
     size_t dying; /* connections waiting for their operations */
+    int *free_slots; /* registered-file slots not in use (a stack) */
+    int nfree;
     uring_stats_t st;
     pthread_t tid;
     bool started;
@@ -240,10 +245,45 @@ static int bufs_init(uring_loop_t *l)
 
 static void conn_after(uring_loop_t *l, yard_conn_t *c, uint64_t now);
 
+/* The socket as an operation names it: its registered slot when it has
+ * one (no file lookup and reference count per operation), else the fd. */
+static int sock_of(yard_conn_t *c) { return UC(c)->slot >= 0 ? UC(c)->slot : c->fd; }
+static void sock_flags(struct io_uring_sqe *sqe, yard_conn_t *c)
+{
+    if (UC(c)->slot >= 0)
+        sqe->flags |= IOSQE_FIXED_FILE;
+}
+
+/* Register the socket in a free slot, if there is one. */
+static void conn_register(uring_loop_t *l, yard_conn_t *c)
+{
+    UC(c)->slot = -1;
+    if (!l->nfree)
+        return;
+    int slot = l->free_slots[l->nfree - 1];
+    if (io_uring_register_files_update(&l->ring, (unsigned)slot, &c->fd, 1) == 1) {
+        l->nfree--;
+        UC(c)->slot = slot;
+        l->st.fixed++;
+    }
+}
+
+/* Before the socket is closed: the ring's reference would keep it open. */
+static void conn_unregister(uring_loop_t *l, yard_conn_t *c)
+{
+    int slot = UC(c)->slot, none = -1;
+    if (slot < 0)
+        return;
+    io_uring_register_files_update(&l->ring, (unsigned)slot, &none, 1);
+    l->free_slots[l->nfree++] = slot;
+    UC(c)->slot = -1;
+}
+
 static void arm_recv(uring_loop_t *l, yard_conn_t *c)
 {
     struct io_uring_sqe *sqe = sqe_get(l);
-    io_uring_prep_recv_multishot(sqe, c->fd, NULL, 0, 0);
+    io_uring_prep_recv_multishot(sqe, sock_of(c), NULL, 0, 0);
+    sock_flags(sqe, c);
     sqe->flags |= IOSQE_BUFFER_SELECT;
     sqe->buf_group = BUF_GROUP;
     io_uring_sqe_set_data64(sqe, conn_ud(c, OP_RECV));
@@ -261,7 +301,8 @@ static void submit_send(uring_loop_t *l, yard_conn_t *c)
     if (!p)
         return;
     struct io_uring_sqe *sqe = sqe_get(l);
-    io_uring_prep_send(sqe, c->fd, p, n, MSG_NOSIGNAL);
+    io_uring_prep_send(sqe, sock_of(c), p, n, MSG_NOSIGNAL);
+    sock_flags(sqe, c);
     io_uring_sqe_set_data64(sqe, conn_ud(c, OP_SEND));
     UC(c)->sending = true;
     UC(c)->ops++;
@@ -309,6 +350,7 @@ static void conn_reap(uring_loop_t *l, yard_conn_t *c)
     if (uc->ops || submit_store(l, c, true))
         return;
     l->dying--;
+    conn_unregister(l, c);
     yard_conn_close(c, uc->reason);
     yard_server_release(l->b.srv);
 }
@@ -495,6 +537,10 @@ static void on_accept(uring_loop_t *l, int res, unsigned flags, uint64_t now)
         return;
     }
     l->st.accepted++;
+    if (srv->cfg->ring_fixed_files)
+        conn_register(l, c);
+    else
+        UC(c)->slot = -1;
     yard_evbase_add(&l->b, c, now);
     conn_after(l, c, now);
 }
@@ -633,13 +679,32 @@ static void print_stats(const uring_loop_t *l)
     fprintf(stderr,
             "uring ring %d: turns %llu, io_uring_enter %llu, sqes %llu, cqes %llu, accepted %llu, "
             "receives armed %llu, out of buffers %llu, cancels %llu, cq overflow turns %llu, "
-            "completions lost %u, setup %s\n",
+            "completions lost %u, registered sockets %llu, setup %s\n",
             l->id, (unsigned long long)s->turns, (unsigned long long)s->enters,
             (unsigned long long)s->sqes, (unsigned long long)s->cqes,
             (unsigned long long)s->accepted, (unsigned long long)s->recv_arms,
             (unsigned long long)s->enobufs, (unsigned long long)s->cancels,
-            (unsigned long long)s->overflow_turns, lost,
+            (unsigned long long)s->overflow_turns, lost, (unsigned long long)s->fixed,
             l->defer_taskrun ? "single_issuer+defer_taskrun" : "plain");
+}
+
+/* A sparse table of registered files, as large as the descriptor limit
+ * allows (at most 64Ki): sockets beyond it, or a kernel that refuses, use
+ * plain descriptors. */
+static void files_init(uring_loop_t *l)
+{
+    struct rlimit rl;
+    unsigned n = 65536;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < n)
+        n = (unsigned)rl.rlim_cur;
+    l->free_slots = malloc(n * sizeof *l->free_slots);
+    if (!l->free_slots || io_uring_register_files_sparse(&l->ring, n) < 0) {
+        yard_log_info("ring %d: no registered files: sockets are named by descriptor", l->id);
+        return;
+    }
+    for (unsigned i = 0; i < n; i++)
+        l->free_slots[i] = (int)(n - 1 - i);
+    l->nfree = (int)n;
 }
 
 /* Everything a loop owns is set up in the thread that runs it: a single
@@ -660,6 +725,8 @@ static int loop_setup(uring_loop_t *l)
     l->policy = (yard_conn_policy_t){.job_pool = srv->cfg->offload_threads > 0,
                                      .completion = true,
                                      .model_size = sizeof(struct uconn)};
+    if (srv->cfg->ring_fixed_files)
+        files_init(l);
     return bufs_init(l);
 }
 
@@ -673,6 +740,7 @@ static void loop_teardown(uring_loop_t *l)
     if (l->br)
         munmap(l->br, l->br_bytes);
     free(l->bufs);
+    free(l->free_slots);
     if (l->reserve_fd >= 0)
         close(l->reserve_fd);
 }
@@ -779,6 +847,9 @@ static int uring_check(const yard_config_t *cfg, const struct yard_app *app, cha
     return 0;
 }
 
+static const yard_opt_choice_t on_off[] = {
+    {.name = "on", .value = 1}, {.name = "off", .value = 0}, {.name = NULL}};
+
 static const yard_opt_t uring_opts[] = {
     {.name = "workers", .form = "N", .type = YARD_OPT_INT, YARD_OPT_FIELD(yard_config_t, workers),
      .min = 1, .max = 1024,
@@ -795,6 +866,11 @@ static const yard_opt_t uring_opts[] = {
     {.name = "ring-buf-size", .form = "BYTES", .type = YARD_OPT_SIZE,
      YARD_OPT_FIELD(yard_config_t, ring_buf_size), .min = 512, .max = 1024 * 1024, .def = "4K",
      .help = "bytes per receive buffer: the most one receive completion carries"},
+    {.name = "fixed-files", .form = "on|off", .type = YARD_OPT_ENUM,
+     YARD_OPT_FIELD(yard_config_t, ring_fixed_files), .choices = on_off, .def = "off",
+     .help = "register each socket with its ring, so that an operation on it skips the file "
+             "lookup, for two more system calls per connection (measured: no gain for echo on "
+             "one ring, docs/results.md)"},
     {.name = "stats", .type = YARD_OPT_SWITCH, YARD_OPT_FIELD(yard_config_t, stats),
      .help = "at exit, print each ring's counters to stderr (system calls, submissions, "
              "completions, completion-queue overflows, buffer shortages)"},

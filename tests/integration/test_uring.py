@@ -7,6 +7,7 @@ profiles do."""
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -92,13 +93,14 @@ repetitions = 1
 
 STATS = re.compile(r"uring ring (\d+): turns (\d+), io_uring_enter (\d+), sqes (\d+), cqes (\d+), "
                    r"accepted (\d+), receives armed (\d+), out of buffers (\d+), cancels (\d+), "
-                   r"cq overflow turns (\d+), completions lost (\d+), setup (\S+)")
+                   r"cq overflow turns (\d+), completions lost (\d+), registered sockets (\d+), "
+                   r"setup (\S+)")
 
 
 def ring_stats(stderr: str) -> list[dict]:
     keys = ["ring", "turns", "enters", "sqes", "cqes", "accepted", "recv_arms", "enobufs",
-            "cancels", "overflow_turns", "lost"]
-    return [dict(zip(keys, map(int, m.groups()[:-1])), setup=m.group(12))
+            "cancels", "overflow_turns", "lost", "fixed"]
+    return [dict(zip(keys, map(int, m.groups()[:-1])), setup=m.group(13))
             for m in STATS.finditer(stderr)]
 
 
@@ -119,7 +121,7 @@ def test_stats_count_the_rings_work(serve):
     assert (d["messages"], d["errors"]) == (2000, 0)
     assert srv.stop() == 0
     (st,) = ring_stats(srv.stderr())
-    assert st["accepted"] == 10 and st["recv_arms"] == 10, st
+    assert st["accepted"] == 10 and st["recv_arms"] == 10 and st["fixed"] == 0, st
     # Each round trip is a receive and a send completion at least.
     assert st["cqes"] >= 2 * 2000 and st["sqes"] >= 2000, st
     assert st["lost"] == 0 and st["enters"] <= st["turns"] + st["sqes"], st
@@ -135,6 +137,25 @@ def test_two_rings_share_the_connections(serve):
     stats = ring_stats(srv.stderr())
     assert sorted(s["ring"] for s in stats) == [0, 1]
     assert sum(s["accepted"] for s in stats) == 40
+
+
+def test_fixed_files_register_every_socket_and_release_it(serve):
+    """--fixed-files on: each socket is registered with the ring, and
+    unregistered when it closes (a registered socket the ring still held
+    would never send its FIN: the client would hang below)."""
+    skip_unavailable("uring")
+    srv = serve("echo", "uring-1", "--fixed-files", "on", "--stats")
+    d = echo_load(srv, 10, 100)
+    assert (d["messages"], d["errors"]) == (1000, 0)
+    for _ in range(3):  # closed by the server: the client sees the end of input
+        with srv.connect(timeout=5) as s:
+            s.sendall(b"x")
+            assert s.recv(1) == b"x"
+            s.shutdown(socket.SHUT_WR)
+            assert s.recv(1) == b""
+    assert srv.stop() == 0
+    (st,) = ring_stats(srv.stderr())
+    assert st["fixed"] == 13 and st["lost"] == 0, st
 
 
 def test_running_out_of_receive_buffers_loses_nothing(serve):
