@@ -445,7 +445,7 @@ static void on_recv(uring_loop_t *l, yard_conn_t *c, int res, unsigned flags)
         buf_return(l, flags >> IORING_CQE_BUFFER_SHIFT);
     }
     if (flags & IORING_CQE_F_MORE)
-        return; /* still armed; conn_after runs once the batch is read */
+        return; /* still armed */
     uc->recv_armed = false;
     uc->ops--;
     if (uc->dying)
@@ -466,10 +466,7 @@ static void on_conn_cqe(uring_loop_t *l, yard_conn_t *c, int op, int res, unsign
     switch (op) {
     case OP_RECV:
         on_recv(l, c, res, flags);
-        if (flags & IORING_CQE_F_MORE)
-            break;
-        conn_after(l, c, now);
-        return;
+        break;
     case OP_SEND:
         uc->sending = false;
         uc->ops--;
