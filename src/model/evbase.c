@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "yard/clock.h"
 #include "yard/log.h"
@@ -43,6 +44,20 @@ void yard_evbase_add(yard_evbase_t *b, yard_conn_t *c, uint64_t now)
     yard_heap_node_init(&ec->timer);
     yard_evbase_touch(b, c, now);
     b->nconns++;
+}
+
+yard_conn_t *yard_evbase_open(yard_evbase_t *b, int fd, const yard_conn_policy_t *policy,
+                              const char *peer, uint64_t now)
+{
+    yard_conn_t *c = yard_conn_open(b->srv, fd, policy);
+    if (!c) {
+        yard_log_err("%s: out of memory for a connection", peer);
+        close(fd);
+        yard_server_release(b->srv);
+        return NULL;
+    }
+    yard_evbase_add(b, c, now);
+    return c;
 }
 
 void yard_evbase_remove(yard_evbase_t *b, yard_conn_t *c)
@@ -154,6 +169,28 @@ yard_job_t *yard_evbase_take_jobs(yard_evbase_t *b)
         b->jobs_in_flight--;
     }
     return jobs;
+}
+
+void yard_evbase_jobs_done(yard_evbase_t *b, yard_evbase_after_fn after, void *loop, uint64_t now)
+{
+    yard_job_t *job = yard_evbase_take_jobs(b);
+    while (job) {
+        yard_job_t *next = job->next; /* the job may be submitted again */
+        yard_conn_t *c = job->owner;
+        yard_conn_on_job_done(c, &b->scratch);
+        after(loop, c, now);
+        job = next;
+    }
+}
+
+void yard_evbase_fire_timers(yard_evbase_t *b, yard_evbase_after_fn after, void *loop,
+                             uint64_t now)
+{
+    yard_conn_t *c;
+    while ((c = yard_evbase_timer_due(b, now))) {
+        yard_conn_on_timer(c, &b->scratch);
+        after(loop, c, now);
+    }
 }
 
 void yard_evbase_wait_jobs(yard_evbase_t *b)

@@ -44,6 +44,10 @@ void yard_evbase_fini(yard_evbase_t *b);
 
 /* A new connection, active now. */
 void yard_evbase_add(yard_evbase_t *b, yard_conn_t *c, uint64_t now);
+/* Open a connection on an admitted fd and add it; NULL when out of memory
+ * (logged; the fd is closed and its admission released). */
+yard_conn_t *yard_evbase_open(yard_evbase_t *b, int fd, const yard_conn_policy_t *policy,
+                              const char *peer, uint64_t now);
 /* The connection leaves the lists (before it is closed). */
 void yard_evbase_remove(yard_evbase_t *b, yard_conn_t *c);
 /* It was active now: to the young end of the idle-timeout list (only kept
@@ -76,6 +80,13 @@ void yard_evbase_submit(yard_evbase_t *b, yard_conn_t *c);
 /* The jobs that came back (reads the queue's eventfd); each one's
  * connection is out of the pool's hands again. */
 yard_job_t *yard_evbase_take_jobs(yard_evbase_t *b);
+/* What a loop does after anything happened to a connection. */
+typedef void (*yard_evbase_after_fn)(void *loop, yard_conn_t *c, uint64_t now);
+/* The jobs that came back: each connection's job_done, then after. */
+void yard_evbase_jobs_done(yard_evbase_t *b, yard_evbase_after_fn after, void *loop, uint64_t now);
+/* The app timers that are due: each connection's timer, then after. */
+void yard_evbase_fire_timers(yard_evbase_t *b, yard_evbase_after_fn after, void *loop,
+                             uint64_t now);
 /* At the end: wait until every job in the pool has come back. */
 void yard_evbase_wait_jobs(yard_evbase_t *b);
 

@@ -143,15 +143,9 @@ static void loop_accept(yard_loop_t *loop, uint64_t now)
                                              sizeof peer);
         if (fd < 0)
             return;
-        yard_conn_t *c = yard_conn_open(srv, fd, &loop->policy);
-        if (!c) {
-            yard_log_err("%s: out of memory for a connection", peer);
-            close(fd);
-            yard_server_release(srv);
-            continue;
-        }
-        yard_evbase_add(&loop->b, c, now);
-        loop_after(loop, c, now);
+        yard_conn_t *c = yard_evbase_open(&loop->b, fd, &loop->policy, peer, now);
+        if (c)
+            loop_after(loop, c, now);
     }
 }
 
@@ -222,16 +216,9 @@ static void loop_conn_event(yard_loop_t *loop, yard_conn_t *c, uint32_t ev, uint
     loop_after(loop, c, now);
 }
 
-static void loop_completions(yard_loop_t *loop, uint64_t now)
+static void loop_after_cb(void *loop, yard_conn_t *c, uint64_t now)
 {
-    yard_job_t *job = yard_evbase_take_jobs(&loop->b);
-    while (job) {
-        yard_job_t *next = job->next; /* the job may be submitted again */
-        yard_conn_t *c = job->owner;
-        yard_conn_on_job_done(c, &loop->b.scratch);
-        loop_after(loop, c, now);
-        job = next;
-    }
+    loop_after(loop, c, now);
 }
 
 /* True when the stop descriptor says the loop must end. */
@@ -269,18 +256,15 @@ void yard_loop_run(yard_loop_t *loop)
             else if (p == &loop->stop_fd)
                 stop = stop || loop_stop_requested(loop);
             else if (p == &b->done)
-                loop_completions(loop, now);
+                yard_evbase_jobs_done(b, loop_after_cb, loop, now);
             else
                 loop_conn_event(loop, p, events[i].events, now);
         }
         loop->batch_n = 0;
         if (stop)
             break;
+        yard_evbase_fire_timers(b, loop_after_cb, loop, now);
         yard_conn_t *c;
-        while ((c = yard_evbase_timer_due(b, now))) {
-            yard_conn_on_timer(c, &b->scratch);
-            loop_after(loop, c, now);
-        }
         while ((c = yard_evbase_expired(b, now)))
             loop_close(loop, c, "idle timeout");
     }

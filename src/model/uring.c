@@ -38,7 +38,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -47,6 +46,7 @@
 #include "models.h"
 #include "yard/clock.h"
 #include "yard/log.h"
+#include "yard/uring.h"
 
 #define RING_ENTRIES 1024
 #define CQ_ENTRIES (16u * RING_ENTRIES)
@@ -84,10 +84,7 @@ typedef struct uring_loop {
     int listen_fd, stop_fd, reserve_fd;
     bool stop_is_sigfd;
     yard_conn_policy_t policy;
-    struct io_uring_buf_ring *br;
-    size_t br_bytes;
-    uint8_t *bufs;
-    unsigned nbufs, buf_size;
+    yard_bufring_t bufs; /* the receives' provided buffers */
     bool accept_armed, stop_armed, done_armed, stopping;
     size_t dying; /* connections waiting for their operations */
     int *free_slots; /* registered-file slots not in use (a stack) */
@@ -130,29 +127,6 @@ static const char *setup_error(int err, char *buf, size_t len)
     return buf;
 }
 
-/* Set up a ring: single issuer and deferred task work where the kernel has
- * them (6.1), plainly where it does not. 0, or -errno. */
-static int ring_init(struct io_uring *ring, unsigned entries, unsigned cq, bool *defer)
-{
-    struct io_uring_params p;
-    memset(&p, 0, sizeof p);
-    p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
-    p.cq_entries = cq;
-    int rc = io_uring_queue_init_params(entries, ring, &p);
-    *defer = rc == 0;
-    if (rc == -EINVAL) {
-        memset(&p, 0, sizeof p);
-        p.flags = IORING_SETUP_CQSIZE;
-        p.cq_entries = cq;
-        rc = io_uring_queue_init_params(entries, ring, &p);
-    }
-    if (rc == 0 && !(p.features & IORING_FEAT_NODROP)) {
-        io_uring_queue_exit(ring);
-        return -EOPNOTSUPP;
-    }
-    return rc;
-}
-
 /* The model needs multishot receive (Linux 6.0) and the ring itself. */
 static const char *uring_unavailable(char *buf, size_t len)
 {
@@ -166,7 +140,7 @@ static const char *uring_unavailable(char *buf, size_t len)
     }
     struct io_uring ring;
     bool defer;
-    int rc = ring_init(&ring, 8, 64, &defer);
+    int rc = yard_ring_init(&ring, 8, 64, &defer);
     if (rc == -EOPNOTSUPP) {
         snprintf(buf, len, "this kernel's io_uring may drop completions (no IORING_FEAT_NODROP)");
         return buf;
@@ -201,44 +175,15 @@ static void cancel(uring_loop_t *l, uint64_t ud)
     l->st.cancels++;
 }
 
-static void buf_return(uring_loop_t *l, unsigned bid)
-{
-    io_uring_buf_ring_add(l->br, l->bufs + (size_t)bid * l->buf_size, l->buf_size, (unsigned short)bid,
-                          io_uring_buf_ring_mask(l->nbufs), 0);
-    io_uring_buf_ring_advance(l->br, 1);
-}
-
 static int bufs_init(uring_loop_t *l)
 {
-    l->nbufs = (unsigned)l->b.srv->cfg->ring_bufs;
-    l->buf_size = (unsigned)l->b.srv->cfg->ring_buf_size;
-    l->br_bytes = l->nbufs * sizeof(struct io_uring_buf);
-    void *br = mmap(NULL, l->br_bytes, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
-    if (br == MAP_FAILED) {
-        br = NULL;
-        yard_log_err("ring %d: buffer ring: %s", l->id, strerror(errno));
-        return -1;
-    }
-    l->br = br;
-    l->bufs = malloc((size_t)l->nbufs * l->buf_size);
-    if (!l->bufs) {
-        yard_log_err("ring %d: out of memory for %u receive buffers", l->id, l->nbufs);
-        return -1;
-    }
-    struct io_uring_buf_reg reg = {.ring_addr = (uint64_t)(uintptr_t)l->br,
-                                   .ring_entries = l->nbufs,
-                                   .bgid = BUF_GROUP};
-    int rc = io_uring_register_buf_ring(&l->ring, &reg, 0);
-    if (rc < 0) {
-        yard_log_err("ring %d: registering the buffer ring: %s", l->id, strerror(-rc));
-        return -1;
-    }
-    io_uring_buf_ring_init(l->br);
-    for (unsigned i = 0; i < l->nbufs; i++)
-        io_uring_buf_ring_add(l->br, l->bufs + (size_t)i * l->buf_size, l->buf_size,
-                              (unsigned short)i, io_uring_buf_ring_mask(l->nbufs), (int)i);
-    io_uring_buf_ring_advance(l->br, (int)l->nbufs);
-    return 0;
+    const yard_config_t *cfg = l->b.srv->cfg;
+    int rc = yard_bufring_init(&l->bufs, &l->ring, (unsigned)cfg->ring_bufs,
+                               (unsigned)cfg->ring_buf_size, BUF_GROUP);
+    if (rc < 0)
+        yard_log_err("ring %d: %u receive buffers of %zu bytes: %s", l->id,
+                     (unsigned)cfg->ring_bufs, cfg->ring_buf_size, strerror(-rc));
+    return rc;
 }
 
 /* ---- connections ------------------------------------------------------ */
@@ -436,13 +381,11 @@ static void on_recv(uring_loop_t *l, yard_conn_t *c, int res, unsigned flags)
 {
     struct uconn *uc = UC(c);
     yard_scratch_t *s = &l->b.scratch;
-    if (res > 0) {
-        unsigned bid = flags >> IORING_CQE_BUFFER_SHIFT;
-        if (!uc->dying && !c->failed)
-            yard_conn_on_bytes(c, s, l->bufs + (size_t)bid * l->buf_size, (size_t)res);
-        buf_return(l, bid);
-    } else if (flags & IORING_CQE_F_BUFFER) {
-        buf_return(l, flags >> IORING_CQE_BUFFER_SHIFT);
+    int bid = yard_bufring_bid(flags);
+    if (bid >= 0) {
+        if (res > 0 && !uc->dying && !c->failed)
+            yard_conn_on_bytes(c, s, yard_bufring_buf(&l->bufs, (unsigned)bid), (size_t)res);
+        yard_bufring_return(&l->bufs, (unsigned)bid);
     }
     if (flags & IORING_CQE_F_MORE)
         return; /* still armed */
@@ -526,34 +469,24 @@ static void on_accept(uring_loop_t *l, int res, unsigned flags, uint64_t now)
             close(res);
         return;
     }
-    yard_conn_t *c = yard_conn_open(srv, res, &l->policy);
-    if (!c) {
-        yard_log_err("%s: out of memory for a connection", peer);
-        close(res);
-        yard_server_release(srv);
+    yard_conn_t *c = yard_evbase_open(&l->b, res, &l->policy, peer, now);
+    if (!c)
         return;
-    }
     l->st.accepted++;
     if (srv->cfg->ring_fixed_files)
         conn_register(l, c);
     else
         UC(c)->slot = -1;
-    yard_evbase_add(&l->b, c, now);
     conn_after(l, c, now);
 }
+
+static void after_cb(void *l, yard_conn_t *c, uint64_t now) { conn_after(l, c, now); }
 
 static void on_done(uring_loop_t *l, unsigned flags, uint64_t now)
 {
     if (!(flags & IORING_CQE_F_MORE))
         l->done_armed = false;
-    yard_job_t *job = yard_evbase_take_jobs(&l->b);
-    while (job) {
-        yard_job_t *next = job->next; /* the job may be submitted again */
-        yard_conn_t *c = job->owner;
-        yard_conn_on_job_done(c, &l->b.scratch);
-        conn_after(l, c, now);
-        job = next;
-    }
+    yard_evbase_jobs_done(&l->b, after_cb, l, now);
 }
 
 static void on_cqe(uring_loop_t *l, const struct io_uring_cqe *cqe, uint64_t now)
@@ -637,11 +570,8 @@ static void loop_run(uring_loop_t *l)
         check_overflow(l);
         now = yard_now_ns();
         reap(l, now);
+        yard_evbase_fire_timers(b, after_cb, l, now);
         yard_conn_t *c;
-        while ((c = yard_evbase_timer_due(b, now))) {
-            yard_conn_on_timer(c, &b->scratch);
-            conn_after(l, c, now);
-        }
         while ((c = yard_evbase_expired(b, now)))
             conn_begin_close(l, c, "idle timeout");
     }
@@ -710,7 +640,7 @@ static int loop_setup(uring_loop_t *l)
 {
     yard_server_t *srv = l->b.srv;
     char why[256];
-    int rc = ring_init(&l->ring, RING_ENTRIES, CQ_ENTRIES, &l->defer_taskrun);
+    int rc = yard_ring_init(&l->ring, RING_ENTRIES, CQ_ENTRIES, &l->defer_taskrun);
     if (rc < 0) {
         yard_log_err("ring %d: %s", l->id, setup_error(-rc, why, sizeof why));
         return -1;
@@ -734,9 +664,7 @@ static void loop_teardown(uring_loop_t *l)
     if (l->ring_ok)
         io_uring_queue_exit(&l->ring);
     l->ring_ok = false;
-    if (l->br)
-        munmap(l->br, l->br_bytes);
-    free(l->bufs);
+    yard_bufring_fini(&l->bufs);
     free(l->free_slots);
     if (l->reserve_fd >= 0)
         close(l->reserve_fd);

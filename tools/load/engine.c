@@ -31,13 +31,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "load.h"
 #include "yard/clock.h"
+#include "yard/uring.h"
 
 struct lconn {
     int id, fd;
@@ -77,10 +77,7 @@ struct engine {
     /* --io uring */
     bool ring_on;
     struct io_uring ring;
-    struct io_uring_buf_ring *br;
-    size_t br_bytes;
-    uint8_t *bufs;
-    unsigned nbufs;
+    yard_bufring_t bufs; /* the receives' provided buffers */
     uint8_t rbuf[65536];
 };
 
@@ -206,57 +203,21 @@ static void ring_recv(struct engine *e, struct lconn *c)
     c->recv_armed = true;
 }
 
-static void ring_buf_return(struct engine *e, unsigned bid)
-{
-    io_uring_buf_ring_add(e->br, e->bufs + (size_t)bid * RING_BUF_SIZE, RING_BUF_SIZE,
-                          (unsigned short)bid, io_uring_buf_ring_mask(e->nbufs), 0);
-    io_uring_buf_ring_advance(e->br, 1);
-}
-
 /* A ring with a provided-buffer ring for the receives: 0, or -errno (the
  * ring is then not used). */
 static int ring_setup(struct engine *e)
 {
-    struct io_uring_params p;
-    memset(&p, 0, sizeof p);
-    unsigned entries = 1024;
-    p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
-    p.cq_entries = 16 * entries;
-    int rc = io_uring_queue_init_params(entries, &e->ring, &p);
-    if (rc == -EINVAL) { /* before 6.1: neither flag */
-        p.flags = IORING_SETUP_CQSIZE;
-        rc = io_uring_queue_init_params(entries, &e->ring, &p);
-    }
+    bool defer;
+    int rc = yard_ring_init(&e->ring, 1024, 16 * 1024, &defer);
     if (rc < 0)
         return rc;
     e->ring_on = true;
     io_uring_register_ring_fd(&e->ring);
     /* Two buffers per connection, at least 64, a power of two. */
-    unsigned want = (unsigned)e->o->connections * 2;
-    e->nbufs = 64;
-    while (e->nbufs < want && e->nbufs < 32768)
-        e->nbufs *= 2;
-    e->br_bytes = e->nbufs * sizeof(struct io_uring_buf);
-    void *br = mmap(NULL, e->br_bytes, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
-    e->bufs = malloc((size_t)e->nbufs * RING_BUF_SIZE);
-    if (br == MAP_FAILED || !e->bufs) {
-        if (br != MAP_FAILED)
-            munmap(br, e->br_bytes);
-        return -ENOMEM;
-    }
-    e->br = br;
-    struct io_uring_buf_reg reg = {.ring_addr = (uint64_t)(uintptr_t)br,
-                                   .ring_entries = e->nbufs,
-                                   .bgid = RING_BGID};
-    rc = io_uring_register_buf_ring(&e->ring, &reg, 0);
-    if (rc < 0)
-        return rc;
-    io_uring_buf_ring_init(e->br);
-    for (unsigned i = 0; i < e->nbufs; i++)
-        io_uring_buf_ring_add(e->br, e->bufs + (size_t)i * RING_BUF_SIZE, RING_BUF_SIZE,
-                              (unsigned short)i, io_uring_buf_ring_mask(e->nbufs), (int)i);
-    io_uring_buf_ring_advance(e->br, (int)e->nbufs);
-    return 0;
+    unsigned want = (unsigned)e->o->connections * 2, n = 64;
+    while (n < want && n < 32768)
+        n *= 2;
+    return yard_bufring_init(&e->bufs, &e->ring, n, RING_BUF_SIZE, RING_BGID);
 }
 
 static void ring_teardown(struct engine *e)
@@ -264,11 +225,7 @@ static void ring_teardown(struct engine *e)
     if (e->ring_on)
         io_uring_queue_exit(&e->ring);
     e->ring_on = false;
-    if (e->br)
-        munmap(e->br, e->br_bytes);
-    free(e->bufs);
-    e->br = NULL;
-    e->bufs = NULL;
+    yard_bufring_fini(&e->bufs);
 }
 
 static void after_io(struct engine *e, struct lconn *c, uint64_t now);
@@ -277,11 +234,11 @@ static void closed_early(struct engine *e, struct lconn *c);
 
 static void ring_on_recv(struct engine *e, struct lconn *c, int res, unsigned flags)
 {
-    if (flags & IORING_CQE_F_BUFFER) {
-        unsigned bid = flags >> IORING_CQE_BUFFER_SHIFT;
+    int bid = yard_bufring_bid(flags);
+    if (bid >= 0) {
         if (res > 0 && !c->done)
-            consume(e, c, e->bufs + (size_t)bid * RING_BUF_SIZE, (size_t)res);
-        ring_buf_return(e, bid);
+            consume(e, c, yard_bufring_buf(&e->bufs, (unsigned)bid), (size_t)res);
+        yard_bufring_return(&e->bufs, (unsigned)bid);
     }
     if (!(flags & IORING_CQE_F_MORE))
         c->recv_armed = false;
