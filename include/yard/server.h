@@ -47,8 +47,9 @@ int yard_server_accept(yard_server_t *srv, int listen_fd, bool nonblock, int *re
 int yard_reserve_fd_open(void);
 /* For models that accept elsewhere (a completion): accept failed with err.
  * Running out of descriptors sheds one pending connection with the reserve
- * descriptor (logged at most once a second); other errors are logged. */
-void yard_server_accept_failed(yard_server_t *srv, int listen_fd, int err, int *reserve_fd);
+ * descriptor (logged at most once a second; true when there was one to
+ * shed); other errors are logged. The listener must be non-blocking. */
+bool yard_server_accept_failed(yard_server_t *srv, int listen_fd, int err, int *reserve_fd);
 /* True for the accept errors that only mean "try again" (EINTR, a
  * connection that was aborted before it was accepted). */
 bool yard_accept_retry(int err);

@@ -32,27 +32,35 @@ void yard_server_release(yard_server_t *srv) { atomic_fetch_sub(&srv->shared->li
 
 int yard_reserve_fd_open(void) { return open("/dev/null", O_RDONLY | O_CLOEXEC); }
 
-void yard_server_accept_failed(yard_server_t *srv, int listen_fd, int err, int *reserve_fd)
+bool yard_server_accept_failed(yard_server_t *srv, int listen_fd, int err, int *reserve_fd)
 {
     static _Atomic uint64_t last_emfile_log;
+    bool shed_one = false;
     if (err != EMFILE && err != ENFILE) {
         yard_log_err("accept: %s", strerror(err));
-        return;
+        return false;
     }
     /* Out of descriptors: the pending connection would keep the listener
      * readable forever. Spend the reserve descriptor to accept and drop it,
-     * so the client sees a close, not a hang. */
+     * so the client sees a close, not a hang. A reserve lost earlier (another
+     * thread took the descriptor it freed) is taken again first, if one has
+     * been freed since. */
+    if (reserve_fd && *reserve_fd < 0)
+        *reserve_fd = yard_reserve_fd_open();
     if (reserve_fd && *reserve_fd >= 0) {
         close(*reserve_fd);
         int shed = accept(listen_fd, NULL, NULL);
-        if (shed >= 0)
+        if (shed >= 0) {
             close(shed);
+            shed_one = true;
+        }
         *reserve_fd = yard_reserve_fd_open();
     }
     uint64_t now = yard_now_ns(), last = atomic_load(&last_emfile_log);
     if (now - last > YARD_NS_PER_S && atomic_compare_exchange_strong(&last_emfile_log, &last, now))
         yard_log_err("accept: %s: shedding connections", strerror(err));
     atomic_fetch_add(&srv->shared->rejected, 1);
+    return shed_one;
 }
 
 bool yard_accept_retry(int err)

@@ -459,8 +459,15 @@ static void on_accept(uring_loop_t *l, int res, unsigned flags, uint64_t now)
         l->accept_armed = false; /* armed again at the end of the turn */
     yard_server_t *srv = l->b.srv;
     if (res < 0) {
+        /* Out of descriptors: shed every pending connection now. A
+         * multishot accept that stays armed after the error would not look
+         * at the backlog again until another connection arrives, and the
+         * ones waiting would hang. */
+        int budget = 4096;
         if (!yard_accept_retry(-res) && res != -EAGAIN && res != -ECANCELED)
-            yard_server_accept_failed(srv, l->listen_fd, -res, &l->reserve_fd);
+            while (yard_server_accept_failed(srv, l->listen_fd, -res, &l->reserve_fd) &&
+                   (res == -EMFILE || res == -ENFILE) && --budget > 0) {
+            }
         return;
     }
     char peer[YARD_ADDR_STRLEN];

