@@ -86,8 +86,10 @@ test-asan: asan venv
 
 # Code with threads under TSan: the C suite, and the threaded models.
 test-tsan: tsan venv
-	@TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --test-dir build/tsan --output-on-failure
-	@YARD_BIN=$(CURDIR)/build/tsan/bin YARD_MODELS=thread,reactors,coro,uring YARD_PEERS=0 \
+	@TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/tsan.supp \
+		ctest --test-dir build/tsan --output-on-failure
+	@TSAN_OPTIONS=suppressions=$(CURDIR)/tests/tsan.supp \
+		YARD_BIN=$(CURDIR)/build/tsan/bin YARD_MODELS=thread,reactors,coro,uring YARD_PEERS=0 \
 		$(PYTEST) $(PYTEST_FLAGS) tests/integration/test_echo.py tests/integration/test_counter.py \
 		tests/integration/test_serve.py tests/integration/test_sink.py tests/integration/test_rest.py \
 		tests/integration/test_yard_load_open.py tests/integration/test_chat.py \
