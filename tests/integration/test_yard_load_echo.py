@@ -85,10 +85,12 @@ def corrupting_server(flip_after: int):
     return ls
 
 
-def test_corrupted_echo_is_an_error():
+@pytest.mark.parametrize("io", ["epoll", "uring"])
+def test_corrupted_echo_is_an_error(io):
     ls = corrupting_server(flip_after=16 * 3 + 5)
     try:
-        r = load("echo", "--target", f"127.0.0.1:{ls.getsockname()[1]}", "--messages", 10,
+        r = load("echo", "--io", io, "--target", f"127.0.0.1:{ls.getsockname()[1]}",
+                 "--messages", 10,
                  "--size", 16, "--timeout", "5s")
     finally:
         ls.close()
@@ -107,9 +109,10 @@ def group_size(pgid: int) -> int:
     return n
 
 
-def test_server_dying_mid_run_is_reported_not_hung(serve):
+@pytest.mark.parametrize("io", ["epoll", "uring"])
+def test_server_dying_mid_run_is_reported_not_hung(serve, io):
     server = serve("echo", "fork")
-    p = subprocess.Popen([str(LOAD), "echo", "--target", f"127.0.0.1:{server.port}",
+    p = subprocess.Popen([str(LOAD), "echo", "--io", io, "--target", f"127.0.0.1:{server.port}",
                           "--connections", "10", "--messages", "10000000", "--timeout", "5s"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     # Once a child serves each of the 10 connections, kill the whole server.

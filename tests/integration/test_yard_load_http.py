@@ -134,10 +134,12 @@ def chunked_server():
     return ls
 
 
-def test_chunked_responses_are_framed():
+@pytest.mark.parametrize("io", ["epoll", "uring"])
+def test_chunked_responses_are_framed(io):
     ls = chunked_server()
     try:
-        rc, d, err = load_json("--target", f"127.0.0.1:{ls.getsockname()[1]}", "--users", 2,
+        rc, d, err = load_json("--io", io, "--target", f"127.0.0.1:{ls.getsockname()[1]}",
+                               "--users", 2,
                                "--messages", 50, "--pipeline", 4)
     finally:
         ls.close()
@@ -145,9 +147,11 @@ def test_chunked_responses_are_framed():
     assert d["endpoints"]["root"]["ok"] == 100
 
 
-def test_a_server_that_is_not_http_is_an_error(serve):
+@pytest.mark.parametrize("io", ["epoll", "uring"])
+def test_a_server_that_is_not_http_is_an_error(serve, io):
     srv = serve("echo", "epoll")
-    rc, d, err = load_json("--target", f"127.0.0.1:{srv.port}", "--messages", 3, "--timeout", "2s")
+    rc, d, err = load_json("--io", io, "--target", f"127.0.0.1:{srv.port}", "--messages", 3,
+                           "--timeout", "2s")
     assert rc == 1
     assert "not an HTTP/1.x status line" in d["first_error"]
 

@@ -3,7 +3,9 @@ epoll gives the same, exact results, and falls back to epoll where the
 kernel refuses io_uring (yard-test-no-uring: a seccomp filter)."""
 
 import json
+import socket
 import subprocess
+import threading
 
 import pytest
 
@@ -93,3 +95,75 @@ def test_io_belongs_to_the_engine_modes():
     assert rc == 2 and "--io applies to echo, counter and http, not to rate" in err
     rc, _, err = load("echo", "--io", "kqueue", "--target", "127.0.0.1:9")
     assert rc == 2 and "--io" in err and "kqueue" in err
+
+
+def scripted_server(handle):
+    """A listener whose every connection is served by handle(sock) on its own
+    thread: the misbehaving servers below."""
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(64)
+
+    def conn(s):
+        try:
+            handle(s)
+        except OSError:
+            pass
+        finally:
+            s.close()
+
+    def accept():
+        while True:
+            try:
+                s, _ = ls.accept()
+            except OSError:
+                return
+            threading.Thread(target=conn, args=(s,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    return ls
+
+
+def recv_exactly(s, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise OSError("peer closed")
+        buf += chunk
+    return buf
+
+
+def closes_after_three(s):
+    for _ in range(3):
+        s.sendall(recv_exactly(s, 16))
+
+
+def adds_garbage(s):
+    s.sendall(recv_exactly(s, 16) + b"junk")  # one segment: a reply and 4 bytes nobody asked for
+    while s.recv(65536):
+        pass
+
+
+def never_answers(s):
+    while s.recv(65536):
+        pass
+
+
+@pytest.mark.parametrize("io", IOS)
+@pytest.mark.parametrize("handle, errors, needle", [
+    (closes_after_three, 4, "the server closed it after 3 replies"),
+    (adds_garbage, 4, "4 bytes arrived with no request outstanding"),
+    (never_answers, 4, "no reply for 1.0 s (--timeout): 4 requests on 4 connections"),
+], ids=["closes-early", "garbage", "stalls"])
+def test_a_bad_server_is_the_same_error_through_either_io(io, handle, errors, needle):
+    ls = scripted_server(handle)
+    try:
+        rc, d, err = load("echo", "--io", io, "--target", f"127.0.0.1:{ls.getsockname()[1]}",
+                          "--connections", 4, "--messages", 50, "--timeout", "1s", "--json",
+                          timeout=30)
+    finally:
+        ls.close()
+    assert rc == 1, err
+    assert d["io"] == io and d["errors"] == errors, d
+    assert needle in d["first_error"], d["first_error"]

@@ -29,13 +29,14 @@ def test_counter_mode_ends_with_an_exact_count(serve, model):
     assert 0.4 * 8000 < d["increments"] < 0.6 * 8000
 
 
-def test_counter_mode_catches_a_lying_server(start_server):
+@pytest.mark.parametrize("io", ["epoll", "uring"])
+def test_counter_mode_catches_a_lying_server(start_server, io):
     """An echo server is not a counter: its 'replies' are the request bytes
     and never form a valid count, so yard-load must fail."""
     server = start_server([BIN / "yard-serve", "--app", "echo", "--model", "epoll", "--listen",
                            "127.0.0.1:0"])
-    rc, d, err = load_json("counter", "--target", f"127.0.0.1:{server.port}", "--ops", 10,
-                           "--timeout", "1s")
+    rc, d, err = load_json("counter", "--io", io, "--target", f"127.0.0.1:{server.port}",
+                           "--ops", 10, "--timeout", "1s")
     assert rc == 1
     assert b"no complete reply within --timeout" in err
 

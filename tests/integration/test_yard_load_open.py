@@ -54,10 +54,11 @@ def stalled_run(server, *flags, conns=4):
     return json.loads(out)
 
 
-def test_stall_open_loop_shows_it_closed_loop_hides_it(serve):
+@pytest.mark.parametrize("io", ["epoll", "uring"])
+def test_stall_open_loop_shows_it_closed_loop_hides_it(serve, io):
     server = serve("echo", "epoll")
-    opened = stalled_run(server, "--rate", "2000")
-    closed = stalled_run(server)
+    opened = stalled_run(server, "--rate", "2000", "--io", io)
+    closed = stalled_run(server, "--io", io)
     spectrum = {s["percentile"]: s["value_us"] for s in opened["latency_spectrum_us"]}
     assert opened["loop"] == "open" and closed["loop"] == "closed"
     # Every request due during the stall waited for it: the top of the
@@ -129,9 +130,11 @@ def test_threads_split_connections_and_merge_histograms(serve, tmp_path):
     assert int(total[-1].split()[2]) == 7 * 300
 
 
-def test_pipelined_server_death_is_reported_not_hung(serve):
+@pytest.mark.parametrize("io", ["epoll", "uring"])
+def test_pipelined_server_death_is_reported_not_hung(serve, io):
     server = serve("echo", "epoll")
-    p = subprocess.Popen([LOAD, "echo", "--target", f"127.0.0.1:{server.port}", "--connections",
+    p = subprocess.Popen([LOAD, "echo", "--io", io, "--target", f"127.0.0.1:{server.port}",
+                          "--connections",
                           "4", "--pipeline", "8", "--duration", "30s", "--timeout", "2s",
                           "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          stdin=subprocess.DEVNULL)
