@@ -152,9 +152,11 @@ def never_answers(s):
 
 @pytest.mark.parametrize("io", IOS)
 @pytest.mark.parametrize("handle, errors, needle", [
-    (closes_after_three, 4, "the server closed it after 3 replies"),
-    (adds_garbage, 4, "4 bytes arrived with no request outstanding"),
-    (never_answers, 4, "no reply for 1.0 s (--timeout): 4 requests on 4 connections"),
+    # A close with the 4th request unread may reach the client as a reset.
+    (closes_after_three, 4, ("the server closed it after 3 replies",
+                             "read: Connection reset by peer")),
+    (adds_garbage, 4, ("4 bytes arrived with no request outstanding",)),
+    (never_answers, 4, ("no reply for 1.0 s (--timeout): 4 requests on 4 connections",)),
 ], ids=["closes-early", "garbage", "stalls"])
 def test_a_bad_server_is_the_same_error_through_either_io(io, handle, errors, needle):
     ls = scripted_server(handle)
@@ -166,4 +168,4 @@ def test_a_bad_server_is_the_same_error_through_either_io(io, handle, errors, ne
         ls.close()
     assert rc == 1, err
     assert d["io"] == io and d["errors"] == errors, d
-    assert needle in d["first_error"], d["first_error"]
+    assert any(n in d["first_error"] for n in needle), d["first_error"]
