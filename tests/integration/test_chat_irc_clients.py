@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from chatlib import CHAT, add_account, login_pass
-from conftest import BIN, ROOT
+from conftest import BIN, MODELS, ROOT, model_args, skip_unavailable
 
 pytestmark = pytest.mark.usefixtures("yard_chat_built")
 
@@ -189,8 +189,11 @@ def client_env(home: Path) -> dict[str, str]:
             "XDG_STATE_HOME": str(home / ".local/state"), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
 
 
-def test_irssi_and_weechat_talk_with_the_documented_commands(start_server, tmux, tmp_path):
+# epoll, and uring, the model most unlike the others in how it does its I/O.
+@pytest.mark.parametrize("model", [m for m in ("epoll", "uring") if m in MODELS])
+def test_irssi_and_weechat_talk_with_the_documented_commands(start_server, tmux, tmp_path, model):
     require_programs("tmux", "irssi", "weechat")
+    skip_unavailable(model)
     doc = doc_client_commands()
     for client in ("irssi", "WeeChat"):
         assert doc.get(client), f"{DOC}: no {client} commands in the client block"
@@ -202,7 +205,7 @@ def test_irssi_and_weechat_talk_with_the_documented_commands(start_server, tmux,
           "carol": "pw-carol"}
     for name, password in pw.items():
         add_account(data, name, password, cost=4)
-    srv = start_server([BIN / "yard-serve", "--app", "chat", "--model", "epoll", "--listen",
+    srv = start_server([BIN / "yard-serve", "--app", "chat", *model_args(model), "--listen",
                         "127.0.0.1:0", "--data", data])
 
     # carol, a raw client, is in the channel first and sees what the server relays.
