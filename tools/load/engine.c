@@ -15,17 +15,23 @@
  *   exceeds 1% of the run is invalid, because the load was not what it says.
  *
  * All connections are established before the clock starts, so connection
- * set-up is not in any latency. A timerfd wakes the loop at the next due
- * time (a min-heap of connections waiting for one).
+ * set-up is not in any latency. The loop wakes at the next due time (a
+ * min-heap of connections waiting for one): a timerfd in the epoll set, or
+ * the timeout of the ring's wait.
  *
  * Two ways to do the I/O (--io). epoll: wait for readiness, read() and
- * send() per round trip. uring: a multishot receive per connection into
- * buffers the kernel picks from a ring of provided buffers, sends as
- * submissions (one in flight per connection; requests started meanwhile
- * queue behind it in the connection's buffer), and each loop turn submits
- * everything and waits for the next completions or due time in one
- * io_uring_enter. The protocol callbacks, the schedule and every check are
- * the same code for both. */
+ * send() per round trip. uring: once connected, the sockets leave the
+ * epoll set and become the ring's registered files; a multishot receive
+ * per connection into buffers the kernel picks from a ring of provided
+ * buffers, sends as submissions (one in flight per connection; requests
+ * started meanwhile queue behind it in the connection's buffer), and each
+ * loop turn submits everything and waits for the next completions or due
+ * time in one io_uring_enter. The protocol callbacks, the schedule and
+ * every check are the same code for both.
+ *
+ * Either way most of a round trip's cost is the kernel's loopback TCP path
+ * (a send also runs the server socket's receive processing), which no
+ * interface removes: see docs/load.md for what the ring saves. */
 #include <errno.h>
 #include <liburing.h>
 #include <stdlib.h>
@@ -76,6 +82,7 @@ struct engine {
     size_t nheap, capheap;
     /* --io uring */
     bool ring_on;
+    bool fixed;                 /* the sockets are the ring's registered files */
     struct io_uring ring;
     yard_bufring_t bufs; /* the receives' provided buffers */
     uint8_t rbuf[65536];
@@ -147,9 +154,15 @@ static void finish(struct engine *e, struct lconn *c)
         return;
     c->done = true;
     e->outstanding -= c->sent - c->completed;
-    epoll_ctl(e->ep, EPOLL_CTL_DEL, c->fd, NULL);
-    if (e->ring_on)
+    if (e->ring_on) {
         shutdown(c->fd, SHUT_RDWR); /* ends what the ring has armed on it */
+        if (e->fixed) { /* the ring's reference goes too, so close() releases it */
+            int none = -1;
+            io_uring_register_files_update(&e->ring, (unsigned)(c - e->conns), &none, 1);
+        }
+    } else {
+        epoll_ctl(e->ep, EPOLL_CTL_DEL, c->fd, NULL);
+    }
     close(c->fd);
     e->active--;
 }
@@ -173,6 +186,16 @@ static int want(struct engine *e, struct lconn *c, uint32_t events)
 
 /* ---- --io uring ---------------------------------------------------------- */
 
+/* An operation on connection c's socket: its index in the registered files
+ * (no file lookup and reference count per operation), or its descriptor. */
+static void ring_target(const struct engine *e, const struct lconn *c, struct io_uring_sqe *sqe)
+{
+    if (e->fixed) {
+        sqe->fd = (int)(c - e->conns);
+        sqe->flags |= IOSQE_FIXED_FILE;
+    }
+}
+
 static struct io_uring_sqe *ring_sqe(struct engine *e)
 {
     struct io_uring_sqe *sqe;
@@ -189,6 +212,7 @@ static void ring_send(struct engine *e, struct lconn *c)
         return;
     struct io_uring_sqe *sqe = ring_sqe(e);
     io_uring_prep_send(sqe, c->fd, c->tx, c->tx_len, MSG_NOSIGNAL);
+    ring_target(e, c, sqe);
     io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)c | UD_SEND);
     c->sending = true;
 }
@@ -197,6 +221,7 @@ static void ring_recv(struct engine *e, struct lconn *c)
 {
     struct io_uring_sqe *sqe = ring_sqe(e);
     io_uring_prep_recv_multishot(sqe, c->fd, NULL, 0, 0);
+    ring_target(e, c, sqe);
     sqe->flags |= IOSQE_BUFFER_SELECT;
     sqe->buf_group = RING_BGID;
     io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)c | UD_RECV);
@@ -218,6 +243,23 @@ static int ring_setup(struct engine *e)
     while (n < want && n < 32768)
         n *= 2;
     return yard_bufring_init(&e->bufs, &e->ring, n, RING_BUF_SIZE, RING_BGID);
+}
+
+/* The connections are up: from now on the ring alone watches them. Out of
+ * the epoll set, so the server's sends do not also run an epoll callback per
+ * reply; and registered as the ring's files when the kernel takes them (else
+ * the operations name the descriptors). */
+static void ring_adopt(struct engine *e)
+{
+    int n = e->o->connections;
+    int *fds = malloc((size_t)n * sizeof *fds);
+    for (int i = 0; i < n; i++) {
+        epoll_ctl(e->ep, EPOLL_CTL_DEL, e->conns[i].fd, NULL);
+        if (fds)
+            fds[i] = e->conns[i].fd;
+    }
+    e->fixed = fds && io_uring_register_files(&e->ring, fds, (unsigned)n) == 0;
+    free(fds);
 }
 
 static void ring_teardown(struct engine *e)
@@ -631,8 +673,11 @@ int load_engine_run(const load_opts_t *o, const load_proto_t *p, load_result_t *
         if (p->conn_init && p->conn_init(c->priv, c->id, o, r) < 0)
             goto out;
     }
-    if (connect_all(e) == 0)
+    if (connect_all(e) == 0) {
+        if (e->ring_on)
+            ring_adopt(e);
         status = loop(e);
+    }
 out:
     if (e->conns)
         for (int i = 0; i < o->connections; i++)
