@@ -419,13 +419,22 @@ static int http_reply(void *priv, uint64_t seq, uint32_t tag, const uint8_t *p, 
     size_t i = 0;
     while (i < n) {
         if (c->state == 0 || c->state == 2 || c->state == 4 || c->state == 5) {
-            /* Collect a line (or the head) in c->head. */
-            if (c->head_len >= sizeof c->head - 1) {
+            /* Collect a line (or the head) in c->head: the bytes up to and
+             * including the next LF at once, since only a line's end is
+             * looked at. */
+            size_t room = sizeof c->head - 1 - c->head_len;
+            if (room == 0) {
                 load_error(r, "connection %d: response head or chunk line over %d bytes", c->id,
                            HEAD_MAX);
                 return -1;
             }
-            c->head[c->head_len++] = (char)p[i++];
+            const uint8_t *lf = memchr(p + i, '\n', n - i);
+            size_t take = lf ? (size_t)(lf - (p + i)) + 1 : n - i;
+            if (take > room)
+                take = room;
+            memcpy(c->head + c->head_len, p + i, take);
+            i += take;
+            c->head_len += take;
             c->head[c->head_len] = 0;
             size_t L = c->head_len;
             if (L < 2 || c->head[L - 2] != '\r' || c->head[L - 1] != '\n')
