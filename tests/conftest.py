@@ -15,6 +15,7 @@ import selectors
 import signal
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -270,6 +271,35 @@ def recv_exactly(sock: socket.socket, n: int) -> bytes:
         chunks.append(c)
         n -= len(c)
     return b"".join(chunks)
+
+
+def scripted_server(handle: Callable[[socket.socket], None]) -> socket.socket:
+    """A listener on 127.0.0.1 whose every connection is served by
+    handle(sock) on a thread of its own: the misbehaving or minimal servers
+    the load-generator tests talk to. A client that goes away mid-script
+    ends that connection quietly. Close the listener to stop accepting."""
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(64)
+
+    def conn(s):
+        try:
+            handle(s)
+        except (OSError, AssertionError):  # recv_exactly's "connection closed"
+            pass
+        finally:
+            s.close()
+
+    def accept():
+        while True:
+            try:
+                s, _ = ls.accept()
+            except OSError:
+                return
+            threading.Thread(target=conn, args=(s,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    return ls
 
 
 def recv_until_closed(sock: socket.socket, limit: int = 1 << 24) -> bytes:

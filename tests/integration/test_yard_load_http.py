@@ -2,13 +2,11 @@
 model, per-endpoint accounting, chunked responses, and clear failures."""
 
 import json
-import socket
 import subprocess
-import threading
 
 import pytest
 
-from conftest import BIN, MODELS
+from conftest import BIN, MODELS, scripted_server
 
 LOAD = BIN / "yard-load"
 REST_FLAGS = ("--bcrypt-cost", "4", "--longpoll-ms", "200")
@@ -103,40 +101,23 @@ def test_failures_are_counted_per_status(serve, tmp_path):
     assert r.returncode == 2 and b"no users in it" in r.stderr
 
 
-def chunked_server():
-    """A tiny HTTP/1.1 server answering every request with a chunked 'hello world'."""
-    ls = socket.socket()
-    ls.bind(("127.0.0.1", 0))
-    ls.listen(8)
-
-    def conn(s):
-        buf = b""
-        with s:
-            while True:
-                data = s.recv(4096)
-                if not data:
-                    return
-                buf += data
-                while b"\r\n\r\n" in buf:
-                    _, buf = buf.split(b"\r\n\r\n", 1)
-                    s.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-                              b"5\r\nhello\r\n6;x=y\r\n world\r\n0\r\nX-T: 1\r\n\r\n")
-
-    def accept():
-        while True:
-            try:
-                s, _ = ls.accept()
-            except OSError:
-                return
-            threading.Thread(target=conn, args=(s,), daemon=True).start()
-
-    threading.Thread(target=accept, daemon=True).start()
-    return ls
+def answer_chunked(s):
+    """Every request is answered with a chunked 'hello world'."""
+    buf = b""
+    while True:
+        data = s.recv(4096)
+        if not data:
+            return
+        buf += data
+        while b"\r\n\r\n" in buf:
+            _, buf = buf.split(b"\r\n\r\n", 1)
+            s.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      b"5\r\nhello\r\n6;x=y\r\n world\r\n0\r\nX-T: 1\r\n\r\n")
 
 
 @pytest.mark.parametrize("io", ["epoll", "uring"])
 def test_chunked_responses_are_framed(io):
-    ls = chunked_server()
+    ls = scripted_server(answer_chunked)
     try:
         rc, d, err = load_json("--io", io, "--target", f"127.0.0.1:{ls.getsockname()[1]}",
                                "--users", 2,

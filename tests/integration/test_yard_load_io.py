@@ -3,13 +3,11 @@ epoll gives the same, exact results, and falls back to epoll where the
 kernel refuses io_uring (yard-test-no-uring: a seccomp filter)."""
 
 import json
-import socket
 import subprocess
-import threading
 
 import pytest
 
-from conftest import BIN
+from conftest import BIN, recv_exactly, scripted_server
 
 LOAD = BIN / "yard-load"
 NO_URING = BIN / "yard-test-no-uring"
@@ -95,43 +93,6 @@ def test_io_belongs_to_the_engine_modes():
     assert rc == 2 and "--io applies to echo, counter and http, not to rate" in err
     rc, _, err = load("echo", "--io", "kqueue", "--target", "127.0.0.1:9")
     assert rc == 2 and "--io" in err and "kqueue" in err
-
-
-def scripted_server(handle):
-    """A listener whose every connection is served by handle(sock) on its own
-    thread: the misbehaving servers below."""
-    ls = socket.socket()
-    ls.bind(("127.0.0.1", 0))
-    ls.listen(64)
-
-    def conn(s):
-        try:
-            handle(s)
-        except OSError:
-            pass
-        finally:
-            s.close()
-
-    def accept():
-        while True:
-            try:
-                s, _ = ls.accept()
-            except OSError:
-                return
-            threading.Thread(target=conn, args=(s,), daemon=True).start()
-
-    threading.Thread(target=accept, daemon=True).start()
-    return ls
-
-
-def recv_exactly(s, n):
-    buf = b""
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise OSError("peer closed")
-        buf += chunk
-    return buf
 
 
 def closes_after_three(s):
