@@ -36,7 +36,7 @@ void yard_evbase_touch(yard_evbase_t *b, yard_conn_t *c, uint64_t now)
     yard_conn_list_append(&b->lru, &ec->lru);
 }
 
-void yard_evbase_add(yard_evbase_t *b, yard_conn_t *c, uint64_t now)
+static void yard_evbase_add(yard_evbase_t *b, yard_conn_t *c, uint64_t now)
 {
     yard_evconn_t *ec = yard_evconn(c);
     ec->lru.conn = c;
@@ -74,7 +74,7 @@ yard_conn_t *yard_evbase_oldest(const yard_evbase_t *b)
     return b->lru.next != &b->lru ? b->lru.next->conn : NULL;
 }
 
-int yard_evbase_sync_timer(yard_evbase_t *b, yard_conn_t *c, uint64_t deadline)
+static int yard_evbase_sync_timer(yard_evbase_t *b, yard_conn_t *c, uint64_t deadline)
 {
     yard_evconn_t *ec = yard_evconn(c);
     if (yard_heap_contains(&ec->timer)) {
@@ -109,7 +109,7 @@ int yard_evbase_timeout_ms(const yard_evbase_t *b, uint64_t now)
     return ms > 60000 ? 60000 : (int)ms;
 }
 
-yard_conn_t *yard_evbase_timer_due(yard_evbase_t *b, uint64_t now)
+static yard_conn_t *yard_evbase_timer_due(yard_evbase_t *b, uint64_t now)
 {
     yard_heap_node_t *t = yard_heap_min(&b->timers);
     if (!t || t->key > now)
@@ -132,7 +132,7 @@ yard_conn_t *yard_evbase_expired(yard_evbase_t *b, uint64_t now)
     return NULL;
 }
 
-bool yard_evbase_pool_start(yard_evbase_t *b, int (*watch)(void *arg, int efd), void *arg)
+static bool yard_evbase_pool_start(yard_evbase_t *b, int (*watch)(void *arg, int efd), void *arg)
 {
     if (b->pool)
         return true;
@@ -153,7 +153,7 @@ err:
     return false;
 }
 
-void yard_evbase_submit(yard_evbase_t *b, yard_conn_t *c)
+static void yard_evbase_submit(yard_evbase_t *b, yard_conn_t *c)
 {
     yard_evconn(c)->in_pool = true;
     yard_conn_job(c)->done = &b->done;
@@ -161,7 +161,27 @@ void yard_evbase_submit(yard_evbase_t *b, yard_conn_t *c)
     yard_pool_submit(b->pool, yard_conn_job(c));
 }
 
-yard_job_t *yard_evbase_take_jobs(yard_evbase_t *b)
+yard_wait_t yard_evbase_next(yard_evbase_t *b, yard_conn_t *c, int (*watch)(void *arg, int efd),
+                             void *arg, const char **why)
+{
+    *why = NULL;
+    yard_wait_t w = yard_conn_next(c, &b->scratch);
+    while (w.next == YARD_NEXT_JOB || w.next == YARD_NEXT_PERM) {
+        if (w.next == YARD_NEXT_JOB && yard_evbase_pool_start(b, watch, arg)) {
+            yard_evbase_submit(b, c);
+            return w;
+        }
+        yard_conn_run_job(c, &b->scratch);
+        w = yard_conn_next(c, &b->scratch);
+    }
+    if (w.next == YARD_NEXT_WAIT && yard_evbase_sync_timer(b, c, w.deadline) < 0) {
+        *why = "out of memory for a timer";
+        w.next = YARD_NEXT_CLOSE;
+    }
+    return w;
+}
+
+static yard_job_t *yard_evbase_take_jobs(yard_evbase_t *b)
 {
     yard_job_t *jobs = yard_completions_take(&b->done);
     for (yard_job_t *job = jobs; job; job = job->next) {

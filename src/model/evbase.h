@@ -42,8 +42,6 @@ void yard_evbase_init(yard_evbase_t *b, yard_server_t *srv);
 /* After yard_evbase_wait_jobs: the pool is idle. */
 void yard_evbase_fini(yard_evbase_t *b);
 
-/* A new connection, active now. */
-void yard_evbase_add(yard_evbase_t *b, yard_conn_t *c, uint64_t now);
 /* Open a connection on an admitted fd and add it; NULL when out of memory
  * (logged; the fd is closed and its admission released). */
 yard_conn_t *yard_evbase_open(yard_evbase_t *b, int fd, const yard_conn_policy_t *policy,
@@ -54,32 +52,27 @@ void yard_evbase_remove(yard_evbase_t *b, yard_conn_t *c);
  * when an idle timeout is set). */
 void yard_evbase_touch(yard_evbase_t *b, yard_conn_t *c, uint64_t now);
 yard_conn_t *yard_evbase_oldest(const yard_evbase_t *b);
-/* Make the heap agree with the deadline the app has armed (0: none);
- * -1 when out of memory. */
-int yard_evbase_sync_timer(yard_evbase_t *b, yard_conn_t *c, uint64_t deadline);
 
 /* When the loop must wake next for a timer or an idle timeout
  * (UINT64_MAX: never), and the same as an epoll_wait timeout from now. */
 uint64_t yard_evbase_due(const yard_evbase_t *b);
 int yard_evbase_timeout_ms(const yard_evbase_t *b, uint64_t now);
-/* One connection whose app timer is due (taken off the heap; the caller
- * runs yard_conn_on_timer), or NULL. */
-yard_conn_t *yard_evbase_timer_due(yard_evbase_t *b, uint64_t now);
 /* One connection silent for the idle timeout (the caller closes it), or
  * NULL. A connection waiting for its own job is not silent: its clock
  * starts again. */
 yard_conn_t *yard_evbase_expired(yard_evbase_t *b, uint64_t now);
 
-/* The pool and its completion queue, started on the first job actually
- * offloaded, so a loop whose app never offloads stays one thread.
- * watch(arg, efd) makes the loop wait on the queue's eventfd. False when no
- * pool can be had (the job then runs inline). */
-bool yard_evbase_pool_start(yard_evbase_t *b, int (*watch)(void *arg, int efd), void *arg);
-/* Hand the connection's job to the pool. */
-void yard_evbase_submit(yard_evbase_t *b, yard_conn_t *c);
-/* The jobs that came back (reads the queue's eventfd); each one's
- * connection is out of the pool's hands again. */
-yard_job_t *yard_evbase_take_jobs(yard_evbase_t *b);
+/* After anything happened to connection c (not in the pool): what the
+ * driver says it waits for, with what needs no waiting settled here. A job
+ * goes to the pool (YARD_NEXT_JOB: the loop stops watching the socket until
+ * the job is back), started on the first job actually offloaded so that a
+ * loop whose app never offloads stays one thread (watch(arg, efd) makes the
+ * loop wait on its completion queue's eventfd), or, when no
+ * pool can be had, runs on this thread, as with --offload-threads 0; the
+ * app's timer goes into the heap. YARD_NEXT_CLOSE with *why the loop's
+ * reason, NULL when it is the driver's own. */
+yard_wait_t yard_evbase_next(yard_evbase_t *b, yard_conn_t *c, int (*watch)(void *arg, int efd),
+                             void *arg, const char **why);
 /* What a loop does after anything happened to a connection. */
 typedef void (*yard_evbase_after_fn)(void *loop, yard_conn_t *c, uint64_t now);
 /* The jobs that came back: each connection's job_done, then after. */

@@ -156,29 +156,19 @@ static void loop_after(yard_loop_t *loop, yard_conn_t *c, uint64_t now)
     struct loop_conn *lc = LC(c);
     if (lc->ev.in_pool)
         return; /* in the pool's hands until the job comes back */
-    yard_wait_t w = yard_conn_next(c, &loop->b.scratch);
-    while (w.next == YARD_NEXT_JOB || w.next == YARD_NEXT_PERM) {
-        if (w.next == YARD_NEXT_JOB && yard_evbase_pool_start(&loop->b, loop_watch_done, loop)) {
-            /* Out of the epoll set while a pool thread has the job: a peer
-             * that resets meanwhile must not spin a level-triggered loop. */
-            if (lc->polled) {
-                epoll_ctl(loop->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-                lc->polled = false;
-            }
-            yard_evbase_submit(&loop->b, c);
-            return;
+    const char *why;
+    yard_wait_t w = yard_evbase_next(&loop->b, c, loop_watch_done, loop, &why);
+    if (w.next == YARD_NEXT_JOB) {
+        /* Out of the epoll set while a pool thread has the job: a peer that
+         * resets meanwhile must not spin a level-triggered loop. */
+        if (lc->polled) {
+            epoll_ctl(loop->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+            lc->polled = false;
         }
-        /* No pool could be had: the job runs here, as with
-         * --offload-threads 0. */
-        yard_conn_run_job(c, &loop->b.scratch);
-        w = yard_conn_next(c, &loop->b.scratch);
-    }
-    if (w.next == YARD_NEXT_CLOSE) {
-        loop_close(loop, c, NULL);
         return;
     }
-    if (yard_evbase_sync_timer(&loop->b, c, w.deadline) < 0) {
-        loop_close(loop, c, "out of memory for a timer");
+    if (w.next == YARD_NEXT_CLOSE) {
+        loop_close(loop, c, why);
         return;
     }
     if (loop_rearm(loop, c, &w) < 0) {

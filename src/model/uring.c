@@ -190,13 +190,15 @@ static int bufs_init(uring_loop_t *l)
 
 static void conn_after(uring_loop_t *l, yard_conn_t *c, uint64_t now);
 
-/* The socket as an operation names it: its registered slot when it has
- * one (no file lookup and reference count per operation), else the fd. */
-static int sock_of(yard_conn_t *c) { return UC(c)->slot >= 0 ? UC(c)->slot : c->fd; }
-static void sock_flags(struct io_uring_sqe *sqe, yard_conn_t *c)
+/* An operation prepared on c->fd names the socket by its registered slot
+ * instead, when it has one (no file lookup and reference count per
+ * operation). */
+static void sock_target(struct io_uring_sqe *sqe, yard_conn_t *c)
 {
-    if (UC(c)->slot >= 0)
+    if (UC(c)->slot >= 0) {
+        sqe->fd = UC(c)->slot;
         sqe->flags |= IOSQE_FIXED_FILE;
+    }
 }
 
 /* Register the socket in a free slot, if there is one. */
@@ -227,8 +229,8 @@ static void conn_unregister(uring_loop_t *l, yard_conn_t *c)
 static void arm_recv(uring_loop_t *l, yard_conn_t *c)
 {
     struct io_uring_sqe *sqe = sqe_get(l);
-    io_uring_prep_recv_multishot(sqe, sock_of(c), NULL, 0, 0);
-    sock_flags(sqe, c);
+    io_uring_prep_recv_multishot(sqe, c->fd, NULL, 0, 0);
+    sock_target(sqe, c);
     sqe->flags |= IOSQE_BUFFER_SELECT;
     sqe->buf_group = BUF_GROUP;
     io_uring_sqe_set_data64(sqe, conn_ud(c, OP_RECV));
@@ -246,8 +248,8 @@ static void submit_send(uring_loop_t *l, yard_conn_t *c)
     if (!p)
         return;
     struct io_uring_sqe *sqe = sqe_get(l);
-    io_uring_prep_send(sqe, sock_of(c), p, n, MSG_NOSIGNAL);
-    sock_flags(sqe, c);
+    io_uring_prep_send(sqe, c->fd, p, n, MSG_NOSIGNAL);
+    sock_target(sqe, c);
     io_uring_sqe_set_data64(sqe, conn_ud(c, OP_SEND));
     UC(c)->sending = true;
     UC(c)->ops++;
@@ -343,24 +345,14 @@ static void conn_after(uring_loop_t *l, yard_conn_t *c, uint64_t now)
     }
     if (uc->ev.in_pool)
         return; /* in the pool's hands until the job comes back */
-    yard_scratch_t *s = &l->b.scratch;
-    yard_wait_t w = yard_conn_next(c, s);
-    while (w.next == YARD_NEXT_JOB || w.next == YARD_NEXT_PERM) {
-        if (w.next == YARD_NEXT_JOB && yard_evbase_pool_start(&l->b, watch_done, l)) {
-            stop_recv(l, c); /* the peer's next bytes wait in the kernel */
-            yard_evbase_submit(&l->b, c);
-            return;
-        }
-        yard_conn_run_job(c, s); /* no pool could be had: as --offload-threads 0 */
-        w = yard_conn_next(c, s);
-    }
-    if (w.next == YARD_NEXT_CLOSE) {
-        conn_begin_close(l, c, NULL);
+    const char *why;
+    yard_wait_t w = yard_evbase_next(&l->b, c, watch_done, l, &why);
+    if (w.next == YARD_NEXT_JOB) {
+        stop_recv(l, c); /* the peer's next bytes wait in the kernel */
         return;
     }
-    if (yard_evbase_sync_timer(&l->b, c, w.deadline) < 0) {
-        yard_conn_fail(c, "out of memory for a timer", YARD_CLOSE_WARN);
-        conn_begin_close(l, c, NULL);
+    if (w.next == YARD_NEXT_CLOSE) {
+        conn_begin_close(l, c, why);
         return;
     }
     if (w.read && !uc->recv_armed)
