@@ -14,7 +14,7 @@ from conftest import BIN, MODELS, wait_for
 LOAD = BIN / "yard-load"
 JSON_FIELDS = {"throughput_per_s", "latency_us", "messages", "errors", "mode", "connections",
                "duration_s", "bytes_sent", "bytes_received", "generator_cpu_s",
-               "generator_cpu_pct", "invalid", "latency_spectrum_us"}
+               "generator_cpu_pct", "generator_saturated", "behind_schedule", "invalid", "latency_spectrum_us"}
 
 
 def load(*args, timeout=60):

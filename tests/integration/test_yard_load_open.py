@@ -84,7 +84,23 @@ def test_open_loop_keeps_its_rate(serve):
     # 3000 requests due in the window, every one answered.
     assert 2990 <= d["messages"] <= 3000
     assert d["behind_schedule_max_ms"] < 10
+    assert d["behind_schedule"] is False and d["invalid"] is False
 
+
+def test_a_rate_beyond_reach_ends_and_counts_what_never_left(serve):
+    # One connection cannot carry five million round trips a second. What
+    # fell due in the 1 s window may leave for one more window; then the run
+    # ends and counts the rest as unsent, so every due request is accounted.
+    server = serve("echo", "epoll")
+    t0 = time.monotonic()
+    rc, d, err = load_json("echo", "--target", f"127.0.0.1:{server.port}", "--connections", 1,
+                           "--rate", 5_000_000, "--duration", "1s", timeout=30)
+    took = time.monotonic() - t0
+    assert rc == 0, err
+    assert took < 10, took
+    assert d["errors"] == 0 and d["unsent"] > 0
+    assert d["messages"] + d["unsent"] == 5_000_000
+    assert d["achieved_rate"] < 0.5 * d["target_rate"]
 
 def test_open_loop_with_a_message_count(serve):
     server = serve("echo", "epoll")

@@ -32,6 +32,7 @@
  * Either way most of a round trip's cost is the kernel's loopback TCP path
  * (a send also runs the server socket's receive processing), which no
  * interface removes: see docs/load.md for what the ring saves. */
+#include <math.h>
 #include <errno.h>
 #include <liburing.h>
 #include <stdlib.h>
@@ -139,12 +140,41 @@ static uint64_t due_time(const struct engine *e, const struct lconn *c, uint64_t
     return e->t0 + (uint64_t)((phase + (double)seq) * e->interval);
 }
 
+static bool behind_too_far(const struct engine *e)
+{
+    return e->r->behind_max_ms > 0.01 * (double)e->o->duration_ns / 1e6;
+}
+
+/* Open loop with a duration: the requests of c due before the window ends. */
+static uint64_t due_in_window(const struct engine *e, const struct lconn *c)
+{
+    double phase = (double)(c - e->conns) / (double)e->o->connections;
+    double n = ceil((double)(e->stop_at - e->t0) / e->interval - phase);
+    uint64_t k = n > 0 ? (uint64_t)n : 0;
+    while (k > 0 && due_time(e, c, k - 1) >= e->stop_at) /* rounding, both ways */
+        k--;
+    while (due_time(e, c, k) < e->stop_at)
+        k++;
+    return k;
+}
+
 static bool has_more(const struct engine *e, const struct lconn *c, uint64_t now)
 {
     if (!e->o->duration_ns)
         return c->sent < e->o->messages;
-    if (e->open)
-        return due_time(e, c, c->sent) < e->stop_at;
+    if (e->open) {
+        if (due_time(e, c, c->sent) >= e->stop_at)
+            return false;
+        /* What fell due in the window still leaves after it, so a stalled
+         * server's backlog is measured, for at most one more window: a rate
+         * the server (or connections x pipeline) cannot carry must not
+         * stretch the run without bound. A generator itself behind by over
+         * 1% of the window (the run is invalid already) stops at its end.
+         * What never left is counted (unsent). */
+        if (now < e->stop_at)
+            return true;
+        return now - e->stop_at < e->o->duration_ns && !behind_too_far(e);
+    }
     return now < e->stop_at;
 }
 
@@ -689,6 +719,11 @@ out:
         r->start_ns = r->end_ns;
     if (e->open)
         r->target_rate = o->rate;
+    if (e->open && o->duration_ns && e->conns && e->t0)
+        for (int i = 0; i < o->connections; i++) {
+            uint64_t due = due_in_window(e, &e->conns[i]);
+            r->unsent += due > e->conns[i].sent ? due - e->conns[i].sent : 0;
+        }
     ring_teardown(e); /* before the buffers it may still read go */
     free(mem);
     free(e->conns);

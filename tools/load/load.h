@@ -56,6 +56,7 @@ typedef struct load_result {
     char first_error[256];
     double behind_max_ms; /* the generator's worst lateness against its schedule */
     double target_rate;   /* open loop: requests/s asked for */
+    uint64_t unsent;      /* open loop with a duration: requests due that never left */
     const char *io;       /* the I/O the run used: "epoll" or "uring" */
     void *mode;           /* the mode's part */
 } load_result_t;

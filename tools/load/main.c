@@ -353,6 +353,7 @@ static void merge(const load_mode_t *mode, load_result_t *into, const load_resul
     if (from->behind_max_ms > into->behind_max_ms)
         into->behind_max_ms = from->behind_max_ms;
     into->target_rate += from->target_rate;
+    into->unsent += from->unsent;
     if (!into->io)
         into->io = from->io;
     if (mode->merge)

@@ -87,14 +87,15 @@ static void json_report(const load_mode_t *mode, const load_report_t *rep)
            (unsigned long long)r->bytes_received);
     printf("\"generator_cpu_s\": %.3f, \"generator_cpu_pct\": %.1f, "
            "\"generator_cpu_s_per_100k\": %.4f, \"generator_saturated\": %s, "
-           "\"invalid\": %s, ",
+           "\"behind_schedule\": %s, \"invalid\": %s, ",
            rep->cpu_s, rep->cpu_pct, rep->cpu_per_100k, rep->saturated ? "true" : "false",
-           rep->invalid ? "true" : "false");
+           rep->behind ? "true" : "false", rep->invalid ? "true" : "false");
     printf("\"loop\": \"%s\", \"pipeline\": %zu, \"threads\": %d, \"io\": \"%s\", ", rep->loop,
            o->pipeline, o->threads, r->io ? r->io : "epoll");
     printf("\"target_rate\": %.1f, \"achieved_rate\": %.1f, \"rate_unit\": \"%s\", "
-           "\"behind_schedule_max_ms\": %.3f, ",
-           rep->target, rep->achieved, rep->unit, r->behind_max_ms);
+           "\"behind_schedule_max_ms\": %.3f, \"unsent\": %llu, ",
+           rep->target, rep->achieved, rep->unit, r->behind_max_ms,
+           (unsigned long long)r->unsent);
     if (mode->json)
         mode->json(rep);
     printf("\"first_error\": ");
@@ -119,8 +120,14 @@ void load_text_header(const load_report_t *rep)
 void load_text_behind(const load_report_t *rep)
 {
     if (rep->open)
+    {
         printf("  behind        the generator was at most %.2f ms late%s\n",
                rep->r->behind_max_ms, rep->behind ? " -- more than 1% of the run: INVALID" : "");
+        if (rep->r->unsent)
+            printf("  unsent        %llu requests due in the window never left (the run "
+                   "stops one window after its end)\n",
+                   (unsigned long long)rep->r->unsent);
+    }
 }
 
 void load_text_head(const load_report_t *rep)
