@@ -366,9 +366,18 @@ def write_report(out: Path, meta: dict | None = None) -> Path:
                          "hardware counters, the CPU or VM does not expose them): " + ", ".join(
                              html.escape(METRICS.get(m, (m,))[0]) for m in absent) + ".</p>")
         if flagged:
-            parts.append("<p class='warn'>Some points had only trials the load generator marked "
-                         "invalid (it fell behind its schedule or saturated its CPU, so it may be "
-                         "the bottleneck); they are shown, flagged, rather than left out.</p>")
+            parts.append("<p class='warn'>Some points had only invalid trials (the generator fell "
+                         "behind its schedule, or used its whole core while the server had room, "
+                         "so it set the figure); they are shown, flagged, rather than left out.</p>")
+        valid = [t for t in et if t["status"] == "ok"]
+        both = [t for t in valid if t.get("saturated")]
+        if both:
+            parts.append(f"<p>{len(both)} of {len(valid)} valid trials had both the server and the "
+                         f"generator at the limit of their cores (server at least "
+                         f"{html.escape(str(min(t['saturated']['server_cpu_pct'] for t in both)))}%"
+                         "). They count: the server had no room left, so its figure is its "
+                         "capacity here; over loopback both sides pay the kernel's TCP path "
+                         "alike, so a fast server and the generator saturate together.</p>")
         if not ok:
             parts.append("<p class='warn'>No valid trial.</p>")
         else:

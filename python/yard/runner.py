@@ -161,9 +161,6 @@ def run_trial(t: Trial, bin_dir: Path, seq: int) -> dict:
             rec["status"] = "failed"
             why = (lj or {}).get("first_error") or load["stderr"][-300:]
             rec["problems"].append(f"load exit {load['rc']}: {why}")
-        elif lj.get("invalid"):
-            rec["status"] = "invalid"
-            rec["problems"].append("generator marked the run invalid (behind schedule or saturated)")
     finally:
         status = ru = None
         if proc is not None:
@@ -195,6 +192,7 @@ def run_trial(t: Trial, bin_dir: Path, seq: int) -> dict:
         except OSError as e:
             rec["problems"].append(f"cgroup cleanup: {e}")
     rec["metrics"] = _metrics(rec, ru, (live_vol, live_invol))
+    _judge_generator(rec, len(scpus) or len(os.sched_getaffinity(0)))
     return rec
 
 
@@ -223,6 +221,39 @@ def _tool_metrics(out: dict) -> dict[str, float]:
             if k.startswith(prefix) and k.endswith("_misses"):
                 m[k[len(prefix):] + "_per_kinst"] = 1000.0 * m[k] / instr
     return m
+
+
+SERVER_BUSY_PCT = 90.0
+
+
+def _judge_generator(rec: dict, server_cores: int) -> None:
+    """Whether the generator, not the server, set the figure.
+
+    A generator that fell behind its schedule did not send the load it claims: invalid. One
+    that used its whole core is the bottleneck only if the server still had room: a server at
+    SERVER_BUSY_PCT of its cores or more was at its own limit too, so the figure is the
+    server's capacity there and the trial counts (marked as both saturated). Over loopback the
+    two sides pay the kernel's TCP path symmetrically, so a fast server and the generator reach
+    their limits together."""
+    lj = (rec.get("load") or {}).get("stdout_json") or {}
+    if rec["status"] != "ok" or not lj.get("invalid"):
+        return
+    gen = lj.get("generator_cpu_pct")
+    # Older generators give only "invalid"; treat that as behind schedule.
+    behind = lj.get("behind_schedule", not lj.get("generator_saturated"))
+    server = rec["metrics"].get("cpu_pct_total")
+    limit = SERVER_BUSY_PCT * server_cores
+    if behind:
+        rec["status"] = "invalid"
+        rec["problems"].append(f"generator fell behind its schedule by "
+                               f"{lj.get('behind_schedule_max_ms', 0):.1f} ms")
+    elif server is not None and server >= limit:
+        rec["saturated"] = {"server_cpu_pct": round(server, 1), "generator_cpu_pct": gen}
+    else:
+        rec["status"] = "invalid"
+        seen = "not measured" if server is None else f"{server:.0f}%"
+        rec["problems"].append(f"generator saturated ({gen}% of its CPU) while the server used "
+                               f"{seen} of its {server_cores} core(s): the generator set the figure")
 
 
 def _metrics(rec: dict, ru, live: tuple[int, int]) -> dict[str, float]:
