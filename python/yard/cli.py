@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import subprocess
@@ -84,6 +85,11 @@ def execute(exps: list[Experiment], suite: str, args, repo: Path) -> Path:
     models = list_models(bin_dir)
     say = (lambda *a: None) if args.quiet else print
     skipped = skip_unavailable(exps, models, say)
+    dropped = []
+    for e in exps:
+        for d in e.drop_cpu_points(len(os.sched_getaffinity(0))):
+            dropped.append(d)
+            say(f"yard: {e.name}: {d['reason']}")
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     out = results / stamp
     n = 1
@@ -93,7 +99,7 @@ def execute(exps: list[Experiment], suite: str, args, repo: Path) -> Path:
     (out / "raw").mkdir(parents=True)
     meta = {"suite": suite, "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
             "seed": args.seed, "argv": sys.argv, "environment": environment(repo, bin_dir),
-            "models": models, "skipped": skipped,
+            "models": models, "skipped": skipped, "dropped": dropped,
             "experiments": [_exp_meta(e, repo) for e in exps]}
     (out / "meta.json").write_text(json.dumps(meta, indent=1))
     trials = plan(exps, args.seed)
@@ -149,6 +155,16 @@ def execute(exps: list[Experiment], suite: str, args, repo: Path) -> Path:
     return out
 
 
+def _estimate(exps: list[Experiment]) -> float:
+    """Seconds the experiments take here: without the CPU counts this machine would drop."""
+    total = 0.0
+    for e in exps:
+        e = copy.deepcopy(e)
+        e.drop_cpu_points(len(os.sched_getaffinity(0)))
+        total += e.estimate_seconds()
+    return total
+
+
 def cmd_bench(args, repo: Path) -> int:
     exps = _load(repo, Path(args.bin_dir))
     chosen = [e.for_suite(args.suite) for e in exps if e.in_suite(args.suite)]
@@ -157,7 +173,7 @@ def cmd_bench(args, repo: Path) -> int:
     if not chosen:
         sys.exit(f"yard: suite {args.suite} has no experiment")
     if args.suite == "full":
-        est = sum(e.estimate_seconds() for e in chosen)
+        est = _estimate(chosen)
         print(f"yard: the full suite takes about {_fmt_secs(est)}.")
     execute(chosen, args.suite, args, repo)
     return 0
@@ -165,7 +181,7 @@ def cmd_bench(args, repo: Path) -> int:
 
 def cmd_run(args, repo: Path) -> int:
     try:
-        e = load_experiment(Path(args.file), [m["name"] for m in list_models(Path(args.bin_dir))])
+        e = load_experiment(Path(args.file), list_models(Path(args.bin_dir)))
     except (SchemaError, OSError) as err:
         sys.exit(f"yard: {err}")
     if args.suite:
@@ -182,7 +198,7 @@ def cmd_report(args, repo: Path) -> int:
 def cmd_list(args, repo: Path) -> int:
     exps = _load(repo, Path(args.bin_dir))
     for e in exps:
-        sizes = ", ".join(f"{s} ~{_fmt_secs(e.for_suite(s).estimate_seconds())}"
+        sizes = ", ".join(f"{s} ~{_fmt_secs(_estimate([e.for_suite(s)]))}"
                           for s in SUITES if e.in_suite(s))
         print(f"{e.name:<20} {e.kind:<6} {e.title}\n{'':<28}alternatives: "
               f"{', '.join(a.label for a in e.alternatives)}; suites: {sizes}")
@@ -190,9 +206,8 @@ def cmd_list(args, repo: Path) -> int:
 
 
 def _load(repo: Path, bin_dir: Path) -> list[Experiment]:
-    models = [m["name"] for m in list_models(bin_dir)]
     try:
-        return load_all(repo / "experiments", models)
+        return load_all(repo / "experiments", list_models(bin_dir))
     except SchemaError as err:
         sys.exit(f"yard: {err}")
 

@@ -52,6 +52,8 @@ class Experiment:
     table: list[str] = field(default_factory=list)  # report: table columns (default: all)
     suites: dict[str, dict] = field(default_factory=dict)
     timeout: float = 120.0
+    load_reserve: int = 1                 # CPUs kept for the local generator in a CPU sweep
+    skip: bool = False                    # the suite leaves this experiment out
 
     def points(self) -> list[dict[str, Any]]:
         keys = list(self.sweep)
@@ -60,13 +62,41 @@ class Experiment:
         return [dict(zip(keys, combo)) for combo in itertools.product(*(self.sweep[k] for k in keys))]
 
     def in_suite(self, suite: str) -> bool:
+        if self.suites.get(suite, {}).get("skip"):
+            return False
         return suite in ("quick", "full") or suite in self.suites
+
+    def placement(self, point: dict[str, Any], allowed: set[int]) -> tuple[set[int], set[int]]:
+        """The server's and the local generator's CPUs for one point. In a server_cpus sweep
+        the server takes the first N allowed CPUs and the generator every other one; otherwise
+        both are the [run] lists (as far as they are allowed here)."""
+        if CPU_SWEEP in point:
+            cpus = sorted(allowed)
+            n = point[CPU_SWEEP]
+            return set(cpus[:n]), set(cpus[n:]) or set(cpus[:1])
+        return set(self.server_cpus) & allowed, set(self.load_cpus) & allowed
+
+    def drop_cpu_points(self, ncpus: int) -> list[dict[str, Any]]:
+        """Take out of a server_cpus sweep the counts this machine cannot give the server with
+        load_reserve CPUs kept for the generator; returns what was dropped, with why."""
+        want = self.sweep.get(CPU_SWEEP)
+        if not want:
+            return []
+        cap = max(1, ncpus - self.load_reserve)
+        gone = [n for n in want if n > cap]
+        self.sweep[CPU_SWEEP] = [n for n in want if n <= cap]
+        if not gone:
+            return []
+        return [{"experiment": self.name, CPU_SWEEP: gone,
+                 "reason": f"{CPU_SWEEP} = {', '.join(map(str, gone))} not run: {ncpus} CPU(s) "
+                           f"here, {self.load_reserve} kept for the load generator, so at most "
+                           f"{cap} for the server"}]
 
     def for_suite(self, suite: str) -> "Experiment":
         """A copy with the suite's overrides applied (full = the file's own values)."""
         e = copy.deepcopy(self)
         ov = self.suites.get(suite, {})
-        for k in ("duration", "warmup", "repetitions", "sample_interval", "timeout"):
+        for k in ("duration", "warmup", "repetitions", "sample_interval", "timeout", "skip"):
             if k in ov:
                 setattr(e, k, ov[k])
         if "sweep" in ov:
@@ -115,12 +145,21 @@ def _int_list(v, path: Path, full: str) -> list[int]:
 
 
 _TOP = {"experiment", "servers", "tool", "load", "sweep", "run", "report", "suites"}
-_RUN = {"duration", "warmup", "repetitions", "sample_interval", "server_cpus", "load_cpus", "timeout"}
-_SUITE = _RUN - {"server_cpus", "load_cpus"} | {"sweep", "models"}
+_RUN = {"duration", "warmup", "repetitions", "sample_interval", "server_cpus", "load_cpus", "timeout",
+        "load_reserve"}
+_SUITE = _RUN - {"server_cpus", "load_cpus", "load_reserve"} | {"sweep", "models", "skip"}
+
+# The sweep variable that gives the server a number of CPUs (see docs/harness.md, CPU sweep).
+CPU_SWEEP = "server_cpus"
 
 
-def load_experiment(path: Path, models: list[str] | None = None) -> Experiment:
+def load_experiment(path: Path, models: list | None = None) -> Experiment:
+    """models: the names yard-serve offers, or its --list-models --json entries (then the models
+    whose flags say they take --workers follow a server_cpus sweep)."""
     path = Path(path)
+    names = [m if isinstance(m, str) else m["name"] for m in models or []]
+    scalable = {m["name"] for m in models or [] if isinstance(m, dict)
+                and (m.get("flags") or {}).get("workers")}
     try:
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as e:
@@ -145,7 +184,7 @@ def load_experiment(path: Path, models: list[str] | None = None) -> Experiment:
         flags = _str_list(srv.get("flags", []), path, "servers.flags")
         mlist = srv.get("models", [])
         if mlist == "all":
-            mlist = list(models or [])
+            mlist = list(names)
         mlist = _str_list(mlist, path, "servers.models")
         if mlist and not app:
             raise _err(path, "servers.app", "is required when servers.models is given")
@@ -191,6 +230,16 @@ def load_experiment(path: Path, models: list[str] | None = None) -> Experiment:
     for k, v in sweep.items():
         if not isinstance(v, list) or not v:
             raise _err(path, f"sweep.{k}", "must be a non-empty list of values")
+    if CPU_SWEEP in sweep:
+        v = sweep[CPU_SWEEP]
+        if kind != "server" or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1
+                                       for x in v):
+            raise _err(path, f"sweep.{CPU_SWEEP}", "must be a list of CPU counts >= 1, in a "
+                       "server experiment")
+        # A model with several loops follows the count; the others are only pinned to the CPUs.
+        for a in alts:
+            if a.model in scalable and "--workers" not in a.argv:
+                a.argv += ["--workers", "{" + CPU_SWEEP + "}"]
 
     run = _get(data, "run", dict, path, "", default={})
     for k in run:
@@ -211,8 +260,11 @@ def load_experiment(path: Path, models: list[str] | None = None) -> Experiment:
         raise _err(path, "run.sample_interval", "must be between 0.01 and 60 seconds")
     scpus = _int_list(run.get("server_cpus", [0]), path, "run.server_cpus")
     lcpus = _int_list(run.get("load_cpus", [1]), path, "run.load_cpus")
+    reserve = _get(run, "load_reserve", int, path, "run", default=1)
+    if reserve < 0:
+        raise _err(path, "run.load_reserve", "must be >= 0 CPUs")
 
-    known = {"bin", "duration", *sweep}
+    known = {"bin", "duration", "load_threads", *sweep}
     for a in alts:
         bad = placeholders(a.argv) - known
         if bad:
@@ -263,6 +315,8 @@ def load_experiment(path: Path, models: list[str] | None = None) -> Experiment:
                         raise _err(path, f"suites.{sname}.sweep.{sk}", "must be a non-empty list")
             elif k == "models":
                 _str_list(v, path, f"suites.{sname}.models")
+            elif k == "skip":
+                _get(ov, k, bool, path, f"suites.{sname}")
             elif k == "repetitions":
                 _get(ov, k, int, path, f"suites.{sname}")
             else:
@@ -273,10 +327,10 @@ def load_experiment(path: Path, models: list[str] | None = None) -> Experiment:
                       repetitions=reps, sample_interval=interval, server_cpus=scpus,
                       load_cpus=lcpus, plots=plots, baseline=baseline, app=app, suites=suites,
                       log_y=log_y, bars_at=bars_at, table=table,
-                      timeout=timeout)
+                      timeout=timeout, load_reserve=reserve)
 
 
-def load_all(directory: Path, models: list[str] | None = None) -> list[Experiment]:
+def load_all(directory: Path, models: list | None = None) -> list[Experiment]:
     return [load_experiment(p, models) for p in sorted(Path(directory).glob("*.toml"))]
 
 

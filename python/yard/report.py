@@ -350,6 +350,10 @@ def write_report(out: Path, meta: dict | None = None) -> Path:
         parts.append(f"<section><h2>{html.escape(exp['title'])}</h2>")
         if exp.get("description"):
             parts.append(f"<p>{html.escape(exp['description'])}</p>")
+        gone = [d for d in meta.get("dropped") or [] if d["experiment"] == exp["name"]]
+        if gone:
+            parts.append("<p class='warn'>Points not run on this machine: " + "; ".join(
+                html.escape(d["reason"]) for d in gone) + ".</p>")
         ok = usable(et)
         bad = [t for t in et if t["status"] != "ok"]
         flagged = _flagged(et)

@@ -32,10 +32,6 @@ class Trial:
     rep: int
 
 
-def _cpus(wanted: list[int]) -> set[int]:
-    return set(wanted) & os.sched_getaffinity(0)
-
-
 def _pinned(cpus: set[int], attach: Callable[[], None] | None = None):
     def pre() -> None:
         if attach:
@@ -108,13 +104,15 @@ def _run_cmd(argv: list[str], cpus: set[int], timeout: float) -> dict:
 
 
 def run_trial(t: Trial, bin_dir: Path, seq: int) -> dict:
-    values = {"bin": str(bin_dir), **t.point, "duration": t.exp.duration}
+    scpus, lcpus = t.exp.placement(t.point, os.sched_getaffinity(0))
+    values = {"bin": str(bin_dir), **t.point, "duration": t.exp.duration,
+              "load_threads": max(1, len(lcpus))}
     rec: dict[str, Any] = {"experiment": t.exp.name, "alternative": t.alt.label,
                            "model": t.alt.model, "point": t.point, "rep": t.rep,
                            "started": time.time(), "status": "ok", "problems": []}
     if t.exp.kind == "tool":
         argv = render(t.alt.argv, values)
-        res = _run_cmd(argv, _cpus(t.exp.load_cpus), t.exp.timeout)
+        res = _run_cmd(argv, lcpus, t.exp.timeout)
         rec["commands"] = {"tool": argv}
         rec["tool"] = res
         if res["rc"] != 0 or res["stdout_json"] is None:
@@ -126,7 +124,6 @@ def run_trial(t: Trial, bin_dir: Path, seq: int) -> dict:
     server_argv = render(t.alt.argv, values)
     group = make_group(f"yard-{os.getpid()}-{seq}")
     rec["cgroup"] = group.describe()
-    scpus, lcpus = _cpus(t.exp.server_cpus), _cpus(t.exp.load_cpus)
     rec["pinning"] = {"server_cpus": sorted(scpus), "load_cpus": sorted(lcpus)}
     errlog = subprocess.PIPE
     proc = None

@@ -56,3 +56,14 @@ def test_bench_smoke(tmp_path):
     assert not bad, bad
     section = html.split("<h2>Context switch", 1)[1].split("</section>", 1)[0]
     assert section.count("data:image/png;base64,") == 2
+    # The scaling experiments: the server's CPU count is a sweep point; a multi-loop model runs
+    # that many loops, the generator one thread per remaining CPU, each pinned apart.
+    sc = [json.loads(p.read_text()) for p in raw if p.parent.name == "echo_scaling"]
+    assert {t["alternative"] for t in sc} == {"epoll", "reactors"}
+    for t in sc:
+        assert t["status"] == "ok", t["problems"]
+        assert t["point"]["server_cpus"] == 1 and t["pinning"]["server_cpus"] == [0]
+        threads = t["commands"]["load"][t["commands"]["load"].index("--threads") + 1]
+        assert int(threads) == len(t["pinning"]["load_cpus"]) >= 1
+        workers = "--workers" in t["commands"]["server"]
+        assert workers == (t["alternative"] == "reactors")
