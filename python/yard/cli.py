@@ -9,12 +9,11 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 from .experiment import SUITES, Experiment, SchemaError, load_all, load_experiment
 from .report import write_report
-from .runner import Trial, environment, plan, run_trial
+from .runner import environment, plan, run_trial
 
 
 def find_repo() -> Path:

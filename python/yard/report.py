@@ -18,7 +18,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from .stats import Estimate, median_ci, ratio_ci  # noqa: E402
+from .stats import median_ci, ratio_ci  # noqa: E402
 
 # Metric name -> (label, lower is better?)
 METRICS: dict[str, tuple[str, bool]] = {
@@ -325,7 +325,7 @@ def write_report(out: Path, meta: dict | None = None) -> Path:
     groups = _groups(trials)
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>Switchyard report "
              f"{html.escape(meta.get('started', ''))}</title><style>{CSS}</style></head><body>",
-             f"<h1>Switchyard: which concurrency model costs what, on this machine</h1>"]
+             "<h1>Switchyard: which concurrency model costs what, on this machine</h1>"]
     env = meta.get("environment", {})
     parts.append("<p>Suite <b>%s</b>, started %s. %s</p>" % (
         html.escape(str(meta.get("suite"))), html.escape(str(meta.get("started"))),

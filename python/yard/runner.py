@@ -6,23 +6,16 @@ import json
 import os
 import platform
 import random
-import select
-import signal
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from . import __version__
-from .cgroup import GroupProc, make_group
 from .experiment import Alternative, Experiment, render
-from .sampler import Sampler, ctx_switches
+from .server import MeasuredServer, pinned
 from .stats import cpu_mean_cv
-
-READY_TIMEOUT = 10.0
-STOP_TIMEOUT = 5.0
-
 
 @dataclass
 class Trial:
@@ -30,43 +23,6 @@ class Trial:
     alt: Alternative
     point: dict[str, Any]
     rep: int
-
-
-def _pinned(cpus: set[int], attach: Callable[[], None] | None = None):
-    def pre() -> None:
-        if attach:
-            attach()
-        if cpus:
-            os.sched_setaffinity(0, cpus)
-    return pre
-
-
-def _read_line(proc: subprocess.Popen, timeout: float) -> str | None:
-    deadline = time.monotonic() + timeout
-    fd = proc.stdout.fileno()
-    buf = b""
-    while time.monotonic() < deadline:
-        r, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-        if not r:
-            break
-        chunk = os.read(fd, 1)
-        if not chunk:
-            break
-        if chunk == b"\n":
-            return buf.decode(errors="replace")
-        buf += chunk
-    return None
-
-
-def _wait(pid: int, timeout: float) -> tuple[int | None, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        wpid, status, ru = os.wait4(pid, os.WNOHANG)
-        if wpid == pid:
-            return status, ru
-        if time.monotonic() > deadline:
-            return None, None
-        time.sleep(0.01)
 
 
 def _parse_json(text: str) -> dict | None:
@@ -92,7 +48,7 @@ def _run_cmd(argv: list[str], cpus: set[int], timeout: float) -> dict:
     t0 = time.monotonic()
     try:
         p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                           preexec_fn=_pinned(cpus))
+                           preexec_fn=pinned(cpus))
         out, err, rc = p.stdout, p.stderr, p.returncode
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
@@ -122,73 +78,33 @@ def run_trial(t: Trial, bin_dir: Path, seq: int) -> dict:
         return rec
 
     server_argv = render(t.alt.argv, values)
-    group = make_group(f"yard-{os.getpid()}-{seq}")
-    rec["cgroup"] = group.describe()
+    srv = MeasuredServer(server_argv, scpus, f"yard-{os.getpid()}-{seq}", t.exp.sample_interval)
     rec["pinning"] = {"server_cpus": sorted(scpus), "load_cpus": sorted(lcpus)}
-    errlog = subprocess.PIPE
-    proc = None
     try:
-        proc = subprocess.Popen(server_argv, stdout=subprocess.PIPE, stderr=errlog,
-                                preexec_fn=_pinned(scpus, group.attach_self))
-        if isinstance(group, GroupProc):
-            group.set_root(proc.pid)
-        line = _read_line(proc, READY_TIMEOUT)
-        if not line or not line.startswith("listening "):
+        target = srv.start()
+        if target is None:
             rec["status"] = "failed"
-            rec["problems"].append(f"server did not print 'listening HOST:PORT' within "
-                                   f"{READY_TIMEOUT} s (got {line!r})")
             return rec
-        target = line.split()[1]
         values["target"] = target
         load_argv = render(t.exp.load, values)
         rec["commands"] = {"server": server_argv, "load": load_argv}
         if t.exp.warmup > 0:
             wvals = dict(values, duration=t.exp.warmup)
             rec["warmup"] = _run_cmd(render(t.exp.load, wvals), lcpus, t.exp.timeout)
-        sampler = Sampler(group, t.exp.sample_interval)
-        sampler.start()
+        srv.begin_sampling()
         load = _run_cmd(load_argv, lcpus, t.exp.timeout + t.exp.duration)
-        totals = sampler.stop()
-        live_vol, live_invol = ctx_switches(group.pids())
+        srv.end_sampling()
         rec["load"] = load
-        rec["samples"] = sampler.samples
-        rec["totals"] = totals
         lj = load["stdout_json"]
         if load["rc"] != 0 or lj is None:
             rec["status"] = "failed"
             why = (lj or {}).get("first_error") or load["stderr"][-300:]
             rec["problems"].append(f"load exit {load['rc']}: {why}")
     finally:
-        status = ru = None
-        if proc is not None:
-            # wait4 rather than proc.poll(): poll would reap a server that already exited and
-            # lose its rusage (and the wait below would then find no child).
-            status, ru = _wait(proc.pid, 0)
-            if status is None:
-                proc.send_signal(signal.SIGTERM)
-                status, ru = _wait(proc.pid, STOP_TIMEOUT)
-            else:
-                rec["problems"].append("server exited before it was asked to stop")
-            if status is None:
-                rec["problems"].append(f"server did not exit within {STOP_TIMEOUT} s of SIGTERM")
-                proc.kill()
-                status, ru = _wait(proc.pid, STOP_TIMEOUT)
-            proc.returncode = os.waitstatus_to_exitcode(status) if status is not None else None
-            try:
-                rec["server_stderr"] = proc.stderr.read().decode(errors="replace")[-2000:]
-            except (OSError, ValueError):
-                pass
-            rec["server_exit"] = proc.returncode
-            if proc.returncode not in (0, None) and rec["status"] == "ok":
-                rec["problems"].append(f"server exited with {proc.returncode}")
-        leftover = group.pids()
-        if leftover:
-            rec["problems"].append(f"{len(leftover)} process(es) left in the cgroup after exit")
-        try:
-            group.cleanup()
-        except OSError as e:
-            rec["problems"].append(f"cgroup cleanup: {e}")
-    rec["metrics"] = _metrics(rec, ru, (live_vol, live_invol))
+        out = srv.stop()
+        rec["problems"] += out.pop("problems")
+        rec.update(out)
+    rec["metrics"] = _metrics(rec)
     _judge_generator(rec, len(scpus) or len(os.sched_getaffinity(0)))
     return rec
 
@@ -253,7 +169,7 @@ def _judge_generator(rec: dict, server_cores: int) -> None:
                                f"{seen} of its {server_cores} core(s): the generator set the figure")
 
 
-def _metrics(rec: dict, ru, live: tuple[int, int]) -> dict[str, float]:
+def _metrics(rec: dict) -> dict[str, float]:
     m: dict[str, float] = {}
     samples = rec.get("samples", [])
     mean, cv = cpu_mean_cv([s["cpu_pct"] for s in samples])
@@ -263,9 +179,10 @@ def _metrics(rec: dict, ru, live: tuple[int, int]) -> dict[str, float]:
         m["cpu_s"] = tot["cpu_s"]
         m["cpu_pct_total"] = 100.0 * tot["cpu_s"] / tot["wall_s"]
     # Exact totals: wait4() gives the server's own threads plus every descendant it reaped.
+    ru = rec.get("rusage")
     if ru is not None:
-        m["ctx_voluntary"] = float(ru.ru_nvcsw)
-        m["ctx_involuntary"] = float(ru.ru_nivcsw)
+        m["ctx_voluntary"] = float(ru["nvcsw"])
+        m["ctx_involuntary"] = float(ru["nivcsw"])
     mems = [s["mem_bytes"] for s in samples if s.get("mem_bytes") is not None]
     if tot.get("mem_peak_bytes"):
         mems.append(tot["mem_peak_bytes"])
