@@ -9,9 +9,12 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
+from .distributed import run_trial_hosts
 from .experiment import SUITES, Experiment, SchemaError, load_all, load_experiment
+from .hosts import HostError, Hosts, HostsFileError, check_build, load_hosts, manifest, sync
 from .report import write_report
 from .runner import environment, plan, run_trial
 
@@ -84,9 +87,13 @@ def execute(exps: list[Experiment], suite: str, args, repo: Path) -> Path:
     models = list_models(bin_dir)
     say = (lambda *a: None) if args.quiet else print
     skipped = skip_unavailable(exps, models, say)
+    hosts = _hosts_ready(args, repo, exps, say)
+    ncpus = len(hosts.server.cpus) if hosts else len(os.sched_getaffinity(0))
     dropped = []
     for e in exps:
-        for d in e.drop_cpu_points(len(os.sched_getaffinity(0))):
+        if hosts:
+            e.load_reserve = 0  # the load runs elsewhere
+        for d in e.drop_cpu_points(ncpus):
             dropped.append(d)
             say(f"yard: {e.name}: {d['reason']}")
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
@@ -99,6 +106,7 @@ def execute(exps: list[Experiment], suite: str, args, repo: Path) -> Path:
     meta = {"suite": suite, "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
             "seed": args.seed, "argv": sys.argv, "environment": environment(repo, bin_dir),
             "models": models, "skipped": skipped, "dropped": dropped,
+            "hosts": _hosts_meta(hosts),
             "experiments": [_exp_meta(e, repo) for e in exps]}
     (out / "meta.json").write_text(json.dumps(meta, indent=1))
     trials = plan(exps, args.seed)
@@ -123,7 +131,7 @@ def execute(exps: list[Experiment], suite: str, args, repo: Path) -> Path:
                 progress.update(task, description=f"[{i}/{len(trials)}] {t.exp.name} {t.alt.label} {pt}")
             for retry in (0, 1):
                 seq += 1
-                rec = run_trial(t, bin_dir, seq)
+                rec = run_trial_hosts(t, hosts, seq) if hosts else run_trial(t, bin_dir, seq)
                 rec["retry"] = retry
                 name = "_".join([t.alt.label, *[f"{k}{v}" for k, v in t.point.items()],
                                  f"r{t.rep}", f"try{retry}"])
@@ -162,6 +170,69 @@ def _estimate(exps: list[Experiment]) -> float:
         e.drop_cpu_points(len(os.sched_getaffinity(0)))
         total += e.estimate_seconds()
     return total
+
+
+def _hosts_ready(args, repo: Path, exps: list[Experiment], say) -> Hosts | None:
+    """--hosts: the hosts file read, and every host checked to have this build."""
+    path = getattr(args, "hosts", None)
+    if not path:
+        return None
+    try:
+        hosts = load_hosts(Path(path))
+    except HostsFileError as e:
+        sys.exit(f"yard: {e}")
+    if any(e.kind != "server" for e in exps):
+        sys.exit("yard: --hosts runs server experiments only")
+    man = manifest(repo)
+    for h in hosts.all():
+        try:
+            bad = check_build(h, man)
+        except HostError as e:
+            sys.exit(f"yard: {e}")
+        if bad:
+            sys.exit(f"yard: {h.where()} does not have this build: {len(bad)} file(s) differ or "
+                     f"are missing in {h.dir} (e.g. {', '.join(bad[:3])}); run "
+                     f"'yard hosts sync {path}'")
+        say(f"yard: {h.where()}: same build, CPUs {h.cpus}")
+    return hosts
+
+
+def _hosts_meta(hosts: Hosts | None) -> dict | None:
+    if hosts is None:
+        return None
+    return {"file": str(hosts.path), "server": asdict(hosts.server),
+            "load": [asdict(h) for h in hosts.load]}
+
+
+def cmd_hosts(args, repo: Path) -> int:
+    try:
+        hosts = load_hosts(Path(args.file))
+    except HostsFileError as e:
+        sys.exit(f"yard: {e}")
+    man = manifest(repo)
+    if not man:
+        sys.exit(f"yard: nothing to copy: build first ({repo / 'build' / 'bin'} is empty)")
+    status = 0
+    for h in hosts.all():
+        try:
+            bad = check_build(h, man)
+            if bad and args.action == "sync":
+                sync(h, repo, bad)
+                again = check_build(h, man)
+                if again:
+                    raise HostError(f"{h.where()}: {len(again)} file(s) still differ after the "
+                                    f"copy (e.g. {', '.join(again[:3])})")
+                print(f"{h.name}: copied {len(bad)} file(s) to {h.dir}")
+            elif bad:
+                print(f"{h.name}: {len(bad)} of {len(man)} file(s) differ or are missing in "
+                      f"{h.dir} (e.g. {', '.join(bad[:3])})")
+                status = 1
+            else:
+                print(f"{h.name}: same build ({len(man)} files)")
+        except HostError as e:
+            print(f"yard: {e}", file=sys.stderr)
+            status = 1
+    return status
 
 
 def cmd_bench(args, repo: Path) -> int:
@@ -226,6 +297,12 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("run", help="run one experiment file")
     r.add_argument("file")
     r.add_argument("--suite", choices=SUITES, help="apply this suite's overrides")
+    r.add_argument("--hosts", metavar="FILE", help="run the server and the load on the hosts "
+                   "this TOML file names, over SSH (see docs/harness.md)")
+    hp = sub.add_parser("hosts", help="check or sync the build on the hosts of a hosts file")
+    hp.add_argument("action", choices=("check", "sync"), help="check: compare every host's "
+                    "copy with this build by hash; sync: copy what differs over SSH")
+    hp.add_argument("file")
     rp = sub.add_parser("report", help="rebuild report.html and the CSVs of a results directory")
     rp.add_argument("dir")
     sub.add_parser("list", help="list the experiments and their suites")
@@ -235,7 +312,8 @@ def main(argv: list[str] | None = None) -> int:
         sp.add_argument("--results-dir", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
         sp.add_argument("--bin-dir", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    return {"bench": cmd_bench, "run": cmd_run, "report": cmd_report, "list": cmd_list}[args.cmd](args, repo)
+    return {"bench": cmd_bench, "run": cmd_run, "report": cmd_report, "list": cmd_list,
+            "hosts": cmd_hosts}[args.cmd](args, repo)
 
 
 if __name__ == "__main__":

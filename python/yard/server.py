@@ -8,6 +8,7 @@ this module on remote hosts, where only python3 is assumed.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import select
 import signal
@@ -22,10 +23,20 @@ READY_TIMEOUT = 10.0
 STOP_TIMEOUT = 5.0
 
 
-def pinned(cpus: set[int], attach: Callable[[], None] | None = None):
+def die_with_parent() -> None:
+    """In a child: the kernel SIGKILLs it when its parent dies (PR_SET_PDEATHSIG)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
+def pinned(cpus: set[int], attach: Callable[[], None] | None = None, orphan_dies: bool = False):
     def pre() -> None:
         if attach:
             attach()
+        if orphan_dies:
+            die_with_parent()
         if cpus:
             os.sched_setaffinity(0, cpus)
     return pre
@@ -62,8 +73,9 @@ def wait_pid(pid: int, timeout: float):
 
 class MeasuredServer:
     def __init__(self, argv: list[str], cpus: set[int], name: str, sample_interval: float,
-                 cwd: str | None = None):
+                 cwd: str | None = None, orphan_dies: bool = False):
         self.argv, self.cpus, self.cwd = argv, cpus, cwd
+        self.orphan_dies = orphan_dies
         self.interval = sample_interval
         self.group = make_group(name)
         self.proc: subprocess.Popen | None = None
@@ -75,8 +87,8 @@ class MeasuredServer:
         """The HOST:PORT it listens on, or None (the reason in problems)."""
         try:
             self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                         cwd=self.cwd, preexec_fn=pinned(self.cpus,
-                                                                         self.group.attach_self))
+                                         cwd=self.cwd, preexec_fn=pinned(
+                                             self.cpus, self.group.attach_self, self.orphan_dies))
         except OSError as e:
             self.problems.append(f"server did not start: {e}")
             return None

@@ -1,0 +1,210 @@
+"""A trial over several hosts (`yard run --hosts FILE`).
+
+The server runs on the server host under the agent, measured there exactly as a local trial
+measures it (yard/server.py). Every load host runs the experiment's load as written (so two
+load hosts offer twice the connections of one), started by the agent, all of them at one agreed
+instant (`yard-load --start-at`, moved onto each host's clock by the offset measured for it),
+each writing an interval log (`--hist-log`). The harness adds the interval histograms of every
+host inside the measured window (the warm-up dropped by time) and keeps every host's own row.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from typing import Any
+
+from .experiment import CPU_SWEEP, render
+from .hdr import Interval, latency_us, merge, read_log
+from .hosts import Host, HostError, Hosts, Session
+
+START_MARGIN_S = 2.0     # from the order to the agreed start: connections are set up meanwhile
+RATE_FLOOR = 0.99        # a host under 99% of its target rate did not offer the load
+
+
+def _server_argv(argv: list[str], host: Host) -> list[str]:
+    """The server listens where the load hosts can reach it, not on loopback."""
+    out = []
+    for a in argv:
+        if a.startswith("127.0.0.1:"):
+            a = f"{host.address}:{a.split(':', 1)[1]}"
+        out.append(a)
+    return out
+
+
+def _open(hosts: list[Host]) -> dict[str, Session]:
+    sessions = {}
+    try:
+        for h in hosts:
+            s = Session(h)
+            sessions[h.name] = s
+            s.measure_clock()
+    except HostError:
+        for s in sessions.values():
+            s.close()
+        raise
+    return sessions
+
+
+def run_trial_hosts(t, hosts: Hosts, seq: int) -> dict:
+    from .runner import _metrics  # the same metrics as a local trial
+    exp = t.exp
+    rec: dict[str, Any] = {"experiment": exp.name, "alternative": t.alt.label,
+                           "model": t.alt.model, "point": t.point, "rep": t.rep,
+                           "started": time.time(), "status": "ok", "problems": [],
+                           "hosts": {}}
+    warmup = math.ceil(exp.warmup)   # whole intervals
+    srv_host = hosts.server
+    server_cpus = srv_host.cpus
+    if CPU_SWEEP in t.point:
+        server_cpus = srv_host.cpus[:t.point[CPU_SWEEP]]
+    values = {"bin": f"{srv_host.dir}/build/bin", **t.point, "duration": exp.duration,
+              "load_threads": 1}
+    server_argv = _server_argv(render(t.alt.argv, values), srv_host)
+    rec["pinning"] = {"server_cpus": server_cpus, **{h.name: h.cpus for h in hosts.load}}
+    sessions: dict[str, Session] = {}
+    pids: dict[str, list[int]] = {}   # per host: the agent, then the server or the load's group
+    try:
+        sessions = _open(hosts.all())
+        pids.update({n: [s.agent_pid] for n, s in sessions.items()})
+        rec["clock"] = {n: {"offset_s": s.offset_s, "rtt_s": s.rtt_s} for n, s in sessions.items()}
+        srv = sessions[srv_host.name]
+        ans = srv.ask({"op": "serve", "argv": server_argv, "cpus": server_cpus,
+                       "interval": exp.sample_interval, "name": f"yard-{os.getpid()}-{seq}"},
+                      timeout=30)
+        if "target" not in ans:
+            rec["status"] = "failed"
+            rec["problems"].append(f"{srv_host.where()}: the server did not start: "
+                                   f"{ans.get('error')}")
+            rec["cgroup"] = ans.get("cgroup")
+            return rec
+        target = ans["target"]
+        pids[srv_host.name].append(ans["pid"])
+        start_at = time.time() + START_MARGIN_S + max(s.rtt_s for s in sessions.values())
+        commands = {"server": server_argv}
+        for h in hosts.load:
+            lv = dict(values, bin=f"{h.dir}/build/bin", target=target,
+                      load_threads=max(1, len(h.cpus)), duration=warmup + exp.duration)
+            argv = render(exp.load, lv) + ["--start-at", f"{start_at + sessions[h.name].offset_s:.6f}"]
+            commands[h.name] = argv
+            sessions[h.name].send({"op": "load", "argv": argv, "cpus": h.cpus, "hist_log": True,
+                                   "timeout": exp.timeout + warmup + exp.duration + START_MARGIN_S})
+        rec["commands"] = commands
+        results = {}
+        for h in hosts.load:
+            first = sessions[h.name].receive(30)
+            if first.get("op") == "started":
+                pids[h.name] = [first["pgid"]]
+            else:  # it could not even start: that answer is its result
+                results[h.name] = first
+        # Sample the server over the measured window only.
+        time.sleep(max(0.0, start_at + warmup - time.time()))
+        srv.ask({"op": "sample"})
+        for h in hosts.load:
+            if h.name not in results:
+                results[h.name] = sessions[h.name].receive(exp.timeout + exp.duration + 30)
+        stop = srv.ask({"op": "stop"}, timeout=30)
+        stop.pop("op", None)
+        rec["problems"] += stop.pop("problems", [])
+        rec.update(stop)
+        _collect(rec, hosts, sessions, results, start_at, warmup, exp.duration)
+    except HostError as e:
+        rec["status"] = "failed"
+        rec["problems"].append(str(e))
+    finally:
+        for s in sessions.values():
+            s.close()
+        rec["problems"] += _leftovers(hosts, pids, rec)
+    rec["metrics"] = _metrics(rec) if rec["status"] != "failed" or rec.get("totals") else {}
+    return rec
+
+
+def _collect(rec: dict, hosts: Hosts, sessions: dict[str, Session], results: dict,
+             start_at: float, warmup: int, duration: float) -> None:
+    from .runner import _parse_json
+    logs: dict[str, list[Interval]] = {}
+    offsets = {n: s.offset_s for n, s in sessions.items()}
+    total = {"messages": 0, "errors": 0, "generator_cpu_pct": 0.0}
+    for h in hosts.load:
+        res = results[h.name]
+        lj = _parse_json(res.get("stdout") or "")
+        row = {"rc": res.get("rc"), "offset_s": offsets[h.name], "rtt_s": sessions[h.name].rtt_s}
+        if res.get("left"):
+            rec["problems"].append(f"{h.where()}: {len(res['left'])} process(es) of the load "
+                                   "outlived it and were killed")
+        if res.get("rc") != 0 or lj is None:
+            rec["status"] = "failed"
+            why = (lj or {}).get("first_error") or (res.get("stderr") or "")[-300:]
+            rec["problems"].append(f"{h.where()}: load exit {res.get('rc')}: {why}")
+            rec["hosts"][h.name] = row
+            continue
+        for k in ("messages", "errors", "throughput_per_s", "target_rate", "achieved_rate",
+                  "generator_cpu_pct", "generator_saturated", "behind_schedule", "unsent",
+                  "started_at_epoch_s"):
+            row[k] = lj.get(k)
+        if lj.get("started_at_epoch_s") is not None:
+            row["start_skew_s"] = lj["started_at_epoch_s"] - offsets[h.name] - start_at
+        try:
+            logs[h.name] = read_log(res.get("hist_log_text") or "")
+        except Exception as e:  # noqa: BLE001 - any decoding failure is this host's problem
+            rec["status"] = "failed"
+            rec["problems"].append(f"{h.where()}: its latency log could not be read: {e}")
+            continue
+        rec["hosts"][h.name] = row
+        total["errors"] += int(lj.get("errors") or 0)
+        total["generator_cpu_pct"] = max(total["generator_cpu_pct"],
+                                         float(lj.get("generator_cpu_pct") or 0))
+        if lj.get("generator_saturated") or lj.get("behind_schedule"):
+            rec["status"] = "invalid" if rec["status"] == "ok" else rec["status"]
+            rec["problems"].append(f"{h.where()}: its generator saturated or fell behind "
+                                   f"({lj.get('generator_cpu_pct')}% CPU)")
+        target = lj.get("target_rate") or 0
+        if target and (lj.get("achieved_rate") or 0) < RATE_FLOOR * target:
+            rec["status"] = "invalid" if rec["status"] == "ok" else rec["status"]
+            rec["problems"].append(f"{h.where()}: achieved {lj.get('achieved_rate'):.0f}/s of "
+                                   f"its target {target:.0f}/s (under {RATE_FLOOR:.0%})")
+    if not logs:
+        return
+    m = merge(logs, offsets, start_at + warmup, start_at + warmup + duration)
+    secs = max(m.seconds.values()) or duration
+    for name, h in m.hosts.items():
+        row = rec["hosts"][name]
+        row["window_messages"] = h.get_total_count()
+        row["window_throughput_per_s"] = h.get_total_count() / (m.seconds[name] or secs)
+        row["latency_us"] = latency_us(h)
+        row["intervals_dropped"] = m.dropped[name]
+    total["messages"] = m.total.get_total_count()
+    total["throughput_per_s"] = sum(rec["hosts"][n]["window_throughput_per_s"] for n in m.hosts)
+    total["latency_us"] = latency_us(m.total)
+    total["window_s"] = secs
+    rec["load"] = {"stdout_json": total, "merged_from": sorted(m.hosts)}
+
+
+def _leftovers(hosts: Hosts, pids: dict[str, list[int]], rec: dict) -> list[str]:
+    """Check on every host that the trial's agent, server and load are gone: the agents kill
+    their process groups when they stop or lose the harness; this is the check that they did.
+    (Process ids, not names: on the test rig every host shares the machine's process table.)"""
+    problems = []
+    for h in hosts.all():
+        mine = pids.get(h.name) or []
+        if not mine:
+            continue
+        agent, rest = mine[0], mine[1:]
+        probe = [f"kill -0 {agent} 2>/dev/null && echo agent {agent}"]
+        probe += [f"kill -0 {p} 2>/dev/null && echo pid {p}; pgrep -g {p} -a" for p in rest]
+        try:
+            r = h.run("; ".join(probe) + "; exit 0", timeout=20)
+        except HostError as e:
+            problems.append(f"{h.where()}: could not check for leftover processes: {e}")
+            continue
+        if r.returncode != 0:
+            problems.append(f"{h.where()}: could not check for leftover processes: "
+                            f"{r.stderr.decode(errors='replace').strip()[-200:]}")
+            continue
+        left = [ln for ln in r.stdout.decode(errors="replace").splitlines() if ln.strip()]
+        if left:
+            problems.append(f"{h.where()}: left running after the trial: {'; '.join(left)[:300]}")
+            if rec["status"] == "ok":
+                rec["status"] = "failed"
+    return problems
