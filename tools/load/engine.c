@@ -40,6 +40,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "load.h"
@@ -477,6 +478,11 @@ static int consume(struct engine *e, struct lconn *c, const uint8_t *p, size_t l
         uint64_t now = yard_now_ns();
         uint64_t lat = now > c->start[k] ? now - c->start[k] : 0;
         yard_hist_record(&e->r->latency, lat);
+        if (o->hist_log && load_interval_record(e->r, now - e->t0, lat) < 0) {
+            load_error(e->r, "out of memory for the interval log");
+            fail(e, c);
+            return -1;
+        }
         if (e->p->completed)
             e->p->completed(c->priv, c->tag[k], lat, e->r);
         if (c->sent - c->completed == o->pipeline)
@@ -586,10 +592,25 @@ static int connect_all(struct engine *e)
     return 0;
 }
 
+/* --start-at: sleep until that CLOCK_REALTIME instant (every thread, and
+ * every host given the same instant, leaves its sleep together). */
+static void wait_for_start(double at)
+{
+    struct timespec ts = {.tv_sec = (time_t)at,
+                          .tv_nsec = (long)((at - (double)(time_t)at) * 1e9)};
+    while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
 static int loop(struct engine *e)
 {
     const load_opts_t *o = e->o;
+    if (o->start_at > 0)
+        wait_for_start(o->start_at);
+    struct timespec real;
+    clock_gettime(CLOCK_REALTIME, &real);
     e->t0 = yard_now_ns();
+    e->r->t0_real = (double)real.tv_sec + (double)real.tv_nsec / 1e9;
     e->r->start_ns = e->t0;
     e->stop_at = o->duration_ns ? e->t0 + o->duration_ns : UINT64_MAX;
     e->last_progress = e->t0;

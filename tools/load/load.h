@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "yard/hist.h"
 #include "yard/net.h"
@@ -30,6 +31,8 @@ typedef struct load_opts {
     bool help;
     uint64_t timeout_ns; /* abort after this long without progress */
     const char *hist_out;
+    const char *hist_log;  /* --hist-log: the interval log's path */
+    double start_at;       /* --start-at: CLOCK_REALTIME seconds; 0 = at once */
     const char *cpu;      /* --cpu's list, checked when parsed; pinned after the usage checks */
     uint64_t duration_ns; /* instead of a message count */
     double rate;          /* requests/s over this loop's connections; 0 = closed loop */
@@ -57,6 +60,11 @@ typedef struct load_result {
     double behind_max_ms; /* the generator's worst lateness against its schedule */
     double target_rate;   /* open loop: requests/s asked for */
     uint64_t unsent;      /* open loop with a duration: requests due that never left */
+    double t0_real;       /* CLOCK_REALTIME of the window's start (seconds) */
+    /* --hist-log: iv[i] the latencies completed in second i of the window
+     * (NULL when none); niv intervals used, ivcap allocated. */
+    yard_hist_t **iv;
+    size_t niv, ivcap;
     const char *io;       /* the I/O the run used: "epoll" or "uring" */
     void *mode;           /* the mode's part */
 } load_result_t;
@@ -133,6 +141,17 @@ typedef struct load_proto {
 } load_proto_t;
 
 int load_engine_run(const load_opts_t *o, const load_proto_t *p, load_result_t *r);
+
+/* --hist-log (histlog.c): HdrHistogram's layout for lowest 1 ns and 2
+ * digits; values above an hour are counted in its bucket. */
+#define LOAD_HIST_DIGITS 2
+#define LOAD_HIST_HIGHEST_NS 3600000000000ull
+int load_interval_record(load_result_t *r, uint64_t since_t0_ns, uint64_t latency_ns);
+int load_intervals_merge(load_result_t *into, load_result_t *from);
+void load_intervals_free(load_result_t *r);
+size_t load_hist_log_intervals(const load_result_t *r);
+/* The interval log (text) of r to f; -1 with err on a failure. */
+int load_hist_log_write(FILE *f, const load_result_t *r, char *err, size_t errlen);
 
 /* Start a non-blocking connect, registered with ep (EPOLLOUT, data ptr):
  * the fd, or -1 with the error recorded. */

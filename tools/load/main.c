@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "load.h"
 #include "yard/clock.h"
@@ -121,6 +123,21 @@ static int parse_rate(const char *text, void *field, char *err, size_t errlen)
     return 0;
 }
 
+/* --start-at: seconds since the epoch (a fraction allowed); whether it is
+ * near enough is checked once every flag has passed. */
+static int parse_start_at(const char *text, void *field, char *err, size_t errlen)
+{
+    char *end;
+    double v = strtod(text, &end);
+    if (end == text || *end || !(v > 0)) {
+        snprintf(err, errlen, "expected seconds since the epoch such as 1795480000.5, got '%s'",
+                 text);
+        return -1;
+    }
+    *(double *)field = v;
+    return 0;
+}
+
 #define COMMON(member) YARD_OPT_FIELD(load_opts_t, member)
 
 static const yard_opt_choice_t io_modes[] = {
@@ -169,6 +186,14 @@ static const yard_opt_t common_opts[] = {
     {.name = "hist-out", .form = "FILE", .type = YARD_OPT_STRING, COMMON(hist_out),
      .help = "write the latency histogram in HdrHistogram's percentile-distribution format "
              "(microseconds)"},
+    {.name = "hist-log", .form = "FILE", .type = YARD_OPT_STRING, COMMON(hist_log),
+     .help = "echo, counter, http: write an HdrHistogram interval log of the window's "
+             "latencies (one histogram per second, nanoseconds), which logs from other "
+             "generators add to exactly"},
+    {.name = "start-at", .form = "EPOCH_S", .type = YARD_OPT_CUSTOM, COMMON(start_at),
+     .parse = parse_start_at,
+     .help = "echo, counter, http: connect, then start the window at this wall-clock time "
+             "(seconds since the epoch), so that generators on several hosts start together"},
     {.name = "json", .type = YARD_OPT_SWITCH, COMMON(json),
      .help = "print one JSON object instead of the summary"},
     {.name = "help", .type = YARD_OPT_SWITCH, COMMON(help), .short_name = 'h',
@@ -316,8 +341,10 @@ static load_result_t *result_new(const load_mode_t *mode)
 
 static void result_free(load_result_t *r)
 {
-    if (r)
+    if (r) {
         free(r->mode);
+        load_intervals_free(r);
+    }
     free(r);
 }
 
@@ -336,8 +363,7 @@ static void *share_main(void *arg)
     return NULL;
 }
 
-static void merge(const load_mode_t *mode, load_result_t *into, const load_result_t *from,
-                  bool first)
+static void merge(const load_mode_t *mode, load_result_t *into, load_result_t *from, bool first)
 {
     into->messages += from->messages;
     into->errors += from->errors;
@@ -354,6 +380,10 @@ static void merge(const load_mode_t *mode, load_result_t *into, const load_resul
         into->behind_max_ms = from->behind_max_ms;
     into->target_rate += from->target_rate;
     into->unsent += from->unsent;
+    if (first || (from->t0_real > 0 && from->t0_real < into->t0_real))
+        into->t0_real = from->t0_real;
+    if (load_intervals_merge(into, (load_result_t *)from) < 0)
+        load_error(into, "out of memory merging the interval logs");
     if (!into->io)
         into->io = from->io;
     if (mode->merge)
@@ -445,6 +475,29 @@ int main(int argc, char **argv)
     err[0] = 0;
     if (o.io != LOAD_IO_AUTO && !mode->engine)
         usage_error("--io applies to echo, counter and http, not to %s", mode->name);
+    if ((o.hist_log || o.start_at > 0) && !mode->engine)
+        usage_error("--%s applies to echo, counter and http, not to %s",
+                    o.hist_log ? "hist-log" : "start-at", mode->name);
+    if (o.start_at > 0) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        double ahead = o.start_at - ((double)now.tv_sec + (double)now.tv_nsec / 1e9);
+        if (ahead < -1.0)
+            usage_error("--start-at %.3f is %.1f s in the past", o.start_at, -ahead);
+        if (ahead > 3600.0)
+            usage_error("--start-at %.3f is %.0f s ahead (more than an hour)", o.start_at, ahead);
+    }
+    /* Opened now, so that an unwritable path fails before the run, not after. */
+    FILE *hist_log = NULL;
+    char hist_tmp[4096];
+    if (o.hist_log) {
+        snprintf(hist_tmp, sizeof hist_tmp, "%s.tmp", o.hist_log);
+        hist_log = fopen(hist_tmp, "w");
+        if (!hist_log) {
+            fprintf(stderr, "yard-load: --hist-log %s: %s\n", o.hist_log, strerror(errno));
+            return 1;
+        }
+    }
     if (mode->prepare && mode->prepare(&o, err, sizeof err) < 0)
         usage_error("%s", err);
     if (o.threads > o.connections)
@@ -466,8 +519,33 @@ int main(int argc, char **argv)
     double cpu_s = cpu_seconds();
     if (rc < 0) {
         fprintf(stderr, "yard-load: %s\n", r->first_error);
+        if (hist_log) {
+            fclose(hist_log);
+            unlink(hist_tmp);
+        }
         result_free(r);
         return 1;
+    }
+    if (hist_log) {
+        int bad = load_hist_log_write(hist_log, r, err, sizeof err);
+        if (!bad && (fflush(hist_log) != 0 || ferror(hist_log))) {
+            snprintf(err, sizeof err, "%s", strerror(errno));
+            bad = -1;
+        }
+        if (fclose(hist_log) != 0 && !bad) {
+            snprintf(err, sizeof err, "%s", strerror(errno));
+            bad = -1;
+        }
+        if (!bad && rename(hist_tmp, o.hist_log) < 0) {
+            snprintf(err, sizeof err, "rename: %s", strerror(errno));
+            bad = -1;
+        }
+        if (bad) {
+            fprintf(stderr, "yard-load: --hist-log %s: %s\n", o.hist_log, err);
+            unlink(hist_tmp);
+            result_free(r);
+            return 1;
+        }
     }
     load_report(mode, &o, r, cpu_s);
     if (r->errors && !o.json)

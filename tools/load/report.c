@@ -98,6 +98,17 @@ static void json_report(const load_mode_t *mode, const load_report_t *rep)
            (unsigned long long)r->unsent);
     if (mode->json)
         mode->json(rep);
+    if (o->hist_log) {
+        printf("\"hist_log\": ");
+        yard_json_string(stdout, o->hist_log);
+        printf(", \"hist_log_intervals\": %zu, ", load_hist_log_intervals(r));
+    } else
+        printf("\"hist_log\": null, \"hist_log_intervals\": 0, ");
+    if (o->start_at > 0)
+        printf("\"start_at\": %.6f, ", o->start_at);
+    else
+        printf("\"start_at\": null, ");
+    printf("\"started_at_epoch_s\": %.6f, ", r->t0_real);
     printf("\"first_error\": ");
     if (r->first_error[0])
         yard_json_string(stdout, r->first_error);
