@@ -166,7 +166,9 @@ def _collect(rec: dict, hosts: Hosts, sessions: dict[str, Session], results: dic
                                    f"its target {target:.0f}/s (under {RATE_FLOOR:.0%})")
     if not logs:
         return
-    m = merge(logs, offsets, start_at + warmup, start_at + warmup + duration)
+    # From the end of the warm-up to the last reply: the replies that drained after the
+    # window's end (to requests sent in it) belong to the run, as in yard-load's own count.
+    m = merge(logs, offsets, start_at + warmup)
     secs = max(m.seconds.values()) or duration
     for name, h in m.hosts.items():
         row = rec["hosts"][name]

@@ -255,6 +255,36 @@ def _summary(exp: dict, groups, metrics: list[str]) -> list[str]:
     return lines
 
 
+def _hosts_table(trials: list[dict]) -> str:
+    """Distributed trials: one row per load host per trial, beside the merged figures."""
+    rows = []
+    for t in sorted((t for t in trials if t.get("hosts")),
+                    key=lambda t: (t["alternative"], _pkey(t["point"]), t["rep"])):
+        for name, h in sorted(t["hosts"].items()):
+            lat = h.get("latency_us") or {}
+
+            def f(v, fmt="{:.0f}"):
+                return fmt.format(v) if isinstance(v, (int, float)) else ""
+            rows.append(
+                f"<tr><td>{html.escape(t['alternative'])}</td><td>{html.escape(_pkey(t['point']))}"
+                f"</td><td>{t['rep']}</td><td>{html.escape(name)}</td>"
+                f"<td>{f(h.get('window_messages'))}</td><td>{f(h.get('window_throughput_per_s'))}"
+                f"</td><td>{f(lat.get('p50'), '{:.1f}')}</td><td>{f(lat.get('p99'), '{:.1f}')}</td>"
+                f"<td>{f(h.get('generator_cpu_pct'), '{:.0f}%')}</td>"
+                f"<td>{f(h.get('offset_s') * 1e3 if h.get('offset_s') is not None else None, '{:+.2f}')}"
+                f"</td><td>{f(h.get('start_skew_s') * 1e3 if h.get('start_skew_s') is not None else None, '{:+.2f}')}"
+                f"</td></tr>")
+    if not rows:
+        return ""
+    return ("<h4>Load hosts</h4><p>Each load host's own share of the merged figures above (its "
+            "window's requests, rate and latency from its interval histograms), its "
+            "generator's CPU, its clock's measured offset from the harness's, and how far from "
+            "the agreed instant it started (ms).</p><table><tr><th>alternative</th><th>point</th>"
+            "<th>rep</th><th>host</th><th>requests</th><th>requests/s</th><th>p50 µs</th>"
+            "<th>p99 µs</th><th>generator CPU</th><th>clock offset ms</th><th>start skew ms</th>"
+            "</tr>" + "".join(rows) + "</table>")
+
+
 def _ratio_table(exp: dict, groups, metrics: list[str]) -> str:
     base = exp.get("baseline") or (exp["alternatives"][0] if exp["alternatives"] else None)
     if not base or len(exp["alternatives"]) < 2:
@@ -339,6 +369,16 @@ def write_report(out: Path, meta: dict | None = None) -> Path:
     if any('"exact_cpu": false' in c for c in cg):
         parts.append("<p class='warn'>No cgroup could be created: CPU was measured by a /proc "
                      "walk and is approximate.</p>")
+    hosts = meta.get("hosts")
+    if hosts:
+        srv = hosts["server"]
+        parts.append(
+            f"<p><b>Distributed run</b> ({html.escape(hosts['file'])}): the server on "
+            f"{html.escape(srv['name'])} ({html.escape(srv['ssh'])}, CPUs {srv['cpus']}), "
+            "measured there; the load on " + ", ".join(
+                f"{html.escape(h['name'])} ({html.escape(h['ssh'])}, CPUs {h['cpus']})"
+                for h in hosts["load"]) + ", each running the experiment's load as written, "
+            "started together, latencies merged from their interval histograms.</p>")
     parts.append("<h2>The models</h2>" + _feature_table(meta.get("models", [])))
     skipped = meta.get("skipped") or []
     if skipped:
@@ -410,6 +450,7 @@ def write_report(out: Path, meta: dict | None = None) -> Path:
             parts.append(f"<h3>Table</h3><table><tr><th>alternative</th><th>point</th>{head}</tr>"
                          + "".join(rows) + "</table>")
             parts.append(_ratio_table(exp, groups, plot_metrics))
+            parts.append(_hosts_table(et))
         if bad:
             parts.append("<h4>Failed, invalid or retried trials</h4><ul>" + "".join(
                 f"<li>{html.escape(t['alternative'])} {html.escape(_pkey(t['point']))} rep {t['rep']}"

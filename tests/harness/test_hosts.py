@@ -152,30 +152,30 @@ def test_agent_serves_measures_and_stops():
     assert a.close() == 0
 
 
-@needs_bin
-def test_agent_input_ending_mid_load_kills_the_load_and_the_server():
-    a = Agent()
-    ans = a.ask({"op": "serve", "argv": [str(BIN / "yard-serve"), "--app", "echo", "--model",
-                                         "epoll", "--listen", "127.0.0.1:0"]})
-    a.send({"op": "load", "argv": [str(BIN / "yard-load"), "echo", "--target", ans["target"],
-                                   "--connections", "2", "--duration", "60s", "--json"]})
-    started = a.receive()
-    pgid = started["pgid"]
-    assert alive(pgid)
-    a.close()  # as if the harness's SSH connection broke
-    wait_gone(pgid)
-    wait_gone(ans["pid"])
-
-
-@needs_bin
-def test_a_killed_agent_takes_its_children_with_it():
+def serving_and_loading():
+    """An agent with an echo server and a 60 s load against it: (agent, server pid, load pgid)."""
     a = Agent()
     ans = a.ask({"op": "serve", "argv": [str(BIN / "yard-serve"), "--app", "echo", "--model",
                                          "epoll", "--listen", "127.0.0.1:0"]})
     a.send({"op": "load", "argv": [str(BIN / "yard-load"), "echo", "--target", ans["target"],
                                    "--connections", "2", "--duration", "60s", "--json"]})
     pgid = a.receive()["pgid"]
+    assert alive(pgid) and alive(ans["pid"])
+    return a, ans["pid"], pgid
+
+
+@needs_bin
+def test_agent_input_ending_mid_load_kills_the_load_and_the_server():
+    a, server, load = serving_and_loading()
+    a.close()  # as if the harness's SSH connection broke
+    wait_gone(load)
+    wait_gone(server)
+
+
+@needs_bin
+def test_a_killed_agent_takes_its_children_with_it():
+    a, server, load = serving_and_loading()
     a.p.send_signal(signal.SIGKILL)
     a.p.wait()
-    wait_gone(pgid)
-    wait_gone(ans["pid"])
+    wait_gone(load)
+    wait_gone(server)
