@@ -812,7 +812,7 @@ def down(state_dir: Path | str = DEFAULT_STATE_DIR) -> list[str]:
 def _qdiscs(ns: str, dev: str | None = None) -> list[str]:
     args = ["tc", "-n", ns, "qdisc", "show"] + (["dev", dev] if dev else [])
     p = _run(args, check=False)
-    return [" ".join(line.split()) for line in p.stdout.splitlines()
+    return [" ".join(line.split()).removeprefix("qdisc ") for line in p.stdout.splitlines()
             if line.strip() and " noqueue " not in f" {line} "]
 
 
