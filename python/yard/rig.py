@@ -31,7 +31,6 @@ import shlex
 import shutil
 import signal
 import socket
-import stat
 import subprocess
 import sys
 import time
@@ -202,10 +201,6 @@ def _signals(handler):
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-
-
-def _raise_interrupted(signum, frame):
-    raise Interrupted(signum)
 
 
 # ------------------------------------------------------------ namespaces ---
@@ -708,9 +703,18 @@ def up(load_hosts: int, delay: str | None = None, rate: str | None = None,
         if conflicts:
             raise RigError(f"{RIG_NET} is already in use here: " + "; ".join(conflicts))
         b = _Builder(state_dir, load_hosts, delay_us, rate_bits, say)
-        with _signals(_raise_interrupted):
+        done = []
+
+        def on_signal(signum, frame):
+            # Once the rig is complete, a late signal no longer undoes it.
+            if not done:
+                raise Interrupted(signum)
+
+        with _signals(on_signal):
             try:
-                return b.build()
+                hf = b.build()
+                done.append(hf)
+                return hf
             except BaseException:
                 # Undo, deaf to further signals, then re-raise.
                 with _signals(signal.SIG_IGN):
