@@ -1,4 +1,4 @@
-"""The `yard` command: bench, run, report, list."""
+"""The `yard` command: bench, run, report, list, rig."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from . import rig
 from .distributed import run_trial_hosts
 from .experiment import SUITES, Experiment, SchemaError, load_all, load_experiment
 from .hosts import HostError, Hosts, HostsFileError, check_build, load_hosts, manifest, sync
@@ -306,6 +307,9 @@ def main(argv: list[str] | None = None) -> int:
     rp = sub.add_parser("report", help="rebuild report.html and the CSVs of a results directory")
     rp.add_argument("dir")
     sub.add_parser("list", help="list the experiments and their suites")
+    rg = sub.add_parser("rig", help="a test rig on this machine: network namespaces that look like "
+                        "a server and N load hosts reachable by ssh (root)")
+    rig.add_arguments(rg)
     # Let global options appear after the subcommand too.
     for sp in (b, r, rp):
         sp.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
@@ -313,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         sp.add_argument("--bin-dir", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     return {"bench": cmd_bench, "run": cmd_run, "report": cmd_report, "list": cmd_list,
-            "hosts": cmd_hosts}[args.cmd](args, repo)
+            "hosts": cmd_hosts, "rig": lambda a, _repo: rig.cli(a)}[args.cmd](args, repo)
 
 
 if __name__ == "__main__":
