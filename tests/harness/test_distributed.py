@@ -1,0 +1,245 @@
+"""Distributed runs on the test rig: a server host and two load hosts, each a network namespace
+with its own sshd (yard rig), driven by `yard run --hosts` exactly as real hosts would be."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import harness_paths  # noqa: F401
+from harness_paths import BIN, REPO
+
+from yard import rig as yrig  # noqa: E402
+
+DELAY_MS = 2      # per direction on every host's link, where the kernel has netem
+RATE_BITS = 4_000_000  # every link shaped to 4 Mbit/s (tbf), which every kernel here has
+WIRE_BYTES = 68   # an echoed 16 B message as an IP packet (20 + 32 TCP with timestamps + 16)
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="the rig needs root (network namespaces)"),
+    pytest.mark.skipif(not Path("/usr/sbin/sshd").exists(), reason="needs openssh-server"),
+    pytest.mark.skipif(not (BIN / "yard-load").exists(), reason=f"needs {BIN}/yard-load"),
+]
+
+
+def yard(*args, timeout=300, check=False):
+    p = subprocess.run([sys.executable, "-m", "yard.cli", *map(str, args)], cwd=REPO,
+                       capture_output=True, text=True, timeout=timeout,
+                       env={**os.environ, "PYTHONPATH": str(REPO / "python")})
+    if check:
+        assert p.returncode == 0, p.stdout + p.stderr
+    return p
+
+
+@pytest.fixture(scope="module")
+def rig():
+    """A server and two load hosts, every link shaped; with a delay where netem exists (the
+    development VM's kernel has none: then the rig runs without it and the delay test says
+    so)."""
+    state = Path(f"/run/yard-rig-test-{os.getpid()}")
+    delay = f"{DELAY_MS}ms"
+    try:
+        try:
+            hosts = yrig.up(2, delay=delay, rate=f"{RATE_BITS}bit", state_dir=state)
+        except yrig.RigError as e:
+            if "netem" not in str(e):
+                raise
+            delay = None
+            hosts = yrig.up(2, rate=f"{RATE_BITS}bit", state_dir=state)
+        yield state, Path(hosts), delay
+    finally:
+        yrig.down(state)
+        left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        assert "yard-rig" not in left, left
+        assert not state.exists()
+
+
+def ns_pids(ns):
+    r = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True)
+    return [int(x) for x in r.stdout.split()]
+
+
+def comm(pid):
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return None
+
+
+def trials(results):
+    latest = results / "latest"
+    return [json.loads(p.read_text()) for p in sorted((latest / "raw").rglob("*.json"))]
+
+
+def test_sync_then_a_distributed_echo_run_merges_exactly(rig, tmp_path):
+    _, hosts, delay = rig
+    p = yard("hosts", "check", hosts)
+    assert p.returncode == 1 and "load1" in p.stdout and "differ or are missing" in p.stdout
+    # run refuses while the hosts lack this build, naming one
+    p = yard("--quiet", "--results-dir", tmp_path, "run", "experiments/echo_scaling.toml",
+             "--suite", "smoke", "--hosts", hosts)
+    assert p.returncode != 0 and "does not have this build" in p.stderr
+    yard("hosts", "sync", hosts, check=True)
+    assert yard("hosts", "check", hosts).returncode == 0
+
+    p = yard("--quiet", "--results-dir", tmp_path, "run", "experiments/echo_scaling.toml",
+             "--suite", "smoke", "--hosts", hosts)
+    assert p.returncode == 0, p.stderr
+    ts = trials(tmp_path)
+    assert {t["alternative"] for t in ts} == {"epoll", "reactors"}
+    for t in ts:
+        assert t["status"] == "ok", t["problems"]
+        merged = t["load"]["stdout_json"]
+        rows = t["hosts"]
+        assert sorted(rows) == ["load1", "load2"]
+        # The merged count is the sum of the hosts' own counts, and with no warm-up each host's
+        # log holds every round trip its JSON counted.
+        assert merged["messages"] == sum(r["window_messages"] for r in rows.values()) > 0
+        for r in rows.values():
+            assert r["window_messages"] == r["messages"], r
+            assert abs(r["start_skew_s"]) < 0.05, r
+        # The server's shaped link carries every reply: at most the rate's worth of packets
+        # (its bucket too) in the window, and by Little's law, with every connection always
+        # waiting, the mean latency is at least connections / that throughput.
+        conns = 2 * 8  # smoke: 8 connections on each load host
+        cap = (RATE_BITS / 8 * t["load"]["stdout_json"]["window_s"] + 2 * 65536 + 3000) \
+            / WIRE_BYTES / t["load"]["stdout_json"]["window_s"]
+        assert merged["throughput_per_s"] <= cap, (merged, cap)
+        assert merged["latency_us"]["mean"] >= conns / cap * 1e6, (merged, cap)
+        if delay:  # every round trip crosses two delayed host links
+            assert merged["latency_us"]["min"] >= 2 * DELAY_MS * 1000 * 0.95, merged
+        # The server was measured on its host: its cgroup's CPU and its clean exit.
+        assert t["server_exit"] == 0 and t["metrics"]["cpu_s"] > 0
+        assert t["commands"]["server"][t["commands"]["server"].index("--listen") + 1] \
+            .startswith("198.18.0.1:")
+    html = (tmp_path / "latest" / "report.html").read_text()
+    assert "Distributed run" in html and "<h4>Load hosts</h4>" in html
+
+
+def test_a_distributed_rest_run(rig, tmp_path):
+    _, hosts, delay = rig
+    yard("hosts", "sync", hosts, check=True)
+    p = yard("--quiet", "--results-dir", tmp_path, "run", "experiments/rest_scaling.toml",
+             "--suite", "smoke", "--hosts", hosts)
+    assert p.returncode == 0, p.stderr
+    ts = trials(tmp_path)
+    assert {t["alternative"] for t in ts} == {"epoll", "coro"}
+    for t in ts:
+        assert t["status"] == "ok", t["problems"]
+        merged = t["load"]["stdout_json"]
+        assert merged["messages"] == sum(r["window_messages"] for r in t["hosts"].values()) > 0
+        assert merged["errors"] == 0
+        if delay:
+            assert merged["latency_us"]["min"] >= 2 * DELAY_MS * 1000 * 0.95
+
+
+def test_latency_includes_the_rigs_delay(rig, tmp_path):
+    _, hosts, delay = rig
+    if not delay:
+        pytest.skip("this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM), so the rig cannot "
+                    "add delay; the shaped-rate bound of the echo test runs instead")
+    yard("hosts", "sync", hosts, check=True)
+    p = yard("--quiet", "--results-dir", tmp_path, "run", "experiments/echo_scaling.toml",
+             "--suite", "smoke", "--hosts", hosts)
+    assert p.returncode == 0, p.stderr
+    for t in trials(tmp_path):
+        for r in t["hosts"].values():
+            assert r["latency_us"]["min"] >= 2 * DELAY_MS * 1000 * 0.95, r
+
+
+OVERRATE = """
+[experiment]
+name = "overrate"
+[servers]
+app = "echo"
+models = ["epoll"]
+[load]
+argv = ["{bin}/yard-load", "echo", "--target", "{target}", "--connections", "8",
+        "--rate", "40000", "--duration", "{duration}s", "--json"]
+[run]
+duration = 2
+repetitions = 1
+"""
+
+
+def test_a_host_under_its_target_rate_makes_the_trial_invalid(rig, tmp_path):
+    # 40,000 echoes/s per host cannot cross a 4 Mbit/s link (about 7,400 of these packets/s).
+    _, hosts, _ = rig
+    yard("hosts", "sync", hosts, check=True)
+    exp = tmp_path / "overrate.toml"
+    exp.write_text(OVERRATE)
+    p = yard("--quiet", "--results-dir", tmp_path, "run", exp, "--hosts", hosts)
+    ts = trials(tmp_path)
+    assert ts and all(t["status"] == "invalid" for t in ts), [t["problems"] for t in ts]
+    assert any("load1" in m and "of its target 40000/s" in m for m in ts[0]["problems"])
+    assert "invalid" in p.stderr
+
+
+def test_an_unreachable_host_is_named(rig, tmp_path):
+    _, hosts, _ = rig
+    bad = tmp_path / "hosts.toml"
+    text = hosts.read_text()
+    # load2's sshd is not on port 2222
+    i = text.index('name = "load2"')
+    bad.write_text(text[:i] + text[i:].replace("port = 22\n", "port = 2222\n", 1))
+    p = yard("hosts", "check", bad)
+    assert p.returncode == 1 and "host load2 (root@198.18.0.3): unreachable" in p.stderr, p.stderr
+    p = yard("--quiet", "--results-dir", tmp_path, "run", "experiments/echo_scaling.toml",
+             "--suite", "smoke", "--hosts", bad)
+    assert p.returncode == 1 and "host load2" in p.stderr and "unreachable" in p.stderr
+
+
+LONG = """
+[experiment]
+name = "long_echo"
+[servers]
+app = "echo"
+models = ["epoll"]
+[load]
+argv = ["{bin}/yard-load", "echo", "--target", "{target}", "--connections", "4",
+        "--duration", "{duration}s", "--json"]
+[run]
+duration = 20
+repetitions = 1
+"""
+
+
+def test_a_load_host_dying_mid_run_fails_the_trial_and_leaves_nothing(rig, tmp_path):
+    state, hosts, _ = rig
+    yard("hosts", "sync", hosts, check=True)
+    exp = tmp_path / "long_echo.toml"
+    exp.write_text(LONG)
+    run = subprocess.Popen([sys.executable, "-m", "yard.cli", "--quiet", "--results-dir",
+                            str(tmp_path), "run", str(exp), "--hosts", str(hosts)], cwd=REPO,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env={**os.environ, "PYTHONPATH": str(REPO / "python")})
+    try:
+        deadline = time.monotonic() + 30
+        while not any(comm(p) == "yard-load" for p in ns_pids("yard-rig-load2")):
+            assert time.monotonic() < deadline, "the load never started on load2"
+            assert run.poll() is None, run.communicate()
+            time.sleep(0.05)
+        # The host dies: everything in its namespace, its sshd included, killed at once.
+        for pid in ns_pids("yard-rig-load2"):
+            os.kill(pid, signal.SIGKILL)
+        out, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    ts = trials(tmp_path)
+    assert len(ts) == 1 and ts[0]["status"] == "failed"
+    assert any("load2" in p and "went away" in p for p in ts[0]["problems"]), ts[0]["problems"]
+    # Nothing of the trial is left on the hosts that still run: only their sshd.
+    for ns in ("yard-rig-server", "yard-rig-load1", "yard-rig-load2"):
+        deadline = time.monotonic() + 10
+        while True:
+            left = [(p, comm(p)) for p in ns_pids(ns) if comm(p) not in (None, "sshd")]
+            if not left or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert not left, (ns, left)
