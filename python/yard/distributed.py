@@ -18,6 +18,7 @@ from typing import Any
 from .experiment import CPU_SWEEP, render
 from .hdr import Interval, latency_us, merge, read_log
 from .hosts import Host, HostError, Hosts, Session
+from .runner import _metrics, _parse_json  # a local trial's metrics and JSON reading
 
 START_MARGIN_S = 2.0     # from the order to the agreed start: connections are set up meanwhile
 RATE_FLOOR = 0.99        # a host under 99% of its target rate did not offer the load
@@ -48,7 +49,6 @@ def _open(hosts: list[Host]) -> dict[str, Session]:
 
 
 def run_trial_hosts(t, hosts: Hosts, seq: int) -> dict:
-    from .runner import _metrics  # the same metrics as a local trial
     exp = t.exp
     rec: dict[str, Any] = {"experiment": exp.name, "alternative": t.alt.label,
                            "model": t.alt.model, "point": t.point, "rep": t.rep,
@@ -95,7 +95,7 @@ def run_trial_hosts(t, hosts: Hosts, seq: int) -> dict:
         for h in hosts.load:
             first = sessions[h.name].receive(30)
             if first.get("op") == "started":
-                pids[h.name] = [first["pgid"]]
+                pids[h.name].append(first["pgid"])
             else:  # it could not even start: that answer is its result
                 results[h.name] = first
         # Sample the server over the measured window only.
@@ -122,7 +122,6 @@ def run_trial_hosts(t, hosts: Hosts, seq: int) -> dict:
 
 def _collect(rec: dict, hosts: Hosts, sessions: dict[str, Session], results: dict,
              start_at: float, warmup: int, duration: float) -> None:
-    from .runner import _parse_json
     logs: dict[str, list[Interval]] = {}
     offsets = {n: s.offset_s for n, s in sessions.items()}
     total = {"messages": 0, "errors": 0, "generator_cpu_pct": 0.0}

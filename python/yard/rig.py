@@ -22,6 +22,7 @@ import argparse
 import contextlib
 import ctypes
 import fcntl
+import heapq
 import ipaddress
 import json
 import os
@@ -506,6 +507,7 @@ class _Builder:
                    "namespaces": [], "bridge": None, "links": [], "qdiscs": [],
                    "hosts": self.hosts, "keys": {}, "hosts_file": None}
         self.made_dir = False
+        self.user_switch = False
 
     def save(self) -> None:
         if self.made_dir:
@@ -541,19 +543,15 @@ class _Builder:
             _run(["ip", "-n", ns, "link", "set", "lo", "up"])
         self.step("namespaces")
 
-        _run(["ip", "-n", NET_NS, "link", "add", BRIDGE, "type", "bridge"])
-        self.st["bridge"] = {"netns": NET_NS, "dev": BRIDGE}
-        _run(["ip", "-n", NET_NS, "link", "set", BRIDGE, "up"])
-        for h in self.hosts:
-            _run(["ip", "-n", NET_NS, "link", "add", h["bridge_port"], "type", "veth",
-                  "peer", "name", HOST_DEV, "netns", h["netns"]])
-            self.st["links"].append({"netns": NET_NS, "dev": h["bridge_port"],
-                                     "peer_netns": h["netns"], "peer_dev": HOST_DEV})
-            self.save()
-            _run(["ip", "-n", NET_NS, "link", "set", h["bridge_port"], "master", BRIDGE, "up"])
-            _run(["ip", "-n", h["netns"], "addr", "add", f"{h['address']}/{SUBNET.prefixlen}",
-                  "dev", HOST_DEV])
-            _run(["ip", "-n", h["netns"], "link", "set", HOST_DEV, "up"])
+        self.user_switch = bool(self.delay_us) and not netem_available()
+        self.st["switch"] = {"delay_us": self.delay_us} if self.user_switch else None
+        if self.user_switch:
+            self.say("yard rig: this kernel has no netem: the delay is a switch in user space "
+                     "(slower than the bridge; fine for tests, not for benchmarks)",
+                     file=sys.stderr)
+            self.link_by_switch()
+        else:
+            self.link_by_bridge()
         self.step("links")
 
         for h in self.hosts:
@@ -582,18 +580,61 @@ class _Builder:
         self.step("done")
         return hf
 
+    def link_by_bridge(self) -> None:
+        _run(["ip", "-n", NET_NS, "link", "add", BRIDGE, "type", "bridge"])
+        self.st["bridge"] = {"netns": NET_NS, "dev": BRIDGE}
+        _run(["ip", "-n", NET_NS, "link", "set", BRIDGE, "up"])
+        for h in self.hosts:
+            _run(["ip", "-n", NET_NS, "link", "add", h["bridge_port"], "type", "veth",
+                  "peer", "name", HOST_DEV, "netns", h["netns"]])
+            self.st["links"].append({"netns": NET_NS, "dev": h["bridge_port"],
+                                     "peer_netns": h["netns"], "peer_dev": HOST_DEV})
+            self.save()
+            _run(["ip", "-n", NET_NS, "link", "set", h["bridge_port"], "master", BRIDGE, "up"])
+            self.address(h)
+
+    def address(self, h: dict) -> None:
+        _run(["ip", "-n", h["netns"], "addr", "add", f"{h['address']}/{SUBNET.prefixlen}",
+              "dev", HOST_DEV])
+        _run(["ip", "-n", h["netns"], "link", "set", HOST_DEV, "up"])
+
+    def link_by_switch(self) -> None:
+        for h in self.hosts:
+            _run(["ip", "-n", h["netns"], "tuntap", "add", "dev", HOST_DEV, "mode", "tap"])
+            self.st["links"].append({"netns": h["netns"], "dev": HOST_DEV, "kind": "tap"})
+            self.save()
+            self.address(h)
+        log = self.dir / "switch.log"
+        with open(log, "wb") as f:
+            proc = subprocess.Popen(
+                ["ip", "netns", "exec", NET_NS, sys.executable, "-m", "yard.rig", "switch",
+                 str(self.delay_us), *[h["netns"] for h in self.hosts]],
+                stdin=subprocess.DEVNULL, stdout=f, stderr=f, start_new_session=True,
+                env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+        self.st["switch"]["pid"] = proc.pid
+        self.save()
+        end = time.monotonic() + SSHD_READY_SECS
+        while SWITCH_READY not in log.read_text(errors="replace"):
+            if proc.poll() is not None or time.monotonic() > end:
+                tail = " | ".join(log.read_text(errors="replace").strip().splitlines()[-3:])
+                raise RigError(f"the delaying switch did not start (exit {proc.poll()}): {tail}")
+            time.sleep(0.02)
+
     def shape(self, h: dict) -> None:
         """netem delay (and rate) on the host's egress; tbf rate on the bridge's
         egress towards the host, so each link is shaped both ways."""
         specs = []
-        if self.delay_us:
+        if self.user_switch:   # the switch delays; tbf on the host's egress only
+            if self.rate_bits:
+                specs.append((h["netns"], HOST_DEV, _tbf_args(self.rate_bits)))
+        elif self.delay_us:
             spec = ["netem", "delay", f"{self.delay_us}us", "limit", "100000"]
             if self.rate_bits:
                 spec += ["rate", f"{self.rate_bits}bit"]
             specs.append((h["netns"], HOST_DEV, spec))
         elif self.rate_bits:
             specs.append((h["netns"], HOST_DEV, _tbf_args(self.rate_bits)))
-        if self.rate_bits:
+        if self.rate_bits and not self.user_switch:
             specs.append((NET_NS, h["bridge_port"], _tbf_args(self.rate_bits)))
         for ns, dev, spec in specs:
             p = _run(["tc", "-n", ns, "qdisc", "add", "dev", dev, "root", *spec], check=False)
@@ -864,12 +905,15 @@ def status(state_dir: Path | str = DEFAULT_STATE_DIR) -> dict:
             problems.append(f"{h['name']} lacks its address {h['address']}")
         host_info.append({"name": h["name"], "netns": h["netns"], "address": h["address"],
                           "sshd_pid": pid, "sshd_alive": bool(alive and in_ns), "cpus": h.get("cpus")})
+    sw = (st or {}).get("switch")
+    if sw and not (isinstance(sw.get("pid"), int) and _alive(sw["pid"])):
+        problems.append(f"the delaying switch ({sw.get('pid')}) is not running")
     hf = (st or {}).get("hosts_file")
     if st and st.get("complete") and not (hf and Path(hf).exists()):
         problems.append(f"hosts file {hf} is missing")
     return {"state": "partial" if problems else "up", "state_dir": str(state_dir),
             "hosts_file": hf, "delay_us": (st or {}).get("delay_us"),
-            "rate_bits": (st or {}).get("rate_bits"), "namespaces": ns_info,
+            "rate_bits": (st or {}).get("rate_bits"), "switch": sw, "namespaces": ns_info,
             "hosts": host_info, "problems": problems}
 
 
@@ -881,7 +925,9 @@ def format_status(s: dict) -> str:
         return f"yard rig: no rig (state dir {s['state_dir']})"
     extra = []
     if s.get("delay_us"):
-        extra.append(f"delay {s['delay_us']}us each way")
+        extra.append(f"delay {s['delay_us']}us each way" +
+                     (f" (user-space switch, pid {s['switch'].get('pid')})" if s.get("switch")
+                      else " (netem)"))
     if s.get("rate_bits"):
         extra.append(f"rate {s['rate_bits']}bit")
     out = [f"yard rig: {s['state']}" + (f" ({', '.join(extra)})" if extra else "") +
@@ -947,6 +993,71 @@ def relay(ns: str | None, host: str, port: int) -> int:
         s.close()
 
 
+# ----------------------------------------------------------------- switch ---
+# Where the kernel has no netem, --delay is a switch in user space: each host's
+# eth0 is a TAP device whose other end this process holds; a frame read from
+# one host is written to its destination (learned by source MAC, else every
+# other host) D later. One traversal is one link crossing, as with netem on a
+# host's egress: a round trip between two hosts gains 2D. It runs in the
+# rig's network namespace, so `down` finds and kills it like everything else.
+
+TUNSETIFF = 0x400454CA
+IFF_TAP, IFF_NO_PI = 0x0002, 0x1000
+SWITCH_READY = "switch ready"
+
+
+def _open_tap(ns: str, dev: str) -> int:
+    enter_netns(ns)
+    fd = os.open("/dev/net/tun", os.O_RDWR | os.O_CLOEXEC)
+    ifr = dev.encode().ljust(16, b"\0") + (IFF_TAP | IFF_NO_PI).to_bytes(2, "little")
+    fcntl.ioctl(fd, TUNSETIFF, ifr.ljust(40, b"\0"))
+    os.set_blocking(fd, False)
+    return fd
+
+
+def switch(delay_us: int, host_namespaces: list[str]) -> int:
+    ports = [_open_tap(ns, HOST_DEV) for ns in host_namespaces]
+    enter_netns(NET_NS)
+    print(SWITCH_READY, flush=True)
+    delay = delay_us / 1e6
+    where: dict[bytes, int] = {}                    # source MAC -> port
+    due: list[tuple[float, int, int, bytes]] = []   # (time, seq, from port, frame)
+    seq = 0
+    while True:
+        now = time.monotonic()
+        while due and due[0][0] <= now:
+            _, _, src, frame = heapq.heappop(due)
+            out = where.get(frame[:6])
+            for fd in ([out] if out is not None and out != src else
+                       [p for p in ports if p != src]):
+                with contextlib.suppress(OSError):  # a full queue drops, as a link would
+                    os.write(fd, frame)
+        timeout = max(0.0, due[0][0] - now) if due else None
+        ready, _, _ = select.select(ports, [], [], timeout)
+        now = time.monotonic()
+        for fd in ready:
+            while True:
+                try:
+                    frame = os.read(fd, 65536)
+                except BlockingIOError:
+                    break
+                if len(frame) < 14:
+                    continue
+                where[frame[6:12]] = fd
+                heapq.heappush(due, (now + delay, seq, fd, frame))
+                seq += 1
+
+
+def netem_available() -> bool:
+    """Whether tc can make a netem qdisc here (probed on the rig's own loopback)."""
+    p = _run(["tc", "-n", NET_NS, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1us"],
+             check=False)
+    if p.returncode != 0:
+        return False
+    _run(["tc", "-n", NET_NS, "qdisc", "del", "dev", "lo", "root"], check=False)
+    return True
+
+
 # -------------------------------------------------------------------- CLI ---
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -954,8 +1065,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     u = sub.add_parser("up", help="make the rig: namespaces, bridge, sshds, hosts file")
     u.add_argument("--load-hosts", type=int, required=True, metavar="N",
                    help=f"load hosts besides the server (1..{MAX_LOAD_HOSTS})")
-    u.add_argument("--delay", help="one-way delay added on each host's egress (netem), e.g. 1ms; "
-                   "a round trip between two hosts gains twice this")
+    u.add_argument("--delay", help="one-way delay added on each host's egress, e.g. 1ms: netem, "
+                   "or a user-space switch where the kernel has no netem; a round trip between "
+                   "two hosts gains twice this")
     u.add_argument("--rate", help="shape each link to this rate, both ways, e.g. 1gbit")
     d = sub.add_parser("down", help="kill everything in the rig, remove its namespaces, keys, state")
     s = sub.add_parser("status", help="what exists; exit 0 up, 1 none, 2 partial")
@@ -995,6 +1107,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) == 4 and argv[0] == "relay":
         return relay(argv[1], argv[2], int(argv[3]))
+    if len(argv) >= 3 and argv[0] == "switch":
+        return switch(int(argv[1]), argv[2:])
     p = argparse.ArgumentParser(prog="python -m yard.rig")
     add_arguments(p)
     return cli(p.parse_args(argv))

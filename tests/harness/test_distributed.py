@@ -41,7 +41,7 @@ def rig():
     """A server and two load hosts, every link shaped; with a delay where netem exists (the
     development VM's kernel has none: then the rig runs without it and the delay test says
     so)."""
-    state = Path(f"/run/yard-rig-test-{os.getpid()}")
+    state = Path(f"/run/yard-dist-test-{os.getpid()}")
     delay = f"{DELAY_MS}ms"
     try:
         try:
