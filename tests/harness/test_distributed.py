@@ -152,27 +152,31 @@ def test_latency_includes_the_rigs_delay(rig, tmp_path):
             assert r["latency_us"]["min"] >= 2 * DELAY_MS * 1000 * 0.95, r
 
 
-OVERRATE = """
+def echo_experiment(tmp_path, name, load_flags, duration):
+    """An experiment file: epoll echo, one trial, yard-load echo with these flags."""
+    flags = ", ".join(f'"{f}"' for f in load_flags)
+    exp = tmp_path / f"{name}.toml"
+    exp.write_text(f"""
 [experiment]
-name = "overrate"
+name = "{name}"
 [servers]
 app = "echo"
 models = ["epoll"]
 [load]
-argv = ["{bin}/yard-load", "echo", "--target", "{target}", "--connections", "8",
-        "--rate", "40000", "--duration", "{duration}s", "--json"]
+argv = ["{{bin}}/yard-load", "echo", "--target", "{{target}}", {flags},
+        "--duration", "{{duration}}s", "--json"]
 [run]
-duration = 2
+duration = {duration}
 repetitions = 1
-"""
+""")
+    return exp
 
 
 def test_a_host_under_its_target_rate_makes_the_trial_invalid(rig, tmp_path):
     # 40,000 echoes/s per host cannot cross a 4 Mbit/s link (about 7,400 of these packets/s).
     _, hosts, _ = rig
     yard("hosts", "sync", hosts, check=True)
-    exp = tmp_path / "overrate.toml"
-    exp.write_text(OVERRATE)
+    exp = echo_experiment(tmp_path, "overrate", ["--connections", "8", "--rate", "40000"], 2)
     p = yard("--quiet", "--results-dir", tmp_path, "run", exp, "--hosts", hosts)
     ts = trials(tmp_path)
     assert ts and all(t["status"] == "invalid" for t in ts), [t["problems"] for t in ts]
@@ -194,26 +198,10 @@ def test_an_unreachable_host_is_named(rig, tmp_path):
     assert p.returncode == 1 and "host load2" in p.stderr and "unreachable" in p.stderr
 
 
-LONG = """
-[experiment]
-name = "long_echo"
-[servers]
-app = "echo"
-models = ["epoll"]
-[load]
-argv = ["{bin}/yard-load", "echo", "--target", "{target}", "--connections", "4",
-        "--duration", "{duration}s", "--json"]
-[run]
-duration = 20
-repetitions = 1
-"""
-
-
 def test_a_load_host_dying_mid_run_fails_the_trial_and_leaves_nothing(rig, tmp_path):
     state, hosts, _ = rig
     yard("hosts", "sync", hosts, check=True)
-    exp = tmp_path / "long_echo.toml"
-    exp.write_text(LONG)
+    exp = echo_experiment(tmp_path, "long_echo", ["--connections", "4"], 20)
     run = subprocess.Popen([sys.executable, "-m", "yard.cli", "--quiet", "--results-dir",
                             str(tmp_path), "run", str(exp), "--hosts", str(hosts)], cwd=REPO,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, ROOT, model_unavailable, skip_unavailable
+from conftest import BIN, ROOT, model_unavailable, skip_unavailable, wait_for
 
 NO_URING = BIN / "yard-test-no-uring"
 
@@ -175,3 +175,43 @@ def test_ring_bufs_must_be_a_power_of_two():
                         "3"], capture_output=True, text=True, timeout=10)
     assert r.returncode == 2
     assert "--ring-bufs must be a power of two (got 3)" in r.stderr
+
+
+PLAIN = {"YARD_URING_PLAIN": "1"}
+
+
+@pytest.mark.parametrize("app", ["echo", "counter"])
+def test_the_plain_ring_of_older_kernels_serves_as_well(serve, app):
+    """Kernels before 6.1 have neither SINGLE_ISSUER nor DEFER_TASKRUN: the
+    ring is set up without them (forced here with YARD_URING_PLAIN) and
+    every request is still answered, byte for byte and count for count."""
+    skip_unavailable("uring")
+    srv = serve(app, "uring-1", "--stats", env=PLAIN)
+    mode = ["echo", "--size", "100"] if app == "echo" else ["counter", "--read-ratio", "0.5"]
+    r = subprocess.run([BIN / "yard-load", *mode, "--target", f"127.0.0.1:{srv.port}",
+                        "--connections", "8", "--messages", "300", "--io", "uring", "--json"],
+                       capture_output=True, text=True, timeout=60, env={**os.environ, **PLAIN})
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert (d["messages"], d["errors"], d["io"]) == (2400, 0, "uring")
+    if app == "counter":
+        assert d["count_final"] - d["count_initial"] == d["increments"] > 0
+    assert srv.stop() == 0
+    (st,) = ring_stats(srv.stderr())
+    # counter: two more connections read the count before and after the run
+    assert st["setup"] == "plain" and st["lost"] == 0, st
+    assert st["accepted"] == 8 + (2 if app == "counter" else 0), st
+
+
+def test_the_plain_ring_writes_the_sink_file(serve, tmp_path):
+    skip_unavailable("uring")
+    out = tmp_path / "sink.out"
+    srv = serve("sink", "uring-1", "--out", str(out), "--flush", "each", "--stats", env=PLAIN)
+    payload = "".join(f"line {i} ✓ строка\n" for i in range(2000)).encode()
+    with socket.create_connection(("127.0.0.1", srv.port)) as c:
+        c.sendall(payload)
+    wait_for(lambda: out.exists() and out.stat().st_size == len(payload), what="the sink file")
+    assert srv.stop() == 0
+    assert out.read_bytes() == payload
+    (st,) = ring_stats(srv.stderr())
+    assert st["setup"] == "plain", st
