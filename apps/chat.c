@@ -1124,6 +1124,60 @@ static int split_targets(char *list, char **out, int max, int *dropped, char **f
     return n;
 }
 
+/* What the member slots say of one account (nick = account): online when
+ * any of its connections is; away when every one of them is (a phone left
+ * away does not hide the desktop in use), with the message set last;
+ * chans, when given, the channels it is in, each once. */
+struct presence {
+    bool online, away;
+    char account[CHAT_NAME_MAX + 1];
+    char away_msg[CHAT_AWAY_MAX + 1];
+};
+
+static void presence_of(struct chat_app *app, const char *nick, struct presence *p, char *chans,
+                        size_t chans_cap)
+{
+    memset(p, 0, sizeof *p);
+    char key[CHAT_NAME_MAX + 1], other[CHAT_NAME_MAX + 1];
+    size_t len = strlen(nick);
+    if (len > CHAT_NAME_MAX)
+        return;
+    chat_casefold(key, nick, len);
+    if (chans)
+        chans[0] = 0;
+    size_t used = 0;
+    bool all_away = true;
+    chat_lock(app->cs);
+    uint64_t seen[(CHAT_CHANNELS_LIMIT + 63) / 64] = {0};
+    for (unsigned i = 0; i < chat_member_end(app->cs); i++) {
+        struct chat_member *m = chat_member_at(app->cs, (int)i);
+        if (!m->used)
+            continue;
+        chat_casefold(other, m->account, strlen(m->account));
+        if (strcmp(key, other))
+            continue;
+        p->online = true;
+        snprintf(p->account, sizeof p->account, "%s", m->account);
+        all_away = all_away && m->away;
+        if (m->away)
+            snprintf(p->away_msg, sizeof p->away_msg, "%s", m->away_msg);
+        for (unsigned c = 0; chans && c < app->cs->nchan; c++) {
+            if (!app->cs->chans[c].used || !chat_is_in(app->cs, (int)i, (int)c) ||
+                (seen[c / 64] >> (c % 64) & 1))
+                continue;
+            seen[c / 64] |= 1ull << (c % 64);
+            size_t n = strlen(app->cs->chans[c].name);
+            if (used + n + 2 <= chans_cap) {
+                snprintf(chans + used, chans_cap - used, "%s%s", used ? " " : "",
+                         app->cs->chans[c].name);
+                used += n + (used ? 1 : 0);
+            }
+        }
+    }
+    chat_unlock(app->cs);
+    p->away = p->online && all_away;
+}
+
 static void message(struct chat_app *app, struct session *s, yard_fx_t *fx, const yard_irc_msg_t *m,
                     int type)
 {
@@ -1171,9 +1225,144 @@ static void message(struct chat_app *app, struct session *s, yard_fx_t *fx, cons
                 numeric(fx, s, 401, "%s :No such nick/channel", t);
             continue;
         }
+        if (!notice) { /* a person who is away: say so, as the message still goes */
+            struct presence p;
+            presence_of(app, t, &p, NULL, 0);
+            if (p.away)
+                numeric(fx, s, 301, "%s :%s", p.account, p.away_msg);
+        }
         post_target(s, t, true); /* the job looks the account up */
     }
     post_start(s, fx);
+}
+
+/* ---- who is here: WHOIS, ISON, USERHOST, AWAY, LIST, LUSERS ---------------- */
+
+static void whois(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *nick)
+{
+    struct presence p;
+    char chans[400];
+    presence_of(app, nick, &p, chans, sizeof chans);
+    if (!p.online) {
+        numeric(fx, s, 401, "%s :No such nick/channel", nick);
+    } else {
+        numeric(fx, s, 311, "%s %s " SERVER " * :%s", p.account, p.account, p.account);
+        if (chans[0])
+            numeric(fx, s, 319, "%s :%s", p.account, chans);
+        numeric(fx, s, 312, "%s " SERVER " :Switchyard chat", p.account);
+        if (p.away)
+            numeric(fx, s, 301, "%s :%s", p.account, p.away_msg);
+        numeric(fx, s, 330, "%s %s :is logged in as", p.account, p.account);
+    }
+    numeric(fx, s, 318, "%s :End of /WHOIS list.", p.online ? p.account : nick);
+}
+
+/* ISON and USERHOST: the online ones among the nicks given (USERHOST: at
+ * most five, "nick=+nick@host", '-' when away). */
+static void ison(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m,
+                 bool userhost)
+{
+    char out[400];
+    size_t len = 0;
+    int asked = 0;
+    out[0] = 0;
+    for (int i = 0; i < m->n; i++) {
+        char *save = NULL;
+        for (char *t = strtok_r(m->params[i], " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+            if (userhost && asked == 5)
+                break;
+            asked++;
+            struct presence p;
+            presence_of(app, t, &p, NULL, 0);
+            if (!p.online)
+                continue;
+            int w = userhost ? snprintf(out + len, sizeof out - len, "%s%s=%c%s@" SERVER,
+                                        len ? " " : "", p.account, p.away ? '-' : '+', p.account)
+                             : snprintf(out + len, sizeof out - len, "%s%s", len ? " " : "",
+                                        p.account);
+            if (w < 0 || (size_t)w >= sizeof out - len) {
+                out[len] = 0;
+                break;
+            }
+            len += (size_t)w;
+        }
+    }
+    charge(s, asked);
+    numeric(fx, s, userhost ? 302 : 303, ":%s", out);
+}
+
+static void away(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    const char *msg = m->n ? m->params[0] : "";
+    size_t len = utf8_cut(msg, strlen(msg), CHAT_AWAY_MAX);
+    chat_lock(app->cs);
+    struct chat_member *me = chat_member_at(app->cs, s->slot);
+    me->away = len > 0;
+    memcpy(me->away_msg, msg, len);
+    me->away_msg[len] = 0;
+    chat_unlock(app->cs);
+    if (len)
+        numeric(fx, s, 306, ":You have been marked as being away");
+    else
+        numeric(fx, s, 305, ":You are no longer marked as being away");
+}
+
+/* LIST [#a,#b]: every live channel (or those named) with its members
+ * (accounts, each once) and topic. */
+static void list(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    numeric(fx, s, 321, "Channel :Users  Name");
+    for (unsigned c = 0; c < app->cs->nchan; c++) {
+        char shown[CHAT_CHAN_MAX + 1], key[CHAT_CHAN_MAX + 1];
+        chat_lock(app->cs);
+        bool used = app->cs->chans[c].used;
+        if (used) {
+            strcpy(shown, app->cs->chans[c].name);
+            strcpy(key, app->cs->chans[c].key);
+        }
+        chat_unlock(app->cs);
+        if (!used)
+            continue;
+        if (m->n >= 1 && m->params[0][0]) { /* only the channels named */
+            bool named = false;
+            char want[CHAT_CHAN_MAX + 1];
+            const char *p = m->params[0];
+            while (*p && !named) {
+                size_t n = strcspn(p, ",");
+                if (n <= CHAT_CHAN_MAX) {
+                    chat_casefold(want, p, n);
+                    named = !strcmp(want, key);
+                }
+                p += n + (p[n] == ',');
+            }
+            if (!named)
+                continue;
+        }
+        size_t n;
+        bool nomem;
+        free(members_of(app, (int)c, &n, &nomem));
+        if (nomem)
+            fx->nomem = true;
+        char topic[CHAT_TOPIC_MAX + 1], by[CHAT_NAME_MAX + 1];
+        int64_t at;
+        if (!chat_topic_get(app->cs, key, topic, by, &at))
+            topic[0] = 0;
+        numeric(fx, s, 322, "%s %zu :%s", shown, n, topic);
+    }
+    numeric(fx, s, 323, ":End of /LIST");
+}
+
+static void lusers(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    unsigned conns = 0;
+    chat_lock(app->cs);
+    for (unsigned i = 0; i < chat_member_end(app->cs); i++)
+        conns += chat_member_at(app->cs, (int)i)->used;
+    unsigned chans = app->cs->live_chans;
+    chat_unlock(app->cs);
+    numeric(fx, s, 251, ":There are %u users and 0 invisible on 1 servers", conns);
+    numeric(fx, s, 254, "%u :channels formed", chans);
+    numeric(fx, s, 255, ":I have %u clients and 0 servers", conns);
 }
 
 /* ---- the command table --------------------------------------------------- */
@@ -1480,6 +1669,36 @@ static void command(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
         } else {
             numeric(fx, s, 221, "+i");
         }
+    } else if (!strcmp(c, "WHOIS")) {
+        if (m->n < 1) {
+            numeric(fx, s, 431, ":No nickname given");
+            return;
+        }
+        /* WHOIS [server] nick[,nick]: the nicks are the last parameter */
+        char *save = NULL;
+        int n = 0;
+        for (char *t = strtok_r(m->params[m->n - 1], ",", &save); t && n < TARGMAX;
+             t = strtok_r(NULL, ",", &save), n++)
+            whois(app, s, fx, t);
+        charge(s, n);
+    } else if (!strcmp(c, "ISON") || !strcmp(c, "USERHOST")) {
+        if (m->n < 1) {
+            numeric(fx, s, 461, "%s :Not enough parameters", c);
+            return;
+        }
+        ison(app, s, fx, m, c[0] == 'U');
+    } else if (!strcmp(c, "AWAY")) {
+        away(app, s, fx, m);
+    } else if (!strcmp(c, "LIST")) {
+        list(app, s, fx, m);
+    } else if (!strcmp(c, "LUSERS")) {
+        lusers(app, s, fx);
+    } else if (!strcmp(c, "VERSION")) {
+        numeric(fx, s, 351, "switchyard-chat " SERVER " :Switchyard chat (docs/chat.md)");
+    } else if (!strcmp(c, "TIME")) {
+        char when[64];
+        format_time(when, sizeof when, yard_wall_ns());
+        numeric(fx, s, 391, SERVER " :%s", when);
     } else if (!strcmp(c, "NICK")) {
         if (m->n >= 1 && strcasecmp(m->params[0], s->account) != 0)
             numeric(fx, s, 432, "%s :Your nick is your account name", m->params[0]);

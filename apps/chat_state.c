@@ -147,6 +147,8 @@ int chat_member_add(chat_state_t *cs, const char *account)
         struct chat_member *m = chat_member_at(cs, (int)i);
         if (!m->used) {
             m->used = true;
+            m->away = false;
+            m->away_msg[0] = 0;
             snprintf(m->account, sizeof m->account, "%s", account);
             memset(m->chans, 0, cs->words * sizeof(uint64_t));
             if (i + 1 > cs->member_end)

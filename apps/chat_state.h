@@ -31,9 +31,13 @@ struct chat_channel {
     unsigned members;             /* member slots (connections) in it */
 };
 
+#define CHAT_AWAY_MAX 200
+
 struct chat_member {
     bool used;
+    bool away;                         /* AWAY with a message, on this connection */
     char account[CHAT_NAME_MAX + 1];
+    char away_msg[CHAT_AWAY_MAX + 1];
     uint64_t chans[]; /* bitmap of joined channels */
 };
 

@@ -1,0 +1,129 @@
+"""The chat service's query commands, answered from the shared member table under every
+model: WHOIS, ISON, USERHOST, AWAY (and 301 to whoever writes to an away account), LIST,
+LUSERS, VERSION, TIME."""
+
+import pytest
+
+from chatlib import Irc, add_account, chat_starter, login_pass, login_sasl
+from conftest import MODELS
+
+pytestmark = pytest.mark.usefixtures("yard_chat_built")
+
+CHAT_MODELS = MODELS + (["fork-pair"] if "fork" in MODELS else [])
+
+
+@pytest.fixture(scope="module")
+def accounts(tmp_path_factory):
+    d = tmp_path_factory.mktemp("accounts")
+    for n in ("ana", "bo", "cy"):
+        add_account(d, n, f"pw-{n}")
+    return d
+
+
+@pytest.fixture
+def chat(start_server, accounts, tmp_path):
+    return chat_starter(start_server, accounts, tmp_path)
+
+
+@pytest.mark.parametrize("model", CHAT_MODELS)
+def test_whois_ison_userhost_and_away(chat, model):
+    srv, _ = chat(model)
+    a = login_pass(srv.port, "ana", "pw-ana")
+    b = login_sasl(srv.port, "bo", "pw-bo")
+    b.send("JOIN #x,#y")
+    b.expect(r" 366 bo #y ")
+    a.send("WHOIS BO")  # any spelling: the account's comes back
+    a.expect(r" 311 ana bo bo yard \* :bo$")
+    m = a.expect(r" 319 ana bo :(.*)$")
+    assert sorted(m.group(1).split()) == ["#x", "#y"]
+    a.expect(r" 312 ana bo yard ")
+    a.expect(r" 330 ana bo bo :is logged in as$")
+    a.expect(r" 318 ana bo :End of /WHOIS list\.$")
+    a.send("WHOIS cy")  # an account that is not connected
+    a.expect(r" 401 ana cy :No such nick/channel$")
+    a.expect(r" 318 ana cy ")
+    a.send("ISON bo cy nobody ANA")
+    a.expect(r" 303 ana :bo ana$")
+    a.send("USERHOST bo cy")
+    a.expect(r" 302 ana :bo=\+bo@yard$")
+    # AWAY: 306, then shown by WHOIS and USERHOST, and said to whoever writes to bo.
+    b.send("AWAY :at lunch 🍜 обед")
+    b.expect(r" 306 bo :You have been marked as being away$")
+    a.send("WHOIS bo")
+    a.expect(r" 301 ana bo :at lunch 🍜 обед$")
+    a.expect(r" 318 ana bo ")
+    a.send("USERHOST bo")
+    a.expect(r" 302 ana :bo=-bo@yard$")
+    a.send("PRIVMSG bo :are you there?")
+    a.expect(r" 301 ana bo :at lunch 🍜 обед$")
+    b.expect(r"^:ana!ana@yard PRIVMSG bo :are you there\?$")  # it is still delivered
+    b.send("AWAY")
+    b.expect(r" 305 bo :You are no longer marked as being away$")
+    a.send("USERHOST bo")
+    a.expect(r" 302 ana :bo=\+bo@yard$")
+    a.close()
+    b.close()
+
+
+def device(port, name):
+    """bo, logged in from the device called name (USER's name)."""
+    c = Irc(port)
+    c.send("PASS pw-bo", "NICK bo", f"USER {name} 0 * :bo")
+    c.expect(r" 001 ")
+    return c
+
+
+def test_an_account_is_away_only_when_every_device_is(chat):
+    srv, _ = chat("epoll")
+    a = login_pass(srv.port, "ana", "pw-ana")
+    phone, desk = device(srv.port, "phone"), device(srv.port, "desk")
+    phone.send("AWAY :phone in pocket")
+    phone.expect(r" 306 ")
+    a.send("USERHOST bo")
+    a.expect(r" 302 ana :bo=\+bo@yard$")
+    desk.send("AWAY :gone home")
+    desk.expect(r" 306 ")
+    a.send("USERHOST bo")
+    a.expect(r" 302 ana :bo=-bo@yard$")
+    desk.close()  # the device that is left is away
+    phone.send("PING :sync")
+    phone.expect(r"PONG")
+    a.send("WHOIS bo")
+    a.expect(r" 301 ana bo :phone in pocket$")
+    for c in (a, phone):
+        c.close()
+
+
+def test_list_lusers_version_time(chat):
+    srv, _ = chat("epoll")
+    a = login_pass(srv.port, "ana", "pw-ana")
+    b = login_pass(srv.port, "bo", "pw-bo")
+    a.send("JOIN #one,#two", "TOPIC #two :the second")
+    a.expect(r"TOPIC #two :the second$")
+    b.send("JOIN #two")
+    b.expect(r" 366 bo #two ")
+    a.send("LIST")
+    a.expect(r" 321 ana Channel :Users  Name$")
+    got = {}
+    while True:
+        m = a.expect(r" (322|323) ana (.*)$")
+        if m.group(1) == "323":
+            break
+        chan, rest = m.group(2).split(" ", 1)
+        got[chan] = rest
+    assert got == {"#one": "1 :", "#two": "2 :the second"}
+    a.send("LIST #TWO")
+    a.expect(r" 322 ana #two 2 :the second$")
+    a.expect(r" 323 ana ")
+    a.send("LUSERS")
+    a.expect(r" 251 ana :There are 2 users and 0 invisible on 1 servers$")
+    a.expect(r" 254 ana 2 :channels formed$")
+    a.expect(r" 255 ana :I have 2 clients and 0 servers$")
+    a.send("VERSION", "TIME")
+    a.expect(r" 351 ana switchyard-chat yard :")
+    a.expect(r" 391 ana yard :\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+    a.send("ISON", "WHOIS")
+    a.expect(r" 461 ana ISON :Not enough parameters$")
+    a.expect(r" 431 ana :No nickname given$")
+    a.close()
+    b.close()
