@@ -147,6 +147,7 @@ struct session {
     int state;
     bool cap_active;   /* CAP LS/REQ seen: registration waits for CAP END */
     bool cap_time, cap_echo, cap_sasl;
+    bool umode_i, umode_w; /* user modes: kept and shown, nothing more */
     bool sasl_plain;   /* AUTHENTICATE PLAIN accepted, payload expected */
     bool sasl_done;
     bool got_nick, got_user, have_pass;
@@ -738,12 +739,13 @@ static void welcome(struct chat_app *app, struct session *s, yard_fx_t *fx)
     numeric(fx, s, 1, ":Welcome to the yard chat, %s", s->account);
     numeric(fx, s, 2, ":Your host is " SERVER ", running Switchyard 0.1.0");
     numeric(fx, s, 3, ":This server speaks an IRC subset; see docs/chat.md");
-    numeric(fx, s, 4, SERVER " 0.1.0 i nt");
-    numeric(fx, s, 5, "CASEMAPPING=rfc1459 CHANTYPES=#& NICKLEN=%d CHANNELLEN=%d TOPICLEN=%d "
-                      "CHANLIMIT=#&:%u TARGMAX=PRIVMSG:%d,NOTICE:%d :are supported by this "
+    numeric(fx, s, 4, SERVER " 0.1.0 iw nt");
+    numeric(fx, s, 5, "NETWORK=Switchyard CASEMAPPING=rfc1459 CHANTYPES=#& NICKLEN=%d "
+                      "CHANNELLEN=%d TOPICLEN=%d AWAYLEN=%d CHANLIMIT=#&:%u "
+                      "TARGMAX=PRIVMSG:%d,NOTICE:%d,WHOIS:%d,USERHOST:5 :are supported by this "
                       "server",
-            CHAT_NAME_MAX, CHAT_CHAN_MAX, CHAT_TOPIC_MAX, app->set->channels_per_account,
-            TARGMAX, TARGMAX);
+            CHAT_NAME_MAX, CHAT_CHAN_MAX, CHAT_TOPIC_MAX, CHAT_AWAY_MAX,
+            app->set->channels_per_account, TARGMAX, TARGMAX, TARGMAX);
     if (app->motd[0]) {
         numeric(fx, s, 375, ":- " SERVER " Message of the day -");
         char copy[sizeof app->motd];
@@ -1373,8 +1375,11 @@ static void cap(struct chat_app *app, struct session *s, yard_fx_t *fx, const ya
     if (!strcasecmp(sub, "LS") || !strcasecmp(sub, "LIST")) {
         if (s->state != ST_READY)
             s->cap_active = true;
+        /* Values (sasl=PLAIN) only for clients that said they read them:
+         * CAP LS 302. */
         if (!strcasecmp(sub, "LS"))
-            sendf(fx, ":" SERVER " CAP %s LS :server-time echo-message sasl=PLAIN", who(s));
+            sendf(fx, ":" SERVER " CAP %s LS :server-time echo-message sasl%s", who(s),
+                  m->n > 1 && atoi(m->params[1]) >= 302 ? "=PLAIN" : "");
         else
             sendf(fx, ":" SERVER " CAP %s LIST :%s%s%s", who(s), s->cap_time ? "server-time " : "",
                   s->cap_echo ? "echo-message " : "", s->cap_sasl ? "sasl" : "");
@@ -1666,8 +1671,48 @@ static void command(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
                 numeric(fx, s, 482, "%s :Channel modes are not supported", m->params[0]);
             else if (ch >= 0)
                 numeric(fx, s, 368, "%s :End of channel ban list", m->params[0]);
+        } else if (m->n >= 1 && strcasecmp(m->params[0], s->account)) {
+            numeric(fx, s, 502, ":Cannot change mode for other users");
+        } else if (m->n == 1) {
+            numeric(fx, s, 221, "+%s%s", s->umode_i ? "i" : "", s->umode_w ? "w" : "");
         } else {
-            numeric(fx, s, 221, "+i");
+            /* +i and +w are kept (and change nothing else here); others: 501 */
+            bool on = true, i = s->umode_i, w = s->umode_w, unknown = false;
+            for (const char *p = m->params[1]; *p; p++) {
+                if (*p == '+' || *p == '-')
+                    on = *p == '+';
+                else if (*p == 'i')
+                    i = on;
+                else if (*p == 'w')
+                    w = on;
+                else
+                    unknown = true;
+            }
+            if (unknown)
+                numeric(fx, s, 501, ":Unknown MODE flag");
+            if (i != s->umode_i || w != s->umode_w) {
+                char change[8];
+                size_t n = 0;
+                if ((i && !s->umode_i) || (w && !s->umode_w)) {
+                    change[n++] = '+';
+                    if (i && !s->umode_i)
+                        change[n++] = 'i';
+                    if (w && !s->umode_w)
+                        change[n++] = 'w';
+                }
+                if ((!i && s->umode_i) || (!w && s->umode_w)) {
+                    change[n++] = '-';
+                    if (!i && s->umode_i)
+                        change[n++] = 'i';
+                    if (!w && s->umode_w)
+                        change[n++] = 'w';
+                }
+                change[n] = 0;
+                s->umode_i = i;
+                s->umode_w = w;
+                sendf(fx, ":%s!%s@" SERVER " MODE %s :%s", s->account, s->account, s->account,
+                      change);
+            }
         }
     } else if (!strcmp(c, "WHOIS")) {
         if (m->n < 1) {

@@ -127,3 +127,33 @@ def test_list_lusers_version_time(chat):
     a.expect(r" 431 ana :No nickname given$")
     a.close()
     b.close()
+
+
+def test_cap_ls_values_only_for_302_isupport_and_user_modes(chat):
+    srv, _ = chat("epoll")
+    old = Irc(srv.port)
+    old.send("CAP LS")
+    old.expect(r" CAP \* LS :server-time echo-message sasl$")  # no value without 302
+    new = Irc(srv.port)
+    new.send("CAP LS 302")
+    new.expect(r" CAP \* LS :server-time echo-message sasl=PLAIN$")
+    for c in (old, new):
+        c.close()
+    a = login_pass(srv.port, "ana", "pw-ana")
+    a.expect(r" 004 ana yard 0\.1\.0 iw nt$")
+    m = a.expect(r" 005 ana (.*) :are supported by this server$")
+    tokens = dict(t.split("=", 1) for t in m.group(1).split())
+    assert tokens["NETWORK"] == "Switchyard" and tokens["AWAYLEN"] == "200"
+    assert tokens["TARGMAX"] == "PRIVMSG:4,NOTICE:4,WHOIS:4,USERHOST:5"
+    # MODE nick: +i and +w are kept and shown (irssi asks for +i, WeeChat may set +w).
+    a.send("MODE ana")
+    a.expect(r" 221 ana \+$")
+    a.send("MODE ana +iw")
+    a.expect(r"^:ana!ana@yard MODE ana :\+iw$")
+    a.send("MODE ana -w+x")
+    a.expect(r" 501 ana :Unknown MODE flag$")
+    a.expect(r"^:ana!ana@yard MODE ana :-w$")
+    a.send("MODE ana", "MODE bo +i")
+    a.expect(r" 221 ana \+i$")
+    a.expect(r" 502 ana :Cannot change mode for other users$")
+    a.close()
