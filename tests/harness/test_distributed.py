@@ -1,6 +1,7 @@
 """Distributed runs on the test rig: a server host and two load hosts, each a network namespace
 with its own sshd (yard rig), driven by `yard run --hosts` exactly as real hosts would be."""
 
+import contextlib
 import json
 import os
 import signal
@@ -214,7 +215,8 @@ def test_a_load_host_dying_mid_run_fails_the_trial_and_leaves_nothing(rig, tmp_p
             time.sleep(0.05)
         # The host dies: everything in its namespace, its sshd included, killed at once.
         for pid in ns_pids("yard-rig-load2"):
-            os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):  # one that just ended
+                os.kill(pid, signal.SIGKILL)
         out, err = run.communicate(timeout=60)
     finally:
         if run.poll() is None:

@@ -1,6 +1,7 @@
 """End to end: `yard bench smoke` runs real servers and writes a report with a row per model."""
 
 import json
+import math
 import re
 import subprocess
 import sys
@@ -51,8 +52,12 @@ def test_bench_smoke(tmp_path):
     cs = [json.loads(p.read_text()) for p in raw if p.parent.name == "cswitch"]
     kinds = {t["alternative"] for t in cs}
     assert {"process-pipe", "thread-futex", "ucontext", "coro"} <= kinds
+    # With no working set the switch is all there is to time, so its cost is above zero; with
+    # one, the smoke size's 2000 switches make it a difference of two close, noisy totals (it
+    # came out at -11 ns for coro on a loaded machine), so there it must only be a number.
     bad = [(t["alternative"], t["point"], t["status"], t["problems"], t["metrics"].get("direct_ns"))
-           for t in cs if not (t["status"] == "ok" and t["metrics"]["direct_ns"] > 0)]
+           for t in cs if not (t["status"] == "ok" and math.isfinite(t["metrics"]["direct_ns"]) and
+                               (t["point"]["array_bytes"] > 0 or t["metrics"]["direct_ns"] > 0))]
     assert not bad, bad
     section = html.split("<h2>Context switch", 1)[1].split("</section>", 1)[0]
     assert section.count("data:image/png;base64,") == 2
