@@ -57,6 +57,8 @@ struct chat_settings {
     unsigned replay_max;          /* messages replayed on JOIN at most */
     uint64_t retain_s;            /* prune log segments older than this; 0: keep */
     uint64_t register_timeout_ns;
+    uint64_t ping_interval_ns;    /* PING a client silent this long (0: never) */
+    uint64_t ping_timeout_ns;     /* ... and close it if it stays silent this much longer */
     unsigned max_channels;        /* channels the server can hold */
     unsigned channels_per_account; /* CHANLIMIT: channels one account may be in */
     /* Login limits (chat_guard.h). */
@@ -167,6 +169,8 @@ struct session {
     uint64_t check_at;       /* when it began (fx->now_ns) */
     char check_key[CHAT_NAME_MAX + 1]; /* its account, casefolded */
     uint64_t register_by;    /* the registration timeout */
+    uint64_t heard_ns;       /* when the client last sent anything */
+    uint64_t pinged_ns;      /* when the server PINGed it, unanswered (0: none) */
     /* ST_WAIT: the login to check once the address has its turn. */
     char wait_account[CHAT_NAME_MAX + 1];
     char wait_password[YARD_ACCOUNT_PASSWORD_MAX + 1];
@@ -775,7 +779,10 @@ static void become_ready(struct chat_app *app, struct session *s, yard_fx_t *fx)
     s->enter_ticket = 0;
     chat_casefold(s->account_key, s->account, strlen(s->account));
     s->seen = yard_chatlog_cursor_end(app->log, &s->cur);
-    yard_fx_wake_at(fx, 0); /* the registration timeout is over */
+    s->heard_ns = fx->now_ns;
+    /* the registration timeout is over: the timer now watches liveness */
+    yard_fx_wake_idle(fx,
+                      app->set->ping_interval_ns ? fx->now_ns + app->set->ping_interval_ns : 0);
     welcome(app, s, fx);
     yard_fx_watch(fx, app->bus, 0, s->seen);
 }
@@ -1149,6 +1156,7 @@ static void presence_of(struct chat_app *app, const char *nick, struct presence 
         chans[0] = 0;
     size_t used = 0;
     bool all_away = true;
+    uint64_t latest = 0;
     chat_lock(app->cs);
     uint64_t seen[(CHAT_CHANNELS_LIMIT + 63) / 64] = {0};
     for (unsigned i = 0; i < chat_member_end(app->cs); i++) {
@@ -1161,8 +1169,10 @@ static void presence_of(struct chat_app *app, const char *nick, struct presence 
         p->online = true;
         snprintf(p->account, sizeof p->account, "%s", m->account);
         all_away = all_away && m->away;
-        if (m->away)
+        if (m->away && m->away_at >= latest) {
+            latest = m->away_at;
             snprintf(p->away_msg, sizeof p->away_msg, "%s", m->away_msg);
+        }
         for (unsigned c = 0; chans && c < app->cs->nchan; c++) {
             if (!app->cs->chans[c].used || !chat_is_in(app->cs, (int)i, (int)c) ||
                 (seen[c / 64] >> (c % 64) & 1))
@@ -1300,6 +1310,7 @@ static void away(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_ir
     chat_lock(app->cs);
     struct chat_member *me = chat_member_at(app->cs, s->slot);
     me->away = len > 0;
+    me->away_at = fx->now_ns;
     memcpy(me->away_msg, msg, len);
     me->away_msg[len] = 0;
     chat_unlock(app->cs);
@@ -1783,6 +1794,30 @@ static void chat_open(void *state, void *session, yard_fx_t *fx)
     yard_fx_wake_at(fx, s->register_by);
 }
 
+/* A logged-in client silent for --ping-interval-ms gets a PING; one that
+ * stays silent --ping-timeout-ms more is closed. Sending anything counts as
+ * an answer, so the timer is only looked at when it fires (nothing is
+ * re-armed per line): it wakes when the next of the two could be due. */
+static void liveness(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    const struct chat_settings *set = app->set;
+    if (!set->ping_interval_ns)
+        return;
+    uint64_t now = fx->now_ns;
+    if (s->pinged_ns && now >= s->pinged_ns + set->ping_timeout_ns) {
+        sendf(fx, "ERROR :Closing Link: %s (Ping timeout: %llu seconds)", s->account,
+              (unsigned long long)((now - s->heard_ns) / YARD_NS_PER_S));
+        yard_fx_close(fx, NULL);
+        return;
+    }
+    if (!s->pinged_ns && now >= s->heard_ns + set->ping_interval_ns) {
+        sendf(fx, "PING :" SERVER);
+        s->pinged_ns = now;
+    }
+    yard_fx_wake_idle(fx, s->pinged_ns ? s->pinged_ns + set->ping_timeout_ns
+                                       : s->heard_ns + set->ping_interval_ns);
+}
+
 static void chat_timer(void *state, void *session, yard_fx_t *fx)
 {
     struct chat_app *app = state;
@@ -1813,9 +1848,11 @@ static void chat_timer(void *state, void *session, yard_fx_t *fx)
     if (s->state != ST_READY) {
         sendf(fx, "ERROR :Closing Link: registration timed out");
         yard_fx_close(fx, NULL);
+        return;
     }
-    /* Otherwise: the flood-control pause is over; the engine offers the
-     * waiting input again. */
+    /* Otherwise: a flood-control pause is over (the engine offers the
+     * waiting input again), or it is time to look at liveness. */
+    liveness(app, s, fx);
 }
 
 static size_t chat_data(void *state, void *session, const uint8_t *in, size_t n, yard_fx_t *fx)
@@ -1823,6 +1860,8 @@ static size_t chat_data(void *state, void *session, const uint8_t *in, size_t n,
     struct chat_app *app = state;
     struct session *s = session;
     size_t used = 0;
+    s->heard_ns = fx->now_ns; /* any line is a sign of life (the timer checks lazily) */
+    s->pinged_ns = 0;
     /* Refill the flood bucket. */
     double dt = (double)(fx->now_ns - s->tokens_at) / 1e9;
     s->tokens_at = fx->now_ns;
@@ -2026,6 +2065,13 @@ static const yard_opt_t chat_opts[] = {
     {.name = "registration-timeout-ms", .form = "N", .type = YARD_OPT_MS,
      CHAT_FIELD(register_timeout_ns), .min = 1, .max = 3600000, .def = "10000",
      .help = "time to log in; a client that has not is closed"},
+    {.name = "ping-interval-ms", .form = "N", .type = YARD_OPT_MS, CHAT_FIELD(ping_interval_ns),
+     .min = 0, .max = 86400000, .def = "120000",
+     .help = "PING a logged-in client that has sent nothing for N ms; 0: never"},
+    {.name = "ping-timeout-ms", .form = "N", .type = YARD_OPT_MS, CHAT_FIELD(ping_timeout_ns),
+     .min = 1, .max = 3600000, .def = "60000",
+     .help = "close a client that sends nothing for N ms after the server's PING "
+             "('ERROR :... Ping timeout')"},
     {.name = "max-channels", .form = "N", .type = YARD_OPT_INT, CHAT_FIELD(max_channels), .min = 1,
      .max = 4096, .def = "1024",
      .help = "channels the server holds at once; a channel nobody is in gives its slot back"},
@@ -2059,7 +2105,9 @@ const yard_app_t yard_app_chat = {
     .summary = "a chat service speaking an IRC subset: accounts, durable history, offline "
                "catch-up",
     .session_size = sizeof(struct session),
-    .idle_exempt = "a client that never logs in is closed after --registration-timeout-ms",
+    .idle_exempt = "a client that never logs in is closed after --registration-timeout-ms, and a "
+                   "silent one is PINGed (--ping-interval-ms) and closed if it does not answer "
+                   "(--ping-timeout-ms)",
     .opts = chat_opts,
     .settings_size = sizeof(struct chat_settings),
     .init = chat_init,

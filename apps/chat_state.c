@@ -148,6 +148,7 @@ int chat_member_add(chat_state_t *cs, const char *account)
         if (!m->used) {
             m->used = true;
             m->away = false;
+            m->away_at = 0;
             m->away_msg[0] = 0;
             snprintf(m->account, sizeof m->account, "%s", account);
             memset(m->chans, 0, cs->words * sizeof(uint64_t));

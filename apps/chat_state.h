@@ -36,6 +36,7 @@ struct chat_channel {
 struct chat_member {
     bool used;
     bool away;                         /* AWAY with a message, on this connection */
+    uint64_t away_at;                  /* when it was set (the latest message is shown) */
     char account[CHAT_NAME_MAX + 1];
     char away_msg[CHAT_AWAY_MAX + 1];
     uint64_t chans[]; /* bitmap of joined channels */

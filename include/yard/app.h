@@ -64,6 +64,7 @@ typedef struct yard_fx {
     uint64_t now_ns;   /* input: the engine's monotonic clock when the call began */
     const yard_addr_t *peer; /* input: the peer's address (NULL when unknown) */
     uint64_t wake_at;  /* 0: no timer; UINT64_MAX: cancel the armed one */
+    bool wake_idle;    /* with wake_at: the timer only watches an idle connection */
     void (*job)(void *arg);
     void *job_arg;
     bool job_io;                   /* the job is blocking file I/O */
@@ -84,8 +85,12 @@ void yard_fx_send_commit(yard_fx_t *fx, size_t n);
 void yard_fx_close(yard_fx_t *fx, const char *reason);
 int yard_fx_store(yard_fx_t *fx, const void *p, size_t n);
 /* Arm the connection's one timer (replacing any armed one); 0 cancels it.
- * app->timer runs once when it expires. */
+ * app->timer runs once when it expires. A peer that half-closes while it is
+ * armed still gets its answer: the connection waits for the timer. */
 void yard_fx_wake_at(yard_fx_t *fx, uint64_t deadline_ns);
+/* The same timer, for watching an idle connection (a keep-alive PING): it
+ * does not hold a connection open once the peer has closed its side. */
+void yard_fx_wake_idle(yard_fx_t *fx, uint64_t deadline_ns);
 /* Run job(arg) off the event loop, then app->job_done(..., arg, fx) on the
  * connection's own thread. One job per connection at a time; while it runs
  * the engine does not call app->data (input waits in the buffer). The job

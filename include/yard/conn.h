@@ -125,6 +125,7 @@ typedef struct yard_conn {
     char peer[YARD_ADDR_STRLEN];
     yard_addr_t peer_addr; /* len 0 when unknown */
     uint64_t wake_at;  /* the app's timer, 0 when none is armed */
+    bool wake_idle;    /* it only watches an idle connection (yard_fx_wake_idle) */
     bool job_pending;  /* a job was requested and job_done has not run yet */
     yard_job_t job;
     yard_access_obj_t *job_access; /* the job needs a permission on this object */

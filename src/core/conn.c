@@ -223,8 +223,10 @@ static void conn_apply(yard_conn_t *c, yard_fx_t *fx)
     }
     if (c->store.len)
         conn_store(c);
-    if (fx->wake_at)
+    if (fx->wake_at) {
         c->wake_at = fx->wake_at == UINT64_MAX ? 0 : fx->wake_at;
+        c->wake_idle = fx->wake_idle;
+    }
     if (c->closing)
         c->wake_at = 0; /* nothing left to wake up for */
     if (fx->watch_set && !c->failed && !c->shared) {
@@ -500,11 +502,12 @@ int yard_conn_read_drained(yard_conn_t *c, yard_scratch_t *s, bool *drained)
 
 /* Nothing more will happen on this connection. A connection waiting for
  * its job or its timer is not finished, even when the peer has half-closed
- * (its answer is still to come). */
+ * (its answer is still to come); a timer that only watches for idleness
+ * does not hold it. */
 static bool conn_finished(const yard_conn_t *c)
 {
     return c->failed || ((c->read_eof || c->closing) && c->out.len == 0 && c->tx.len == 0 &&
-                         !c->job_pending && !c->wake_at);
+                         !c->job_pending && !(c->wake_at && !c->wake_idle));
 }
 
 /* Completion models: file bytes ready to be taken (one write at a time

@@ -43,6 +43,13 @@ int yard_fx_store(yard_fx_t *fx, const void *p, size_t n)
 void yard_fx_wake_at(yard_fx_t *fx, uint64_t deadline_ns)
 {
     fx->wake_at = deadline_ns ? deadline_ns : UINT64_MAX;
+    fx->wake_idle = false;
+}
+
+void yard_fx_wake_idle(yard_fx_t *fx, uint64_t deadline_ns)
+{
+    yard_fx_wake_at(fx, deadline_ns);
+    fx->wake_idle = true;
 }
 
 void yard_fx_offload(yard_fx_t *fx, void (*job)(void *arg), void *arg)

@@ -5,7 +5,7 @@ LUSERS, VERSION, TIME."""
 import pytest
 
 from chatlib import Irc, add_account, chat_starter, login_pass, login_sasl
-from conftest import MODELS
+from conftest import MODELS, wait_for
 
 pytestmark = pytest.mark.usefixtures("yard_chat_built")
 
@@ -85,11 +85,17 @@ def test_an_account_is_away_only_when_every_device_is(chat):
     desk.expect(r" 306 ")
     a.send("USERHOST bo")
     a.expect(r" 302 ana :bo=-bo@yard$")
-    desk.close()  # the device that is left is away
-    phone.send("PING :sync")
-    phone.expect(r"PONG")
     a.send("WHOIS bo")
-    a.expect(r" 301 ana bo :phone in pocket$")
+    a.expect(r" 301 ana bo :gone home$")  # the message set last
+    a.expect(r" 318 ana bo ")
+    desk.close()  # the device that is left is away: its message once the server sees desk go
+
+    def phones_message():
+        a.send("WHOIS bo")
+        m = a.expect(r" 301 ana bo :(.*)$")
+        a.expect(r" 318 ana bo ")
+        return m.group(1) == "phone in pocket"
+    wait_for(phones_message, what="WHOIS to show the phone's message")
     for c in (a, phone):
         c.close()
 
@@ -156,4 +162,53 @@ def test_cap_ls_values_only_for_302_isupport_and_user_modes(chat):
     a.send("MODE ana", "MODE bo +i")
     a.expect(r" 221 ana \+i$")
     a.expect(r" 502 ana :Cannot change mode for other users$")
+    a.close()
+
+
+@pytest.mark.parametrize("model", CHAT_MODELS)
+def test_a_silent_client_is_pinged_and_closed_one_that_answers_stays(chat, model):
+    srv, _ = chat(model, "--ping-interval-ms", "300", "--ping-timeout-ms", "400")
+    silent = login_pass(srv.port, "ana", "pw-ana")
+    lively = login_pass(srv.port, "bo", "pw-bo")
+    silent.expect(r"^PING :yard$", timeout=5)
+    lively.expect(r"^PING :yard$", timeout=5)
+    lively.send("PONG :yard")
+    silent.expect(r"^ERROR :Closing Link: ana \(Ping timeout: \d+ seconds\)$", timeout=5)
+    assert silent.wait_closed(5)
+    # The one that answered is pinged again later and is still served.
+    lively.expect(r"^PING :yard$", timeout=5)
+    lively.send("PONG :yard", "ISON ana bo")
+    lively.expect(r" 303 bo :bo$")
+    lively.close()
+
+
+def test_ping_interval_zero_never_pings(chat):
+    srv, _ = chat("epoll", "--ping-interval-ms", "0", "--ping-timeout-ms", "1")
+    a = login_pass(srv.port, "ana", "pw-ana")
+    b = login_pass(srv.port, "bo", "pw-bo")
+    # bo's later login and ana's answer prove time passed with ana silent and served
+    b.send("PING :x")
+    b.expect(r"PONG")
+    a.send("ISON bo")
+    a.expect(r" 303 ana :bo$")
+    assert not any(line.startswith("PING") for line in a.lines)
+    a.close()
+    b.close()
+
+
+@pytest.mark.parametrize("model", CHAT_MODELS)
+def test_a_client_that_closes_is_gone_though_the_ping_timer_is_armed(chat, model):
+    # The liveness timer only watches an idle connection: it must not keep one whose
+    # client has closed (it did, until the timer fired minutes later).
+    srv, _ = chat(model)
+    a = login_pass(srv.port, "ana", "pw-ana")
+    b = login_pass(srv.port, "bo", "pw-bo")
+    b.close()
+
+    def gone():
+        a.send("ISON bo")
+        return a.expect(r" 303 ana :(.*)$").group(1) == ""
+    wait_for(gone, what="bo's closed connection to be gone")
+    a.send("LUSERS")
+    a.expect(r" 255 ana :I have 1 clients and 0 servers$")
     a.close()
