@@ -1269,6 +1269,28 @@ static void whois(struct chat_app *app, struct session *s, yard_fx_t *fx, const 
     numeric(fx, s, 318, "%s :End of /WHOIS list.", p.online ? p.account : nick);
 }
 
+/* WHOWAS: the newest of the last CHAT_WHOWAS_MAX departures (an account's
+ * last connection ending), whether or not it is back online. */
+static void whowas(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *nick)
+{
+    struct chat_gone g;
+    bool found = false;
+    if (strlen(nick) <= CHAT_NAME_MAX) {
+        chat_lock(app->cs);
+        found = chat_whowas(app->cs, nick, &g);
+        chat_unlock(app->cs);
+    }
+    if (!found) {
+        numeric(fx, s, 406, "%s :There was no such nickname", nick);
+    } else {
+        char when[64];
+        format_time(when, sizeof when, g.at_s * (int64_t)YARD_NS_PER_S);
+        numeric(fx, s, 314, "%s %s " SERVER " * :%s", g.account, g.account, g.account);
+        numeric(fx, s, 312, "%s " SERVER " :%s", g.account, when);
+    }
+    numeric(fx, s, 369, "%s :End of WHOWAS", found ? g.account : nick);
+}
+
 /* ISON and USERHOST: the online ones among the nicks given (USERHOST: at
  * most five, "nick=+nick@host", '-' when away). */
 static void ison(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m,
@@ -1737,6 +1759,17 @@ static void command(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
              t = strtok_r(NULL, ",", &save), n++)
             whois(app, s, fx, t);
         charge(s, n);
+    } else if (!strcmp(c, "WHOWAS")) {
+        if (m->n < 1) {
+            numeric(fx, s, 431, ":No nickname given");
+            return;
+        }
+        char *save = NULL;
+        int n = 0;
+        for (char *t = strtok_r(m->params[0], ",", &save); t && n < TARGMAX;
+             t = strtok_r(NULL, ",", &save), n++)
+            whowas(app, s, fx, t);
+        charge(s, n);
     } else if (!strcmp(c, "ISON") || !strcmp(c, "USERHOST")) {
         if (m->n < 1) {
             numeric(fx, s, 461, "%s :Not enough parameters", c);
@@ -1929,7 +1962,7 @@ static void chat_close(void *state, void *session)
     struct session *s = session;
     if (s->slot >= 0) {
         chat_lock(app->cs);
-        chat_member_remove(app->cs, s->slot);
+        chat_member_remove(app->cs, s->slot, yard_wall_ns() / (int64_t)YARD_NS_PER_S);
         chat_unlock(app->cs);
     }
     free(s->rp.recs); /* a replay whose job_done did not run */

@@ -93,7 +93,8 @@ int chat_state_init(chat_state_t *cs, yard_shm_t *shm, const char *dir, unsigned
     cs->chans = yard_shm_alloc(shm, nchan * sizeof *cs->chans);
     cs->index = yard_shm_alloc(shm, cs->index_cap * sizeof *cs->index);
     cs->members = yard_shm_alloc(shm, nmember * cs->member_size);
-    if (!cs->chans || !cs->index || !cs->members) {
+    cs->gone = yard_shm_alloc(shm, CHAT_WHOWAS_MAX * sizeof *cs->gone);
+    if (!cs->chans || !cs->index || !cs->members || !cs->gone) {
         snprintf(err, errlen, "shared region too small for %u channels and %u members", nchan,
                  nmember);
         return -1;
@@ -160,16 +161,49 @@ int chat_member_add(chat_state_t *cs, const char *account)
     return -1;
 }
 
-void chat_member_remove(chat_state_t *cs, int slot)
+static bool same_account(const char *a, const char *b)
+{
+    char ka[CHAT_NAME_MAX + 1], kb[CHAT_NAME_MAX + 1];
+    chat_casefold(ka, a, strnlen(a, CHAT_NAME_MAX));
+    chat_casefold(kb, b, strnlen(b, CHAT_NAME_MAX));
+    return !strcmp(ka, kb);
+}
+
+void chat_member_remove(chat_state_t *cs, int slot, int64_t at_s)
 {
     struct chat_member *m = chat_member_at(cs, slot);
     for (unsigned w = 0; w < cs->words; w++)
         while (m->chans[w])
             chat_set_in(cs, slot, (int)(w * 64 + (unsigned)__builtin_ctzll(m->chans[w])), false);
     m->used = false;
+    bool last = true;
+    for (unsigned i = 0; last && i < cs->member_end; i++) {
+        struct chat_member *o = chat_member_at(cs, (int)i);
+        last = !(o->used && same_account(o->account, m->account));
+    }
+    if (last && cs->gone) {
+        struct chat_gone *g = &cs->gone[cs->gone_next];
+        snprintf(g->account, sizeof g->account, "%s", m->account);
+        g->at_s = at_s;
+        cs->gone_next = (cs->gone_next + 1) % CHAT_WHOWAS_MAX;
+        if (cs->gone_count < CHAT_WHOWAS_MAX)
+            cs->gone_count++;
+    }
     /* The lowest free slot is taken first, so used slots stay dense. */
     while (cs->member_end && !chat_member_at(cs, (int)cs->member_end - 1)->used)
         cs->member_end--;
+}
+
+bool chat_whowas(chat_state_t *cs, const char *account_key, struct chat_gone *out)
+{
+    for (unsigned k = 1; k <= cs->gone_count; k++) {
+        struct chat_gone *g = &cs->gone[(cs->gone_next + CHAT_WHOWAS_MAX - k) % CHAT_WHOWAS_MAX];
+        if (same_account(g->account, account_key)) {
+            *out = *g;
+            return true;
+        }
+    }
+    return false;
 }
 
 static uint64_t str_hash(const char *k) { return yard_fnv1a(YARD_FNV1A_INIT, k, strlen(k)); }

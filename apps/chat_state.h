@@ -45,6 +45,13 @@ struct chat_member {
 struct chat_pos;
 struct chat_topic_slot;
 
+/* WHOWAS: the accounts whose last connection ended most recently. */
+#define CHAT_WHOWAS_MAX 64
+struct chat_gone {
+    char account[CHAT_NAME_MAX + 1];
+    int64_t at_s; /* wall clock */
+};
+
 typedef struct chat_state {
     pthread_mutex_t mu;
     unsigned nchan, nmember, words; /* words: uint64_t per member bitmap */
@@ -58,6 +65,8 @@ typedef struct chat_state {
     struct chat_pos *pos;
     size_t npos;
     yard_table_file_t pos_file;
+    struct chat_gone *gone; /* a ring of CHAT_WHOWAS_MAX, newest at gone_next - 1 */
+    unsigned gone_next, gone_count;
     struct chat_topic_slot *topics;
     size_t ntopics;
     yard_table_file_t topics_file;
@@ -77,7 +86,12 @@ void chat_unlock(chat_state_t *cs);
 int chat_member_add(chat_state_t *cs, const char *account); /* slot or -1 (full) */
 /* Slots below this may be used (iterate over [0, chat_member_end)). */
 static inline unsigned chat_member_end(const chat_state_t *cs) { return cs->member_end; }
-void chat_member_remove(chat_state_t *cs, int slot);
+/* Frees the slot; when it was the account's last connection, the account
+ * goes into the WHOWAS ring with at_s. */
+void chat_member_remove(chat_state_t *cs, int slot, int64_t at_s);
+/* The newest departure of the account (casefolded key); false if none in
+ * the ring. */
+bool chat_whowas(chat_state_t *cs, const char *account_key, struct chat_gone *out);
 struct chat_member *chat_member_at(chat_state_t *cs, int slot);
 /* The channel's index, created when create is set: -1 unknown, -2 full. */
 int chat_channel_find(chat_state_t *cs, const char *name, size_t len, bool create);

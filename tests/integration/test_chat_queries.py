@@ -212,3 +212,30 @@ def test_a_client_that_closes_is_gone_though_the_ping_timer_is_armed(chat, model
     a.send("LUSERS")
     a.expect(r" 255 ana :I have 1 clients and 0 servers$")
     a.close()
+
+
+@pytest.mark.parametrize("model", CHAT_MODELS)
+def test_whowas_remembers_an_account_once_its_last_connection_ends(chat, model):
+    srv, _ = chat(model)
+    a = login_pass(srv.port, "ana", "pw-ana")
+    b1, b2 = device(srv.port, "phone"), device(srv.port, "desk")
+    a.send("WHOWAS bo")
+    a.expect(r" 406 ana bo :There was no such nickname$")
+    a.expect(r" 369 ana bo :End of WHOWAS$")
+    b1.close()  # bo is still online on the desk: not gone yet
+    b2.send("PING :x")
+    b2.expect("PONG")
+
+    def whowas_bo():
+        a.send("WHOWAS bo")
+        m = a.expect(r" (406|314) ana bo ")
+        a.expect(r" 369 ana bo ")
+        return m.group(1) == "314"
+    # While the desk is connected bo never shows up; once it closes, bo does.
+    assert not whowas_bo()
+    b2.close()
+    wait_for(whowas_bo, what="bo in WHOWAS")
+    a.send("WHOWAS bo")
+    a.expect(r" 314 ana bo bo yard \* :bo$")
+    a.expect(r" 312 ana bo yard :\d{4}-\d\d-\d\dT")
+    a.close()
