@@ -1698,12 +1698,19 @@ static void command(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
         /* Modes are not supported; answer queries so clients settle. */
         if (m->n >= 1 && (m->params[0][0] == '#' || m->params[0][0] == '&')) {
             int ch = channel_of(app, s, fx, m->params[0], false);
+            /* The list queries a client sends on JOIN (irssi waits for each
+             * end before it calls the channel synced): empty lists. */
+            const char *q = m->n > 1 ? m->params[1] + (m->params[1][0] == '+') : "";
             if (ch >= 0 && m->n == 1)
                 numeric(fx, s, 324, "%s +nt", app->cs->chans[ch].name);
-            else if (ch >= 0 && m->n > 1 && strcmp(m->params[1], "b") && strcmp(m->params[1], "+b"))
-                numeric(fx, s, 482, "%s :Channel modes are not supported", m->params[0]);
-            else if (ch >= 0)
+            else if (ch >= 0 && !strcmp(q, "b"))
                 numeric(fx, s, 368, "%s :End of channel ban list", m->params[0]);
+            else if (ch >= 0 && !strcmp(q, "e"))
+                numeric(fx, s, 349, "%s :End of channel exception list", m->params[0]);
+            else if (ch >= 0 && !strcmp(q, "I"))
+                numeric(fx, s, 347, "%s :End of channel invite list", m->params[0]);
+            else if (ch >= 0)
+                numeric(fx, s, 482, "%s :Channel modes are not supported", m->params[0]);
         } else if (m->n >= 1 && strcasecmp(m->params[0], s->account)) {
             numeric(fx, s, 502, ":Cannot change mode for other users");
         } else if (m->n == 1) {

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from chatlib import CHAT, add_account, login_pass
-from conftest import BIN, MODELS, ROOT, model_args, skip_unavailable
+from conftest import BIN, MODELS, ROOT, model_args, skip_unavailable, wait_for
 
 pytestmark = pytest.mark.usefixtures("yard_chat_built")
 
@@ -250,6 +250,25 @@ def test_irssi_and_weechat_talk_with_the_documented_commands(start_server, tmux,
         tmux.type("weechat", text)
         carol.expect(rf"^:alice!alice@yard PRIVMSG {CHANNEL} :{re.escape(text)}$", timeout=WAIT)
         tmux.wait("irssi", rf"<.?alice> {re.escape(text)}(?!\S)", "WeeChat's message")
+
+        # Each asks WHOIS of the other: the account, the channel and an away message in UTF-8.
+        tmux.type("weechat", "/away на обеде 🍜")
+        tmux.wait("weechat", r"alice away: на обеде 🍜", "WeeChat's away state")
+
+        def alice_away():  # WeeChat shows the state as it sends: wait for the server's
+            carol.send("USERHOST alice")
+            return carol.expect(r" 302 carol :(.*)$", timeout=WAIT).group(1) == "alice=-alice@yard"
+        wait_for(alice_away, timeout=WAIT, what="the server to have alice away")
+        tmux.type("irssi", "/whois alice")
+        tmux.type("irssi", "/window 1")  # irssi prints WHOIS in its status window
+        tmux.wait("irssi", rf"channels\s*:\s*{CHANNEL}\b", "irssi's WHOIS: channels")
+        tmux.wait("irssi", r"away\s*:\s*на обеде 🍜", "irssi's WHOIS: the away message")
+        tmux.wait("irssi", r"account\s*:\s*alice\b", "irssi's WHOIS: the account")
+        tmux.wait("irssi", r"End of WHOIS", "irssi's WHOIS: its end")
+        tmux.type("weechat", "/whois bob")
+        tmux.type("weechat", "/buffer 1")  # WeeChat prints WHOIS in the server's buffer
+        tmux.wait("weechat", rf"\[bob\]\s+{CHANNEL}\b", "WeeChat's WHOIS: channels")
+        tmux.wait("weechat", r"\[bob\].*is logged in as\b", "WeeChat's WHOIS: the account")
 
         # Both leave by themselves.
         tmux.type("irssi", "/quit")
