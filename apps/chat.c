@@ -1237,7 +1237,7 @@ static void message(struct chat_app *app, struct session *s, yard_fx_t *fx, cons
                 numeric(fx, s, 401, "%s :No such nick/channel", t);
             continue;
         }
-        if (!notice) { /* a person who is away: say so, as the message still goes */
+        if (!notice && __atomic_load_n(&app->cs->away, __ATOMIC_RELAXED)) { /* a person who is away: say so; it still goes */
             struct presence p;
             presence_of(app, t, &p, NULL, 0);
             if (p.away)
@@ -1331,6 +1331,8 @@ static void away(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_ir
     size_t len = utf8_cut(msg, strlen(msg), CHAT_AWAY_MAX);
     chat_lock(app->cs);
     struct chat_member *me = chat_member_at(app->cs, s->slot);
+    if ((len > 0) != me->away) /* atomic: PRIVMSG reads it without the lock */
+        __atomic_add_fetch(&app->cs->away, len > 0 ? 1u : (unsigned)-1, __ATOMIC_RELAXED);
     me->away = len > 0;
     me->away_at = fx->now_ns;
     memcpy(me->away_msg, msg, len);

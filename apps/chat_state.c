@@ -175,6 +175,9 @@ void chat_member_remove(chat_state_t *cs, int slot, int64_t at_s)
     for (unsigned w = 0; w < cs->words; w++)
         while (m->chans[w])
             chat_set_in(cs, slot, (int)(w * 64 + (unsigned)__builtin_ctzll(m->chans[w])), false);
+    if (m->away) /* atomic: PRIVMSG reads it without the lock */
+        __atomic_sub_fetch(&cs->away, 1, __ATOMIC_RELAXED);
+    m->away = false;
     m->used = false;
     bool last = true;
     for (unsigned i = 0; last && i < cs->member_end; i++) {

@@ -57,6 +57,7 @@ typedef struct chat_state {
     unsigned nchan, nmember, words; /* words: uint64_t per member bitmap */
     unsigned member_end; /* no slot at or past this one is used: scans stop here */
     unsigned live_chans;
+    unsigned away; /* member slots marked away: 0 spares a PRIVMSG the scan for 301 */
     size_t member_size;
     struct chat_channel *chans;
     int32_t *index; /* open addressing over chans by key: -1 empty, -2 deleted */
