@@ -1756,28 +1756,19 @@ static void command(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
                       change);
             }
         }
-    } else if (!strcmp(c, "WHOIS")) {
+    } else if (!strcmp(c, "WHOIS") || !strcmp(c, "WHOWAS")) {
         if (m->n < 1) {
             numeric(fx, s, 431, ":No nickname given");
             return;
         }
-        /* WHOIS [server] nick[,nick]: the nicks are the last parameter */
+        /* WHOIS [server] nick[,nick]: the nicks are the last parameter;
+         * WHOWAS nick[,nick] [count]: the first */
+        bool is = c[3] == 'I';
         char *save = NULL;
         int n = 0;
-        for (char *t = strtok_r(m->params[m->n - 1], ",", &save); t && n < TARGMAX;
+        for (char *t = strtok_r(m->params[is ? m->n - 1 : 0], ",", &save); t && n < TARGMAX;
              t = strtok_r(NULL, ",", &save), n++)
-            whois(app, s, fx, t);
-        charge(s, n);
-    } else if (!strcmp(c, "WHOWAS")) {
-        if (m->n < 1) {
-            numeric(fx, s, 431, ":No nickname given");
-            return;
-        }
-        char *save = NULL;
-        int n = 0;
-        for (char *t = strtok_r(m->params[0], ",", &save); t && n < TARGMAX;
-             t = strtok_r(NULL, ",", &save), n++)
-            whowas(app, s, fx, t);
+            (is ? whois : whowas)(app, s, fx, t);
         charge(s, n);
     } else if (!strcmp(c, "ISON") || !strcmp(c, "USERHOST")) {
         if (m->n < 1) {

@@ -77,6 +77,14 @@ def trials(results):
     return [json.loads(p.read_text()) for p in sorted((latest / "raw").rglob("*.json"))]
 
 
+def smoke_run(tmp_path, experiment, hosts):
+    """yard run experiments/EXPERIMENT.toml --suite smoke --hosts HOSTS: its trials."""
+    p = yard("--quiet", "--results-dir", tmp_path, "run", f"experiments/{experiment}.toml",
+             "--suite", "smoke", "--hosts", hosts)
+    assert p.returncode == 0, p.stderr
+    return trials(tmp_path)
+
+
 def test_sync_then_a_distributed_echo_run_merges_exactly(rig, tmp_path):
     _, hosts, delay = rig
     p = yard("hosts", "check", hosts)
@@ -88,10 +96,7 @@ def test_sync_then_a_distributed_echo_run_merges_exactly(rig, tmp_path):
     yard("hosts", "sync", hosts, check=True)
     assert yard("hosts", "check", hosts).returncode == 0
 
-    p = yard("--quiet", "--results-dir", tmp_path, "run", "experiments/echo_scaling.toml",
-             "--suite", "smoke", "--hosts", hosts)
-    assert p.returncode == 0, p.stderr
-    ts = trials(tmp_path)
+    ts = smoke_run(tmp_path, "echo_scaling", hosts)
     assert {t["alternative"] for t in ts} == {"epoll", "reactors"}
     for t in ts:
         assert t["status"] == "ok", t["problems"]
@@ -125,10 +130,7 @@ def test_sync_then_a_distributed_echo_run_merges_exactly(rig, tmp_path):
 def test_a_distributed_rest_run(rig, tmp_path):
     _, hosts, delay = rig
     yard("hosts", "sync", hosts, check=True)
-    p = yard("--quiet", "--results-dir", tmp_path, "run", "experiments/rest_scaling.toml",
-             "--suite", "smoke", "--hosts", hosts)
-    assert p.returncode == 0, p.stderr
-    ts = trials(tmp_path)
+    ts = smoke_run(tmp_path, "rest_scaling", hosts)
     assert {t["alternative"] for t in ts} == {"epoll", "coro"}
     for t in ts:
         assert t["status"] == "ok", t["problems"]
@@ -145,10 +147,7 @@ def test_latency_includes_the_rigs_delay(rig, tmp_path):
         pytest.skip("this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM), so the rig cannot "
                     "add delay; the shaped-rate bound of the echo test runs instead")
     yard("hosts", "sync", hosts, check=True)
-    p = yard("--quiet", "--results-dir", tmp_path, "run", "experiments/echo_scaling.toml",
-             "--suite", "smoke", "--hosts", hosts)
-    assert p.returncode == 0, p.stderr
-    for t in trials(tmp_path):
+    for t in smoke_run(tmp_path, "echo_scaling", hosts):
         for r in t["hosts"].values():
             assert r["latency_us"]["min"] >= 2 * DELAY_MS * 1000 * 0.95, r
 
