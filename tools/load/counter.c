@@ -68,6 +68,10 @@ static int counter_read(const load_opts_t *o, load_result_t *r, uint64_t *value)
         goto fail;
     while (got < sizeof rep) {
         ssize_t n = read(fd, rep + got, sizeof rep - got);
+        /* EINTR: the ring's task work can interrupt a read that has a
+         * timeout (SO_RCVTIMEO reads are not restarted): read again. */
+        if (n < 0 && errno == EINTR)
+            continue;
         if (n <= 0)
             goto fail;
         got += (size_t)n;
