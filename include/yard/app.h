@@ -113,6 +113,11 @@ void yard_fx_access(yard_fx_t *fx, yard_access_obj_t *obj, int mode, void (*fn)(
  * (normally: it reads what is new and watches from there). */
 void yard_fx_watch(yard_fx_t *fx, yard_bus_t *bus, uint32_t topic, uint64_t seen);
 
+/* The server is stopping (it took SIGTERM or SIGINT): a connection ending
+ * now may be ending because of that, not because its peer left. Any
+ * thread and any process of the server may ask. */
+bool yard_stopping(void);
+
 typedef struct yard_app {
     const char *name;
     const char *summary;

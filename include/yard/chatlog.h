@@ -21,10 +21,17 @@
  * - The newest YARD_CHATLOG_TAIL_BYTES of the active segment are also kept
  *   in the shared mapping (the tail): a reader that keeps up reads them
  *   from memory (yard_chatlog_read_tail) and never touches the files; only
- *   a reader further behind needs yard_chatlog_read, which does I/O. */
+ *   a reader further behind needs yard_chatlog_read, which does I/O.
+ * - Deferred appends: code that may not do I/O (an app callback) queues
+ *   records with yard_chatlog_defer, in shared memory, without I/O. Every
+ *   append writes what is queued first, and the log's writer thread
+ *   (yard_chatlog_writer_start) writes it when nobody appends; so a record
+ *   deferred before an append is in the log before it, and the records of
+ *   one defer call are consecutive. */
 #ifndef YARD_CHATLOG_H
 #define YARD_CHATLOG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -60,6 +67,32 @@ void yard_chatlog_close(yard_chatlog_t *log);
 int yard_chatlog_append(yard_chatlog_t *log, int type, const char *sender, size_t sender_len,
                         const char *target, size_t target_len, const char *text,
                         size_t text_len, uint64_t *id, int64_t *ts_ns);
+/* A record to append later (yard_chatlog_defer). */
+#define YARD_CHATLOG_DEFER_TEXT 256
+#define YARD_CHATLOG_DEFER_SLOTS 1024 /* records queued at most */
+typedef struct yard_chatlog_entry {
+    int type;
+    char sender[YARD_LOGREC_NAME_MAX + 1];
+    char target[YARD_LOGREC_NAME_MAX + 1];
+    uint16_t text_len;
+    char text[YARD_CHATLOG_DEFER_TEXT];
+} yard_chatlog_entry_t;
+
+/* Queue n records, all or none, for the next append or the writer thread;
+ * no file I/O, a short lock and a wake-up. false when the queue has no room
+ * for them (the log has stalled): nothing is queued, and they are counted
+ * as dropped (yard_chatlog_deferred_dropped). Any process of the server. */
+bool yard_chatlog_defer(yard_chatlog_t *log, const yard_chatlog_entry_t *e, unsigned n);
+uint64_t yard_chatlog_deferred_dropped(yard_chatlog_t *log);
+/* Start the log's writer thread in this process (once, after open, before
+ * any fork): it writes deferred records as they come and then calls
+ * appended(arg, id of the last one). yard_chatlog_close in this process
+ * writes what is left and stops it. 0, or -errno with err. */
+int yard_chatlog_writer_start(yard_chatlog_t *log, void (*appended)(void *arg, uint64_t last_id),
+                              void *arg, char *err, size_t errlen);
+/* Write the deferred records now; the id of the last one (0: none). I/O. */
+uint64_t yard_chatlog_write_deferred(yard_chatlog_t *log);
+
 /* fdatasync now if anything is unsynced. */
 int yard_chatlog_sync(yard_chatlog_t *log);
 uint64_t yard_chatlog_last_id(yard_chatlog_t *log);

@@ -1,7 +1,8 @@
 /* The chat log's record format, pure (no I/O): CRC32C and the codec.
  *
  * A record, little-endian:
- *   u16 magic 0x4C59 ("YL")  u8 version (1)  u8 type (1 message, 2 notice, 4 topic)
+ *   u16 magic 0x4C59 ("YL")  u8 version (1)  u8 type (1 message, 2 notice, 4 topic,
+ *     7 join, 8 part, 11 quit: the sender joined or left the target channel)
  *   u32 total length of the record, header included
  *   u32 CRC32C of every byte after this field
  *   u64 id (1, 2, 3, ... with no gaps)   i64 timestamp (ns since the epoch)
@@ -22,9 +23,11 @@
 #define YARD_LOGREC_MAX (YARD_LOGREC_HEAD + 16 + 6 + 2 * YARD_LOGREC_NAME_MAX + YARD_LOGREC_TEXT_MAX)
 
 /* The type byte is outside the CRC (version 1 records): the valid types
- * differ from each other in at least two bits, so one flipped bit never
- * turns a record into another valid type. */
-enum { YARD_LOGREC_MESSAGE = 1, YARD_LOGREC_NOTICE = 2, YARD_LOGREC_TOPIC = 4 };
+ * differ from each other in at least two bits (each has an odd number of
+ * bits set), so one flipped bit never turns a record into another valid
+ * type. Join, part and quit records carry a reason (part, quit) as text. */
+enum { YARD_LOGREC_MESSAGE = 1, YARD_LOGREC_NOTICE = 2, YARD_LOGREC_TOPIC = 4,
+       YARD_LOGREC_JOIN = 7, YARD_LOGREC_PART = 8, YARD_LOGREC_QUIT = 11 };
 enum yard_logrec_verdict { YARD_LOGREC_COMPLETE = 1, YARD_LOGREC_PARTIAL = 0, YARD_LOGREC_CORRUPT = -1 };
 
 typedef struct yard_logrec {

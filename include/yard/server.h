@@ -17,6 +17,7 @@ typedef struct yard_shared {
     _Atomic long live_conns;
     _Atomic unsigned long accepted;
     _Atomic unsigned long rejected;
+    _Atomic int stopping; /* SIGTERM or SIGINT was taken: the server is stopping */
 } yard_shared_t;
 
 typedef struct yard_server {
@@ -33,6 +34,10 @@ typedef struct yard_server {
     int sig_fd;
     int out_fd; /* --out, opened O_APPEND before any fork; -1 if the app has none */
 } yard_server_t;
+
+/* Where yard_stopping (yard/app.h) looks: the region every process of the
+ * server shares. Set once at start-up, before any fork. */
+void yard_stopping_attach(yard_shared_t *shared);
 
 /* Admission control for --max-conns: true if one more connection may live.
  * A caller that got true calls yard_server_release when it ends. */

@@ -6,15 +6,18 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "yard/log.h"
 #include "yard/shm.h"
 
 #define SEG_SUFFIX ".seg"
@@ -37,6 +40,12 @@ struct shared {
      * up never touch the files. */
     uint64_t tail_lo;
     uint8_t tail[YARD_CHATLOG_TAIL_BYTES];
+    /* Deferred records, oldest at qhead (guarded by qmu, never held across
+     * I/O; taken out only under mu, so that appends keep their order). */
+    pthread_mutex_t qmu;
+    unsigned qhead, qlen;
+    uint64_t qdropped;
+    yard_chatlog_entry_t q[YARD_CHATLOG_DEFER_SLOTS];
 };
 
 struct yard_chatlog {
@@ -48,6 +57,14 @@ struct yard_chatlog {
      * fork: every process writes at an explicit offset under the mutex. */
     int wfd;
     uint64_t wseg;
+    /* The writer thread, in the process that started it. wake_fd (an
+     * eventfd made at open, so every process has it) wakes it. */
+    int wake_fd;
+    pid_t writer_pid; /* 0: no writer thread */
+    pthread_t writer_thread;
+    atomic_bool writer_stop;
+    void (*appended)(void *arg, uint64_t last_id);
+    void *appended_arg;
 };
 
 
@@ -217,7 +234,7 @@ int yard_chatlog_open(const char *dir, const yard_chatlog_opts_t *o, yard_chatlo
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
-    log->lock_fd = log->wfd = -1;
+    log->lock_fd = log->wfd = log->wake_fd = -1;
     log->o = *o;
     if (!log->o.segment_bytes)
         log->o.segment_bytes = 64u << 20;
@@ -283,6 +300,13 @@ int yard_chatlog_open(const char *dir, const yard_chatlog_opts_t *o, yard_chatlo
         goto fail;
     }
     yard_shm_mutex_init(&log->sh->mu);
+    yard_shm_mutex_init(&log->sh->qmu);
+    log->wake_fd = eventfd(0, EFD_CLOEXEC);
+    if (log->wake_fd < 0) {
+        rc = -errno;
+        snprintf(err, errlen, "eventfd: %s", strerror(errno));
+        goto fail;
+    }
     log->sh->next_id = first + count;
     log->sh->active_first = first;
     log->sh->active_size = size;
@@ -313,6 +337,17 @@ void yard_chatlog_close(yard_chatlog_t *log)
 {
     if (!log)
         return;
+    if (log->writer_pid && log->writer_pid == getpid()) {
+        atomic_store(&log->writer_stop, true);
+        uint64_t one = 1;
+        if (write(log->wake_fd, &one, sizeof one) == (ssize_t)sizeof one)
+            pthread_join(log->writer_thread, NULL);
+        log->writer_pid = 0;
+    }
+    if (log->sh && log->sh->qlen)
+        yard_chatlog_write_deferred(log); /* what the writer thread did not get to */
+    if (log->wake_fd >= 0)
+        close(log->wake_fd);
     if (log->sh && log->wfd >= 0 && log->o.fsync != YARD_CHATLOG_FSYNC_NEVER)
         fdatasync(log->wfd);
     if (log->wfd >= 0)
@@ -350,77 +385,215 @@ static int writer(yard_chatlog_t *log)
     return log->wfd < 0 ? -errno : 0;
 }
 
+/* Under the lock, with the writer open: append r (its id is set here),
+ * rotating first when the active segment is full. No sync. *rotated says
+ * whether a new segment was started. */
+static int append_locked(yard_chatlog_t *log, yard_logrec_t *r, bool *rotated)
+{
+    uint8_t buf[YARD_LOGREC_MAX];
+    struct shared *sh = log->sh;
+    r->id = sh->next_id;
+    long len = yard_logrec_encode(r, buf, sizeof buf);
+    if (len < 0)
+        return (int)len;
+    if (sh->active_size > 0 && sh->active_size + (uint64_t)len > log->o.segment_bytes) {
+        /* Rotate: the old segment is complete (synced unless --fsync never). */
+        if (log->o.fsync != YARD_CHATLOG_FSYNC_NEVER)
+            fdatasync(log->wfd);
+        int fd = create_segment(log, sh->next_id);
+        if (fd < 0)
+            return fd;
+        close(log->wfd);
+        log->wfd = fd;
+        sh->prev_first = sh->active_first;
+        sh->prev_size = sh->active_size;
+        log->wseg = sh->active_first = sh->next_id;
+        sh->active_size = sh->tail_lo = 0;
+        *rotated = true;
+    }
+    size_t done = 0;
+    while (done < (size_t)len) {
+        ssize_t w = pwrite(log->wfd, buf + done, (size_t)len - done,
+                           (off_t)(sh->active_size + done));
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int rc = w < 0 ? -errno : -EIO;
+            /* Leave no half record behind (a full disk, a size limit). */
+            ftruncate(log->wfd, (off_t)sh->active_size);
+            return rc;
+        }
+        done += (size_t)w;
+    }
+    tail_put(sh, sh->active_size, buf, (size_t)len);
+    sh->active_size += (uint64_t)len;
+    sh->next_id++;
+    sh->dirty = true;
+    return 0;
+}
+
+/* Under the lock: sync per --fsync after appends. -errno when a sync that
+ * --fsync always needs failed. */
+static int sync_due_locked(yard_chatlog_t *log)
+{
+    struct shared *sh = log->sh;
+    uint64_t mono = mono_ns();
+    if (!sh->dirty || !(log->o.fsync == YARD_CHATLOG_FSYNC_ALWAYS ||
+                        (log->o.fsync == YARD_CHATLOG_FSYNC_INTERVAL &&
+                         mono - sh->last_sync_ns >= log->o.fsync_interval_ns)))
+        return 0;
+    int rc = 0;
+    if (fdatasync(log->wfd) < 0 && log->o.fsync == YARD_CHATLOG_FSYNC_ALWAYS)
+        rc = -errno; /* written but not known durable: say so */
+    sh->last_sync_ns = mono;
+    sh->dirty = false;
+    return rc;
+}
+
+static int64_t wall_ns(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+/* Under the lock, with the writer open: append every deferred record; the
+ * last one's id (0: none). A record that cannot be appended is reported
+ * and dropped: it must not block the ones after it. */
+static uint64_t deferred_locked(yard_chatlog_t *log, bool *rotated)
+{
+    struct shared *sh = log->sh;
+    uint64_t last = 0;
+    yard_chatlog_entry_t e;
+    for (;;) {
+        yard_shm_mutex_lock(&sh->qmu);
+        bool any = sh->qlen > 0;
+        if (any) {
+            e = sh->q[sh->qhead];
+            sh->qhead = (sh->qhead + 1) % YARD_CHATLOG_DEFER_SLOTS;
+            sh->qlen--;
+        }
+        pthread_mutex_unlock(&sh->qmu);
+        if (!any)
+            return last;
+        yard_logrec_t r = {.type = e.type, .ts_ns = wall_ns(), .sender = e.sender,
+                           .sender_len = strnlen(e.sender, sizeof e.sender),
+                           .target = e.target, .target_len = strnlen(e.target, sizeof e.target),
+                           .text = e.text,
+                           .text_len = e.text_len < sizeof e.text ? e.text_len : sizeof e.text};
+        int rc = append_locked(log, &r, rotated);
+        if (rc == 0)
+            last = r.id;
+        else
+            yard_log_limited(YARD_LOG_WARN, "chat log: a deferred record of %s is lost: %s",
+                             e.sender, strerror(-rc));
+    }
+}
+
+bool yard_chatlog_defer(yard_chatlog_t *log, const yard_chatlog_entry_t *e, unsigned n)
+{
+    struct shared *sh = log->sh;
+    yard_shm_mutex_lock(&sh->qmu);
+    bool fits = sh->qlen + n <= YARD_CHATLOG_DEFER_SLOTS;
+    if (fits)
+        for (unsigned i = 0; i < n; i++)
+            sh->q[(sh->qhead + sh->qlen++) % YARD_CHATLOG_DEFER_SLOTS] = e[i];
+    else
+        sh->qdropped += n;
+    pthread_mutex_unlock(&sh->qmu);
+    uint64_t one = 1;
+    if (fits && n && write(log->wake_fd, &one, sizeof one) < 0) {
+        /* only at a counter of 2^64 - 2: the next append writes them anyway */
+    }
+    return fits;
+}
+
+uint64_t yard_chatlog_deferred_dropped(yard_chatlog_t *log)
+{
+    yard_shm_mutex_lock(&log->sh->qmu);
+    uint64_t n = log->sh->qdropped;
+    pthread_mutex_unlock(&log->sh->qmu);
+    return n;
+}
+
+uint64_t yard_chatlog_write_deferred(yard_chatlog_t *log)
+{
+    bool rotated = false;
+    uint64_t last = 0;
+    lock(log);
+    int rc = writer(log);
+    if (rc == 0) {
+        last = deferred_locked(log, &rotated);
+        sync_due_locked(log);
+    } else {
+        yard_log_limited(YARD_LOG_WARN, "chat log: opening the active segment: %s",
+                         strerror(-rc));
+    }
+    unlock(log);
+    if (rotated && log->o.retain_s)
+        yard_chatlog_prune(log, wall_ns() / 1000000000);
+    return last;
+}
+
+static void *writer_main(void *arg)
+{
+    yard_chatlog_t *log = arg;
+    for (;;) {
+        uint64_t v;
+        if (read(log->wake_fd, &v, sizeof v) < 0 && errno != EINTR) {
+            yard_log_err("chat log: the writer thread cannot wait: %s", strerror(errno));
+            return NULL;
+        }
+        uint64_t last = yard_chatlog_write_deferred(log);
+        if (last && log->appended)
+            log->appended(log->appended_arg, last);
+        if (atomic_load(&log->writer_stop))
+            return NULL;
+    }
+}
+
+int yard_chatlog_writer_start(yard_chatlog_t *log, void (*appended)(void *arg, uint64_t last_id),
+                              void *arg, char *err, size_t errlen)
+{
+    if (log->writer_pid)
+        return 0;
+    log->appended = appended;
+    log->appended_arg = arg;
+    int e = pthread_create(&log->writer_thread, NULL, writer_main, log);
+    if (e) {
+        snprintf(err, errlen, "starting the chat log's writer thread: %s", strerror(e));
+        return -e;
+    }
+    log->writer_pid = getpid();
+    return 0;
+}
+
 int yard_chatlog_append(yard_chatlog_t *log, int type, const char *sender, size_t sender_len,
                         const char *target, size_t target_len, const char *text,
                         size_t text_len, uint64_t *id, int64_t *ts_ns)
 {
     uint8_t buf[YARD_LOGREC_MAX];
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    yard_logrec_t r = {.type = type, .ts_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec,
-                       .sender = sender, .sender_len = sender_len, .target = target,
-                       .target_len = target_len, .text = text, .text_len = text_len, .id = 1};
-    long len = yard_logrec_encode(&r, buf, sizeof buf);
+    yard_logrec_t r = {.type = type, .ts_ns = wall_ns(), .sender = sender,
+                       .sender_len = sender_len, .target = target, .target_len = target_len,
+                       .text = text, .text_len = text_len, .id = 1};
+    long len = yard_logrec_encode(&r, buf, sizeof buf); /* the limits, before the lock */
     if (len < 0)
         return (int)len;
+    bool rotated = false;
     lock(log);
     int rc = writer(log);
-    struct shared *sh = log->sh;
-    if (rc == 0 && sh->active_size > 0 && sh->active_size + (uint64_t)len > log->o.segment_bytes) {
-        /* Rotate: the old segment is complete (synced unless --fsync never). */
-        if (log->o.fsync != YARD_CHATLOG_FSYNC_NEVER)
-            fdatasync(log->wfd);
-        int fd = create_segment(log, sh->next_id);
-        if (fd < 0) {
-            rc = fd;
-        } else {
-            close(log->wfd);
-            log->wfd = fd;
-            sh->prev_first = sh->active_first;
-            sh->prev_size = sh->active_size;
-            log->wseg = sh->active_first = sh->next_id;
-            sh->active_size = sh->tail_lo = 0;
-        }
+    if (rc == 0) {
+        deferred_locked(log, &rotated); /* what was deferred before this goes first */
+        rc = append_locked(log, &r, &rotated);
     }
     if (rc == 0) {
-        r.id = sh->next_id;
-        yard_logrec_encode(&r, buf, sizeof buf);
-        size_t done = 0;
-        while (done < (size_t)len) {
-            ssize_t w = pwrite(log->wfd, buf + done, (size_t)len - done,
-                               (off_t)(sh->active_size + done));
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w <= 0) {
-                rc = w < 0 ? -errno : -EIO;
-                /* Leave no half record behind (a full disk, a size limit). */
-                ftruncate(log->wfd, (off_t)sh->active_size);
-                break;
-            }
-            done += (size_t)w;
-        }
-    }
-    if (rc == 0) {
-        tail_put(sh, sh->active_size, buf, (size_t)len);
-        sh->active_size += (uint64_t)len;
-        sh->next_id++;
-        sh->dirty = true;
-        uint64_t mono = mono_ns();
-        if (log->o.fsync == YARD_CHATLOG_FSYNC_ALWAYS ||
-            (log->o.fsync == YARD_CHATLOG_FSYNC_INTERVAL &&
-             mono - sh->last_sync_ns >= log->o.fsync_interval_ns)) {
-            if (fdatasync(log->wfd) < 0 && log->o.fsync == YARD_CHATLOG_FSYNC_ALWAYS)
-                rc = -errno; /* written but not known durable: say so */
-            sh->last_sync_ns = mono;
-            sh->dirty = false;
-        }
+        rc = sync_due_locked(log);
         *id = r.id;
         *ts_ns = r.ts_ns;
     }
-    bool rotated_old = rc == 0 && log->o.retain_s && sh->active_size == (uint64_t)len;
     unlock(log);
-    if (rotated_old)
-        yard_chatlog_prune(log, now.tv_sec);
+    if (rotated && log->o.retain_s)
+        yard_chatlog_prune(log, r.ts_ns / 1000000000);
     return rc;
 }
 

@@ -165,6 +165,15 @@ static int signal_take(int sig_fd)
     return -1;
 }
 
+static yard_shared_t *stop_shared;
+
+void yard_stopping_attach(yard_shared_t *shared) { stop_shared = shared; }
+
+bool yard_stopping(void)
+{
+    return stop_shared && atomic_load_explicit(&stop_shared->stopping, memory_order_acquire);
+}
+
 int yard_signals_stop(int sig_fd, void (*on_other)(int sig, void *arg), void *arg)
 {
     int stop = 0, sig;
@@ -174,6 +183,10 @@ int yard_signals_stop(int sig_fd, void (*on_other)(int sig, void *arg), void *ar
         else if (on_other)
             on_other(sig, arg);
     }
+    /* Before any connection is ended for it, so apps can tell a stop from
+     * a peer that left (yard_stopping). */
+    if (stop && stop_shared)
+        atomic_store_explicit(&stop_shared->stopping, 1, memory_order_release);
     return sig < 0 ? -1 : stop;
 }
 

@@ -2,9 +2,14 @@
  * many processes and threads appending at once, iterators that see later
  * appends, a second server refused, pruning, a failed write (file size
  * limit) that leaves no half record, and cursors: reading the shared tail
- * without I/O, across a rotation, and from the files once behind it. */
+ * without I/O, across a rotation, and from the files once behind it;
+ * deferred records: written before the next append, consecutively, by the
+ * writer thread when nobody appends (a forked child's too), and refused
+ * when the queue is full. */
 #include <errno.h>
 #include <ftw.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -373,6 +378,107 @@ static void test_cursor_tail_and_files(void)
     yard_chatlog_close(log);
 }
 
+static yard_chatlog_entry_t entry(int type, const char *sender, const char *target,
+                                  const char *text)
+{
+    yard_chatlog_entry_t e = {.type = type, .text_len = (uint16_t)strlen(text)};
+    snprintf(e.sender, sizeof e.sender, "%s", sender);
+    snprintf(e.target, sizeof e.target, "%s", target);
+    memcpy(e.text, text, e.text_len);
+    return e;
+}
+
+/* The records of the log from id from on: n of them, types and senders. */
+static int read_back(yard_chatlog_t *log, uint64_t from, int *types, char (*senders)[8], int max)
+{
+    yard_chatlog_iter_t *it;
+    ASSERT_EQ(yard_chatlog_iter_open(log, from, &it), 0);
+    yard_chatlog_rec_t r;
+    int n = 0;
+    while (n < max && yard_chatlog_next(it, &r) == 1) {
+        ASSERT_EQ(r.id, from + (uint64_t)n);
+        types[n] = r.type;
+        snprintf(senders[n], 8, "%.*s", (int)r.sender_len, r.sender);
+        n++;
+    }
+    yard_chatlog_iter_close(it);
+    return n;
+}
+
+static _Atomic uint64_t written_upto;
+
+static void on_written(void *arg, uint64_t last_id)
+{
+    ASSERT(arg == &written_upto);
+    atomic_store(&written_upto, last_id);
+}
+
+static void wait_written(uint64_t id)
+{
+    for (int i = 0; i < 5000 && atomic_load(&written_upto) < id; i++)
+        nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+    ASSERT_EQ(atomic_load(&written_upto), id);
+}
+
+static void test_deferred(void)
+{
+    char dir[512];
+    fresh(dir, "deferred");
+    yard_chatlog_t *log = open_log(dir, 0, NULL);
+    /* Deferred, then an append: they come first, in order, consecutively. */
+    yard_chatlog_entry_t three[3] = {entry(YARD_LOGREC_JOIN, "ann", "#a", ""),
+                                      entry(YARD_LOGREC_PART, "bob", "#a", "bye"),
+                                      entry(YARD_LOGREC_QUIT, "cy", "#a", "Quit: zzz")};
+    ASSERT(yard_chatlog_defer(log, three, 3));
+    yard_chatlog_entry_t one = entry(YARD_LOGREC_JOIN, "dee", "#b", "");
+    ASSERT(yard_chatlog_defer(log, &one, 1));
+    ASSERT_EQ(yard_chatlog_last_id(log), 0);
+    ASSERT_EQ(append(log, "after them"), 5);
+    int types[8];
+    char senders[8][8];
+    ASSERT_EQ(read_back(log, 1, types, senders, 8), 5);
+    static const int want[] = {YARD_LOGREC_JOIN, YARD_LOGREC_PART, YARD_LOGREC_QUIT,
+                               YARD_LOGREC_JOIN, YARD_LOGREC_MESSAGE};
+    static const char *const who[] = {"ann", "bob", "cy", "dee", "alice"};
+    for (int i = 0; i < 5; i++) {
+        ASSERT_EQ(types[i], want[i]);
+        ASSERT(!strcmp(senders[i], who[i]));
+    }
+    /* A full queue refuses the whole batch and counts it. */
+    static yard_chatlog_entry_t many[YARD_CHATLOG_DEFER_SLOTS];
+    for (int i = 0; i < YARD_CHATLOG_DEFER_SLOTS; i++)
+        many[i] = entry(YARD_LOGREC_JOIN, "eve", "#c", "");
+    ASSERT(yard_chatlog_defer(log, many, YARD_CHATLOG_DEFER_SLOTS - 1));
+    ASSERT(!yard_chatlog_defer(log, many, 2));
+    ASSERT_EQ(yard_chatlog_deferred_dropped(log), 2);
+    ASSERT(yard_chatlog_defer(log, many, 1));
+    ASSERT_EQ(yard_chatlog_write_deferred(log), 5 + YARD_CHATLOG_DEFER_SLOTS);
+    ASSERT_EQ(yard_chatlog_write_deferred(log), 0);
+    /* The writer thread writes them with nobody appending, a forked
+     * child's included, and says up to where. */
+    char err[256];
+    ASSERT_EQ(yard_chatlog_writer_start(log, on_written, &written_upto, err, sizeof err), 0);
+    uint64_t base = yard_chatlog_last_id(log);
+    ASSERT(yard_chatlog_defer(log, three, 2));
+    wait_written(base + 2);
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0)
+        _exit(yard_chatlog_defer(log, &one, 1) ? 0 : 1);
+    int status;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    wait_written(base + 3);
+    ASSERT_EQ(read_back(log, base + 1, types, senders, 8), 3);
+    ASSERT(!strcmp(senders[2], "dee"));
+    /* What is deferred when the log closes is written by the close. */
+    ASSERT(yard_chatlog_defer(log, &one, 1));
+    yard_chatlog_close(log);
+    log = open_log(dir, 0, NULL);
+    ASSERT_EQ(yard_chatlog_last_id(log), base + 4);
+    yard_chatlog_close(log);
+}
+
 int main(void)
 {
     snprintf(root, sizeof root, "/tmp/yard-test-chatlog-XXXXXX");
@@ -383,6 +489,7 @@ int main(void)
     test_prune();
     test_failed_write_leaves_no_half_record();
     test_cursor_tail_and_files();
+    test_deferred();
     nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     return 0;
 }

@@ -84,8 +84,30 @@ static void test_limits(void)
     ASSERT_EQ(yard_logrec_encode(&r, buf, sizeof buf), -EINVAL);
 }
 
+/* One flipped bit of the type byte (outside the CRC) never makes another
+ * valid record type: encoding rejects the flipped type. */
+static void test_types_two_bits_apart(void)
+{
+    static const int types[] = {YARD_LOGREC_MESSAGE, YARD_LOGREC_NOTICE, YARD_LOGREC_TOPIC,
+                                YARD_LOGREC_JOIN, YARD_LOGREC_PART, YARD_LOGREC_QUIT};
+    uint8_t buf[YARD_LOGREC_MAX];
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        yard_logrec_t r = {.type = types[i], .id = 1, .sender = "a", .sender_len = 1,
+                           .target = "#b", .target_len = 2, .text = "", .text_len = 0};
+        ASSERT(yard_logrec_encode(&r, buf, sizeof buf) > 0);
+        yard_logrec_t d;
+        ASSERT_EQ(yard_logrec_decode(buf, sizeof buf, &d), YARD_LOGREC_COMPLETE);
+        ASSERT_EQ(d.type, types[i]);
+        for (int bit = 0; bit < 8; bit++) {
+            r.type = types[i] ^ (1 << bit);
+            ASSERT_EQ(yard_logrec_encode(&r, buf, sizeof buf), -EINVAL);
+        }
+    }
+}
+
 int main(void)
 {
+    test_types_two_bits_apart();
     test_crc_vectors();
     test_round_trip();
     test_truncations_and_flips();

@@ -56,6 +56,9 @@ static int dump_one(const yard_chatlog_rec_t *r, void *arg)
     printf("{\"id\": %" PRIu64 ", \"ts_ns\": %" PRId64 ", \"type\": \"%s\"", r->id, r->ts_ns,
            r->type == YARD_LOGREC_NOTICE  ? "notice"
            : r->type == YARD_LOGREC_TOPIC ? "topic"
+           : r->type == YARD_LOGREC_JOIN  ? "join"
+           : r->type == YARD_LOGREC_PART  ? "part"
+           : r->type == YARD_LOGREC_QUIT  ? "quit"
                                           : "message");
     int s = json_field(d, "sender", r->sender, r->sender_len);
     int t = s < 0 ? s : json_field(d, "target", r->target, r->target_len);

@@ -518,6 +518,7 @@ static int serve(const yard_config_t *cfg, const yard_app_t *app, const yard_mod
         goto out;
     }
     srv.shared = yard_shm_alloc(srv.shm, sizeof *srv.shared);
+    yard_stopping_attach(srv.shared);
     if (app->init && app->init(&srv.app_state, cfg, settings, srv.shm, err, sizeof err) < 0) {
         fprintf(stderr, "%s: %s\n", progname, err);
         goto out;
