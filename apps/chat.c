@@ -170,6 +170,13 @@ struct session {
     char check_key[CHAT_NAME_MAX + 1]; /* its account, casefolded */
     uint64_t register_by;    /* the registration timeout */
     uint64_t heard_ns;       /* when the client last sent anything */
+    char quit_reason[600]; /* what the others are told when it goes ("": the default) */
+    /* The quit records relayed last: one departure's records are
+     * consecutive, and a member who shared several channels with the one
+     * who left is told once. */
+    uint64_t quit_id;
+    char quit_key[CHAT_NAME_MAX + 1];
+    bool quit_relayed;
     uint64_t pinged_ns;      /* when the server PINGed it, unanswered (0: none) */
     /* ST_WAIT: the login to check once the address has its turn. */
     char wait_account[CHAT_NAME_MAX + 1];
@@ -193,6 +200,11 @@ struct session {
 };
 
 /* ---- the I/O jobs (run by the engine: no session, no fx) ------------------ */
+
+static bool is_presence(int type)
+{
+    return type == YARD_LOGREC_JOIN || type == YARD_LOGREC_PART || type == YARD_LOGREC_QUIT;
+}
 
 static void read_job_run(void *arg)
 {
@@ -247,7 +259,8 @@ static void replay_job_run(void *arg)
     char target[CHAT_CHAN_MAX + 1];
     int rc;
     while ((rc = yard_chatlog_next(it, &r)) == 1 && r.id <= j->upto) {
-        if (r.target_len > CHAT_CHAN_MAX || r.type == YARD_LOGREC_TOPIC)
+        if (r.target_len > CHAT_CHAN_MAX ||
+            (r.type != YARD_LOGREC_MESSAGE && r.type != YARD_LOGREC_NOTICE))
             continue;
         chat_casefold(target, r.target, r.target_len);
         if (strcmp(target, j->key) != 0)
@@ -271,7 +284,8 @@ static void replay_job_run(void *arg)
         return;
     }
     while (got < j->shown && yard_chatlog_next(it, &r) == 1 && r.id <= j->upto) {
-        if (r.target_len > CHAT_CHAN_MAX || r.type == YARD_LOGREC_TOPIC)
+        if (r.target_len > CHAT_CHAN_MAX ||
+            (r.type != YARD_LOGREC_MESSAGE && r.type != YARD_LOGREC_NOTICE))
             continue;
         chat_casefold(target, r.target, r.target_len);
         if (strcmp(target, j->key) != 0)
@@ -427,6 +441,52 @@ static bool for_me(struct chat_app *app, struct session *s, const yard_chatlog_r
     return strcmp(target, s->account_key) == 0;
 }
 
+/* A join, part or quit of another account in a channel this connection
+ * is in. An account's own presence is never relayed to it: its connection
+ * that joined or left was answered directly, and the log has a join only
+ * when the account's first connection joins, a part or quit only when its
+ * last one leaves. */
+static void presence_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                           const yard_chatlog_rec_t *r)
+{
+    char sender[CHAT_NAME_MAX + 1], key[CHAT_CHAN_MAX + 1];
+    if (r->sender_len > CHAT_NAME_MAX)
+        return;
+    chat_casefold(sender, r->sender, r->sender_len);
+    if (r->type == YARD_LOGREC_QUIT) {
+        if (r->id != s->quit_id + 1 || strcmp(sender, s->quit_key) != 0) {
+            strcpy(s->quit_key, sender); /* a new departure */
+            s->quit_relayed = false;
+        }
+        s->quit_id = r->id;
+        if (s->quit_relayed)
+            return;
+    }
+    if (!strcmp(sender, s->account_key) || !for_me(app, s, r, key))
+        return;
+    char t[48] = "", why[YARD_CHATLOG_DEFER_TEXT];
+    if (s->cap_time) {
+        memcpy(t, "@time=", 6);
+        format_time(t + 6, sizeof t - 7, r->ts_ns);
+        strcat(t, " ");
+    }
+    size_t wn = r->text_len < sizeof why ? r->text_len : sizeof why - 1;
+    memcpy(why, r->text, wn);
+    wn = yard_irc_strip_controls(why, wn);
+    why[wn] = 0;
+    int sn = (int)r->sender_len, tn = (int)r->target_len;
+    if (r->type == YARD_LOGREC_JOIN) {
+        sendf(fx, "%s:%.*s!%.*s@" SERVER " JOIN %.*s", t, sn, r->sender, sn, r->sender, tn,
+              r->target);
+    } else if (r->type == YARD_LOGREC_PART) {
+        sendf(fx, "%s:%.*s!%.*s@" SERVER " PART %.*s%s%s", t, sn, r->sender, sn, r->sender, tn,
+              r->target, wn ? " :" : "", why);
+    } else {
+        s->quit_relayed = true;
+        sendf(fx, "%s:%.*s!%.*s@" SERVER " QUIT :%s", t, sn, r->sender, sn, r->sender, why);
+    }
+}
+
 /* Read positions move once per channel per batch of relayed records, not
  * once per record: each move takes the shared lock. */
 struct pos_batch {
@@ -482,6 +542,10 @@ static int relay_read(struct chat_app *app, struct session *s, yard_fx_t *fx, co
         if (r.id <= s->seen)
             continue;
         s->seen = r.id;
+        if (is_presence(r.type)) {
+            presence_relay(app, s, fx, &r);
+            continue;
+        }
         char key[CHAT_CHAN_MAX + 1];
         bool mine = own_pop(s, r.id);
         bool to_me = for_me(app, s, &r, key);
@@ -496,6 +560,37 @@ static int relay_read(struct chat_app *app, struct session *s, yard_fx_t *fx, co
     return rc < 0 ? rc : 0;
 }
 
+/* Relay what the log's tail holds past s->seen, NEWS_BATCH records at
+ * most: 0, -EAGAIN when the rest is not in the tail (a read job's work),
+ * or -EBADMSG after closing the connection. */
+static int relay_tail(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    int n = 0;
+    while (n < NEWS_BATCH) {
+        long got = yard_chatlog_read_tail(app->log, &s->cur, s->rd.buf, sizeof s->rd.buf);
+        if (got == -EAGAIN)
+            return -EAGAIN;
+        if (got <= 0)
+            break;
+        int rc = relay_read(app, s, fx, s->rd.buf, (size_t)got, &n);
+        if (rc < 0) {
+            log_unreadable(s, fx, rc);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+/* Before this connection joins or leaves a channel, it relays what is
+ * already in the log: what happened before it joined is not news to it
+ * afterwards (the NAMES it gets shows it), and what was said before it left
+ * is still its to hear. */
+static void catch_up(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    if (!s->posting)
+        relay_tail(app, s, fx); /* a connection further behind reads on as before */
+}
+
 /* Relay what the log holds past s->seen, then watch from there. What is in
  * the log's tail is read from memory; a connection further behind reads
  * the files in a job (read_done goes on from there). */
@@ -505,25 +600,15 @@ static void chat_news(void *state, void *session, yard_fx_t *fx)
     struct session *s = session;
     if (s->state != ST_READY || s->posting)
         return; /* after the post: its ids must be known as ours first */
-    int n = 0;
-    while (n < NEWS_BATCH) {
-        uint8_t *buf = s->rd.buf;
-        long got = yard_chatlog_read_tail(app->log, &s->cur, buf, sizeof s->rd.buf);
-        if (got == -EAGAIN) {
-            s->rd.log = app->log;
-            s->rd.cur = s->cur;
-            yard_fx_io(fx, read_job_run, &s->rd);
-            return;
-        }
-        if (got <= 0)
-            break;
-        int rc = relay_read(app, s, fx, buf, (size_t)got, &n);
-        if (rc < 0) {
-            log_unreadable(s, fx, rc);
-            return;
-        }
+    int rc = relay_tail(app, s, fx);
+    if (rc == -EAGAIN) {
+        s->rd.log = app->log;
+        s->rd.cur = s->cur;
+        yard_fx_io(fx, read_job_run, &s->rd);
+        return;
     }
-    yard_fx_watch(fx, app->bus, 0, s->seen);
+    if (rc == 0)
+        yard_fx_watch(fx, app->bus, 0, s->seen);
 }
 
 static void read_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
@@ -548,6 +633,42 @@ static size_t utf8_cut(const char *text, size_t len, size_t max)
     while (len > 0 && ((unsigned char)text[len] & 0xC0) == 0x80)
         len--;
     return len;
+}
+
+/* ---- presence ------------------------------------------------------------ */
+
+/* Presence (a member joining, leaving, quitting) goes through the log like
+ * a message, so that everyone sees it in the log's one order. Callbacks
+ * may not do I/O, so they defer the records (yard_chatlog_defer): the next
+ * append, a post's included, writes them first, and the log's writer
+ * thread writes them when nobody posts. */
+static void presence_ev(yard_chatlog_entry_t *e, int type, const char *sender,
+                        const char *target, const char *text)
+{
+    e->type = type;
+    snprintf(e->sender, sizeof e->sender, "%s", sender);
+    snprintf(e->target, sizeof e->target, "%s", target);
+    e->text_len = (uint16_t)utf8_cut(text, strlen(text), sizeof e->text - 1);
+    memcpy(e->text, text, e->text_len);
+    e->text[e->text_len] = 0;
+}
+
+static void presence_put(struct chat_app *app, yard_chatlog_entry_t *ev, unsigned n)
+{
+    if (!yard_chatlog_defer(app->log, ev, n))
+        yard_log_limited(YARD_LOG_WARN, "chat: that %s %s %s is not told: the queue for the log "
+                                        "is full (is the disk stalled?)",
+                         ev[0].sender, ev[0].type == YARD_LOGREC_JOIN ? "joined" : "left",
+                         ev[0].target);
+}
+
+/* Is the account in channel c through a connection other than slot? Under
+ * the lock. */
+static bool account_in_elsewhere(struct chat_app *app, const struct session *s, int c)
+{
+    uint64_t bits[(CHAT_CHANNELS_LIMIT + 63) / 64] = {0};
+    chat_account_others(app->cs, s->account_key, s->slot, bits);
+    return bits[c / 64] >> (c % 64) & 1;
 }
 
 /* Flood control charges every delivered target (the line itself paid for
@@ -992,6 +1113,9 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
         numeric(fx, s, 403, "%s :No such channel", name);
         return;
     }
+    catch_up(app, s, fx);
+    if (fx->close)
+        return;
     chat_lock(app->cs);
     int c = chat_channel_find(app->cs, name, strlen(name), false);
     bool already = c >= 0 && chat_is_in(app->cs, s->slot, c);
@@ -1001,6 +1125,9 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
                                 app->set->channels_per_account;
     if (!already && !over && c < 0)
         c = chat_channel_find(app->cs, name, strlen(name), true);
+    /* An account with several connections is one member: the others hear
+     * of its first connection in, not of the ones after. */
+    bool first = c >= 0 && !over && !already && !account_in_elsewhere(app, s, c);
     if (c >= 0 && !over)
         chat_set_in(app->cs, s->slot, c, true);
     char shown[CHAT_CHAN_MAX + 1], key[CHAT_CHAN_MAX + 1];
@@ -1020,6 +1147,11 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
     }
     if (already)
         return;
+    if (first) {
+        yard_chatlog_entry_t ev;
+        presence_ev(&ev, YARD_LOGREC_JOIN, s->account, shown, "");
+        presence_put(app, &ev, 1);
+    }
     sendf(fx, ":%s!%s@" SERVER " JOIN %s", s->account, s->account, shown);
     topic_reply(app, s, fx, shown, key);
     names(app, s, fx, c, shown);
@@ -1095,12 +1227,21 @@ static void part_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
     int c = channel_of(app, s, fx, name, true);
     if (c < 0)
         return;
+    catch_up(app, s, fx);
+    if (fx->close)
+        return;
     chat_lock(app->cs);
     char shown[CHAT_CHAN_MAX + 1];
     strcpy(shown, app->cs->chans[c].name);
+    bool last = !account_in_elsewhere(app, s, c); /* of the account's connections */
     chat_set_in(app->cs, s->slot, c, false); /* the last one out frees the slot */
     chat_unlock(app->cs);
     sendf(fx, ":%s!%s@" SERVER " PART %s :%s", s->account, s->account, shown, why ? why : "");
+    if (last) {
+        yard_chatlog_entry_t ev;
+        presence_ev(&ev, YARD_LOGREC_PART, s->account, shown, why ? why : "");
+        presence_put(app, &ev, 1);
+    }
 }
 
 /* Split a comma list of targets in place: each target once (compared
@@ -1541,6 +1682,7 @@ static void command(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
     if (!strcmp(c, "PONG"))
         return;
     if (!strcmp(c, "QUIT")) {
+        snprintf(s->quit_reason, sizeof s->quit_reason, "Quit: %s", m->n ? m->params[0] : "");
         sendf(fx, "ERROR :Closing Link: %s (Quit: %s)", who(s), m->n ? m->params[0] : "");
         yard_fx_close(fx, NULL);
         return;
@@ -1838,8 +1980,9 @@ static void liveness(struct chat_app *app, struct session *s, yard_fx_t *fx)
         return;
     uint64_t now = fx->now_ns;
     if (s->pinged_ns && now >= s->pinged_ns + set->ping_timeout_ns) {
-        sendf(fx, "ERROR :Closing Link: %s (Ping timeout: %llu seconds)", s->account,
-              (unsigned long long)((now - s->heard_ns) / YARD_NS_PER_S));
+        snprintf(s->quit_reason, sizeof s->quit_reason, "Ping timeout: %llu seconds",
+                 (unsigned long long)((now - s->heard_ns) / YARD_NS_PER_S));
+        sendf(fx, "ERROR :Closing Link: %s (%s)", s->account, s->quit_reason);
         yard_fx_close(fx, NULL);
         return;
     }
@@ -1961,9 +2104,35 @@ static void chat_close(void *state, void *session)
     struct chat_app *app = state;
     struct session *s = session;
     if (s->slot >= 0) {
+        /* The members who shared a channel with it hear that it left: a
+         * quit when this was the account's last connection, else a part
+         * for each channel none of its other connections is in. Not when
+         * the server is stopping: everybody is leaving then, and nobody
+         * is left to tell. */
+        yard_chatlog_entry_t *ev = NULL;
+        unsigned n = 0;
+        const char *why = s->quit_reason[0] ? s->quit_reason : "Connection closed";
         chat_lock(app->cs);
+        if (!yard_stopping()) {
+            chat_state_t *cs = app->cs;
+            uint64_t others[(CHAT_CHANNELS_LIMIT + 63) / 64] = {0}, left[(CHAT_CHANNELS_LIMIT + 63) / 64];
+            bool online = chat_account_others(cs, s->account_key, s->slot, others);
+            struct chat_member *me = chat_member_at(cs, s->slot);
+            unsigned count = 0;
+            for (unsigned w = 0; w < cs->words; w++)
+                count += (unsigned)__builtin_popcountll(left[w] = me->chans[w] & ~others[w]);
+            ev = count ? malloc(count * sizeof *ev) : NULL;
+            for (unsigned w = 0; ev && w < cs->words; w++)
+                for (uint64_t b = left[w]; b; b &= b - 1)
+                    presence_ev(&ev[n++], online ? YARD_LOGREC_PART : YARD_LOGREC_QUIT,
+                                s->account, cs->chans[w * 64 + (unsigned)__builtin_ctzll(b)].name,
+                                why);
+        }
         chat_member_remove(app->cs, s->slot, yard_wall_ns() / (int64_t)YARD_NS_PER_S);
         chat_unlock(app->cs);
+        if (n)
+            presence_put(app, ev, n);
+        free(ev);
     }
     free(s->rp.recs); /* a replay whose job_done did not run */
     chat_guard_leave(app->guard, s->enter_ticket);
@@ -1976,6 +2145,13 @@ static void chat_close(void *state, void *session)
     free(s->job);
     explicit_bzero(s->pass, sizeof s->pass);
     forget_wait(s);
+}
+
+/* The log's writer thread wrote deferred presence: everyone hears of it. */
+static void presence_published(void *arg, uint64_t last_id)
+{
+    struct chat_app *app = arg;
+    yard_bus_publish(app->bus, 0, last_id);
 }
 
 static int chat_init(void **state, const yard_config_t *cfg, const void *settings,
@@ -2036,6 +2212,8 @@ static int chat_init(void **state, const yard_config_t *cfg, const void *setting
     char path[4096];
     snprintf(path, sizeof path, "%s/motd", set->data_dir);
     yard_read_text_file(path, app->motd, sizeof app->motd);
+    if (yard_chatlog_writer_start(app->log, presence_published, app, err, errlen) < 0)
+        return -1;
     *state = app;
     return 0;
 }

@@ -122,6 +122,7 @@ int chat_state_init(chat_state_t *cs, yard_shm_t *shm, const char *dir, unsigned
 
 void chat_state_fini(chat_state_t *cs)
 {
+
     yard_table_file_close(&cs->pos_file);
     yard_table_file_close(&cs->topics_file);
     cs->pos = NULL;
@@ -152,6 +153,7 @@ int chat_member_add(chat_state_t *cs, const char *account)
             m->away_at = 0;
             m->away_msg[0] = 0;
             snprintf(m->account, sizeof m->account, "%s", account);
+            chat_casefold(m->key, m->account, strlen(m->account));
             memset(m->chans, 0, cs->words * sizeof(uint64_t));
             if (i + 1 > cs->member_end)
                 cs->member_end = i + 1;
@@ -317,20 +319,24 @@ void chat_set_in(chat_state_t *cs, int slot, int chan, bool in)
     }
 }
 
-unsigned chat_account_channels(chat_state_t *cs, const char *account_key, int extra)
+bool chat_account_others(chat_state_t *cs, const char *account_key, int slot, uint64_t *bits)
 {
-    uint64_t bits[(CHAT_CHANNELS_LIMIT + 63) / 64] = {0};
+    bool any = false;
     for (unsigned i = 0; i < cs->member_end; i++) {
         struct chat_member *m = chat_member_at(cs, (int)i);
-        if (!m->used)
+        if (!m->used || (int)i == slot || strcmp(m->key, account_key) != 0)
             continue;
-        char k[CHAT_NAME_MAX + 1];
-        chat_casefold(k, m->account, strlen(m->account));
-        if (strcmp(k, account_key) != 0)
-            continue;
+        any = true;
         for (unsigned w = 0; w < cs->words; w++)
             bits[w] |= m->chans[w];
     }
+    return any;
+}
+
+unsigned chat_account_channels(chat_state_t *cs, const char *account_key, int extra)
+{
+    uint64_t bits[(CHAT_CHANNELS_LIMIT + 63) / 64] = {0};
+    chat_account_others(cs, account_key, -1, bits);
     if (extra >= 0)
         bits[extra / 64] |= (uint64_t)1 << (extra % 64);
     unsigned n = 0;

@@ -38,6 +38,7 @@ struct chat_member {
     bool away;                         /* AWAY with a message, on this connection */
     uint64_t away_at;                  /* when it was set (the latest message is shown) */
     char account[CHAT_NAME_MAX + 1];
+    char key[CHAT_NAME_MAX + 1];       /* the account casefolded */
     char away_msg[CHAT_AWAY_MAX + 1];
     uint64_t chans[]; /* bitmap of joined channels */
 };
@@ -102,6 +103,9 @@ void chat_set_in(chat_state_t *cs, int slot, int chan, bool in);
 /* How many channels the account (casefolded) is in, over all its
  * connections; with extra, counting that channel too. */
 unsigned chat_account_channels(chat_state_t *cs, const char *account_key, int extra);
+/* The channels of the account's connections other than slot, ORed into
+ * bits (cs->words words); false when it has no other connection. */
+bool chat_account_others(chat_state_t *cs, const char *account_key, int slot, uint64_t *bits);
 
 /* Durable read positions per (account, client id, channel key); the lock is
  * taken inside. */

@@ -10,9 +10,32 @@ import subprocess
 import threading
 import time
 
-from conftest import BIN, model_args
+import pytest
+
+from conftest import BIN, MODELS, model_args
 
 CHAT = BIN / "yard-chat"
+# The chat tests' models: every model, and papayaChat's fork --pair.
+CHAT_MODELS = MODELS + (["fork-pair"] if "fork" in MODELS else [])
+
+
+def accounts_fixture(*names):
+    """A module fixture: a data directory with these accounts (password pw-NAME)."""
+    @pytest.fixture(scope="module")
+    def accounts(tmp_path_factory):
+        d = tmp_path_factory.mktemp("accounts")
+        for n in names:
+            add_account(d, n, f"pw-{n}")
+        return d
+    return accounts
+
+
+def chat_fixture():
+    """A fixture: chat(model, *flags, data=None) over the accounts fixture (chat_starter)."""
+    @pytest.fixture
+    def chat(start_server, accounts, tmp_path):
+        return chat_starter(start_server, accounts, tmp_path)
+    return chat
 
 
 def add_account(data, name, password, cost=4):
@@ -105,6 +128,14 @@ class Irc:
 def login_pass(port, name, password, **kw) -> Irc:
     c = Irc(port, **kw)
     c.send(f"PASS {password}", f"NICK {name}", f"USER {name} 0 * :{name}")
+    c.expect(r" 001 ")
+    return c
+
+
+def login_device(port, name, device) -> Irc:
+    """name (password pw-NAME) logged in from the device called device (USER's name)."""
+    c = Irc(port)
+    c.send(f"PASS pw-{name}", f"NICK {name}", f"USER {device} 0 * :{name}")
     c.expect(r" 001 ")
     return c
 

@@ -253,7 +253,7 @@ def test_crash_safety_with_fsync_always(chat, model, tmp_path):
     import json
     recs = [json.loads(line) for line in dump.stdout.splitlines()]
     for u, msgs in echoed.items():
-        stored = [r["text"] for r in recs if r["sender"] == u]
+        stored = [r["text"] for r in recs if r["sender"] == u and r["type"] == "message"]
         for m in msgs:
             assert stored.count(m) == 1, (u, m)
     # The restarted server carries on with the next id, once every process
@@ -270,8 +270,9 @@ def test_crash_safety_with_fsync_always(chat, model, tmp_path):
     c.expect(r"PONG")
     dump = subprocess.run([CHAT, "log", "dump", "--data", data], capture_output=True, text=True,
                           timeout=30)
-    last = json.loads(dump.stdout.splitlines()[-1])
-    assert last["text"] == "after restart" and last["id"] == len(recs) + 1
+    joined, last = (json.loads(line) for line in dump.stdout.splitlines()[-2:])
+    assert (joined["type"], joined["sender"], joined["id"]) == ("join", "u20", len(recs) + 1)
+    assert last["text"] == "after restart" and last["id"] == len(recs) + 2
 
 
 def test_torn_tail_is_cut_and_reported(chat):
@@ -294,7 +295,7 @@ def test_torn_tail_is_cut_and_reported(chat):
     r = subprocess.run([CHAT, "log", "dump", "--data", data], capture_output=True, text=True)
     ids = [json_id for json_id in (int(line.split('"id": ')[1].split(",")[0])
                                    for line in r.stdout.splitlines())]
-    assert ids == list(range(1, 7))
+    assert ids == list(range(1, 9))  # a join, five messages; a join, one message
 
 
 @pytest.mark.parametrize("model", ["fork", "fork-pair", "epoll", "coro", "uring"])

@@ -237,6 +237,10 @@ def test_irssi_and_weechat_talk_with_the_documented_commands(start_server, tmux,
         tmux.wait("weechat", r"Welcome to the yard chat, alice\b", "welcome (001) for alice")
         tmux.type("weechat", f"/join {CHANNEL}")
         tmux.wait("weechat", rf"alice \(alice@yard\) has joined {CHANNEL}\b", "join of alice")
+        # Presence: irssi sees alice join; WeeChat's nick list counts all three
+        # (its status bar shows the count in braces).
+        tmux.wait("irssi", rf"alice \[alice@yard\] has joined {CHANNEL}\b", "alice's join on irssi")
+        tmux.wait("weechat", rf"{CHANNEL}\(\+nt\)\{{3\}}", "three nicks in WeeChat's list")
 
         # irssi -> server -> WeeChat and carol.
         text = f"hello from irssi {secrets.token_hex(4)}"
@@ -269,6 +273,22 @@ def test_irssi_and_weechat_talk_with_the_documented_commands(start_server, tmux,
         tmux.type("weechat", "/buffer 1")  # WeeChat prints WHOIS in the server's buffer
         tmux.wait("weechat", rf"\[bob\]\s+{CHANNEL}\b", "WeeChat's WHOIS: channels")
         tmux.wait("weechat", r"\[bob\].*is logged in as\b", "WeeChat's WHOIS: the account")
+
+        # A topic change, and carol leaving with a reason: both clients show it, and
+        # WeeChat's nick list shrinks.
+        carol.send(f"TOPIC {CHANNEL} :plans 🌱 план")
+        tmux.type("weechat", f"/buffer {CHANNEL}")
+        tmux.type("irssi", "/window 2")
+        tmux.wait("irssi", rf"carol changed the topic of {CHANNEL} to: plans 🌱 план",
+                  "the topic change on irssi")
+        tmux.wait("weechat", r"carol has changed topic for \S+ to \"plans 🌱 план\"",
+                  "the topic change on WeeChat")
+        carol.send(f"PART {CHANNEL} :see you 👋")
+        tmux.wait("irssi", rf"carol \[carol@yard\] has left {CHANNEL} \[see you 👋\]",
+                  "carol's part on irssi")
+        tmux.wait("weechat", rf"carol \(carol@yard\) has left {CHANNEL} \(see you 👋\)",
+                  "carol's part on WeeChat")
+        tmux.wait("weechat", rf"{CHANNEL}\(\+nt\)\{{2\}}", "two nicks in WeeChat's list")
 
         # Both leave by themselves.
         tmux.type("irssi", "/quit")

@@ -4,25 +4,14 @@ LUSERS, VERSION, TIME."""
 
 import pytest
 
-from chatlib import Irc, add_account, chat_starter, login_pass, login_sasl
-from conftest import MODELS, wait_for
+from chatlib import (CHAT_MODELS, Irc, accounts_fixture, chat_fixture, login_device, login_pass,
+                     login_sasl)
+from conftest import wait_for
 
 pytestmark = pytest.mark.usefixtures("yard_chat_built")
 
-CHAT_MODELS = MODELS + (["fork-pair"] if "fork" in MODELS else [])
-
-
-@pytest.fixture(scope="module")
-def accounts(tmp_path_factory):
-    d = tmp_path_factory.mktemp("accounts")
-    for n in ("ana", "bo", "cy"):
-        add_account(d, n, f"pw-{n}")
-    return d
-
-
-@pytest.fixture
-def chat(start_server, accounts, tmp_path):
-    return chat_starter(start_server, accounts, tmp_path)
+accounts = accounts_fixture("ana", "bo", "cy")
+chat = chat_fixture()
 
 
 @pytest.mark.parametrize("model", CHAT_MODELS)
@@ -65,18 +54,11 @@ def test_whois_ison_userhost_and_away(chat, model):
     b.close()
 
 
-def device(port, name):
-    """bo, logged in from the device called name (USER's name)."""
-    c = Irc(port)
-    c.send("PASS pw-bo", "NICK bo", f"USER {name} 0 * :bo")
-    c.expect(r" 001 ")
-    return c
-
 
 def test_an_account_is_away_only_when_every_device_is(chat):
     srv, _ = chat("epoll")
     a = login_pass(srv.port, "ana", "pw-ana")
-    phone, desk = device(srv.port, "phone"), device(srv.port, "desk")
+    phone, desk = login_device(srv.port, "bo", "phone"), login_device(srv.port, "bo", "desk")
     phone.send("AWAY :phone in pocket")
     phone.expect(r" 306 ")
     a.send("USERHOST bo")
@@ -223,7 +205,7 @@ def test_a_client_that_closes_is_gone_though_the_ping_timer_is_armed(chat, model
 def test_whowas_remembers_an_account_once_its_last_connection_ends(chat, model):
     srv, _ = chat(model)
     a = login_pass(srv.port, "ana", "pw-ana")
-    b1, b2 = device(srv.port, "phone"), device(srv.port, "desk")
+    b1, b2 = login_device(srv.port, "bo", "phone"), login_device(srv.port, "bo", "desk")
     a.send("WHOWAS bo")
     a.expect(r" 406 ana bo :There was no such nickname$")
     a.expect(r" 369 ana bo :End of WHOWAS$")

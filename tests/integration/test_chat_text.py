@@ -230,7 +230,7 @@ def test_dump_round_trips_text_and_bytes(start_server, data):
     out = r.stdout.decode("utf-8")        # strict: the dump is valid UTF-8
     assert "中文字 日本語" in out and WOMAN_TECH in out    # as characters, not \u escapes
     recs = [json.loads(line) for line in out.splitlines()]
-    recs = [x for x in recs if x["target"] == "#t"]
+    recs = [x for x in recs if x["target"] == "#t" and x["type"] == "message"]
     assert len(recs) == len(sent)
     invalid = 0
     for rec, raw in zip(recs, relayed):

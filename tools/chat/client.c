@@ -231,8 +231,18 @@ static void on_line(char *line)
     } else if (!strcmp(m.cmd, "JOIN") && src && !strcasecmp(src, C.user) && m.n) {
         snprintf(C.current, sizeof C.current, "%s", m.params[0]);
         show("* joined %s", m.params[0]);
+    } else if (!strcmp(m.cmd, "JOIN") && src && m.n) {
+        show("%s[%s] * %s joined", stamp, m.params[0], src);
+    } else if (!strcmp(m.cmd, "PART") && m.n && src && strcasecmp(src, C.user)) {
+        show("%s[%s] * %s left%s%s%s", stamp, m.params[0], src, m.n > 1 && m.params[1][0] ? " (" : "",
+             m.n > 1 ? m.params[1] : "", m.n > 1 && m.params[1][0] ? ")" : "");
     } else if (!strcmp(m.cmd, "PART") && m.n) {
         show("* left %s", m.params[0]);
+    } else if (!strcmp(m.cmd, "QUIT") && src) {
+        show("%s* %s quit%s%s%s", stamp, src, m.n && m.params[0][0] ? " (" : "",
+             m.n ? m.params[0] : "", m.n && m.params[0][0] ? ")" : "");
+    } else if (!strcmp(m.cmd, "TOPIC") && src && m.n >= 2) {
+        show("%s[%s] * %s set the topic: %s", stamp, m.params[0], src, m.params[1]);
     } else if (!strcmp(m.cmd, "332") && m.n >= 3) {
         show("* topic of %s: %s", m.params[1], m.params[2]);
     } else if (!strcmp(m.cmd, "353") && m.n >= 4) {
@@ -336,8 +346,14 @@ static bool user_line(char *line)
         send_text(arg, text, false);
     } else if (!strcmp(line, "/me") && arg && C.current[0]) {
         send_text(C.current, arg, true);
+    } else if (!strcmp(line, "/topic") && C.current[0]) {
+        if (arg)
+            send_line("TOPIC %s :%s", C.current, arg);
+        else
+            send_line("TOPIC %s", C.current);
     } else {
-        show("* commands: /join #chan, /part [#chan], /msg NAME TEXT, /me ACTION, /quit");
+        show("* commands: /join #chan, /part [#chan], /msg NAME TEXT, /me ACTION, "
+             "/topic [TEXT], /quit [REASON]");
     }
     return true;
 }
