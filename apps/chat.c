@@ -2319,6 +2319,7 @@ const yard_app_t yard_app_chat = {
     .idle_exempt = "a client that never logs in is closed after --registration-timeout-ms, and a "
                    "silent one is PINGed (--ping-interval-ms) and closed if it does not answer "
                    "(--ping-timeout-ms)",
+    .farewell = "ERROR :Server shutting down\r\n",
     .opts = chat_opts,
     .settings_size = sizeof(struct chat_settings),
     .init = chat_init,

@@ -134,6 +134,10 @@ typedef struct yard_app {
      * liveness itself), so --idle-timeout is a usage error. The text, shown
      * with that error and in --help, says what the app offers instead. */
     const char *idle_exempt;
+    /* Non-NULL: bytes every connection gets when the server stops (SIGTERM,
+     * SIGINT) just before it is closed, if they can go at once after what
+     * was queued for it (IRC's "ERROR :Server shutting down\r\n"). */
+    const char *farewell;
 
     /* The app's own flags: each fills a field of a settings struct of
      * settings_size bytes that the engine allocates (zeroed), sets to the

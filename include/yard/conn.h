@@ -217,6 +217,10 @@ static inline int yard_conn_news_fd(const yard_conn_t *c) { return c->watch ? c-
  * close the fd, log an abnormal close and free the connection. A non-NULL
  * reason is the model's (a stop, an idle timeout) and is logged as info. */
 void yard_conn_close(yard_conn_t *c, const char *reason);
+/* When the server is stopping: the app's farewell to fd, without blocking
+ * (async-signal-safe; for the blocking models' stop paths, which shut the
+ * socket down before the connection closes). */
+void yard_conn_farewell_fd(const yard_app_t *app, int fd);
 void yard_scratch_free(yard_scratch_t *s);
 
 /* A list link a model keeps in its per-connection state: a circular
@@ -254,6 +258,7 @@ typedef struct yard_conn_set {
 void yard_conn_set_init(yard_conn_set_t *set);
 void yard_conn_set_add(yard_conn_set_t *set, yard_conn_link_t *link, yard_conn_t *c);
 void yard_conn_set_remove(yard_conn_set_t *set, yard_conn_link_t *link);
+/* Shut every socket of the set down (the farewell first, when stopping). */
 void yard_conn_set_shutdown_all(yard_conn_set_t *set);
 
 #endif

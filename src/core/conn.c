@@ -617,6 +617,28 @@ yard_wait_t yard_conn_next(yard_conn_t *c, yard_scratch_t *s)
     };
 }
 
+void yard_conn_farewell_fd(const yard_app_t *app, int fd)
+{
+    if (app->farewell && yard_stopping())
+        send(fd, app->farewell, strlen(app->farewell), MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+/* The server is stopping: what is queued for the peer, if the socket takes
+ * it now, then the app's farewell (never after a part of a line). Not with
+ * a send in flight (a completion model's), whose end is not known here. */
+static void conn_farewell(yard_conn_t *c)
+{
+    if (!c->srv->app->farewell || c->sender || c->tx.len || !yard_stopping())
+        return;
+    while (c->out.len) {
+        ssize_t n = send(c->fd, yard_buf_head(&c->out), c->out.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n <= 0)
+            return;
+        yard_buf_consume(&c->out, (size_t)n);
+    }
+    yard_conn_farewell_fd(c->srv->app, c->fd);
+}
+
 void yard_conn_close(yard_conn_t *c, const char *reason)
 {
     yard_server_t *srv = c->srv;
@@ -649,6 +671,7 @@ void yard_conn_close(yard_conn_t *c, const char *reason)
         yard_watch_close(c->watch);
         free(c->watch);
     }
+    conn_farewell(c);
     close(c->fd);
     yard_buf_free(&c->in);
     yard_buf_free(&c->out);
@@ -688,7 +711,10 @@ void yard_conn_set_remove(yard_conn_set_t *set, yard_conn_link_t *link)
 void yard_conn_set_shutdown_all(yard_conn_set_t *set)
 {
     pthread_mutex_lock(&set->mu);
-    for (yard_conn_link_t *l = set->head.next; l != &set->head; l = l->next)
+    for (yard_conn_link_t *l = set->head.next; l != &set->head; l = l->next) {
+        if (!l->conn->sender)
+            yard_conn_farewell_fd(l->conn->srv->app, l->conn->fd);
         shutdown(l->conn->fd, SHUT_RDWR);
+    }
     pthread_mutex_unlock(&set->mu);
 }

@@ -27,6 +27,7 @@ struct pair_page {
 
 static _Atomic int child_stop;
 static int child_conn_fd = -1;
+static const yard_app_t *child_app; /* its farewell, when the server stops */
 
 /* SIGTERM in a child: end the connection. shutdown() is async-signal-safe
  * and wakes a read or write blocked on the socket, so the stop cannot be
@@ -34,8 +35,11 @@ static int child_conn_fd = -1;
 static void child_on_signal(int sig)
 {
     atomic_store(&child_stop, 1);
-    if (child_conn_fd >= 0)
+    if (child_conn_fd >= 0) {
+        if (child_app)
+            yard_conn_farewell_fd(child_app, child_conn_fd);
         shutdown(child_conn_fd, SHUT_RDWR);
+    }
 }
 
 static _Noreturn void run_child(yard_server_t *srv, int fd, pid_t parent, struct pair_page *pp);
@@ -54,6 +58,7 @@ static _Noreturn void run_child(yard_server_t *srv, int fd, pid_t parent, struct
     if (getppid() != parent)
         _exit(0);
     child_conn_fd = fd;
+    child_app = srv->app;
     struct sigaction sa = {.sa_handler = child_on_signal}; /* no SA_RESTART */
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from chatlib import CHAT, CHAT_MODELS, accounts_fixture, chat_fixture, login_device, login_pass
+from chatlib import CHAT, CHAT_MODELS, Irc, accounts_fixture, chat_fixture, login_device, login_pass
 from conftest import MODELS
 
 pytestmark = pytest.mark.usefixtures("yard_chat_built")
@@ -146,3 +146,25 @@ def test_presence_is_in_the_log_but_not_in_replays_and_a_stop_is_no_quit(chat):
                     ("message", "ana", "#r", "after")]
     for c in (ana, bo):
         c.close()
+
+
+@pytest.mark.parametrize("model", CHAT_MODELS)
+def test_a_stop_says_error_to_every_client(chat, model):
+    """SIGTERM: every client, logged in or not, gets ERROR :Server shutting down, then
+    the end of the connection; the server exits 0."""
+    srv, _ = chat(model)
+    ana = login_pass(srv.port, "ana", "pw-ana")
+    join(ana, "ana", "#s")
+    bo = login_pass(srv.port, "bo", "pw-bo")
+    join(bo, "bo", "#s")
+    ana.expect(r"^:bo!bo@yard JOIN #s$")
+    stranger = Irc(srv.port)  # connected, not logged in
+    stranger.send("NICK someone")
+    stranger.send("PING registered?")  # answered before login: the server has read NICK
+    stranger.expect(r" PONG yard :registered\?$")
+    srv.proc.send_signal(signal.SIGTERM)
+    for c in (ana, bo, stranger):
+        c.expect(r"^ERROR :Server shutting down$")
+        assert c.wait_closed()
+    assert srv.proc.wait(timeout=10) == 0
+    assert not any(" QUIT " in ln for ln in ana.lines + bo.lines)
