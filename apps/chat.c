@@ -34,6 +34,7 @@
 #include "yard/chat_accounts.h"
 #include "yard/chatlog.h"
 #include "yard/clock.h"
+#include "yard/hash.h"
 #include "yard/log.h"
 #include "yard/proto_ircline.h"
 
@@ -47,6 +48,7 @@
 #define OWN_RING 1024
 #define TARGMAX 4 /* targets of one PRIVMSG or NOTICE */
 #define CHECK_RETRY_NS (50 * YARD_NS_PER_MS) /* a login waiting for its address's turn */
+#define CHAT_REALNAME_MAX 100
 #define DEFAULT_COST 12 /* yard-chat account add's, for a server without accounts */
 
 /* Filled from the flags (chat_opts, at the bottom). */
@@ -81,6 +83,28 @@ struct chat_app {
     char dummy_template[YARD_BCRYPT_LEN + 1];
     char motd[2048];
 };
+
+/* The IRCv3 capabilities, in CAP LS's order. */
+enum {
+    CAP_ACCOUNT_TAG = 1u << 0,   /* account=NAME on relayed lines */
+    CAP_AWAY_NOTIFY = 1u << 1,   /* AWAY of the members one shares a channel with */
+    CAP_BATCH = 1u << 2,         /* a JOIN's replay as a chathistory batch */
+    CAP_ECHO = 1u << 3,          /* echo-message */
+    CAP_EXTENDED_JOIN = 1u << 4, /* JOIN #chan account :realname */
+    CAP_MESSAGE_TAGS = 1u << 5,  /* msgid=ID (the log's id) on relayed lines */
+    CAP_SASL = 1u << 6,
+    CAP_TIME = 1u << 7,          /* server-time */
+};
+static const struct {
+    const char *name;
+    unsigned bit;
+} cap_names[] = {
+    {"account-tag", CAP_ACCOUNT_TAG}, {"away-notify", CAP_AWAY_NOTIFY},
+    {"batch", CAP_BATCH},             {"echo-message", CAP_ECHO},
+    {"extended-join", CAP_EXTENDED_JOIN}, {"message-tags", CAP_MESSAGE_TAGS},
+    {"sasl", CAP_SASL},               {"server-time", CAP_TIME},
+};
+#define NCAPS (sizeof cap_names / sizeof cap_names[0])
 
 /* ST_WAIT: credentials are in, waiting for the address's turn to check. */
 enum { ST_NEW, ST_WAIT, ST_AUTH, ST_READY };
@@ -148,7 +172,7 @@ struct replay_job {
 struct session {
     int state;
     bool cap_active;   /* CAP LS/REQ seen: registration waits for CAP END */
-    bool cap_time, cap_echo, cap_sasl;
+    unsigned caps;     /* CAP_* negotiated */
     bool umode_i, umode_w; /* user modes: kept and shown, nothing more */
     bool sasl_plain;   /* AUTHENTICATE PLAIN accepted, payload expected */
     bool sasl_done;
@@ -161,6 +185,7 @@ struct session {
     char account[CHAT_NAME_MAX + 1];
     char account_key[CHAT_NAME_MAX + 1];
     char client[CHAT_CLIENT_MAX + 1]; /* the device: "alice@phone", or USER's name */
+    char realname[CHAT_REALNAME_MAX + 1]; /* USER's, shown by extended-join */
     bool client_from_sasl;
     int slot;
     chat_addr_t addr;        /* the source address the login limits count */
@@ -171,12 +196,14 @@ struct session {
     uint64_t register_by;    /* the registration timeout */
     uint64_t heard_ns;       /* when the client last sent anything */
     char quit_reason[600]; /* what the others are told when it goes ("": the default) */
-    /* The quit records relayed last: one departure's records are
-     * consecutive, and a member who shared several channels with the one
-     * who left is told once. */
-    uint64_t quit_id;
-    char quit_key[CHAT_NAME_MAX + 1];
-    bool quit_relayed;
+    /* The quit or away records relayed last: one departure's (or away
+     * change's) records, one per channel, are consecutive, and a member who
+     * shares several of those channels is told once. */
+    uint64_t group_id;
+    int group_type;
+    uint64_t group_text; /* a hash of its text */
+    char group_key[CHAT_NAME_MAX + 1];
+    bool group_told;
     uint64_t pinged_ns;      /* when the server PINGed it, unanswered (0: none) */
     /* ST_WAIT: the login to check once the address has its turn. */
     char wait_account[CHAT_NAME_MAX + 1];
@@ -203,7 +230,8 @@ struct session {
 
 static bool is_presence(int type)
 {
-    return type == YARD_LOGREC_JOIN || type == YARD_LOGREC_PART || type == YARD_LOGREC_QUIT;
+    return type == YARD_LOGREC_JOIN || type == YARD_LOGREC_PART || type == YARD_LOGREC_QUIT ||
+           type == YARD_LOGREC_AWAY;
 }
 
 static void read_job_run(void *arg)
@@ -391,7 +419,36 @@ static bool own_pop(struct session *s, uint64_t id)
     return false;
 }
 
-static void relay(yard_fx_t *fx, const struct session *s, const yard_chatlog_rec_t *r)
+/* The tags a connection asked for on a relayed record: server-time, msgid
+ * (message-tags; the log's id, the same for everyone), account
+ * (account-tag; every sender is an account) and the batch it is part of:
+ * "" or "@...; " ending in a space. */
+static void tags_for(const struct session *s, const yard_chatlog_rec_t *r, const char *batch,
+                     char *out, size_t cap)
+{
+    size_t n = 0;
+    out[0] = 0;
+#define TAG(...) n += (size_t)snprintf(out + n, n < cap ? cap - n : 0, __VA_ARGS__)
+    if (s->caps & CAP_TIME) {
+        char t[40];
+        format_time(t, sizeof t, r->ts_ns);
+        TAG("%ctime=%s", n ? ';' : '@', t);
+    }
+    if (s->caps & CAP_MESSAGE_TAGS)
+        TAG("%cmsgid=%llu", n ? ';' : '@', (unsigned long long)r->id);
+    if (s->caps & CAP_ACCOUNT_TAG)
+        TAG("%caccount=%.*s", n ? ';' : '@', (int)r->sender_len, r->sender);
+    if (batch && batch[0])
+        TAG("%cbatch=%s", n ? ';' : '@', batch);
+    if (n)
+        TAG(" ");
+#undef TAG
+    if (n >= cap)
+        out[0] = 0; /* cannot happen with the sizes used: no tags rather than half */
+}
+
+static void relay(yard_fx_t *fx, const struct session *s, const yard_chatlog_rec_t *r,
+                  const char *batch)
 {
     const char *cmd = r->type == YARD_LOGREC_NOTICE  ? "NOTICE"
                       : r->type == YARD_LOGREC_TOPIC ? "TOPIC"
@@ -407,17 +464,11 @@ static void relay(yard_fx_t *fx, const struct session *s, const yard_chatlog_rec
         copy.text = clean;
         r = &copy;
     }
-    if (s->cap_time) {
-        char t[40];
-        format_time(t, sizeof t, r->ts_ns);
-        sendf(fx, "@time=%s :%.*s!%.*s@" SERVER " %s %.*s :%.*s", t, (int)r->sender_len,
-              r->sender, (int)r->sender_len, r->sender, cmd, (int)r->target_len, r->target,
-              (int)r->text_len, r->text);
-    } else {
-        sendf(fx, ":%.*s!%.*s@" SERVER " %s %.*s :%.*s", (int)r->sender_len, r->sender,
-              (int)r->sender_len, r->sender, cmd, (int)r->target_len, r->target,
-              (int)r->text_len, r->text);
-    }
+    char tags[200];
+    tags_for(s, r, batch, tags, sizeof tags);
+    sendf(fx, "%s:%.*s!%.*s@" SERVER " %s %.*s :%.*s", tags, (int)r->sender_len, r->sender,
+          (int)r->sender_len, r->sender, cmd, (int)r->target_len, r->target, (int)r->text_len,
+          r->text);
 }
 
 /* Is this record for this connection, and through which channel? */
@@ -453,38 +504,52 @@ static void presence_relay(struct chat_app *app, struct session *s, yard_fx_t *f
     if (r->sender_len > CHAT_NAME_MAX)
         return;
     chat_casefold(sender, r->sender, r->sender_len);
-    if (r->type == YARD_LOGREC_QUIT) {
-        if (r->id != s->quit_id + 1 || strcmp(sender, s->quit_key) != 0) {
-            strcpy(s->quit_key, sender); /* a new departure */
-            s->quit_relayed = false;
+    bool grouped = r->type == YARD_LOGREC_QUIT || r->type == YARD_LOGREC_AWAY;
+    if (grouped) { /* one record per channel: told once */
+        /* Consecutive records of one sender, type and text: one change
+         * (two changes in a row differ in their text: away, back) */
+        uint64_t text_hash = yard_fnv1a(YARD_FNV1A_INIT, r->text, r->text_len);
+        if (r->id != s->group_id + 1 || r->type != s->group_type ||
+            text_hash != s->group_text || strcmp(sender, s->group_key) != 0) {
+            strcpy(s->group_key, sender); /* a new departure or away change */
+            s->group_type = r->type;
+            s->group_text = text_hash;
+            s->group_told = false;
         }
-        s->quit_id = r->id;
-        if (s->quit_relayed)
+        s->group_id = r->id;
+        if (s->group_told)
             return;
     }
+    if (r->type == YARD_LOGREC_AWAY && !(s->caps & CAP_AWAY_NOTIFY))
+        return;
     if (!strcmp(sender, s->account_key) || !for_me(app, s, r, key))
         return;
-    char t[48] = "", why[YARD_CHATLOG_DEFER_TEXT];
-    if (s->cap_time) {
-        memcpy(t, "@time=", 6);
-        format_time(t + 6, sizeof t - 7, r->ts_ns);
-        strcat(t, " ");
-    }
+    char tags[200], why[YARD_CHATLOG_DEFER_TEXT];
+    tags_for(s, r, NULL, tags, sizeof tags);
     size_t wn = r->text_len < sizeof why ? r->text_len : sizeof why - 1;
     memcpy(why, r->text, wn);
     wn = yard_irc_strip_controls(why, wn);
     why[wn] = 0;
     int sn = (int)r->sender_len, tn = (int)r->target_len;
-    if (r->type == YARD_LOGREC_JOIN) {
-        sendf(fx, "%s:%.*s!%.*s@" SERVER " JOIN %.*s", t, sn, r->sender, sn, r->sender, tn,
-              r->target);
-    } else if (r->type == YARD_LOGREC_PART) {
-        sendf(fx, "%s:%.*s!%.*s@" SERVER " PART %.*s%s%s", t, sn, r->sender, sn, r->sender, tn,
-              r->target, wn ? " :" : "", why);
-    } else {
-        s->quit_relayed = true;
-        sendf(fx, "%s:%.*s!%.*s@" SERVER " QUIT :%s", t, sn, r->sender, sn, r->sender, why);
+    if (r->type == YARD_LOGREC_JOIN && !wn) { /* no realname: the account's name */
+        memcpy(why, r->sender, r->sender_len);
+        why[r->sender_len] = 0;
     }
+    s->group_told = grouped;
+    if (r->type == YARD_LOGREC_JOIN && (s->caps & CAP_EXTENDED_JOIN)) /* the text: USER's realname */
+        sendf(fx, "%s:%.*s!%.*s@" SERVER " JOIN %.*s %.*s :%s", tags, sn, r->sender, sn,
+              r->sender, tn, r->target, sn, r->sender, why);
+    else if (r->type == YARD_LOGREC_JOIN)
+        sendf(fx, "%s:%.*s!%.*s@" SERVER " JOIN %.*s", tags, sn, r->sender, sn, r->sender, tn,
+              r->target);
+    else if (r->type == YARD_LOGREC_PART)
+        sendf(fx, "%s:%.*s!%.*s@" SERVER " PART %.*s%s%s", tags, sn, r->sender, sn, r->sender,
+              tn, r->target, wn ? " :" : "", why);
+    else if (r->type == YARD_LOGREC_AWAY)
+        sendf(fx, "%s:%.*s!%.*s@" SERVER " AWAY%s%s", tags, sn, r->sender, sn, r->sender,
+              wn ? " :" : "", why);
+    else
+        sendf(fx, "%s:%.*s!%.*s@" SERVER " QUIT :%s", tags, sn, r->sender, sn, r->sender, why);
 }
 
 /* Read positions move once per channel per batch of relayed records, not
@@ -551,8 +616,8 @@ static int relay_read(struct chat_app *app, struct session *s, yard_fx_t *fx, co
         bool to_me = for_me(app, s, &r, key);
         /* echo-message: the sender sees its message, a private one too. A
          * topic change goes to every member, its setter included. */
-        if (r.type == YARD_LOGREC_TOPIC ? to_me : mine ? s->cap_echo : to_me)
-            relay(fx, s, &r);
+        if (r.type == YARD_LOGREC_TOPIC ? to_me : mine ? (s->caps & CAP_ECHO) != 0 : to_me)
+            relay(fx, s, &r, NULL);
         if (to_me && key[0])
             pos_note(app, s, &pos, key, r.id);
     }
@@ -1095,12 +1160,22 @@ static void replay_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
         sendf(fx, ":" SERVER " NOTICE %s :%llu older messages of %s were not replayed "
                   "(--replay-max %u)",
               j->name, (unsigned long long)(j->total - j->shown), j->name, j->max);
+    /* With batch, the replay is one chathistory batch, named by the id of
+     * its last message (unique: no two replays end at the same message for
+     * one connection... and a client only needs it unique while open). */
+    char ref[32] = "";
+    if ((s->caps & CAP_BATCH) && j->recs_len) {
+        snprintf(ref, sizeof ref, "r%llu", (unsigned long long)j->upto);
+        sendf(fx, ":" SERVER " BATCH +%s chathistory %s", ref, j->name);
+    }
     yard_chatlog_rec_t r;
     for (size_t at = 0; at < j->recs_len; at += r.len)
         if (yard_logrec_decode(j->recs + at, j->recs_len - at, &r) != YARD_LOGREC_COMPLETE)
             break;
         else
-            relay(fx, s, &r);
+            relay(fx, s, &r, ref);
+    if (ref[0])
+        sendf(fx, ":" SERVER " BATCH -%s", ref);
     free(j->recs);
     j->recs = NULL;
     j->recs_len = 0;
@@ -1149,10 +1224,14 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
         return;
     if (first) {
         yard_chatlog_entry_t ev;
-        presence_ev(&ev, YARD_LOGREC_JOIN, s->account, shown, "");
+        presence_ev(&ev, YARD_LOGREC_JOIN, s->account, shown, s->realname);
         presence_put(app, &ev, 1);
     }
-    sendf(fx, ":%s!%s@" SERVER " JOIN %s", s->account, s->account, shown);
+    if (s->caps & CAP_EXTENDED_JOIN)
+        sendf(fx, ":%s!%s@" SERVER " JOIN %s %s :%s", s->account, s->account, shown, s->account,
+              s->realname[0] ? s->realname : s->account);
+    else
+        sendf(fx, ":%s!%s@" SERVER " JOIN %s", s->account, s->account, shown);
     topic_reply(app, s, fx, shown, key);
     names(app, s, fx, c, shown);
     replay_start(app, s, fx, shown, key);
@@ -1466,10 +1545,34 @@ static void ison(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_ir
     numeric(fx, s, userhost ? 302 : 303, ":%s", out);
 }
 
+/* Defer one AWAY record per channel the account is in (any connection). */
+static void away_notify(struct chat_app *app, struct session *s, const char *msg)
+{
+    chat_state_t *cs = app->cs;
+    uint64_t bits[(CHAT_CHANNELS_LIMIT + 63) / 64] = {0};
+    yard_chatlog_entry_t *ev = NULL;
+    unsigned n = 0, count = 0;
+    chat_lock(cs);
+    chat_account_others(cs, s->account_key, -1, bits);
+    for (unsigned w = 0; w < cs->words; w++)
+        count += (unsigned)__builtin_popcountll(bits[w]);
+    ev = count ? malloc(count * sizeof *ev) : NULL;
+    for (unsigned w = 0; ev && w < cs->words; w++)
+        for (uint64_t b = bits[w]; b; b &= b - 1)
+            presence_ev(&ev[n++], YARD_LOGREC_AWAY, s->account,
+                        cs->chans[w * 64 + (unsigned)__builtin_ctzll(b)].name, msg);
+    chat_unlock(cs);
+    if (n)
+        presence_put(app, ev, n);
+    free(ev);
+}
+
 static void away(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
     const char *msg = m->n ? m->params[0] : "";
     size_t len = utf8_cut(msg, strlen(msg), CHAT_AWAY_MAX);
+    struct presence before, after;
+    presence_of(app, s->account, &before, NULL, 0);
     chat_lock(app->cs);
     struct chat_member *me = chat_member_at(app->cs, s->slot);
     if ((len > 0) != me->away) /* atomic: PRIVMSG reads it without the lock */
@@ -1479,6 +1582,11 @@ static void away(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_ir
     memcpy(me->away_msg, msg, len);
     me->away_msg[len] = 0;
     chat_unlock(app->cs);
+    /* away-notify: the account's state (away when every connection is) or
+     * its message changed: one record per channel it is in, told once. */
+    presence_of(app, s->account, &after, NULL, 0);
+    if (before.away != after.away || (after.away && strcmp(before.away_msg, after.away_msg)))
+        away_notify(app, s, after.away ? after.away_msg : "");
     if (len)
         numeric(fx, s, 306, ":You have been marked as being away");
     else
@@ -1551,42 +1659,44 @@ static void cap(struct chat_app *app, struct session *s, yard_fx_t *fx, const ya
     if (!strcasecmp(sub, "LS") || !strcasecmp(sub, "LIST")) {
         if (s->state != ST_READY)
             s->cap_active = true;
+        bool ls = !strcasecmp(sub, "LS");
         /* Values (sasl=PLAIN) only for clients that said they read them:
          * CAP LS 302. */
-        if (!strcasecmp(sub, "LS"))
-            sendf(fx, ":" SERVER " CAP %s LS :server-time echo-message sasl%s", who(s),
-                  m->n > 1 && atoi(m->params[1]) >= 302 ? "=PLAIN" : "");
-        else
-            sendf(fx, ":" SERVER " CAP %s LIST :%s%s%s", who(s), s->cap_time ? "server-time " : "",
-                  s->cap_echo ? "echo-message " : "", s->cap_sasl ? "sasl" : "");
+        bool values = ls && m->n > 1 && atoi(m->params[1]) >= 302;
+        char names[400];
+        size_t n = 0;
+        names[0] = 0;
+        for (size_t i = 0; i < NCAPS; i++)
+            if (ls || (s->caps & cap_names[i].bit))
+                n += (size_t)snprintf(names + n, sizeof names - n, "%s%s%s", n ? " " : "",
+                                      cap_names[i].name,
+                                      values && cap_names[i].bit == CAP_SASL ? "=PLAIN" : "");
+        sendf(fx, ":" SERVER " CAP %s %s :%s", who(s), ls ? "LS" : "LIST", names);
     } else if (!strcasecmp(sub, "REQ")) {
         if (s->state != ST_READY)
             s->cap_active = true;
         const char *list = m->n > 1 ? m->params[1] : "";
         char copy[512];
         snprintf(copy, sizeof copy, "%s", list);
-        bool t = s->cap_time, e = s->cap_echo, sa = s->cap_sasl, ok = true;
+        unsigned caps = s->caps;
+        bool ok = true;
         char *save = NULL;
-        for (char *c = strtok_r(copy, " ", &save); c; c = strtok_r(NULL, " ", &save)) {
+        for (char *c = strtok_r(copy, " ", &save); c && ok; c = strtok_r(NULL, " ", &save)) {
             bool off = c[0] == '-';
             const char *name = off ? c + 1 : c;
-            if (!strcmp(name, "server-time"))
-                t = !off;
-            else if (!strcmp(name, "echo-message"))
-                e = !off;
-            else if (!strcmp(name, "sasl"))
-                sa = !off;
+            size_t i = 0;
+            while (i < NCAPS && strcmp(name, cap_names[i].name) != 0)
+                i++;
+            if (i == NCAPS)
+                ok = false; /* all or nothing */
+            else if (off)
+                caps &= ~cap_names[i].bit;
             else
-                ok = false;
+                caps |= cap_names[i].bit;
         }
-        if (ok) {
-            s->cap_time = t;
-            s->cap_echo = e;
-            s->cap_sasl = sa;
-            sendf(fx, ":" SERVER " CAP %s ACK :%s", who(s), list);
-        } else {
-            sendf(fx, ":" SERVER " CAP %s NAK :%s", who(s), list);
-        }
+        if (ok)
+            s->caps = caps;
+        sendf(fx, ":" SERVER " CAP %s %s :%s", who(s), ok ? "ACK" : "NAK", list);
     } else if (!strcasecmp(sub, "END")) {
         s->cap_active = false;
         try_register(app, s, fx);
@@ -1720,6 +1830,10 @@ static void command(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
                 const char *u = m->params[0], *at = strchr(u, '@');
                 if (!s->client_from_sasl)
                     set_client(s, at ? at + 1 : u, strlen(at ? at + 1 : u));
+                const char *real = m->params[3];
+                size_t rn = utf8_cut(real, strlen(real), CHAT_REALNAME_MAX);
+                memcpy(s->realname, real, rn);
+                s->realname[rn] = 0;
                 s->got_user = true;
                 try_register(app, s, fx);
             }

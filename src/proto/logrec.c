@@ -52,7 +52,8 @@ static uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) | (uint64_t)
 static bool type_valid(int type)
 {
     return type == YARD_LOGREC_MESSAGE || type == YARD_LOGREC_NOTICE || type == YARD_LOGREC_TOPIC ||
-           type == YARD_LOGREC_JOIN || type == YARD_LOGREC_PART || type == YARD_LOGREC_QUIT;
+           type == YARD_LOGREC_JOIN || type == YARD_LOGREC_PART || type == YARD_LOGREC_QUIT ||
+           type == YARD_LOGREC_AWAY;
 }
 
 long yard_logrec_encode(const yard_logrec_t *r, uint8_t *out, size_t cap)

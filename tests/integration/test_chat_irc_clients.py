@@ -236,7 +236,7 @@ def test_irssi_and_weechat_talk_with_the_documented_commands(start_server, tmux,
         tmux.wait("weechat", r"SASL authentication successful", "SASL success (903)")
         tmux.wait("weechat", r"Welcome to the yard chat, alice\b", "welcome (001) for alice")
         tmux.type("weechat", f"/join {CHANNEL}")
-        tmux.wait("weechat", rf"alice \(alice@yard\) has joined {CHANNEL}\b", "join of alice")
+        tmux.wait("weechat", rf"alice (\S+ )*\(alice@yard\) has joined {CHANNEL}\b", "join of alice")
         # Presence: irssi sees alice join; WeeChat's nick list counts all three
         # (its status bar shows the count in braces).
         tmux.wait("irssi", rf"alice \[alice@yard\] has joined {CHANNEL}\b", "alice's join on irssi")

@@ -59,6 +59,7 @@ static int dump_one(const yard_chatlog_rec_t *r, void *arg)
            : r->type == YARD_LOGREC_JOIN  ? "join"
            : r->type == YARD_LOGREC_PART  ? "part"
            : r->type == YARD_LOGREC_QUIT  ? "quit"
+           : r->type == YARD_LOGREC_AWAY  ? "away"
                                           : "message");
     int s = json_field(d, "sender", r->sender, r->sender_len);
     int t = s < 0 ? s : json_field(d, "target", r->target, r->target_len);

@@ -1,0 +1,105 @@
+"""IRCv3 capabilities of the chat service, under every model: CAP LS/REQ/LIST semantics,
+message-tags (msgid = the log's id), account-tag, server-time, extended-join, away-notify,
+and a JOIN's replay as a chathistory batch."""
+
+import json
+import re
+import subprocess
+
+import pytest
+
+from chatlib import CHAT, CHAT_MODELS, accounts_fixture, chat_fixture, login_pass, login_sasl
+
+pytestmark = pytest.mark.usefixtures("yard_chat_built")
+
+accounts = accounts_fixture("ana", "bo", "cy")
+chat = chat_fixture()
+
+ALL_CAPS = ("account-tag away-notify batch echo-message extended-join message-tags sasl "
+            "server-time")
+
+
+def test_cap_ls_req_list(chat):
+    srv, _ = chat("epoll")
+    c = login_sasl(srv.port, "ana", "pw-ana", caps="sasl message-tags")
+    c.send("CAP LS")
+    assert c.expect(r" CAP ana LS :(.*)$").group(1) == ALL_CAPS
+    c.send("CAP LIST")
+    assert c.expect(r" CAP ana LIST :(.*)$").group(1) == "message-tags sasl"
+    c.send("CAP REQ :away-notify no-such-cap")  # all or nothing
+    c.expect(r" CAP ana NAK :away-notify no-such-cap$")
+    c.send("CAP REQ :away-notify -message-tags")
+    c.expect(r" CAP ana ACK :away-notify -message-tags$")
+    c.send("CAP LIST")
+    assert c.expect(r" CAP ana LIST :(.*)$").group(1) == "away-notify sasl"
+    c.close()
+
+
+def tags_of(line):
+    m = re.match(r"^@(\S+) ", line)
+    return dict(t.split("=", 1) for t in m.group(1).split(";")) if m else {}
+
+
+@pytest.mark.parametrize("model", CHAT_MODELS)
+def test_tags_extended_join_and_away_notify(chat, model):
+    srv, data = chat(model)
+    ana = login_sasl(srv.port, "ana", "pw-ana",
+                     caps="sasl message-tags account-tag server-time extended-join away-notify")
+    plain = login_pass(srv.port, "cy", "pw-cy")  # no capabilities: none of it
+    for c, nick in ((ana, "ana"), (plain, "cy")):
+        c.send("JOIN #v,#w")
+        c.expect(rf" 366 {nick} #w ")
+    assert ":ana!ana@yard JOIN #v ana :ana" in ana.lines  # her own, extended
+    bo = login_pass(srv.port, "bo", "pw-bo")
+    bo.send("JOIN #v,#w")
+    bo.expect(r" 366 bo #w ")
+    join = ana.expect(r"^(@\S+ ):bo!bo@yard JOIN #v bo :bo$")
+    assert set(tags_of(join.group(0))) == {"time", "msgid", "account"}
+    plain.expect(r"^:bo!bo@yard JOIN #v$")
+    bo.send("PRIVMSG #v :hi ✨")
+    line = ana.expect(r"^@\S+ :bo!bo@yard PRIVMSG #v :hi ✨$").group(0)
+    tags = tags_of(line)
+    assert tags["account"] == "bo" and re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$",
+                                                tags["time"])
+    plain.expect(r"^:bo!bo@yard PRIVMSG #v :hi ✨$")
+    # away-notify: bo shares #v and #w with ana; she is told once per change.
+    bo.send("AWAY :обед 🍜")
+    bo.expect(r" 306 ")
+    ana.expect(r"^@\S+ :bo!bo@yard AWAY :обед 🍜$")
+    bo.send("AWAY")
+    bo.expect(r" 305 ")
+    ana.expect(r"^@\S+ :bo!bo@yard AWAY$")
+    bo.send("PRIVMSG #v :marker", "PING logged")
+    bo.expect(r" PONG yard :logged$")
+    ana.expect(r"PRIVMSG #v :marker$")
+    plain.expect(r"PRIVMSG #v :marker$")
+    assert sum(":bo!bo@yard AWAY" in ln for ln in ana.lines) == 2
+    assert not any(":bo!bo@yard AWAY" in ln for ln in plain.lines)
+    # msgid is the log's id.
+    r = subprocess.run([CHAT, "log", "dump", "--data", str(data)], capture_output=True,
+                       text=True, timeout=30)
+    ids = {rec["text"]: rec["id"] for rec in map(json.loads, r.stdout.splitlines())
+           if rec["type"] == "message"}
+    assert tags["msgid"] == str(ids["hi ✨"])
+    for c in (ana, bo, plain):
+        c.close()
+
+
+def test_join_replay_is_a_batch(chat):
+    srv, _ = chat("epoll")
+    bo = login_sasl(srv.port, "bo", "pw-bo", caps="sasl batch server-time")
+    bo.send("JOIN #h")
+    bo.expect(r" 366 bo #h ")
+    bo.send("PART #h")
+    bo.expect(r" PART #h")
+    ana = login_pass(srv.port, "ana", "pw-ana")
+    ana.send("JOIN #h", *[f"PRIVMSG #h :missed {k}" for k in range(3)], "PING x")
+    ana.expect(r" PONG yard :x$")
+    bo.send("JOIN #h")
+    start = bo.expect(r"^:yard BATCH \+(\S+) chathistory #h$")
+    ref = start.group(1)
+    got = bo.collect(rf"^@time=\S+;batch={re.escape(ref)} :ana!ana@yard PRIVMSG #h :missed (\d)$", 3)
+    assert [m.group(1) for m in got] == ["0", "1", "2"]
+    bo.expect(rf"^:yard BATCH -{re.escape(ref)}$")
+    for c in (ana, bo):
+        c.close()
