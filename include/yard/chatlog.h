@@ -129,6 +129,22 @@ long yard_chatlog_read(yard_chatlog_t *log, yard_chatlog_cursor_t *cur, uint8_t 
 int yard_chatlog_take(yard_chatlog_cursor_t *cur, const uint8_t *buf, size_t len, size_t *pos,
                       yard_chatlog_rec_t *r);
 
+/* The index (DIR/log/<first>.idx beside each segment: where each record
+ * is, its timestamp and a hash of its target), for looking things up
+ * without reading the log from its start. Derived data: open checks each
+ * segment's index and rebuilds one that does not match. */
+/* A hash of a target as IRC's rfc1459 casemapping folds it (never 0). */
+uint32_t yard_chatlog_target_hash(const char *target, size_t len);
+/* Visit the records from id from (inclusive) upwards (dir > 0) or
+ * downwards (dir < 0), only those whose target hashes to one of
+ * hashes[0..nhash) (nhash 0: every record), reading no other record: fn
+ * returns non-zero to stop. Blocking I/O (a job's). 0, or -errno. */
+int yard_chatlog_seek(yard_chatlog_t *log, uint64_t from, int dir, const uint32_t *hashes,
+                      int nhash, int (*fn)(const yard_chatlog_rec_t *r, void *arg), void *arg);
+/* The id of the first record written at or after ts_ns (one past the last
+ * when none is). Blocking I/O. */
+uint64_t yard_chatlog_id_at(yard_chatlog_t *log, int64_t ts_ns);
+
 /* An iterator from the first retained record with id >= from_id: a cursor
  * with its own buffer, reading with yard_chatlog_read (I/O). */
 int yard_chatlog_iter_open(yard_chatlog_t *log, uint64_t from_id, yard_chatlog_iter_t **out);

@@ -17,10 +17,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "yard/hash.h"
 #include "yard/log.h"
+#include "yard/net.h"
 #include "yard/shm.h"
 
 #define SEG_SUFFIX ".seg"
+#define IDX_SUFFIX ".idx"
 #define READ_CHUNK (64u * 1024u)
 
 /* What every process of the server shares (an anonymous shared mapping
@@ -56,6 +59,7 @@ struct yard_chatlog {
     /* The descriptor appends go through (guarded by sh->mu). Inherited over
      * fork: every process writes at an explicit offset under the mutex. */
     int wfd;
+    int ifd; /* the active segment's index, beside wfd */
     uint64_t wseg;
     /* The writer thread, in the process that started it. wake_fd (an
      * eventfd made at open, so every process has it) wakes it. */
@@ -85,6 +89,98 @@ static uint64_t mono_ns(void)
 static void seg_path(char *out, size_t cap, const char *dir, uint64_t first)
 {
     snprintf(out, cap, "%s/%020" PRIu64 SEG_SUFFIX, dir, first);
+}
+
+/* The index of a segment (DIR/log/<first>.idx): one entry per record, in
+ * id order, so entry i is record first + i. It is derived from the segment
+ * and rebuilt from it whenever it does not match (open checks). */
+struct idx_entry {
+    uint64_t off;  /* the record's offset in the segment */
+    int64_t ts_ns; /* its timestamp */
+    uint32_t hash; /* yard_chatlog_target_hash of its target */
+    uint32_t type;
+};
+
+static void idx_path(char *out, size_t cap, const char *dir, uint64_t first)
+{
+    snprintf(out, cap, "%s/%020" PRIu64 IDX_SUFFIX, dir, first);
+}
+
+uint32_t yard_chatlog_target_hash(const char *t, size_t n)
+{
+    /* IRC's rfc1459 casemapping: ASCII lower case, and []\~ as {}|^ */
+    uint64_t h = YARD_FNV1A_INIT;
+    for (size_t i = 0; i < n; i++) {
+        char c = t[i];
+        c = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a')
+            : c == '['         ? '{'
+            : c == ']'         ? '}'
+            : c == '\\'        ? '|'
+            : c == '~'         ? '^'
+                               : c;
+        h = yard_fnv1a(h, &c, 1);
+    }
+    uint32_t v = (uint32_t)(h ^ (h >> 32));
+    return v ? v : 1; /* 0 means "any target" to yard_chatlog_seek */
+}
+
+/* Write the index of the segment whose good bytes are data[0..len). */
+static int idx_build(const char *dir, uint64_t first, const uint8_t *data, size_t len)
+{
+    char path[4200];
+    idx_path(path, sizeof path, dir, first);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    struct idx_entry buf[512];
+    size_t n = 0, off = 0;
+    int rc = 0;
+    yard_logrec_t r;
+    while (rc == 0 && off < len && yard_logrec_decode(data + off, len - off, &r) == YARD_LOGREC_COMPLETE) {
+        buf[n++] = (struct idx_entry){.off = off, .ts_ns = r.ts_ns,
+                                      .hash = yard_chatlog_target_hash(r.target, r.target_len),
+                                      .type = (uint32_t)r.type};
+        off += r.len;
+        if (n == sizeof buf / sizeof buf[0] || off >= len) {
+            if (yard_write_all(fd, buf, n * sizeof buf[0]) < 0)
+                rc = -errno;
+            n = 0;
+        }
+    }
+    if (rc == 0 && n && yard_write_all(fd, buf, n * sizeof buf[0]) < 0)
+        rc = -errno;
+    close(fd);
+    return rc;
+}
+
+/* Does the index of a segment of size bytes hold count entries (count 0:
+ * as many as it has), the last of them its last record? */
+static bool idx_whole(const char *dir, uint64_t first, uint64_t size, uint64_t count)
+{
+    char path[4200];
+    idx_path(path, sizeof path, dir, first);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    struct stat st;
+    bool ok = fstat(fd, &st) == 0 && st.st_size % (off_t)sizeof(struct idx_entry) == 0;
+    uint64_t n = ok ? (uint64_t)st.st_size / sizeof(struct idx_entry) : 0;
+    ok = ok && (count ? n == count : true) && (n > 0) == (size > 0);
+    if (ok && n) {
+        struct idx_entry e;
+        ok = pread(fd, &e, sizeof e, (off_t)((n - 1) * sizeof e)) == (ssize_t)sizeof e;
+        seg_path(path, sizeof path, dir, first);
+        int sfd = ok ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+        uint8_t rec[YARD_LOGREC_MAX];
+        long got = sfd >= 0 ? yard_pread_full(sfd, rec, sizeof rec, (off_t)e.off) : -1;
+        yard_logrec_t r;
+        ok = got > 0 && yard_logrec_decode(rec, (size_t)got, &r) == YARD_LOGREC_COMPLETE &&
+             r.id == first + n - 1 && e.off + r.len == size;
+        if (sfd >= 0)
+            close(sfd);
+    }
+    close(fd);
+    return ok;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -183,14 +279,23 @@ static size_t scan(const uint8_t *p, size_t n, uint64_t first, uint64_t *count, 
     return off;
 }
 
-static int create_segment(yard_chatlog_t *log, uint64_t first)
+/* A new segment and its index (*ifd); the segment's descriptor. */
+static int create_segment(yard_chatlog_t *log, uint64_t first, int *ifd)
 {
     char path[4200];
+    idx_path(path, sizeof path, log->dir, first);
+    *ifd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (*ifd < 0)
+        return -errno;
     seg_path(path, sizeof path, log->dir, first);
     /* O_TRUNC: a file by this name can only hold bytes never committed. */
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return -errno;
+    if (fd < 0) {
+        int e = errno;
+        close(*ifd);
+        *ifd = -1;
+        return -e;
+    }
     fsync_dir(log->dir);
     return fd;
 }
@@ -234,7 +339,7 @@ int yard_chatlog_open(const char *dir, const yard_chatlog_opts_t *o, yard_chatlo
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
-    log->lock_fd = log->wfd = log->wake_fd = -1;
+    log->lock_fd = log->wfd = log->ifd = log->wake_fd = -1;
     log->o = *o;
     if (!log->o.segment_bytes)
         log->o.segment_bytes = 64u << 20;
@@ -278,7 +383,13 @@ int yard_chatlog_open(const char *dir, const yard_chatlog_opts_t *o, yard_chatlo
             goto fail;
         }
         size = scan(data, len, first, &count, NULL);
+        rc = idx_whole(log->dir, first, size, count) ? 0 : idx_build(log->dir, first, data, size);
         free(data);
+        if (rc < 0) {
+            idx_path(path, sizeof path, log->dir, first);
+            snprintf(err, errlen, "writing %s: %s", path, strerror(-rc));
+            goto fail;
+        }
         if (size < len) {
             if (truncate(path, (off_t)size) < 0) {
                 rc = -errno;
@@ -313,7 +424,7 @@ int yard_chatlog_open(const char *dir, const yard_chatlog_opts_t *o, yard_chatlo
     log->sh->last_sync_ns = mono_ns();
     log->sh->tail_lo = size; /* what is on disk already is read from there */
     if (!nseg) {
-        log->wfd = create_segment(log, first);
+        log->wfd = create_segment(log, first, &log->ifd);
         if (log->wfd < 0) {
             rc = log->wfd;
             seg_path(path, sizeof path, log->dir, first);
@@ -321,6 +432,26 @@ int yard_chatlog_open(const char *dir, const yard_chatlog_opts_t *o, yard_chatlo
             goto fail;
         }
         log->wseg = first;
+    }
+    /* The older segments' indexes: checked, and rebuilt when they do not
+     * match (a log written before indexes, or an index lost). */
+    for (size_t i = 0; i + 1 < nseg; i++) {
+        seg_path(path, sizeof path, log->dir, segs[i]);
+        struct stat st;
+        if (stat(path, &st) < 0 || idx_whole(log->dir, segs[i], (uint64_t)st.st_size, 0))
+            continue;
+        uint8_t *data;
+        size_t len;
+        uint64_t n;
+        rc = slurp(path, &data, &len);
+        if (rc == 0) {
+            rc = idx_build(log->dir, segs[i], data, scan(data, len, segs[i], &n, NULL));
+            free(data);
+        }
+        if (rc < 0) {
+            snprintf(err, errlen, "indexing %s: %s", path, strerror(-rc));
+            goto fail;
+        }
     }
     free(segs);
     if (log->o.retain_s)
@@ -352,6 +483,8 @@ void yard_chatlog_close(yard_chatlog_t *log)
         fdatasync(log->wfd);
     if (log->wfd >= 0)
         close(log->wfd);
+    if (log->ifd >= 0)
+        close(log->ifd);
     if (log->lock_fd >= 0)
         close(log->lock_fd);
     if (log->sh)
@@ -374,13 +507,17 @@ static void unlock(yard_chatlog_t *log) { pthread_mutex_unlock(&log->sh->mu); }
 /* Under the lock: the write descriptor on the active segment. */
 static int writer(yard_chatlog_t *log)
 {
-    if (log->wfd >= 0 && log->wseg == log->sh->active_first)
+    if (log->wfd >= 0 && log->ifd >= 0 && log->wseg == log->sh->active_first)
         return 0;
     if (log->wfd >= 0)
         close(log->wfd);
+    if (log->ifd >= 0)
+        close(log->ifd);
     char path[4200];
+    idx_path(path, sizeof path, log->dir, log->sh->active_first);
+    log->ifd = open(path, O_RDWR | O_CLOEXEC);
     seg_path(path, sizeof path, log->dir, log->sh->active_first);
-    log->wfd = open(path, O_RDWR | O_CLOEXEC);
+    log->wfd = log->ifd < 0 ? -1 : open(path, O_RDWR | O_CLOEXEC);
     log->wseg = log->sh->active_first;
     return log->wfd < 0 ? -errno : 0;
 }
@@ -400,11 +537,13 @@ static int append_locked(yard_chatlog_t *log, yard_logrec_t *r, bool *rotated)
         /* Rotate: the old segment is complete (synced unless --fsync never). */
         if (log->o.fsync != YARD_CHATLOG_FSYNC_NEVER)
             fdatasync(log->wfd);
-        int fd = create_segment(log, sh->next_id);
+        int ifd, fd = create_segment(log, sh->next_id, &ifd);
         if (fd < 0)
             return fd;
         close(log->wfd);
+        close(log->ifd);
         log->wfd = fd;
+        log->ifd = ifd;
         sh->prev_first = sh->active_first;
         sh->prev_size = sh->active_size;
         log->wseg = sh->active_first = sh->next_id;
@@ -424,6 +563,15 @@ static int append_locked(yard_chatlog_t *log, yard_logrec_t *r, bool *rotated)
             return rc;
         }
         done += (size_t)w;
+    }
+    struct idx_entry e = {.off = sh->active_size, .ts_ns = r->ts_ns,
+                          .hash = yard_chatlog_target_hash(r->target, r->target_len),
+                          .type = (uint32_t)r->type};
+    ssize_t iw = pwrite(log->ifd, &e, sizeof e, (off_t)((r->id - sh->active_first) * sizeof e));
+    if (iw != (ssize_t)sizeof e) {
+        int rc = iw < 0 ? -errno : -EIO;
+        ftruncate(log->wfd, (off_t)sh->active_size); /* no record the index lacks */
+        return rc;
     }
     tail_put(sh, sh->active_size, buf, (size_t)len);
     sh->active_size += (uint64_t)len;
@@ -640,8 +788,11 @@ int yard_chatlog_prune(yard_chatlog_t *log, int64_t now_s)
         /* A segment's last write is its mtime: it is older than the
          * retention when even its newest record is. */
         if (stat(path, &st) == 0 && (int64_t)st.st_mtime < now_s - (int64_t)log->o.retain_s &&
-            unlink(path) == 0)
+            unlink(path) == 0) {
             deleted++;
+            idx_path(path, sizeof path, log->dir, segs[i]);
+            unlink(path);
+        }
     }
     free(segs);
     return deleted;
@@ -925,4 +1076,156 @@ int yard_chatlog_walk(const char *dir, int (*fn)(const yard_chatlog_rec_t *r, vo
 {
     struct walk_state ws = {fn, arg};
     return each_segment(dir, walk_segment, &ws);
+}
+
+/* ---- looking things up through the index ---------------------------------- */
+
+/* One segment opened for lookups: its index and its records. */
+struct seg_reader {
+    uint64_t first, n; /* entries usable: committed records only */
+    int ifd, sfd;
+};
+
+static int seg_open(yard_chatlog_t *log, uint64_t first, uint64_t next_id, struct seg_reader *sr)
+{
+    char path[4200];
+    sr->first = first;
+    idx_path(path, sizeof path, log->dir, first);
+    sr->ifd = open(path, O_RDONLY | O_CLOEXEC);
+    seg_path(path, sizeof path, log->dir, first);
+    sr->sfd = sr->ifd < 0 ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (sr->sfd < 0 || fstat(sr->ifd, &st) < 0) {
+        int e = errno;
+        if (sr->ifd >= 0)
+            close(sr->ifd);
+        return -e;
+    }
+    sr->n = (uint64_t)st.st_size / sizeof(struct idx_entry);
+    if (first + sr->n > next_id) /* an append under way: not committed yet */
+        sr->n = next_id > first ? next_id - first : 0;
+    return 0;
+}
+
+static void seg_close(struct seg_reader *sr)
+{
+    close(sr->ifd);
+    close(sr->sfd);
+}
+
+static bool hash_wanted(uint32_t h, const uint32_t *hashes, int nhash)
+{
+    if (!nhash)
+        return true;
+    for (int i = 0; i < nhash; i++)
+        if (hashes[i] == h)
+            return true;
+    return false;
+}
+
+/* Entries [lo, hi) of a segment in the direction dir, in blocks: 1 when fn
+ * stopped, 0 when the range is done, -errno. */
+static int seg_visit(struct seg_reader *sr, uint64_t lo, uint64_t hi, int dir,
+                     const uint32_t *hashes, int nhash,
+                     int (*fn)(const yard_chatlog_rec_t *r, void *arg), void *arg)
+{
+    struct idx_entry blk[1024];
+    uint8_t rec[YARD_LOGREC_MAX];
+    while (lo < hi) {
+        uint64_t k = hi - lo < 1024 ? hi - lo : 1024;
+        uint64_t at = dir > 0 ? lo : hi - k; /* the block's first entry */
+        long got = yard_pread_full(sr->ifd, blk, k * sizeof blk[0], at * sizeof blk[0]);
+        if (got != (long)(k * sizeof blk[0]))
+            return got < 0 ? (int)got : -EIO;
+        for (uint64_t j = 0; j < k; j++) {
+            const struct idx_entry *e = &blk[dir > 0 ? j : k - 1 - j];
+            if (!hash_wanted(e->hash, hashes, nhash))
+                continue;
+            long n = yard_pread_full(sr->sfd, rec, sizeof rec, e->off);
+            yard_logrec_t r;
+            if (n <= 0 || yard_logrec_decode(rec, (size_t)n, &r) != YARD_LOGREC_COMPLETE ||
+                r.id != sr->first + at + (dir > 0 ? j : k - 1 - j))
+                return n < 0 ? (int)n : -EBADMSG;
+            if (fn(&r, arg))
+                return 1;
+        }
+        if (dir > 0)
+            lo += k;
+        else
+            hi -= k;
+    }
+    return 0;
+}
+
+int yard_chatlog_seek(yard_chatlog_t *log, uint64_t from, int dir, const uint32_t *hashes,
+                      int nhash, int (*fn)(const yard_chatlog_rec_t *r, void *arg), void *arg)
+{
+    lock(log);
+    uint64_t next_id = log->sh->next_id;
+    unlock(log);
+    uint64_t *segs;
+    size_t nseg;
+    int rc = list_segments(log->dir, &segs, &nseg);
+    if (rc < 0)
+        return rc;
+    if (dir < 0 && from >= next_id)
+        from = next_id - 1;
+    for (size_t step = 0; rc == 0 && step < nseg; step++) {
+        size_t i = dir > 0 ? step : nseg - 1 - step;
+        if (dir > 0 ? (i + 1 < nseg && segs[i + 1] <= from) : segs[i] > from)
+            continue; /* wholly before (after) where the walk starts */
+        struct seg_reader sr;
+        if ((rc = seg_open(log, segs[i], next_id, &sr)) == -ENOENT) {
+            rc = 0; /* pruned meanwhile */
+            continue;
+        }
+        if (rc < 0)
+            break;
+        uint64_t lo = 0, hi = sr.n;
+        if (dir > 0 && from > sr.first)
+            lo = from - sr.first < sr.n ? from - sr.first : sr.n;
+        if (dir < 0 && from + 1 - sr.first < sr.n)
+            hi = from + 1 - sr.first;
+        rc = seg_visit(&sr, lo, hi, dir, hashes, nhash, fn, arg);
+        seg_close(&sr);
+    }
+    free(segs);
+    return rc < 0 ? rc : 0;
+}
+
+uint64_t yard_chatlog_id_at(yard_chatlog_t *log, int64_t ts_ns)
+{
+    lock(log);
+    uint64_t next_id = log->sh->next_id;
+    unlock(log);
+    uint64_t *segs;
+    size_t nseg;
+    if (list_segments(log->dir, &segs, &nseg) < 0)
+        return next_id;
+    uint64_t id = next_id;
+    /* From the newest segment back: the first whose first record is not
+     * later than ts_ns holds the answer (or its successor's first id). */
+    for (size_t step = 0; step < nseg; step++) {
+        struct seg_reader sr;
+        if (seg_open(log, segs[nseg - 1 - step], next_id, &sr) < 0)
+            break;
+        struct idx_entry e;
+        uint64_t lo = 0, hi = sr.n; /* the first entry with ts >= ts_ns is in [lo, hi] */
+        while (lo < hi) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            if (pread(sr.ifd, &e, sizeof e, (off_t)(mid * sizeof e)) != (ssize_t)sizeof e)
+                break;
+            if (e.ts_ns < ts_ns)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        seg_close(&sr);
+        if (lo < sr.n || sr.n == 0)
+            id = sr.first + lo;
+        if (lo > 0)
+            break; /* the record before it is in this segment: earlier ones are older */
+    }
+    free(segs);
+    return id;
 }

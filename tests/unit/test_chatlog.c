@@ -479,6 +479,72 @@ static void test_deferred(void)
     yard_chatlog_close(log);
 }
 
+struct seen {
+    uint64_t ids[64];
+    int n, max;
+};
+
+static int collect(const yard_chatlog_rec_t *r, void *arg)
+{
+    struct seen *v = arg;
+    v->ids[v->n++] = r->id;
+    return v->n == v->max;
+}
+
+/* The index: lookups by target (case-insensitively) in both directions
+ * across segments, by time, and indexes rebuilt when missing or short. */
+static void test_index(void)
+{
+    char dir[512], path[1024];
+    fresh(dir, "index");
+    yard_chatlog_t *log = open_log(dir, 700, NULL); /* a few records per segment */
+    int64_t mid_ts = 0;
+    for (int i = 1; i <= 30; i++) {
+        uint64_t id;
+        int64_t ts;
+        const char *t = i % 3 == 0 ? "#Room[1]" : "#other";
+        ASSERT_EQ(yard_chatlog_append(log, YARD_LOGREC_MESSAGE, "alice", 5, t, strlen(t), "hello",
+                                      5, &id, &ts),
+                  0);
+        if (i == 15)
+            mid_ts = ts;
+    }
+    uint32_t h = yard_chatlog_target_hash("#room{1}", 8); /* rfc1459: [ is { */
+    ASSERT_EQ(h, yard_chatlog_target_hash("#ROOM[1]", 8));
+    struct seen v = {.max = 4};
+    ASSERT_EQ(yard_chatlog_seek(log, UINT64_MAX, -1, &h, 1, collect, &v), 0);
+    ASSERT_EQ(v.n, 4);
+    ASSERT_EQ(v.ids[0], 30);
+    ASSERT_EQ(v.ids[3], 21);
+    v = (struct seen){.max = 64};
+    ASSERT_EQ(yard_chatlog_seek(log, 10, 1, &h, 1, collect, &v), 0);
+    ASSERT_EQ(v.n, 7); /* 12, 15, ..., 30 */
+    ASSERT_EQ(v.ids[0], 12);
+    v = (struct seen){.max = 64};
+    ASSERT_EQ(yard_chatlog_seek(log, 5, -1, NULL, 0, collect, &v), 0);
+    ASSERT_EQ(v.n, 5); /* every record, 5 down to 1 */
+    ASSERT_EQ(yard_chatlog_id_at(log, mid_ts), 15);
+    ASSERT_EQ(yard_chatlog_id_at(log, 0), 1);
+    ASSERT_EQ(yard_chatlog_id_at(log, INT64_MAX), 31);
+    yard_chatlog_close(log);
+    /* An index lost, another cut short: open rebuilds them. */
+    snprintf(path, sizeof path, "%s/log/%020d.idx", dir, 1);
+    ASSERT_EQ(unlink(path), 0);
+    log = open_log(dir, 700, NULL);
+    yard_chatlog_close(log);
+    snprintf(path, sizeof path, "%s/log/%020d.idx", dir, 1);
+    struct stat st;
+    ASSERT_EQ(stat(path, &st), 0);
+    ASSERT(st.st_size > 0);
+    ASSERT_EQ(truncate(path, st.st_size - 24), 0);
+    log = open_log(dir, 700, NULL);
+    ASSERT_EQ(stat(path, &st), 0);
+    v = (struct seen){.max = 64};
+    ASSERT_EQ(yard_chatlog_seek(log, 1, 1, &h, 1, collect, &v), 0);
+    ASSERT_EQ(v.n, 10);
+    yard_chatlog_close(log);
+}
+
 int main(void)
 {
     snprintf(root, sizeof root, "/tmp/yard-test-chatlog-XXXXXX");
@@ -490,6 +556,7 @@ int main(void)
     test_failed_write_leaves_no_half_record();
     test_cursor_tail_and_files();
     test_deferred();
+    test_index();
     nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     return 0;
 }
