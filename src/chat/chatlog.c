@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -683,19 +684,40 @@ uint64_t yard_chatlog_write_deferred(yard_chatlog_t *log)
     return last;
 }
 
+/* The process's servers fork (per connection, per reactor) while the
+ * writer thread runs: a child must not inherit a lock that thread held
+ * (the allocator's, the log's output), so a fork waits until the thread is
+ * idle in read(), and the thread is not started until it is there.
+ * One writer thread per process. */
+static pthread_mutex_t writer_busy = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t writer_atfork_once = PTHREAD_ONCE_INIT;
+static void writer_fork_prepare(void) { pthread_mutex_lock(&writer_busy); }
+static void writer_fork_done(void) { pthread_mutex_unlock(&writer_busy); }
+static sem_t writer_started;
+
+static void writer_atfork(void)
+{
+    sem_init(&writer_started, 0, 0);
+    pthread_atfork(writer_fork_prepare, writer_fork_done, writer_fork_done);
+}
+
 static void *writer_main(void *arg)
 {
     yard_chatlog_t *log = arg;
+    sem_post(&writer_started); /* running: from here on it holds nothing while idle */
     for (;;) {
         uint64_t v;
         if (read(log->wake_fd, &v, sizeof v) < 0 && errno != EINTR) {
             yard_log_err("chat log: the writer thread cannot wait: %s", strerror(errno));
             return NULL;
         }
+        pthread_mutex_lock(&writer_busy);
         uint64_t last = yard_chatlog_write_deferred(log);
         if (last && log->appended)
             log->appended(log->appended_arg, last);
-        if (atomic_load(&log->writer_stop))
+        bool stop = atomic_load(&log->writer_stop);
+        pthread_mutex_unlock(&writer_busy);
+        if (stop)
             return NULL;
     }
 }
@@ -707,7 +729,11 @@ int yard_chatlog_writer_start(yard_chatlog_t *log, void (*appended)(void *arg, u
         return 0;
     log->appended = appended;
     log->appended_arg = arg;
+    pthread_once(&writer_atfork_once, writer_atfork);
     int e = pthread_create(&log->writer_thread, NULL, writer_main, log);
+    while (!e && sem_wait(&writer_started) < 0 && errno == EINTR) {
+        /* the thread has started when this returns */
+    }
     if (e) {
         snprintf(err, errlen, "starting the chat log's writer thread: %s", strerror(e));
         return -e;

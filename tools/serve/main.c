@@ -507,6 +507,7 @@ static int serve(const yard_config_t *cfg, const yard_app_t *app, const yard_mod
     yard_log_init(progname, log_level);
     yard_server_t srv = {.cfg = cfg, .app = app, .model = model, .listen_fd = -1, .out_fd = -1};
     int status = 1;
+    bool inited = false;
     srv.sig_fd = yard_signals_setup(err, sizeof err);
     if (srv.sig_fd < 0) {
         fprintf(stderr, "%s: %s\n", progname, err);
@@ -523,6 +524,7 @@ static int serve(const yard_config_t *cfg, const yard_app_t *app, const yard_mod
         fprintf(stderr, "%s: %s\n", progname, err);
         goto out;
     }
+    inited = true;
     if (app->uses_out) {
         srv.out_fd = open(cfg->out, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
         if (srv.out_fd < 0) {
@@ -553,7 +555,7 @@ out:
         status = 1;
     }
     yard_bus_stop_wakers(); /* they read buses in the shared region */
-    if (app->fini)
+    if (app->fini && inited) /* an init that failed released what it had */
         app->fini(srv.app_state);
     yard_shm_destroy(srv.shm);
     close(srv.sig_fd);
