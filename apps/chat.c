@@ -88,19 +88,21 @@ struct chat_app {
 enum {
     CAP_ACCOUNT_TAG = 1u << 0,   /* account=NAME on relayed lines */
     CAP_AWAY_NOTIFY = 1u << 1,   /* AWAY of the members one shares a channel with */
-    CAP_BATCH = 1u << 2,         /* a JOIN's replay as a chathistory batch */
+    CAP_BATCH = 1u << 2,         /* a JOIN's replay and CHATHISTORY as batches */
     CAP_ECHO = 1u << 3,          /* echo-message */
     CAP_EXTENDED_JOIN = 1u << 4, /* JOIN #chan account :realname */
     CAP_MESSAGE_TAGS = 1u << 5,  /* msgid=ID (the log's id) on relayed lines */
     CAP_SASL = 1u << 6,
     CAP_TIME = 1u << 7,          /* server-time */
+    CAP_CHATHISTORY = 1u << 8,   /* draft/chathistory: CHATHISTORY is answered anyway */
 };
 static const struct {
     const char *name;
     unsigned bit;
 } cap_names[] = {
     {"account-tag", CAP_ACCOUNT_TAG}, {"away-notify", CAP_AWAY_NOTIFY},
-    {"batch", CAP_BATCH},             {"echo-message", CAP_ECHO},
+    {"batch", CAP_BATCH},             {"draft/chathistory", CAP_CHATHISTORY},
+    {"echo-message", CAP_ECHO},
     {"extended-join", CAP_EXTENDED_JOIN}, {"message-tags", CAP_MESSAGE_TAGS},
     {"sasl", CAP_SASL},               {"server-time", CAP_TIME},
 };
@@ -169,10 +171,40 @@ struct replay_job {
     int rc; /* 0, or -errno when (part of) the history could not be read */
 };
 
+/* CHATHISTORY: a lookup through the log's index. */
+#define HISTORY_MAX 1000 /* messages one request returns at most (ISUPPORT CHATHISTORY) */
+enum { HIST_LATEST, HIST_BEFORE, HIST_AFTER, HIST_AROUND, HIST_BETWEEN, HIST_TARGETS };
+struct hist_ref {
+    bool any;     /* "*" */
+    bool by_time; /* timestamp=, else msgid= */
+    uint64_t id;
+    int64_t ts_ns;
+};
+struct hist_job {
+    yard_chatlog_t *log;
+    int sub;
+    bool channel;                     /* else a private conversation with key */
+    char name[CHAT_CHAN_MAX + 1];     /* the target as given */
+    char key[CHAT_CHAN_MAX + 1];      /* casefolded */
+    char me[CHAT_NAME_MAX + 1];       /* the asking account, casefolded */
+    struct hist_ref a, b;
+    unsigned limit;
+    /* out: the records, encoded, and where each starts (in id order) */
+    uint8_t *recs;
+    size_t recs_len, recs_cap;
+    size_t *at;
+    unsigned n;
+    bool down;  /* the walk in progress goes down (its records are reversed after) */
+    uint64_t stop_id; /* the walk ends at this id (exclusive; 0: none) */
+    unsigned want;    /* the walk takes this many */
+    int rc;
+};
+
 struct session {
     int state;
     bool cap_active;   /* CAP LS/REQ seen: registration waits for CAP END */
     unsigned caps;     /* CAP_* negotiated */
+    uint64_t batches;  /* batch references handed out */
     bool umode_i, umode_w; /* user modes: kept and shown, nothing more */
     bool sasl_plain;   /* AUTHENTICATE PLAIN accepted, payload expected */
     bool sasl_done;
@@ -219,6 +251,7 @@ struct session {
     struct post_job post;
     struct read_job rd;
     struct replay_job rp;
+    struct hist_job hist;
     char join_rest[LINE_MAX_MSG + 1]; /* JOIN's channels still to join after a replay */
     uint64_t own[OWN_RING]; /* ids this connection appended, oldest first */
     unsigned own_head, own_len;
@@ -931,11 +964,12 @@ static void welcome(struct chat_app *app, struct session *s, yard_fx_t *fx)
     numeric(fx, s, 3, ":This server speaks an IRC subset; see docs/chat.md");
     numeric(fx, s, 4, SERVER " 0.1.0 iw nt");
     numeric(fx, s, 5, "NETWORK=Switchyard CASEMAPPING=rfc1459 CHANTYPES=#& NICKLEN=%d "
-                      "CHANNELLEN=%d TOPICLEN=%d AWAYLEN=%d CHANLIMIT=#&:%u "
+                      "CHANNELLEN=%d TOPICLEN=%d AWAYLEN=%d CHANLIMIT=#&:%u CHATHISTORY=%d "
+                      "MSGREFTYPES=msgid,timestamp "
                       "TARGMAX=PRIVMSG:%d,NOTICE:%d,WHOIS:%d,USERHOST:5 :are supported by this "
                       "server",
             CHAT_NAME_MAX, CHAT_CHAN_MAX, CHAT_TOPIC_MAX, CHAT_AWAY_MAX,
-            app->set->channels_per_account, TARGMAX, TARGMAX, TARGMAX);
+            app->set->channels_per_account, HISTORY_MAX, TARGMAX, TARGMAX, TARGMAX);
     if (app->motd[0]) {
         numeric(fx, s, 375, ":- " SERVER " Message of the day -");
         char copy[sizeof app->motd];
@@ -1253,6 +1287,255 @@ static void join_list(struct chat_app *app, struct session *s, yard_fx_t *fx, ch
     s->join_rest[0] = 0;
 }
 
+/* ---- CHATHISTORY ---------------------------------------------------------- */
+
+/* Is this record one of the conversation's messages? */
+static bool hist_match(const struct hist_job *j, const yard_chatlog_rec_t *r)
+{
+    if ((r->type != YARD_LOGREC_MESSAGE && r->type != YARD_LOGREC_NOTICE) ||
+        r->target_len > CHAT_CHAN_MAX || r->sender_len > CHAT_NAME_MAX)
+        return false;
+    char target[CHAT_CHAN_MAX + 1], sender[CHAT_NAME_MAX + 1];
+    chat_casefold(target, r->target, r->target_len);
+    if (j->channel)
+        return !strcmp(target, j->key);
+    chat_casefold(sender, r->sender, r->sender_len);
+    return (!strcmp(sender, j->me) && !strcmp(target, j->key)) ||
+           (!strcmp(sender, j->key) && !strcmp(target, j->me));
+}
+
+static int hist_take(const yard_chatlog_rec_t *r, void *arg)
+{
+    struct hist_job *j = arg;
+    if (j->stop_id && (j->down ? r->id <= j->stop_id : r->id >= j->stop_id))
+        return 1;
+    if (!hist_match(j, r))
+        return 0;
+    if (j->recs_len + r->len > j->recs_cap || !j->at) {
+        size_t cap = j->recs_cap ? 2 * j->recs_cap : 64 * 1024;
+        while (cap < j->recs_len + r->len)
+            cap *= 2;
+        uint8_t *g = realloc(j->recs, cap);
+        size_t *a = j->at ? j->at : malloc(HISTORY_MAX * sizeof *a);
+        if (!g || !a) {
+            if (g)
+                j->recs = g;
+            if (!j->at)
+                free(a);
+            j->rc = -ENOMEM;
+            return 1;
+        }
+        j->recs = g;
+        j->at = a;
+        j->recs_cap = cap;
+    }
+    long w = yard_logrec_encode(r, j->recs + j->recs_len, j->recs_cap - j->recs_len);
+    if (w < 0) {
+        j->rc = (int)w;
+        return 1;
+    }
+    j->at[j->n++] = j->recs_len;
+    j->recs_len += (size_t)w;
+    return --j->want == 0;
+}
+
+/* Take up to want matching records walking from id from in direction dir,
+ * stopping at stop_id (exclusive, 0: none); they end up in id order. */
+static void hist_walk(struct hist_job *j, uint64_t from, int dir, uint64_t stop_id, unsigned want)
+{
+    if (!want || j->rc < 0)
+        return;
+    uint32_t h[2] = {yard_chatlog_target_hash(j->key, strlen(j->key)),
+                     yard_chatlog_target_hash(j->me, strlen(j->me))};
+    unsigned first = j->n;
+    j->down = dir < 0;
+    j->stop_id = stop_id;
+    j->want = want;
+    int rc = yard_chatlog_seek(j->log, from, dir, h, j->channel ? 1 : 2, hist_take, j);
+    if (rc < 0 && j->rc == 0)
+        j->rc = rc;
+    if (dir < 0) /* newest first: turn them round */
+        for (unsigned a = first, b = j->n; a + 1 < b; a++, b--) {
+            size_t t = j->at[a];
+            j->at[a] = j->at[b - 1];
+            j->at[b - 1] = t;
+        }
+}
+
+/* A reference's id: msgid=N is N; timestamp=T is the first record at or
+ * after T (after: the first after it). */
+static uint64_t hist_id(struct hist_job *j, const struct hist_ref *r, bool after)
+{
+    if (!r->by_time)
+        return r->id;
+    return yard_chatlog_id_at(j->log, r->ts_ns + (after ? 1 : 0));
+}
+
+static void history_job_run(void *arg)
+{
+    struct hist_job *j = arg;
+    j->rc = 0;
+    j->n = 0;
+    j->recs_len = 0;
+    uint64_t a, b;
+    switch (j->sub) {
+    case HIST_LATEST: /* the newest, after the reference if one is given */
+        hist_walk(j, UINT64_MAX, -1,
+                  j->a.any ? 0 : j->a.by_time ? hist_id(j, &j->a, true) - 1 : j->a.id, j->limit);
+        break;
+    case HIST_BEFORE:
+        a = hist_id(j, &j->a, false);
+        if (a > 1)
+            hist_walk(j, a - 1, -1, 0, j->limit);
+        break;
+    case HIST_AFTER:
+        a = hist_id(j, &j->a, true);
+        hist_walk(j, j->a.by_time ? a : a + 1, 1, 0, j->limit);
+        break;
+    case HIST_AROUND: /* the reference and those before it, then those after */
+        a = hist_id(j, &j->a, false);
+        hist_walk(j, a, -1, 0, (j->limit + 1) / 2);
+        hist_walk(j, a + 1, 1, 0, j->limit - j->n);
+        break;
+    case HIST_BETWEEN:
+        a = hist_id(j, &j->a, false);
+        b = hist_id(j, &j->b, false);
+        if (a < b)
+            hist_walk(j, j->a.by_time ? a : a + 1, 1, b, j->limit);
+        else if (a > 1)
+            hist_walk(j, a - 1, -1, b ? b : 0, j->limit);
+        break;
+    }
+}
+
+/* The result: a chathistory batch (with batch; the lines alone without). */
+static void history_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    struct hist_job *j = &s->hist;
+    (void)app;
+    if (j->rc < 0) {
+        yard_log_err("chat: CHATHISTORY of %s for %s: %s", j->name, s->account, strerror(-j->rc));
+        sendf(fx, ":" SERVER " FAIL CHATHISTORY MESSAGE_ERROR %s :The history cannot be read "
+                  "now",
+              j->name);
+    } else {
+        char ref[32] = "";
+        if (s->caps & CAP_BATCH) {
+            snprintf(ref, sizeof ref, "h%llu", (unsigned long long)++s->batches);
+            sendf(fx, ":" SERVER " BATCH +%s chathistory %s", ref, j->name);
+        }
+        for (unsigned i = 0; i < j->n; i++) {
+            yard_chatlog_rec_t r;
+            if (yard_logrec_decode(j->recs + j->at[i], j->recs_len - j->at[i], &r) ==
+                YARD_LOGREC_COMPLETE)
+                relay(fx, s, &r, ref);
+        }
+        if (ref[0])
+            sendf(fx, ":" SERVER " BATCH -%s", ref);
+    }
+    free(j->recs);
+    free(j->at);
+    j->recs = NULL;
+    j->at = NULL;
+    j->recs_cap = 0;
+}
+
+/* msgid=N, timestamp=YYYY-MM-DDThh:mm:ss[.sss]Z, or * (when star). */
+static bool hist_parse_ref(const char *t, bool star, struct hist_ref *r)
+{
+    memset(r, 0, sizeof *r);
+    if (star && !strcmp(t, "*")) {
+        r->any = true;
+        return true;
+    }
+    if (!strncmp(t, "msgid=", 6)) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(t + 6, &end, 10);
+        r->id = v;
+        return !errno && *end == 0 && end != t + 6 && v > 0;
+    }
+    if (strncmp(t, "timestamp=", 10) != 0)
+        return false;
+    struct tm tm = {0};
+    const char *p = strptime(t + 10, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (!p)
+        return false;
+    long ms = 0;
+    if (*p == '.') {
+        int digits = 0;
+        for (p++; *p >= '0' && *p <= '9'; p++, digits++)
+            if (digits < 3)
+                ms = ms * 10 + (*p - '0');
+        for (; digits < 3 && digits > 0; digits++)
+            ms *= 10;
+    }
+    if (strcmp(p, "Z") != 0)
+        return false;
+    r->by_time = true;
+    r->ts_ns = (int64_t)timegm(&tm) * 1000000000 + (int64_t)ms * 1000000;
+    return true;
+}
+
+static void chathistory(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                        const yard_irc_msg_t *m)
+{
+    static const char *const subs[] = {"LATEST", "BEFORE", "AFTER", "AROUND", "BETWEEN",
+                                       "TARGETS"};
+    const char *sub = m->n ? m->params[0] : "";
+    int k = 0;
+    while (k < 6 && strcasecmp(sub, subs[k]) != 0)
+        k++;
+    if (k == 6) {
+        sendf(fx, ":" SERVER " FAIL CHATHISTORY UNKNOWN_COMMAND %s :Unknown subcommand",
+              m->n ? sub : "*");
+        return;
+    }
+    if (k == HIST_TARGETS) {
+        sendf(fx, ":" SERVER " FAIL CHATHISTORY UNKNOWN_COMMAND TARGETS :TARGETS is not "
+                  "supported yet");
+        return;
+    }
+    int need = k == HIST_BETWEEN ? 5 : 4;
+    struct hist_job *j = &s->hist;
+    memset(j, 0, sizeof *j);
+    char *end = NULL;
+    long limit = m->n >= need ? strtol(m->params[need - 1], &end, 10) : 0;
+    if (m->n < need || !hist_parse_ref(m->params[2], k == HIST_LATEST || k == HIST_BETWEEN, &j->a) ||
+        (k == HIST_BETWEEN && !hist_parse_ref(m->params[3], true, &j->b)) || !end || *end ||
+        limit < 1 || (j->a.any && k != HIST_LATEST)) {
+        sendf(fx, ":" SERVER " FAIL CHATHISTORY INVALID_PARAMS %s :Give a target, %s and a "
+                  "limit of 1 to %d",
+              subs[k], k == HIST_BETWEEN ? "two references" : "a reference", HISTORY_MAX);
+        return;
+    }
+    const char *target = m->params[1];
+    size_t tn = strlen(target);
+    j->channel = target[0] == '#' || target[0] == '&';
+    bool ok = tn <= CHAT_CHAN_MAX;
+    if (ok && j->channel) {
+        chat_lock(app->cs);
+        int c = chat_channel_find(app->cs, target, tn, false);
+        ok = c >= 0 && chat_is_in(app->cs, s->slot, c);
+        chat_unlock(app->cs);
+    } else if (ok) {
+        ok = yard_account_name_valid(target, tn);
+    }
+    if (!ok) { /* a channel one is not in looks like one that does not exist */
+        sendf(fx, ":" SERVER " FAIL CHATHISTORY INVALID_TARGET %s %s :No such channel or nick, "
+                  "or you are not in that channel",
+              subs[k], target);
+        return;
+    }
+    j->log = app->log;
+    j->sub = k;
+    j->limit = limit > HISTORY_MAX ? HISTORY_MAX : (unsigned)limit;
+    memcpy(j->name, target, tn + 1);
+    chat_casefold(j->key, target, tn);
+    strcpy(j->me, s->account_key);
+    yard_fx_io(fx, history_job_run, j);
+}
+
 static void chat_job_done(void *state, void *session, void *arg, yard_fx_t *fx)
 {
     struct chat_app *app = state;
@@ -1261,6 +1544,8 @@ static void chat_job_done(void *state, void *session, void *arg, yard_fx_t *fx)
         post_done(app, s, fx);
     } else if (arg == &s->rd) {
         read_done(app, s, fx);
+    } else if (arg == &s->hist) {
+        history_done(app, s, fx);
     } else if (arg == &s->rp) {
         replay_done(app, s, fx);
         char rest[sizeof s->join_rest];
@@ -2034,6 +2319,8 @@ static void command(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
         ison(app, s, fx, m, c[0] == 'U');
     } else if (!strcmp(c, "AWAY")) {
         away(app, s, fx, m);
+    } else if (!strcmp(c, "CHATHISTORY")) {
+        chathistory(app, s, fx, m);
     } else if (!strcmp(c, "LIST")) {
         list(app, s, fx, m);
     } else if (!strcmp(c, "LUSERS")) {

@@ -243,7 +243,7 @@ def test_irssi_and_weechat_talk_with_the_documented_commands(start_server, tmux,
         tmux.wait("weechat", rf"{CHANNEL}\(\+nt\)\{{3\}}", "three nicks in WeeChat's list")
 
         # irssi -> server -> WeeChat and carol.
-        text = f"hello from irssi {secrets.token_hex(4)}"
+        text = irssi_text = f"hello from irssi {secrets.token_hex(4)}"
         tmux.type("irssi", text)
         carol.expect(rf"^:bob!bob@yard PRIVMSG {CHANNEL} :{re.escape(text)}$",
                      timeout=IRSSI_SEND_WAIT)
@@ -289,6 +289,15 @@ def test_irssi_and_weechat_talk_with_the_documented_commands(start_server, tmux,
         tmux.wait("weechat", rf"carol \(carol@yard\) has left {CHANNEL} \(see you 👋\)",
                   "carol's part on WeeChat")
         tmux.wait("weechat", rf"{CHANNEL}\(\+nt\)\{{2\}}", "two nicks in WeeChat's list")
+
+        # WeeChat reconnects and fetches what irssi said with CHATHISTORY (WeeChat 3.8 has
+        # no command of its own for it: /quote): the message is on its screen a second time.
+        tmux.type("weechat", "/reconnect")
+        tmux.wait("weechat", rf"(?s)(alice (\S+ )*\(alice@yard\) has joined {CHANNEL}\b.*){{2}}",
+                  "alice's join again after /reconnect")
+        tmux.type("weechat", f"/quote CHATHISTORY LATEST {CHANNEL} * 20")
+        tmux.wait("weechat", rf"(?s)(\bbob\s+\|\s+{re.escape(irssi_text)}(?!\S).*){{2}}",
+                  "irssi's message again, from CHATHISTORY")
 
         # Both leave by themselves.
         tmux.type("irssi", "/quit")

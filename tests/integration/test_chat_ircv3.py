@@ -15,8 +15,8 @@ pytestmark = pytest.mark.usefixtures("yard_chat_built")
 accounts = accounts_fixture("ana", "bo", "cy")
 chat = chat_fixture()
 
-ALL_CAPS = ("account-tag away-notify batch echo-message extended-join message-tags sasl "
-            "server-time")
+ALL_CAPS = ("account-tag away-notify batch draft/chathistory echo-message extended-join "
+            "message-tags sasl server-time")
 
 
 def test_cap_ls_req_list(chat):

@@ -1,0 +1,103 @@
+"""CHATHISTORY (IRCv3 draft/chathistory) under every model: LATEST, BEFORE, AFTER, AROUND
+and BETWEEN by msgid and by timestamp, served from the log through its index, in a
+chathistory batch; private conversations; members only; the errors; and after a restart."""
+
+import re
+
+import pytest
+
+from chatlib import CHAT_MODELS, accounts_fixture, chat_fixture, login_pass, login_sasl
+
+pytestmark = pytest.mark.usefixtures("yard_chat_built")
+
+accounts = accounts_fixture("ana", "bo", "cy")
+chat = chat_fixture()
+CAPS = "sasl batch message-tags server-time draft/chathistory"
+
+
+def history(c, nick, *args):
+    """Send CHATHISTORY args; the texts of the batch that answers it, and their msgids."""
+    c.send("CHATHISTORY " + " ".join(str(a) for a in args))
+    ref = c.expect(rf"^:yard BATCH \+(\S+) chathistory {re.escape(str(args[1]))}$").group(1)
+    texts, ids = [], []
+    while True:
+        m = c.expect(rf"^(?:@\S+ )?:yard BATCH -{ref}$|^@(\S+) :\S+ (?:PRIVMSG|NOTICE) \S+ :(.*)$")
+        if m.group(0).startswith(":yard BATCH"):
+            return texts, ids
+        tags = dict(t.split("=", 1) for t in m.group(1).split(";"))
+        assert tags["batch"] == ref
+        texts.append(m.group(2))
+        ids.append(int(tags["msgid"]))
+
+
+@pytest.mark.parametrize("model", CHAT_MODELS)
+def test_chathistory(chat, model):
+    srv, data = chat(model)
+    ana = login_pass(srv.port, "ana", "pw-ana")
+    bo = login_sasl(srv.port, "bo", "pw-bo", caps=CAPS)
+    cy = login_sasl(srv.port, "cy", "pw-cy", caps=CAPS)
+    for c, nick in ((ana, "ana"), (bo, "bo")):
+        c.send("JOIN #h")
+        c.expect(rf" 366 {nick} #h ")
+    ana.send(*[f"PRIVMSG #h :m{k} ✨" for k in range(20)], "PRIVMSG bo :dm to bo",
+             "PING sent")
+    ana.expect(r" PONG yard :sent$")
+    bo.send("PRIVMSG ana :dm to ana 🙂", "PING sent")
+    bo.expect(r" PONG yard :sent$")
+
+    texts, ids = history(bo, "bo", "LATEST", "#H", "*", 5)  # any spelling of the channel
+    assert texts == [f"m{k} ✨" for k in range(15, 20)]
+    assert ids == sorted(ids)
+    texts, ids = history(bo, "bo", "LATEST", "#h", "*", 20)
+    msgid = dict(zip(texts, ids))
+    m5, m10, m17 = (msgid[f"m{k} ✨"] for k in (5, 10, 17))
+    assert history(bo, "bo", "BEFORE", "#h", f"msgid={m10}", 3)[0] == ["m7 ✨", "m8 ✨", "m9 ✨"]
+    assert history(bo, "bo", "AFTER", "#h", f"msgid={m10}", 3)[0] == ["m11 ✨", "m12 ✨",
+                                                                       "m13 ✨"]
+    assert history(bo, "bo", "AROUND", "#h", f"msgid={m10}", 4)[0] == [
+        "m9 ✨", "m10 ✨", "m11 ✨", "m12 ✨"]
+    between = [f"m{k} ✨" for k in range(6, 10)]
+    assert history(bo, "bo", "BETWEEN", "#h", f"msgid={m5}", f"msgid={m10}", 100)[0] == between
+    assert history(bo, "bo", "BETWEEN", "#h", f"msgid={m10}", f"msgid={m5}", 100)[0] == between
+    assert history(bo, "bo", "LATEST", "#h", f"msgid={m17}", 10)[0] == ["m18 ✨", "m19 ✨"]
+    assert history(bo, "bo", "LATEST", "#h", "timestamp=2000-01-01T00:00:00.000Z", 2)[0] == [
+        "m18 ✨", "m19 ✨"]
+    assert history(bo, "bo", "BEFORE", "#h", "timestamp=2100-01-01T00:00:00Z", 2)[0] == [
+        "m18 ✨", "m19 ✨"]
+    assert history(bo, "bo", "AFTER", "#h", "timestamp=2100-01-01T00:00:00Z", 5)[0] == []
+    # A private conversation: both directions, for its two ends only.
+    assert history(bo, "bo", "LATEST", "ana", "*", 10)[0] == ["dm to bo", "dm to ana 🙂"]
+    assert history(cy, "cy", "LATEST", "ana", "*", 10)[0] == []
+    # Members only; the errors.
+    cy.send("CHATHISTORY LATEST #h * 10")
+    cy.expect(r"^:yard FAIL CHATHISTORY INVALID_TARGET LATEST #h :")
+    for bad in ("LATEST #h * 0", "LATEST #h * x", "BEFORE #h * 5", "AFTER #h msgid=abc 5",
+                "BEFORE #h timestamp=yesterday 5", "BETWEEN #h msgid=1 5", "LATEST #h"):
+        bo.send(f"CHATHISTORY {bad}")
+        bo.expect(rf"^:yard FAIL CHATHISTORY INVALID_PARAMS {bad.split()[0]} :")
+    bo.send("CHATHISTORY SOMETIME #h * 5")
+    bo.expect(r"^:yard FAIL CHATHISTORY UNKNOWN_COMMAND SOMETIME :")
+    assert len(history(bo, "bo", "LATEST", "#h", "*", 5000)[0]) == 20  # over 1000: capped
+    # Without batch the lines come alone.
+    ana.send("CHATHISTORY LATEST #h * 2")
+    ana.expect(r"^:ana!ana@yard PRIVMSG #h :m18 ✨$")
+    ana.expect(r"^:ana!ana@yard PRIVMSG #h :m19 ✨$")
+    assert not any("BATCH" in ln for ln in ana.lines)
+    for c in (ana, bo, cy):
+        c.close()
+    # The log, and its index, after a restart.
+    srv.close()
+    srv2, _ = chat(model, data=data)
+    bo = login_sasl(srv2.port, "bo", "pw-bo", caps=CAPS)
+    bo.send("JOIN #h")
+    bo.expect(r" 366 bo #h ")
+    assert history(bo, "bo", "BEFORE", "#h", f"msgid={m10}", 2)[0] == ["m8 ✨", "m9 ✨"]
+    bo.close()
+
+
+def test_isupport_says_chathistory(chat):
+    srv, _ = chat("epoll")
+    c = login_pass(srv.port, "ana", "pw-ana")
+    assert any(" CHATHISTORY=1000 " in ln and " MSGREFTYPES=msgid,timestamp " in ln
+               for ln in c.lines)
+    c.close()
