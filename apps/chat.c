@@ -95,6 +95,7 @@ enum {
     CAP_SASL = 1u << 6,
     CAP_TIME = 1u << 7,          /* server-time */
     CAP_CHATHISTORY = 1u << 8,   /* draft/chathistory: CHATHISTORY is answered anyway */
+    CAP_READ_MARKER = 1u << 9,   /* draft/read-marker: MARKREAD */
 };
 static const struct {
     const char *name;
@@ -102,7 +103,7 @@ static const struct {
 } cap_names[] = {
     {"account-tag", CAP_ACCOUNT_TAG}, {"away-notify", CAP_AWAY_NOTIFY},
     {"batch", CAP_BATCH},             {"draft/chathistory", CAP_CHATHISTORY},
-    {"echo-message", CAP_ECHO},
+    {"draft/read-marker", CAP_READ_MARKER}, {"echo-message", CAP_ECHO},
     {"extended-join", CAP_EXTENDED_JOIN}, {"message-tags", CAP_MESSAGE_TAGS},
     {"sasl", CAP_SASL},               {"server-time", CAP_TIME},
 };
@@ -585,6 +586,38 @@ static void presence_relay(struct chat_app *app, struct session *s, yard_fx_t *f
         sendf(fx, "%s:%.*s!%.*s@" SERVER " QUIT :%s", tags, sn, r->sender, sn, r->sender, why);
 }
 
+/* ---- read markers (draft/read-marker) ------------------------------------- */
+
+#define MARKER_CLIENT "~read" /* the read positions' client id for markers: no device has it */
+
+/* A read marker of this connection's account moved: tell it (all its
+ * connections with the capability, the one that moved it included). */
+static void marker_relay(struct session *s, yard_fx_t *fx, const yard_chatlog_rec_t *r)
+{
+    char sender[CHAT_NAME_MAX + 1];
+    if (!(s->caps & CAP_READ_MARKER) || r->sender_len > CHAT_NAME_MAX)
+        return;
+    chat_casefold(sender, r->sender, r->sender_len);
+    if (!strcmp(sender, s->account_key))
+        sendf(fx, ":" SERVER " MARKREAD %.*s timestamp=%.*s", (int)r->target_len, r->target,
+              (int)r->text_len, r->text);
+}
+
+/* The account's marker of target (casefolded): "timestamp=..." or "*". */
+static void marker_text(struct chat_app *app, struct session *s, const char *key, char *out,
+                        size_t cap)
+{
+    bool known;
+    uint64_t ns = chat_pos_get(app->cs, s->account_key, MARKER_CLIENT, key, &known);
+    if (!known || !ns) {
+        snprintf(out, cap, "*");
+        return;
+    }
+    char t[40];
+    format_time(t, sizeof t, (int64_t)ns);
+    snprintf(out, cap, "timestamp=%s", t);
+}
+
 /* Read positions move once per channel per batch of relayed records, not
  * once per record: each move takes the shared lock. */
 struct pos_batch {
@@ -640,6 +673,10 @@ static int relay_read(struct chat_app *app, struct session *s, yard_fx_t *fx, co
         if (r.id <= s->seen)
             continue;
         s->seen = r.id;
+        if (r.type == YARD_LOGREC_READ) {
+            marker_relay(s, fx, &r);
+            continue;
+        }
         if (is_presence(r.type)) {
             presence_relay(app, s, fx, &r);
             continue;
@@ -1268,6 +1305,11 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
         sendf(fx, ":%s!%s@" SERVER " JOIN %s", s->account, s->account, shown);
     topic_reply(app, s, fx, shown, key);
     names(app, s, fx, c, shown);
+    if (s->caps & CAP_READ_MARKER) {
+        char mark[80];
+        marker_text(app, s, key, mark, sizeof mark);
+        sendf(fx, ":" SERVER " MARKREAD %s %s", shown, mark);
+    }
     replay_start(app, s, fx, shown, key);
 }
 
@@ -1475,6 +1517,51 @@ static bool hist_parse_ref(const char *t, bool star, struct hist_ref *r)
     r->by_time = true;
     r->ts_ns = (int64_t)timegm(&tm) * 1000000000 + (int64_t)ms * 1000000;
     return true;
+}
+
+/* MARKREAD target [timestamp=T]: the account's read marker of target, or
+ * move it forward (never back). A move goes through the log, so every
+ * connection of the account hears it, in any process. */
+static void markread(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                     const yard_irc_msg_t *m)
+{
+    const char *target = m->n ? m->params[0] : "";
+    size_t tn = strlen(target);
+    bool chan = target[0] == '#' || target[0] == '&';
+    if (!tn || tn > CHAT_CHAN_MAX || (chan ? !valid_channel(target)
+                                           : !yard_account_name_valid(target, tn))) {
+        sendf(fx, ":" SERVER " FAIL MARKREAD INVALID_PARAMS %s :Give a channel or nick, and "
+                  "optionally timestamp=YYYY-MM-DDThh:mm:ss.sssZ",
+              tn ? target : "*");
+        return;
+    }
+    char key[CHAT_CHAN_MAX + 1], now[80];
+    chat_casefold(key, target, tn);
+    if (m->n < 2) {
+        marker_text(app, s, key, now, sizeof now);
+        sendf(fx, ":" SERVER " MARKREAD %s %s", target, now);
+        return;
+    }
+    struct hist_ref ref;
+    if (!hist_parse_ref(m->params[1], false, &ref) || !ref.by_time || ref.ts_ns <= 0) {
+        sendf(fx, ":" SERVER " FAIL MARKREAD INVALID_PARAMS %s :The timestamp is "
+                  "timestamp=YYYY-MM-DDThh:mm:ss.sssZ",
+              target);
+        return;
+    }
+    bool known;
+    uint64_t was = chat_pos_get(app->cs, s->account_key, MARKER_CLIENT, key, &known);
+    if (known && was >= (uint64_t)ref.ts_ns) { /* not back: the current one is the answer */
+        marker_text(app, s, key, now, sizeof now);
+        sendf(fx, ":" SERVER " MARKREAD %s %s", target, now);
+        return;
+    }
+    chat_pos_set(app->cs, s->account_key, MARKER_CLIENT, key, (uint64_t)ref.ts_ns);
+    char t[40];
+    format_time(t, sizeof t, ref.ts_ns);
+    yard_chatlog_entry_t ev;
+    presence_ev(&ev, YARD_LOGREC_READ, s->account, target, t);
+    presence_put(app, &ev, 1);
 }
 
 static void chathistory(struct chat_app *app, struct session *s, yard_fx_t *fx,
@@ -2321,6 +2408,8 @@ static void command(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
         away(app, s, fx, m);
     } else if (!strcmp(c, "CHATHISTORY")) {
         chathistory(app, s, fx, m);
+    } else if (!strcmp(c, "MARKREAD")) {
+        markread(app, s, fx, m);
     } else if (!strcmp(c, "LIST")) {
         list(app, s, fx, m);
     } else if (!strcmp(c, "LUSERS")) {

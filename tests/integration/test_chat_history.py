@@ -3,10 +3,11 @@ and BETWEEN by msgid and by timestamp, served from the log through its index, in
 chathistory batch; private conversations; members only; the errors; and after a restart."""
 
 import re
+import subprocess
 
 import pytest
 
-from chatlib import CHAT_MODELS, accounts_fixture, chat_fixture, login_pass, login_sasl
+from chatlib import CHAT, CHAT_MODELS, accounts_fixture, chat_fixture, login_pass, login_sasl
 
 pytestmark = pytest.mark.usefixtures("yard_chat_built")
 
@@ -100,4 +101,33 @@ def test_isupport_says_chathistory(chat):
     c = login_pass(srv.port, "ana", "pw-ana")
     assert any(" CHATHISTORY=1000 " in ln and " MSGREFTYPES=msgid,timestamp " in ln
                for ln in c.lines)
+    c.close()
+
+
+def test_log_generate_builds_a_history(chat, tmp_path):
+    """yard-chat log generate: N messages straight into the log, which a server then
+    serves (CHATHISTORY) and verify accepts; usage errors exit 2."""
+    first, data = chat("epoll")  # the accounts, copied into a data directory
+    first.close()  # generate writes the log of a server that is not running
+    r = subprocess.run([CHAT, "log", "generate", "--data", str(data), "--messages", "5000",
+                        "--target", "#g", "--senders", "3", "--text-bytes", "80"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "generated 5000 messages to #g, ids 1..5000"
+    v = subprocess.run([CHAT, "log", "verify", "--data", str(data)], capture_output=True,
+                       text=True, timeout=60)
+    assert v.returncode == 0 and "5000 records" in v.stdout, v.stdout + v.stderr
+    for bad in (["--messages", "0"], ["--messages", "-3"], ["--messages", "10", "--senders", "0"],
+                ["--messages", "10", "--text-bytes", "5000"], ["--messages", "10", "--from", "3"]):
+        b = subprocess.run([CHAT, "log", "generate", "--data", str(data), *bad],
+                           capture_output=True, text=True, timeout=30)
+        assert b.returncode == 2 and "yard-chat log" in b.stderr, (bad, b.stderr)
+    srv, _ = chat("epoll", data=data)
+    c = login_sasl(srv.port, "ana", "pw-ana", caps=CAPS)
+    c.send("JOIN #g")
+    c.expect(r" 366 ana #g ")
+    texts, ids = history(c, "ana", "LATEST", "#g", "*", 10)
+    assert ids == list(range(4991, 5001))
+    assert all(t.startswith(f"generated message {i - 1} ") and len(t) == 80
+               for t, i in zip(texts, ids))
     c.close()

@@ -1,6 +1,6 @@
 """IRCv3 capabilities of the chat service, under every model: CAP LS/REQ/LIST semantics,
 message-tags (msgid = the log's id), account-tag, server-time, extended-join, away-notify,
-and a JOIN's replay as a chathistory batch."""
+a JOIN's replay as a chathistory batch, and read markers."""
 
 import json
 import re
@@ -15,8 +15,8 @@ pytestmark = pytest.mark.usefixtures("yard_chat_built")
 accounts = accounts_fixture("ana", "bo", "cy")
 chat = chat_fixture()
 
-ALL_CAPS = ("account-tag away-notify batch draft/chathistory echo-message extended-join "
-            "message-tags sasl server-time")
+ALL_CAPS = ("account-tag away-notify batch draft/chathistory draft/read-marker echo-message "
+            "extended-join message-tags sasl server-time")
 
 
 def test_cap_ls_req_list(chat):
@@ -103,3 +103,40 @@ def test_join_replay_is_a_batch(chat):
     bo.expect(rf"^:yard BATCH -{re.escape(ref)}$")
     for c in (ana, bo):
         c.close()
+
+
+@pytest.mark.parametrize("model", CHAT_MODELS)
+def test_read_marker(chat, model):
+    """draft/read-marker: MARKREAD moves the account's marker forward only, every connection
+    of the account with the capability hears it, JOIN says where it is, and it survives a
+    restart."""
+    srv, data = chat(model)
+    caps = "sasl draft/read-marker"
+    phone, desk = (login_sasl(srv.port, "ana", "pw-ana", caps=caps) for _ in range(2))
+    plain = login_sasl(srv.port, "ana", "pw-ana")  # no read-marker
+    phone.send("JOIN #m")
+    phone.expect(r" 366 ana #m ")
+    phone.expect(r"^:yard MARKREAD #m \*$")  # after NAMES: no marker yet
+    t1, t0 = "2026-01-02T03:04:05.678Z", "2025-01-01T00:00:00.000Z"
+    phone.send(f"MARKREAD #M timestamp={t1}")
+    for c in (phone, desk):
+        c.expect(rf"^:yard MARKREAD #M timestamp={t1}$")
+    desk.send(f"MARKREAD #m timestamp={t0}")  # older: not moved back; the current one
+    desk.expect(rf"^:yard MARKREAD #m timestamp={t1}$")
+    desk.send("MARKREAD bo")
+    desk.expect(r"^:yard MARKREAD bo \*$")
+    for bad in ("MARKREAD", "MARKREAD #m yesterday", "MARKREAD #m timestamp=2026-13-45T99:00Z",
+                "MARKREAD no,such"):
+        desk.send(bad)
+        desk.expect(r"^:yard FAIL MARKREAD INVALID_PARAMS ")
+    plain.send("PING x")
+    plain.expect(r" PONG yard :x$")
+    assert not any("MARKREAD" in ln for ln in plain.lines)
+    for c in (phone, desk, plain):
+        c.close()
+    srv.close()
+    srv2, _ = chat(model, data=data)
+    c = login_sasl(srv2.port, "ana", "pw-ana", caps=caps)
+    c.send("MARKREAD #m")
+    c.expect(rf"^:yard MARKREAD #m timestamp={t1}$")
+    c.close()

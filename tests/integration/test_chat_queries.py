@@ -121,12 +121,12 @@ def test_cap_ls_values_only_for_302_isupport_and_user_modes(chat):
     srv, _ = chat("epoll")
     old = Irc(srv.port)
     old.send("CAP LS")
-    old.expect(r" CAP \* LS :account-tag away-notify batch draft/chathistory echo-message "
-               r"extended-join message-tags sasl server-time$")  # no value without 302
+    old.expect(r" CAP \* LS :account-tag away-notify batch draft/chathistory draft/read-marker "
+               r"echo-message extended-join message-tags sasl server-time$")  # no value without 302
     new = Irc(srv.port)
     new.send("CAP LS 302")
-    new.expect(r" CAP \* LS :account-tag away-notify batch draft/chathistory echo-message "
-               r"extended-join message-tags sasl=PLAIN server-time$")
+    new.expect(r" CAP \* LS :account-tag away-notify batch draft/chathistory draft/read-marker "
+               r"echo-message extended-join message-tags sasl=PLAIN server-time$")
     for c in (old, new):
         c.close()
     a = login_pass(srv.port, "ana", "pw-ana")

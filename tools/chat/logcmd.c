@@ -60,6 +60,7 @@ static int dump_one(const yard_chatlog_rec_t *r, void *arg)
            : r->type == YARD_LOGREC_PART  ? "part"
            : r->type == YARD_LOGREC_QUIT  ? "quit"
            : r->type == YARD_LOGREC_AWAY  ? "away"
+           : r->type == YARD_LOGREC_READ  ? "read"
                                           : "message");
     int s = json_field(d, "sender", r->sender, r->sender_len);
     int t = s < 0 ? s : json_field(d, "target", r->target, r->target_len);
@@ -74,18 +75,94 @@ static int dump_one(const yard_chatlog_rec_t *r, void *arg)
     return 0;
 }
 
+/* log generate: n messages to target from senders <prefix>0..<prefix>k-1
+ * in turn, text "generated message i" padded to text_bytes, appended
+ * directly (no server: the log's lock refuses a running one), synced once
+ * at the end. */
+static int generate(const char *dir, uint64_t n, const char *target, unsigned senders,
+                    const char *prefix, unsigned text_bytes)
+{
+    yard_chatlog_opts_t o;
+    yard_chatlog_opts_default(&o);
+    o.fsync = YARD_CHATLOG_FSYNC_NEVER;
+    yard_chatlog_t *log;
+    yard_chatlog_recovery_t rec;
+    char err[512];
+    if (yard_chatlog_open(dir, &o, &log, &rec, err, sizeof err) < 0) {
+        fprintf(stderr, "yard-chat log generate: %s\n", err);
+        return 1;
+    }
+    char text[YARD_LOGREC_TEXT_MAX + 1], sender[YARD_LOGREC_NAME_MAX + 1];
+    uint64_t first = 0, next_report = n / 10;
+    for (uint64_t i = 0; i < n; i++) {
+        int tn = snprintf(text, sizeof text, "generated message %" PRIu64 " ", i);
+        for (; (unsigned)tn < text_bytes && tn < YARD_LOGREC_TEXT_MAX; tn++)
+            text[tn] = (char)('a' + (i + (uint64_t)tn) % 26);
+        int sn = snprintf(sender, sizeof sender, "%s%u", prefix, (unsigned)(i % senders));
+        uint64_t id;
+        int64_t ts;
+        int rc = yard_chatlog_append(log, YARD_LOGREC_MESSAGE, sender, (size_t)sn, target,
+                                     strlen(target), text, (size_t)tn, &id, &ts);
+        if (rc < 0) {
+            fprintf(stderr, "yard-chat log generate: appending message %" PRIu64 ": %s\n", i,
+                    strerror(-rc));
+            yard_chatlog_close(log);
+            return 1;
+        }
+        if (!first)
+            first = id;
+        if (n >= 100000 && i + 1 == next_report) {
+            fprintf(stderr, "yard-chat log generate: %" PRIu64 "%% (%" PRIu64 " messages)\n",
+                    (i + 1) * 100 / n, i + 1);
+            next_report += n / 10;
+        }
+    }
+    int rc = yard_chatlog_sync(log);
+    yard_chatlog_close(log);
+    if (rc < 0) {
+        fprintf(stderr, "yard-chat log generate: syncing: %s\n", strerror(-rc));
+        return 1;
+    }
+    printf("generated %" PRIu64 " messages to %s, ids %" PRIu64 "..%" PRIu64 "\n", n, target,
+           first, first + n - 1);
+    return 0;
+}
+
+static bool parse_count(const char *opt, const char *text, uint64_t max, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno || end == text || *end || v > max || (text[0] == '-')) {
+        fprintf(stderr, "yard-chat log: %s: expected a number up to %" PRIu64 ", got '%s'\n", opt,
+                max, text);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
 int chat_log_main(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"data", required_argument, NULL, 'd'},
         {"from", required_argument, NULL, 'f'},
+        {"messages", required_argument, NULL, 'n'},
+        {"target", required_argument, NULL, 't'},
+        {"senders", required_argument, NULL, 's'},
+        {"sender-prefix", required_argument, NULL, 'p'},
+        {"text-bytes", required_argument, NULL, 'b'},
         {NULL, 0, NULL, 0},
     };
-    if (argc < 2 || (strcmp(argv[1], "verify") && strcmp(argv[1], "dump"))) {
-        fprintf(stderr, "yard-chat log: expected verify or dump\nTry 'yard-chat --help'.\n");
+    if (argc < 2 ||
+        (strcmp(argv[1], "verify") && strcmp(argv[1], "dump") && strcmp(argv[1], "generate"))) {
+        fprintf(stderr,
+                "yard-chat log: expected verify, dump or generate\nTry 'yard-chat --help'.\n");
         return 2;
     }
-    const char *verb = argv[1], *dir = NULL;
+    const char *verb = argv[1], *dir = NULL, *target = "#bench", *prefix = "u";
+    uint64_t messages = 0, senders = 64, text_bytes = 64;
+    bool gen = !strcmp(verb, "generate");
     struct dump_arg d = {.from = 0, .buf = NULL};
     optind = 2;
     opterr = 0;
@@ -93,11 +170,33 @@ int chat_log_main(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         if (c == 'd') {
             dir = optarg;
-        } else if (c == 'f') {
+        } else if (c == 'f' && !gen) {
             char *end;
             d.from = strtoull(optarg, &end, 10);
             if (end == optarg || *end) {
                 fprintf(stderr, "yard-chat log: --from: expected a record id, got '%s'\n", optarg);
+                return 2;
+            }
+        } else if (c == 'n' && gen) {
+            if (!parse_count("--messages", optarg, 1000000000, &messages))
+                return 2;
+        } else if (c == 's' && gen) {
+            if (!parse_count("--senders", optarg, 100000, &senders) || !senders)
+                return senders ? 2 : (fprintf(stderr, "yard-chat log: --senders: at least 1\n"), 2);
+        } else if (c == 'b' && gen) {
+            if (!parse_count("--text-bytes", optarg, YARD_LOGREC_TEXT_MAX, &text_bytes))
+                return 2;
+        } else if (c == 't' && gen) {
+            target = optarg;
+            if (!*target || strlen(target) > YARD_LOGREC_NAME_MAX || strpbrk(target, " ,\r\n")) {
+                fprintf(stderr, "yard-chat log: --target: a channel or account name, got '%s'\n",
+                        target);
+                return 2;
+            }
+        } else if (c == 'p' && gen) {
+            prefix = optarg;
+            if (!*prefix || strlen(prefix) > 20) {
+                fprintf(stderr, "yard-chat log: --sender-prefix: 1 to 20 characters\n");
                 return 2;
             }
         } else {
@@ -109,6 +208,13 @@ int chat_log_main(int argc, char **argv)
     if (!dir) {
         fprintf(stderr, "yard-chat log: --data DIR is required\n");
         return 2;
+    }
+    if (gen) {
+        if (!messages) {
+            fprintf(stderr, "yard-chat log generate: --messages N is required\n");
+            return 2;
+        }
+        return generate(dir, messages, target, (unsigned)senders, prefix, (unsigned)text_bytes);
     }
     if (!strcmp(verb, "dump")) {
         int rc = yard_chatlog_walk(dir, dump_one, &d);
