@@ -43,8 +43,6 @@
 #define LINE_MAX_TAGS YARD_IRC_TAGS_MAX
 #define NEWS_BATCH 1024 /* records relayed per news call before yielding */
 #define LOG_READ 8192u /* bytes of the log read at a time (the tail or the files) */
-#define FLOOD_BURST 200.0
-#define FLOOD_RATE 100.0 /* lines per second, sustained */
 #define OWN_RING 1024
 #define TARGMAX 4 /* targets of one PRIVMSG or NOTICE */
 #define CHECK_RETRY_NS (50 * YARD_NS_PER_MS) /* a login waiting for its address's turn */
@@ -63,6 +61,8 @@ struct chat_settings {
     uint64_t ping_timeout_ns;     /* ... and close it if it stays silent this much longer */
     unsigned max_channels;        /* channels the server can hold */
     unsigned channels_per_account; /* CHANLIMIT: channels one account may be in */
+    unsigned flood_rate;          /* lines per second a client may send, sustained (0: any) */
+    unsigned flood_burst;         /* ... and at once */
     /* Login limits (chat_guard.h). */
     unsigned login_max_pending;      /* password checks in flight, server-wide */
     unsigned login_pending_per_addr; /* ... from one source address */
@@ -2439,7 +2439,7 @@ static void chat_open(void *state, void *session, yard_fx_t *fx)
     struct chat_app *app = state;
     struct session *s = session;
     s->slot = -1;
-    s->tokens = FLOOD_BURST;
+    s->tokens = app->set->flood_burst;
     s->tokens_at = fx->now_ns;
     s->register_by = fx->now_ns + app->set->register_timeout_ns;
     chat_addr_of(fx->peer, &s->addr);
@@ -2529,9 +2529,10 @@ static size_t chat_data(void *state, void *session, const uint8_t *in, size_t n,
     s->heard_ns = fx->now_ns; /* any line is a sign of life (the timer checks lazily) */
     s->pinged_ns = 0;
     /* Refill the flood bucket. */
-    double dt = (double)(fx->now_ns - s->tokens_at) / 1e9;
+    double dt = (double)(fx->now_ns - s->tokens_at) / 1e9, rate = app->set->flood_rate,
+           burst = app->set->flood_burst;
     s->tokens_at = fx->now_ns;
-    s->tokens = s->tokens + dt * FLOOD_RATE > FLOOD_BURST ? FLOOD_BURST : s->tokens + dt * FLOOD_RATE;
+    s->tokens = s->tokens + dt * rate > burst ? burst : s->tokens + dt * rate;
     while (used < n && !fx->close && !fx->job && !s->pending_fail && s->state != ST_WAIT) {
         const char *p = (const char *)in + used;
         size_t left = n - used;
@@ -2561,11 +2562,11 @@ static size_t chat_data(void *state, void *session, const uint8_t *in, size_t n,
             used += u;
             continue;
         }
-        if (s->state == ST_READY) {
+        if (s->state == ST_READY && rate > 0) {
             if (s->tokens < 1) {
                 /* Flooding: stop reading this client until a token is due
                  * (a list of targets may have taken the bucket below 0). */
-                yard_fx_wake_at(fx, fx->now_ns + (uint64_t)((1 - s->tokens) * 1e9 / FLOOD_RATE));
+                yard_fx_wake_at(fx, fx->now_ns + (uint64_t)((1 - s->tokens) * 1e9 / rate));
                 break;
             }
             s->tokens -= 1;
@@ -2766,6 +2767,12 @@ static const yard_opt_t chat_opts[] = {
     {.name = "registration-timeout-ms", .form = "N", .type = YARD_OPT_MS,
      CHAT_FIELD(register_timeout_ns), .min = 1, .max = 3600000, .def = "10000",
      .help = "time to log in; a client that has not is closed"},
+    {.name = "flood-rate", .form = "N", .type = YARD_OPT_INT, CHAT_FIELD(flood_rate), .min = 0,
+     .max = 1000000, .def = "100",
+     .help = "lines per second one client may send, sustained (a list of targets counts each); "
+             "a faster client is not read until it is due; 0: no limit (benchmarks of the log)"},
+    {.name = "flood-burst", .form = "N", .type = YARD_OPT_INT, CHAT_FIELD(flood_burst), .min = 1,
+     .max = 1000000, .def = "200", .help = "lines one client may send at once before --flood-rate applies"},
     {.name = "ping-interval-ms", .form = "N", .type = YARD_OPT_MS, CHAT_FIELD(ping_interval_ns),
      .min = 0, .max = 86400000, .def = "120000",
      .help = "PING a logged-in client that has sent nothing for N ms; 0: never"},

@@ -156,7 +156,7 @@ def history(a, data):
 
 
 def persist(a, data, rate):
-    srv, port = start_server(a.bin, data, a.model, ("--fsync", "interval"))
+    srv, port = start_server(a.bin, data, a.model, ("--fsync", "interval", "--flood-rate", "0"))
     try:
         gen = load(a.bin, port, 8, rate, 10)
         stdout, stderr = gen.communicate(timeout=120)

@@ -328,6 +328,27 @@ def test_flood_control_charges_every_delivered_target(chat):
     assert took >= 0.3, took
 
 
+def test_flood_rate_and_burst_are_flags(chat):
+    """--flood-rate 20 --flood-burst 5: 45 lines take 2 s (5 at once, 40 at 20/s); with
+    --flood-rate 0 a client is never held back: 2000 lines are answered well inside the
+    20 s that the default 100/s would take."""
+    srv, _ = chat("epoll", "--flood-rate", "20", "--flood-burst", "5")
+    a = login_pass(srv.port, "u1", "pw-u1")
+    t0 = time.monotonic()
+    a.send(*[f"PING n{k}" for k in range(44)], "PING done")
+    a.expect(r"PONG yard :done", timeout=20)
+    assert time.monotonic() - t0 >= 1.8
+    a.close()
+    srv.close()
+    srv, _ = chat("epoll", "--flood-rate", "0")
+    b = login_pass(srv.port, "u2", "pw-u2")
+    t0 = time.monotonic()
+    b.send(*[f"PING n{k}" for k in range(1999)], "PING done")
+    b.expect(r"PONG yard :done", timeout=15)
+    assert len([ln for ln in b.lines if " PONG " in ln]) == 2000
+    b.close()
+
+
 # ---- what real clients showed --------------------------------------------------
 
 @pytest.mark.parametrize("model", CHAT_MODELS)
