@@ -196,6 +196,16 @@ struct hist_job {
     size_t *at;
     unsigned n;
     bool down;  /* the walk in progress goes down (its records are reversed after) */
+    /* TARGETS: the channels the asker is in (keys), and what was found:
+     * each conversation once, with its latest message's time */
+    char (*chans)[CHAT_CHAN_MAX + 1];
+    unsigned nchans;
+    struct hist_target {
+        char name[CHAT_CHAN_MAX + 1], key[CHAT_CHAN_MAX + 1];
+        int64_t latest_ns;
+    } *targets;
+    unsigned ntargets;
+    uint64_t low_id; /* TARGETS: the walk ends below this id */
     uint64_t stop_id; /* the walk ends at this id (exclusive; 0: none) */
     unsigned want;    /* the walk takes this many */
     int rc;
@@ -1413,10 +1423,74 @@ static uint64_t hist_id(struct hist_job *j, const struct hist_ref *r, bool after
     return yard_chatlog_id_at(j->log, r->ts_ns + (after ? 1 : 0));
 }
 
+/* TARGETS: each record of the window, newest first; a conversation's
+ * first record seen is its latest. */
+static int hist_target_take(const yard_chatlog_rec_t *r, void *arg)
+{
+    struct hist_job *j = arg;
+    if (r->id < j->low_id)
+        return 1;
+    if ((r->type != YARD_LOGREC_MESSAGE && r->type != YARD_LOGREC_NOTICE) ||
+        r->target_len > CHAT_CHAN_MAX || r->sender_len > CHAT_NAME_MAX)
+        return 0;
+    char target[CHAT_CHAN_MAX + 1], sender[CHAT_NAME_MAX + 1], key[CHAT_CHAN_MAX + 1];
+    const char *name;
+    size_t len;
+    chat_casefold(target, r->target, r->target_len);
+    chat_casefold(sender, r->sender, r->sender_len);
+    if (target[0] == '#' || target[0] == '&') {
+        bool mine = false;
+        for (unsigned i = 0; i < j->nchans && !mine; i++)
+            mine = !strcmp(j->chans[i], target);
+        if (!mine)
+            return 0;
+        strcpy(key, target);
+        name = r->target;
+        len = r->target_len;
+    } else if (!strcmp(sender, j->me)) { /* I wrote to them */
+        strcpy(key, target);
+        name = r->target;
+        len = r->target_len;
+    } else if (!strcmp(target, j->me)) { /* they wrote to me */
+        strcpy(key, sender);
+        name = r->sender;
+        len = r->sender_len;
+    } else {
+        return 0;
+    }
+    for (unsigned i = 0; i < j->ntargets; i++)
+        if (!strcmp(j->targets[i].key, key))
+            return 0; /* seen: that one was later */
+    struct hist_target *t = &j->targets[j->ntargets++];
+    memcpy(t->name, name, len);
+    t->name[len] = 0;
+    strcpy(t->key, key);
+    t->latest_ns = r->ts_ns;
+    return j->ntargets == j->limit;
+}
+
 static void history_job_run(void *arg)
 {
     struct hist_job *j = arg;
     j->rc = 0;
+    if (j->sub == HIST_TARGETS) { /* the window between the two times, newest first */
+        int64_t lo = j->a.ts_ns < j->b.ts_ns ? j->a.ts_ns : j->b.ts_ns,
+                hi = j->a.ts_ns < j->b.ts_ns ? j->b.ts_ns : j->a.ts_ns;
+        j->ntargets = 0;
+        j->targets = malloc(j->limit * sizeof *j->targets);
+        if (!j->targets) {
+            j->rc = -ENOMEM;
+            return;
+        }
+        j->low_id = yard_chatlog_id_at(j->log, lo);
+        uint64_t top = yard_chatlog_id_at(j->log, hi);
+        if (top > j->low_id) {
+            int rc = yard_chatlog_seek(j->log, top - 1, -1, NULL, 0, hist_target_take, j);
+            if (rc < 0)
+                j->rc = rc;
+        }
+        return;
+    }
     j->n = 0;
     j->recs_len = 0;
     uint64_t a, b;
@@ -1460,6 +1534,20 @@ static void history_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
         sendf(fx, ":" SERVER " FAIL CHATHISTORY MESSAGE_ERROR %s :The history cannot be read "
                   "now",
               j->name);
+    } else if (j->sub == HIST_TARGETS) { /* oldest of the latest first */
+        char ref[32] = "";
+        if (s->caps & CAP_BATCH) {
+            snprintf(ref, sizeof ref, "h%llu", (unsigned long long)++s->batches);
+            sendf(fx, ":" SERVER " BATCH +%s draft/chathistory-targets", ref);
+        }
+        for (unsigned i = j->ntargets; i-- > 0;) {
+            char t[40];
+            format_time(t, sizeof t, j->targets[i].latest_ns);
+            sendf(fx, "%s%s%s:" SERVER " CHATHISTORY TARGETS %s %s", ref[0] ? "@batch=" : "", ref,
+                  ref[0] ? " " : "", j->targets[i].name, t);
+        }
+        if (ref[0])
+            sendf(fx, ":" SERVER " BATCH -%s", ref);
     } else {
         char ref[32] = "";
         if (s->caps & CAP_BATCH) {
@@ -1477,8 +1565,12 @@ static void history_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
     }
     free(j->recs);
     free(j->at);
+    free(j->chans);
+    free(j->targets);
     j->recs = NULL;
     j->at = NULL;
+    j->chans = NULL;
+    j->targets = NULL;
     j->recs_cap = 0;
 }
 
@@ -1578,14 +1670,40 @@ static void chathistory(struct chat_app *app, struct session *s, yard_fx_t *fx,
               m->n ? sub : "*");
         return;
     }
-    if (k == HIST_TARGETS) {
-        sendf(fx, ":" SERVER " FAIL CHATHISTORY UNKNOWN_COMMAND TARGETS :TARGETS is not "
-                  "supported yet");
-        return;
-    }
     int need = k == HIST_BETWEEN ? 5 : 4;
     struct hist_job *j = &s->hist;
     memset(j, 0, sizeof *j);
+    if (k == HIST_TARGETS) { /* TARGETS timestamp=T1 timestamp=T2 limit */
+        char *tend = NULL;
+        long tl = m->n >= 4 ? strtol(m->params[3], &tend, 10) : 0;
+        if (m->n < 4 || !hist_parse_ref(m->params[1], false, &j->a) || !j->a.by_time ||
+            !hist_parse_ref(m->params[2], false, &j->b) || !j->b.by_time || !tend || *tend ||
+            tl < 1) {
+            sendf(fx, ":" SERVER " FAIL CHATHISTORY INVALID_PARAMS TARGETS :Give two "
+                      "timestamps and a limit of 1 to %d",
+                  HISTORY_MAX);
+            return;
+        }
+        /* The channels one is in now: only their history is one's to list. */
+        chat_lock(app->cs);
+        unsigned cap = chat_account_channels(app->cs, s->account_key, -1) + 1;
+        j->chans = malloc(cap * sizeof *j->chans);
+        for (unsigned c = 0; j->chans && c < app->cs->nchan && j->nchans < cap; c++)
+            if (app->cs->chans[c].used && chat_is_in(app->cs, s->slot, (int)c))
+                strcpy(j->chans[j->nchans++], app->cs->chans[c].key);
+        chat_unlock(app->cs);
+        if (!j->chans) {
+            fx->nomem = true;
+            return;
+        }
+        j->log = app->log;
+        j->sub = k;
+        j->limit = tl > HISTORY_MAX ? HISTORY_MAX : (unsigned)tl;
+        strcpy(j->me, s->account_key);
+        strcpy(j->name, "*");
+        yard_fx_io(fx, history_job_run, j);
+        return;
+    }
     char *end = NULL;
     long limit = m->n >= need ? strtol(m->params[need - 1], &end, 10) : 0;
     if (m->n < need || !hist_parse_ref(m->params[2], k == HIST_LATEST || k == HIST_BETWEEN, &j->a) ||

@@ -1,5 +1,5 @@
 """CHATHISTORY (IRCv3 draft/chathistory) under every model: LATEST, BEFORE, AFTER, AROUND
-and BETWEEN by msgid and by timestamp, served from the log through its index, in a
+and BETWEEN by msgid and by timestamp, TARGETS, served from the log through its index, in a
 chathistory batch; private conversations; members only; the errors; and after a restart."""
 
 import re
@@ -29,6 +29,19 @@ def history(c, nick, *args):
         assert tags["batch"] == ref
         texts.append(m.group(2))
         ids.append(int(tags["msgid"]))
+
+
+def targets(c, t1, t2, limit):
+    """CHATHISTORY TARGETS: the names in the batch that answers it, in order."""
+    c.send(f"CHATHISTORY TARGETS {t1} {t2} {limit}")
+    ref = c.expect(r"^:yard BATCH \+(\S+) draft/chathistory-targets$").group(1)
+    names = []
+    while True:
+        m = c.expect(rf"^:yard BATCH -{ref}$|^@batch={ref} :yard CHATHISTORY TARGETS (\S+) "
+                     r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+        if m.group(0).startswith(":yard BATCH"):
+            return names
+        names.append(m.group(1))
 
 
 @pytest.mark.parametrize("model", CHAT_MODELS)
@@ -69,11 +82,22 @@ def test_chathistory(chat, model):
     # A private conversation: both directions, for its two ends only.
     assert history(bo, "bo", "LATEST", "ana", "*", 10)[0] == ["dm to bo", "dm to ana 🙂"]
     assert history(cy, "cy", "LATEST", "ana", "*", 10)[0] == []
+    # TARGETS: the conversations with messages in a window, each once, oldest of the
+    # latest first; channels only if one is in them.
+    assert targets(bo, "timestamp=2000-01-01T00:00:00Z", "timestamp=2100-01-01T00:00:00Z",
+                   10) == ["#h", "ana"]
+    assert targets(bo, "timestamp=2100-01-01T00:00:00Z", "timestamp=2000-01-01T00:00:00Z",
+                   1) == ["ana"]
+    assert targets(cy, "timestamp=2000-01-01T00:00:00Z", "timestamp=2100-01-01T00:00:00Z",
+                   10) == []
+    assert targets(bo, "timestamp=2000-01-01T00:00:00Z", "timestamp=2001-01-01T00:00:00Z",
+                   10) == []
     # Members only; the errors.
     cy.send("CHATHISTORY LATEST #h * 10")
     cy.expect(r"^:yard FAIL CHATHISTORY INVALID_TARGET LATEST #h :")
     for bad in ("LATEST #h * 0", "LATEST #h * x", "BEFORE #h * 5", "AFTER #h msgid=abc 5",
-                "BEFORE #h timestamp=yesterday 5", "BETWEEN #h msgid=1 5", "LATEST #h"):
+                "BEFORE #h timestamp=yesterday 5", "BETWEEN #h msgid=1 5", "LATEST #h",
+                "TARGETS msgid=1 msgid=5 5", "TARGETS timestamp=2000-01-01T00:00:00Z 5"):
         bo.send(f"CHATHISTORY {bad}")
         bo.expect(rf"^:yard FAIL CHATHISTORY INVALID_PARAMS {bad.split()[0]} :")
     bo.send("CHATHISTORY SOMETIME #h * 5")
