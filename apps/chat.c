@@ -1263,6 +1263,83 @@ static void replay_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
     chat_pos_set(app->cs, s->account, s->client, j->key, j->upto);
 }
 
+/* What the member slots say of one account (nick = account): online when
+ * any of its connections is; away when every one of them is (a phone left
+ * away does not hide the desktop in use), with the message set last;
+ * chans, when given, the channels it is in, each once. */
+struct presence {
+    bool online, away;
+    char account[CHAT_NAME_MAX + 1];
+    char away_msg[CHAT_AWAY_MAX + 1];
+};
+
+static void presence_of(struct chat_app *app, const char *nick, struct presence *p, char *chans,
+                        size_t chans_cap)
+{
+    memset(p, 0, sizeof *p);
+    char key[CHAT_NAME_MAX + 1], other[CHAT_NAME_MAX + 1];
+    size_t len = strlen(nick);
+    if (len > CHAT_NAME_MAX)
+        return;
+    chat_casefold(key, nick, len);
+    if (chans)
+        chans[0] = 0;
+    size_t used = 0;
+    bool all_away = true;
+    uint64_t latest = 0;
+    chat_lock(app->cs);
+    uint64_t seen[(CHAT_CHANNELS_LIMIT + 63) / 64] = {0};
+    for (unsigned i = 0; i < chat_member_end(app->cs); i++) {
+        struct chat_member *m = chat_member_at(app->cs, (int)i);
+        if (!m->used)
+            continue;
+        chat_casefold(other, m->account, strlen(m->account));
+        if (strcmp(key, other))
+            continue;
+        p->online = true;
+        snprintf(p->account, sizeof p->account, "%s", m->account);
+        all_away = all_away && m->away;
+        if (m->away && m->away_at >= latest) {
+            latest = m->away_at;
+            snprintf(p->away_msg, sizeof p->away_msg, "%s", m->away_msg);
+        }
+        for (unsigned c = 0; chans && c < app->cs->nchan; c++) {
+            if (!app->cs->chans[c].used || !chat_is_in(app->cs, (int)i, (int)c) ||
+                (seen[c / 64] >> (c % 64) & 1))
+                continue;
+            seen[c / 64] |= 1ull << (c % 64);
+            size_t n = strlen(app->cs->chans[c].name);
+            if (used + n + 2 <= chans_cap) {
+                snprintf(chans + used, chans_cap - used, "%s%s", used ? " " : "",
+                         app->cs->chans[c].name);
+                used += n + (used ? 1 : 0);
+            }
+        }
+    }
+    chat_unlock(app->cs);
+    p->away = p->online && all_away;
+}
+
+/* away-notify, for a client that joins channel c: the members who are away
+ * (only looked for while anybody is). */
+static void away_of_members(struct chat_app *app, struct session *s, yard_fx_t *fx, int c)
+{
+    size_t n;
+    bool nomem;
+    char(*who_is)[CHAT_NAME_MAX + 1] = members_of(app, c, &n, &nomem);
+    if (nomem)
+        fx->nomem = true;
+    for (size_t i = 0; i < n; i++) {
+        struct presence p;
+        if (!strcasecmp(who_is[i], s->account))
+            continue;
+        presence_of(app, who_is[i], &p, NULL, 0);
+        if (p.away)
+            sendf(fx, ":%s!%s@" SERVER " AWAY :%s", p.account, p.account, p.away_msg);
+    }
+    free(who_is);
+}
+
 static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *name)
 {
     if (!valid_channel(name)) {
@@ -1304,9 +1381,18 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
     if (already)
         return;
     if (first) {
-        yard_chatlog_entry_t ev;
-        presence_ev(&ev, YARD_LOGREC_JOIN, s->account, shown, s->realname);
-        presence_put(app, &ev, 1);
+        /* An account that is away joins as away: after its JOIN, members
+         * with away-notify hear its AWAY in this channel. */
+        yard_chatlog_entry_t ev[2];
+        struct presence me;
+        unsigned n = 0;
+        presence_ev(&ev[n++], YARD_LOGREC_JOIN, s->account, shown, s->realname);
+        if (__atomic_load_n(&app->cs->away, __ATOMIC_RELAXED)) {
+            presence_of(app, s->account, &me, NULL, 0);
+            if (me.away)
+                presence_ev(&ev[n++], YARD_LOGREC_AWAY, s->account, shown, me.away_msg);
+        }
+        presence_put(app, ev, n);
     }
     if (s->caps & CAP_EXTENDED_JOIN)
         sendf(fx, ":%s!%s@" SERVER " JOIN %s %s :%s", s->account, s->account, shown, s->account,
@@ -1315,6 +1401,8 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
         sendf(fx, ":%s!%s@" SERVER " JOIN %s", s->account, s->account, shown);
     topic_reply(app, s, fx, shown, key);
     names(app, s, fx, c, shown);
+    if ((s->caps & CAP_AWAY_NOTIFY) && __atomic_load_n(&app->cs->away, __ATOMIC_RELAXED))
+        away_of_members(app, s, fx, c);
     if (s->caps & CAP_READ_MARKER) {
         char mark[80];
         marker_text(app, s, key, mark, sizeof mark);
@@ -1841,63 +1929,6 @@ static int split_targets(char *list, char **out, int max, int *dropped, char **f
         out[n++] = t;
     }
     return n;
-}
-
-/* What the member slots say of one account (nick = account): online when
- * any of its connections is; away when every one of them is (a phone left
- * away does not hide the desktop in use), with the message set last;
- * chans, when given, the channels it is in, each once. */
-struct presence {
-    bool online, away;
-    char account[CHAT_NAME_MAX + 1];
-    char away_msg[CHAT_AWAY_MAX + 1];
-};
-
-static void presence_of(struct chat_app *app, const char *nick, struct presence *p, char *chans,
-                        size_t chans_cap)
-{
-    memset(p, 0, sizeof *p);
-    char key[CHAT_NAME_MAX + 1], other[CHAT_NAME_MAX + 1];
-    size_t len = strlen(nick);
-    if (len > CHAT_NAME_MAX)
-        return;
-    chat_casefold(key, nick, len);
-    if (chans)
-        chans[0] = 0;
-    size_t used = 0;
-    bool all_away = true;
-    uint64_t latest = 0;
-    chat_lock(app->cs);
-    uint64_t seen[(CHAT_CHANNELS_LIMIT + 63) / 64] = {0};
-    for (unsigned i = 0; i < chat_member_end(app->cs); i++) {
-        struct chat_member *m = chat_member_at(app->cs, (int)i);
-        if (!m->used)
-            continue;
-        chat_casefold(other, m->account, strlen(m->account));
-        if (strcmp(key, other))
-            continue;
-        p->online = true;
-        snprintf(p->account, sizeof p->account, "%s", m->account);
-        all_away = all_away && m->away;
-        if (m->away && m->away_at >= latest) {
-            latest = m->away_at;
-            snprintf(p->away_msg, sizeof p->away_msg, "%s", m->away_msg);
-        }
-        for (unsigned c = 0; chans && c < app->cs->nchan; c++) {
-            if (!app->cs->chans[c].used || !chat_is_in(app->cs, (int)i, (int)c) ||
-                (seen[c / 64] >> (c % 64) & 1))
-                continue;
-            seen[c / 64] |= 1ull << (c % 64);
-            size_t n = strlen(app->cs->chans[c].name);
-            if (used + n + 2 <= chans_cap) {
-                snprintf(chans + used, chans_cap - used, "%s%s", used ? " " : "",
-                         app->cs->chans[c].name);
-                used += n + (used ? 1 : 0);
-            }
-        }
-    }
-    chat_unlock(app->cs);
-    p->away = p->online && all_away;
 }
 
 static void message(struct chat_app *app, struct session *s, yard_fx_t *fx, const yard_irc_msg_t *m,

@@ -140,3 +140,29 @@ def test_read_marker(chat, model):
     c.send("MARKREAD #m")
     c.expect(rf"^:yard MARKREAD #m timestamp={t1}$")
     c.close()
+
+
+@pytest.mark.parametrize("model", CHAT_MODELS)
+def test_away_members_on_join(chat, model):
+    """away-notify and JOIN: an away account that joins is told as away after its JOIN, and a
+    client that joins hears which members are away, after NAMES."""
+    srv, _ = chat(model)
+    ana = login_sasl(srv.port, "ana", "pw-ana", caps="sasl away-notify")
+    ana.send("JOIN #aw")
+    ana.expect(r" 366 ana #aw ")
+    bo = login_pass(srv.port, "bo", "pw-bo")
+    bo.send("AWAY :brb ☕")
+    bo.expect(r" 306 ")
+    bo.send("JOIN #aw")
+    bo.expect(r" 366 bo #aw ")
+    ana.expect(r"^:bo!bo@yard JOIN #aw$")
+    ana.expect(r"^:bo!bo@yard AWAY :brb ☕$")
+    cy = login_sasl(srv.port, "cy", "pw-cy", caps="sasl away-notify")
+    cy.send("JOIN #aw")
+    cy.expect(r" 366 cy #aw ")
+    cy.expect(r"^:bo!bo@yard AWAY :brb ☕$")
+    cy.send("PING x")
+    cy.expect(r" PONG yard :x$")
+    assert [ln for ln in cy.lines if " AWAY " in ln] == [":bo!bo@yard AWAY :brb ☕"]
+    for c in (ana, bo, cy):
+        c.close()
