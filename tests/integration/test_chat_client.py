@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from chatlib import CHAT, LineReader, add_account, login_pass
+from chatlib import CHAT, LineReader, add_account, login_pass, login_sasl
 from conftest import BIN, wait_for
 
 pytestmark = pytest.mark.usefixtures("yard_chat_built")
@@ -225,3 +225,40 @@ def test_ii_a_real_irc_client(start_server, data, tmp_path):
     finally:
         ii.terminate()
         ii.wait(10)
+
+
+def test_plain_client_fetches_older_messages_and_marks_read(start_server, data):
+    """/history (what paging up past the buffer does in the terminal UI) fetches the page
+    of messages before the oldest one shown with CHATHISTORY, then the page before that;
+    what the client showed is marked read on the server (MARKREAD)."""
+    srv = serve(start_server, data)
+    bob = login_pass(srv.port, "bob", "pw-bob")
+    bob.send("JOIN #old", *[f"PRIVMSG #old :old {k} 🗂" for k in range(80)], "PING sent")
+    bob.expect(r" PONG yard :sent$")
+    a = Plain(srv.port, "alice", "--join", "#old")
+    a.expect("* joined #old")
+    bob.send("PRIVMSG #old :new one")
+    a.expect("[#old] <bob> new one")
+    a.say("/history")
+    a.expect("* 50 older messages of #old:")
+    a.expect("[#old] <bob> old 30 🗂")
+    a.expect("[#old] <bob> old 79 🗂")
+    a.expect("* (end of the older messages of #old)")
+    a.say("/history")
+    a.expect("* 30 older messages of #old:")
+    a.expect("[#old] <bob> old 0 🗂")
+    a.expect("[#old] <bob> old 29 🗂")
+    a.expect("* (end of the older messages of #old)")
+    a.say("/history")
+    a.expect("* no older messages of #old")
+    # alice's client marked what it showed as read: the time of "new one".
+    check = login_sasl(srv.port, "alice", "pw-alice", caps="sasl draft/read-marker")
+
+    def marked():
+        check.send("MARKREAD #old")
+        return check.expect(r"^:yard MARKREAD #old (\S+)$").group(1) != "*"
+    wait_for(marked, what="alice's client to mark #old read")
+    a.say("/quit")
+    assert a.p.wait(10) == 0
+    for c in (bob, check):
+        c.close()

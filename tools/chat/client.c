@@ -42,6 +42,7 @@
 
 #define MAX_CHANS 32
 #define SCROLLBACK 2000
+#define HISTORY_PAGE 50 /* older messages fetched per page up past the buffer */
 
 static struct client {
     const char *target_text;
@@ -58,6 +59,17 @@ static struct client {
     size_t in_len;
     bool logged_in;
     int backoff_s;
+    /* IRCv3 history and read markers (when the server took them) */
+    bool history;                 /* batch, message-tags, draft/chathistory... granted */
+    uint64_t oldest[MAX_CHANS];   /* per joined channel: the oldest msgid seen (0: none) */
+    char newest[MAX_CHANS][32];   /* ... and the newest message's time, to mark read */
+    bool unmarked[MAX_CHANS];     /* newest not marked read yet */
+    time_t marked_at;
+    char hist_chan[64];           /* a CHATHISTORY request in flight for it */
+    char hist_ref[32];            /* its batch */
+    char *hist_lines[HISTORY_PAGE];
+    int hist_n;
+    uint64_t hist_oldest;
     /* the UI */
     char *lines[SCROLLBACK];
     int nlines, scroll; /* scroll: lines up from the bottom */
@@ -142,7 +154,101 @@ static bool try_connect(void)
     send_line("NICK %s", C.user);
     send_line("USER %s 0 * :%s", C.user, C.user);
     send_line("CAP REQ :sasl server-time echo-message");
+    /* asked apart: a server without them still logs us in */
+    send_line("CAP REQ :batch message-tags draft/chathistory draft/read-marker away-notify");
+    C.history = false;
+    C.hist_chan[0] = C.hist_ref[0] = 0;
     return C.fd >= 0;
+}
+
+static int chan_index(const char *name)
+{
+    for (int i = 0; i < C.nchans; i++)
+        if (!strcasecmp(C.chans[i], name))
+            return i;
+    return -1;
+}
+
+/* The value of tag name in the tags of a line ("" when absent). */
+static void tag_value(const char *tags, const char *name, char *out, size_t cap)
+{
+    out[0] = 0;
+    size_t n = strlen(name);
+    for (const char *t = tags; t && *t && *t != ' ';) {
+        if (!strncmp(t, name, n) && t[n] == '=') {
+            size_t k = strcspn(t + n + 1, "; ");
+            snprintf(out, cap, "%.*s", (int)k, t + n + 1);
+            return;
+        }
+        t += strcspn(t, "; ");
+        if (*t == ';')
+            t++;
+    }
+}
+
+/* Ask for the page of messages of the current channel before the oldest
+ * one shown (or its latest, when none is). */
+static void fetch_older(void)
+{
+    int i = chan_index(C.current);
+    if (!C.history || i < 0 || C.hist_chan[0]) {
+        if (!C.history)
+            show("* this server does not keep history for us");
+        return;
+    }
+    snprintf(C.hist_chan, sizeof C.hist_chan, "%s", C.current);
+    C.hist_ref[0] = 0;
+    C.hist_n = 0;
+    C.hist_oldest = 0;
+    if (C.oldest[i])
+        send_line("CHATHISTORY BEFORE %s msgid=%llu %d", C.current,
+                  (unsigned long long)C.oldest[i], HISTORY_PAGE);
+    else
+        send_line("CHATHISTORY LATEST %s * %d", C.current, HISTORY_PAGE);
+}
+
+/* The messages the user has seen are read: the newest of each channel
+ * goes to the server as a read marker (at most once a second). */
+static void mark_read(bool now)
+{
+    if (!C.history || C.scroll || (!now && time(NULL) == C.marked_at))
+        return;
+    for (int i = 0; i < C.nchans; i++)
+        if (C.unmarked[i] && C.newest[i][0]) {
+            send_line("MARKREAD %s timestamp=%s", C.chans[i], C.newest[i]);
+            C.unmarked[i] = false;
+        }
+    C.marked_at = time(NULL);
+}
+
+/* The page of older messages arrived: above everything shown (the
+ * terminal UI), or in order under a heading (--plain). */
+static void history_done(void)
+{
+    int i = chan_index(C.hist_chan);
+    if (i >= 0 && C.hist_oldest)
+        C.oldest[i] = C.hist_oldest;
+    if (!C.hist_n) {
+        show("* no older messages of %s", C.hist_chan);
+    } else if (C.plain) {
+        show("* %d older messages of %s:", C.hist_n, C.hist_chan);
+        for (int k = 0; k < C.hist_n; k++)
+            show("%s", C.hist_lines[k]);
+        show("* (end of the older messages of %s)", C.hist_chan);
+    } else {
+        int room = SCROLLBACK - C.nlines, k0 = C.hist_n > room ? C.hist_n - room : 0;
+        int add = C.hist_n - k0;
+        memmove(C.lines + add, C.lines, (size_t)C.nlines * sizeof C.lines[0]);
+        for (int k = k0; k < C.hist_n; k++)
+            C.lines[k - k0] = strdup(C.hist_lines[k]);
+        C.nlines += add;
+        C.scroll = C.nlines - add; /* the page ends at the bottom of the view */
+        ui_draw();
+    }
+    for (int k = 0; k < C.hist_n; k++)
+        free(C.hist_lines[k]);
+    C.hist_n = 0;
+    C.hist_chan[0] = C.hist_ref[0] = 0;
 }
 
 static void on_line(char *line)
@@ -161,7 +267,11 @@ static void on_line(char *line)
     }
     char *src = NULL;
     char *p = line;
+    char msgid[24] = "", batch[32] = "", when[32] = "";
     if (*p == '@') {
+        tag_value(p + 1, "msgid", msgid, sizeof msgid);
+        tag_value(p + 1, "batch", batch, sizeof batch);
+        tag_value(p + 1, "time", when, sizeof when);
         p = strchr(p, ' ');
         if (!p)
             return;
@@ -182,10 +292,33 @@ static void on_line(char *line)
         return;
     if (!strcmp(m.cmd, "PING")) {
         send_line("PONG :%s", m.n ? m.params[0] : "");
+    } else if (!strcmp(m.cmd, "CAP") && m.n >= 3 && !strcmp(m.params[1], "ACK") &&
+               strstr(m.params[2], "draft/chathistory")) {
+        C.history = true;
     } else if (!strcmp(m.cmd, "CAP") && m.n >= 2 && !strcmp(m.params[1], "ACK")) {
         send_line("AUTHENTICATE PLAIN");
+    } else if (!strcmp(m.cmd, "CAP") && m.n >= 3 && !strcmp(m.params[1], "NAK") &&
+               strstr(m.params[2], "draft/chathistory")) {
+        C.history = false; /* no history from this server: the rest works */
     } else if (!strcmp(m.cmd, "CAP") && m.n >= 2 && !strcmp(m.params[1], "NAK")) {
         show("* the server refused SASL");
+    } else if (!strcmp(m.cmd, "BATCH") && m.n >= 3 && m.params[0][0] == '+' &&
+               !strcmp(m.params[1], "chathistory") && C.hist_chan[0] && !C.hist_ref[0] &&
+               !strcasecmp(m.params[2], C.hist_chan)) {
+        snprintf(C.hist_ref, sizeof C.hist_ref, "%s", m.params[0] + 1); /* our page */
+    } else if (!strcmp(m.cmd, "BATCH") && m.n >= 1 && m.params[0][0] == '-' && C.hist_ref[0] &&
+               !strcmp(m.params[0] + 1, C.hist_ref)) {
+        history_done();
+    } else if (!strcmp(m.cmd, "FAIL") && m.n >= 2 && !strcmp(m.params[0], "CHATHISTORY")) {
+        show("* history: %s", m.params[m.n - 1]);
+        C.hist_chan[0] = C.hist_ref[0] = 0;
+    } else if (!strcmp(m.cmd, "MARKREAD")) {
+        /* where this account stopped reading (any of its clients): nothing to show */
+    } else if (!strcmp(m.cmd, "AWAY") && src) {
+        if (m.n && m.params[0][0])
+            show("%s* %s is away: %s", stamp, src, m.params[0]);
+        else
+            show("%s* %s is back", stamp, src);
     } else if (!strcmp(m.cmd, "AUTHENTICATE") && m.n && !strcmp(m.params[0], "+")) {
         char plain[600], enc[820];
         size_t ul = strlen(C.user), pl = strlen(C.password);
@@ -219,14 +352,33 @@ static void on_line(char *line)
         const char *text = m.n > 1 ? m.params[1] : "";
         const char *where = m.n ? m.params[0] : "?";
         bool notice = m.cmd[0] == 'N';
+        char shown[1024];
         if (!strncmp(text, "\001ACTION ", 8)) {
             size_t tl = strlen(text);
-            show("%s[%s] * %s %.*s", stamp, where, from, (int)(tl - 8 - (text[tl - 1] == 1)),
-                 text + 8);
+            snprintf(shown, sizeof shown, "%s[%s] * %s %.*s", stamp, where, from,
+                     (int)(tl - 8 - (text[tl - 1] == 1)), text + 8);
         } else if (notice) {
-            show("%s[%s] -%s- %s", stamp, where, from, text);
+            snprintf(shown, sizeof shown, "%s[%s] -%s- %s", stamp, where, from, text);
         } else {
-            show("%s[%s] <%s> %s", stamp, where, from, text);
+            snprintf(shown, sizeof shown, "%s[%s] <%s> %s", stamp, where, from, text);
+        }
+        uint64_t id = strtoull(msgid, NULL, 10);
+        int ci = chan_index(where);
+        bool page = C.hist_ref[0] && !strcmp(batch, C.hist_ref);
+        if (ci >= 0 && id && (!C.oldest[ci] || id < C.oldest[ci]) && !page)
+            C.oldest[ci] = id;
+        if (page) {
+            if (C.hist_n < HISTORY_PAGE)
+                C.hist_lines[C.hist_n++] = strdup(shown);
+            if (id && (!C.hist_oldest || id < C.hist_oldest))
+                C.hist_oldest = id;
+        } else {
+            show("%s", shown);
+            if (ci >= 0 && when[0]) { /* shown: read, once the user is at the bottom */
+                snprintf(C.newest[ci], sizeof C.newest[ci], "%s", when);
+                C.unmarked[ci] = true;
+                mark_read(false);
+            }
         }
     } else if (!strcmp(m.cmd, "JOIN") && src && !strcasecmp(src, C.user) && m.n) {
         snprintf(C.current, sizeof C.current, "%s", m.params[0]);
@@ -323,6 +475,7 @@ static bool user_line(char *line)
     if (arg)
         *arg++ = 0;
     if (!strcmp(line, "/quit")) {
+        mark_read(true);
         send_line("QUIT :%s", arg ? arg : "bye");
         return false;
     } else if (!strcmp(line, "/join") && arg) {
@@ -346,6 +499,8 @@ static bool user_line(char *line)
         send_text(arg, text, false);
     } else if (!strcmp(line, "/me") && arg && C.current[0]) {
         send_text(C.current, arg, true);
+    } else if (!strcmp(line, "/history") && C.current[0]) {
+        fetch_older();
     } else if (!strcmp(line, "/topic") && C.current[0]) {
         if (arg)
             send_line("TOPIC %s :%s", C.current, arg);
@@ -353,7 +508,7 @@ static bool user_line(char *line)
             send_line("TOPIC %s", C.current);
     } else {
         show("* commands: /join #chan, /part [#chan], /msg NAME TEXT, /me ACTION, "
-             "/topic [TEXT], /quit [REASON]");
+             "/topic [TEXT], /history (older messages), /quit [REASON]");
     }
     return true;
 }
@@ -531,14 +686,18 @@ static bool ui_key(bool fkey, wint_t ch)
 {
     int rows = LINES;
     if (fkey && ch == KEY_PPAGE) {
+        bool at_top = C.scroll >= C.nlines - 1;
         C.scroll += rows - 3;
         if (C.scroll > C.nlines - 1)
             C.scroll = C.nlines > 0 ? C.nlines - 1 : 0;
+        if (at_top) /* past the buffer: older messages from the server */
+            fetch_older();
     } else if (fkey && ch == KEY_NPAGE) {
         C.scroll -= rows - 3;
         if (C.scroll <= 0) {
             C.scroll = 0;
             C.unread = 0;
+            mark_read(true);
         }
     } else if (fkey && ch == KEY_LEFT) {
         C.cursor = chat_cluster_prev(C.input, C.input_len, C.cursor);
@@ -715,8 +874,12 @@ int chat_connect_main(int argc, char **argv)
         }
         struct pollfd pfd[2] = {{.fd = stdin_open ? 0 : -1, .events = POLLIN},
                                 {.fd = C.fd, .events = POLLIN}};
+        bool unmarked = false;
+        for (int i = 0; i < C.nchans; i++)
+            unmarked |= C.unmarked[i];
         int timeout = C.fd < 0 ? 1000 * (int)(retry_at - time(NULL) > 0 ? retry_at - time(NULL) : 0)
-                               : -1;
+                      : unmarked && C.history ? 1000 /* the read marker is due in a second */
+                                              : -1;
         if (poll(pfd, 2, timeout) < 0) {
             if (errno == EINTR)
                 continue;
@@ -724,6 +887,8 @@ int chat_connect_main(int argc, char **argv)
         }
         if (C.fd >= 0 && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR)))
             on_readable();
+        if (C.fd >= 0)
+            mark_read(false);
         if (pfd[0].revents & (POLLIN | POLLHUP)) {
             if (C.plain) {
                 /* read(), not stdio: poll() cannot see lines stdio has buffered. */
@@ -761,6 +926,7 @@ int chat_connect_main(int argc, char **argv)
                     break;
                 if (n <= 0) {
                     /* stdin ended: say goodbye and leave. */
+                    mark_read(true);
                     send_line("QUIT :bye");
                     stdin_open = false;
                     break;
