@@ -580,7 +580,8 @@ static void presence_relay(struct chat_app *app, struct session *s, yard_fx_t *f
         why[r->sender_len] = 0;
     }
     s->group_told = grouped;
-    if (r->type == YARD_LOGREC_JOIN && (s->caps & CAP_EXTENDED_JOIN)) /* the text: USER's realname */
+    /* extended-join: a join record's text is USER's realname */
+    if (r->type == YARD_LOGREC_JOIN && (s->caps & CAP_EXTENDED_JOIN))
         sendf(fx, "%s:%.*s!%.*s@" SERVER " JOIN %.*s %.*s :%s", tags, sn, r->sender, sn,
               r->sender, tn, r->target, sn, r->sender, why);
     else if (r->type == YARD_LOGREC_JOIN)
@@ -1794,7 +1795,8 @@ static void chathistory(struct chat_app *app, struct session *s, yard_fx_t *fx,
     }
     char *end = NULL;
     long limit = m->n >= need ? strtol(m->params[need - 1], &end, 10) : 0;
-    if (m->n < need || !hist_parse_ref(m->params[2], k == HIST_LATEST || k == HIST_BETWEEN, &j->a) ||
+    bool star = k == HIST_LATEST || k == HIST_BETWEEN;
+    if (m->n < need || !hist_parse_ref(m->params[2], star, &j->a) ||
         (k == HIST_BETWEEN && !hist_parse_ref(m->params[3], true, &j->b)) || !end || *end ||
         limit < 1 || (j->a.any && k != HIST_LATEST)) {
         sendf(fx, ":" SERVER " FAIL CHATHISTORY INVALID_PARAMS %s :Give a target, %s and a "
@@ -2755,7 +2757,8 @@ static void chat_close(void *state, void *session)
         chat_lock(app->cs);
         if (!yard_stopping()) {
             chat_state_t *cs = app->cs;
-            uint64_t others[(CHAT_CHANNELS_LIMIT + 63) / 64] = {0}, left[(CHAT_CHANNELS_LIMIT + 63) / 64];
+            uint64_t others[(CHAT_CHANNELS_LIMIT + 63) / 64] = {0};
+            uint64_t left[(CHAT_CHANNELS_LIMIT + 63) / 64];
             bool online = chat_account_others(cs, s->account_key, s->slot, others);
             struct chat_member *me = chat_member_at(cs, s->slot);
             unsigned count = 0;
@@ -2775,6 +2778,10 @@ static void chat_close(void *state, void *session)
         free(ev);
     }
     free(s->rp.recs); /* a replay whose job_done did not run */
+    free(s->hist.recs); /* a CHATHISTORY's, likewise */
+    free(s->hist.at);
+    free(s->hist.chans);
+    free(s->hist.targets);
     chat_guard_leave(app->guard, s->enter_ticket);
     /* A job is never running here (the engine waits for it), but its
      * job_done may not have run: its check is over either way. close has
@@ -2921,7 +2928,8 @@ static const yard_opt_t chat_opts[] = {
      .help = "lines per second one client may send, sustained (a list of targets counts each); "
              "a faster client is not read until it is due; 0: no limit (benchmarks of the log)"},
     {.name = "flood-burst", .form = "N", .type = YARD_OPT_INT, CHAT_FIELD(flood_burst), .min = 1,
-     .max = 1000000, .def = "200", .help = "lines one client may send at once before --flood-rate applies"},
+     .max = 1000000, .def = "200",
+     .help = "lines one client may send at once before --flood-rate applies"},
     {.name = "ping-interval-ms", .form = "N", .type = YARD_OPT_MS, CHAT_FIELD(ping_interval_ns),
      .min = 0, .max = 86400000, .def = "120000",
      .help = "PING a logged-in client that has sent nothing for N ms; 0: never"},

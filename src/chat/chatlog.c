@@ -137,7 +137,8 @@ static int idx_build(const char *dir, uint64_t first, const uint8_t *data, size_
     size_t n = 0, off = 0;
     int rc = 0;
     yard_logrec_t r;
-    while (rc == 0 && off < len && yard_logrec_decode(data + off, len - off, &r) == YARD_LOGREC_COMPLETE) {
+    while (rc == 0 && off < len &&
+           yard_logrec_decode(data + off, len - off, &r) == YARD_LOGREC_COMPLETE) {
         buf[n++] = (struct idx_entry){.off = off, .ts_ns = r.ts_ns,
                                       .hash = yard_chatlog_target_hash(r.target, r.target_len),
                                       .type = (uint32_t)r.type};
