@@ -1242,12 +1242,11 @@ static void replay_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
         sendf(fx, ":" SERVER " NOTICE %s :%llu older messages of %s were not replayed "
                   "(--replay-max %u)",
               j->name, (unsigned long long)(j->total - j->shown), j->name, j->max);
-    /* With batch, the replay is one chathistory batch, named by the id of
-     * its last message (unique: no two replays end at the same message for
-     * one connection... and a client only needs it unique while open). */
+    /* With batch, the replay is one chathistory batch (its reference new
+     * for this connection, like a CHATHISTORY answer's). */
     char ref[32] = "";
     if ((s->caps & CAP_BATCH) && j->recs_len) {
-        snprintf(ref, sizeof ref, "r%llu", (unsigned long long)j->upto);
+        snprintf(ref, sizeof ref, "r%llu", (unsigned long long)++s->batches);
         sendf(fx, ":" SERVER " BATCH +%s chathistory %s", ref, j->name);
     }
     yard_chatlog_rec_t r;
