@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "yard/hash.h"
+#include "yard/proto_ircline.h"
 #include "yard/proto_logrec.h"
 
 #define POS_SLOTS 262144 /* accounts x devices x channels with a read position */
@@ -41,20 +42,8 @@ struct chat_topic_slot {
 
 void chat_casefold(char *out, const char *in, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        char c = in[i];
-        if (c >= 'A' && c <= 'Z')
-            c = (char)(c - 'A' + 'a');
-        else if (c == '[')
-            c = '{';
-        else if (c == ']')
-            c = '}';
-        else if (c == '\\')
-            c = '|';
-        else if (c == '~')
-            c = '^';
-        out[i] = c;
-    }
+    for (size_t i = 0; i < n; i++)
+        out[i] = yard_irc_fold(in[i]);
     out[n] = 0;
 }
 

@@ -68,4 +68,17 @@ long yard_b64decode(const char *in, size_t n, char *out, size_t cap);
 bool yard_sasl_plain_split(const char *p, size_t n, const char **user, size_t *user_len,
                            const char **pass, size_t *pass_len);
 
+/* One character under IRC's rfc1459 casemapping (CASEMAPPING=rfc1459):
+ * ASCII lower case, and []\~ as {}|^. The chat app's names and the chat
+ * log's index fold with this one rule. */
+static inline char yard_irc_fold(char c)
+{
+    return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a')
+           : c == '['         ? '{'
+           : c == ']'         ? '}'
+           : c == '\\'        ? '|'
+           : c == '~'         ? '^'
+                              : c;
+}
+
 #endif

@@ -21,6 +21,7 @@
 #include "yard/hash.h"
 #include "yard/log.h"
 #include "yard/net.h"
+#include "yard/proto_ircline.h"
 #include "yard/shm.h"
 
 #define SEG_SUFFIX ".seg"
@@ -109,16 +110,9 @@ static void idx_path(char *out, size_t cap, const char *dir, uint64_t first)
 
 uint32_t yard_chatlog_target_hash(const char *t, size_t n)
 {
-    /* IRC's rfc1459 casemapping: ASCII lower case, and []\~ as {}|^ */
     uint64_t h = YARD_FNV1A_INIT;
     for (size_t i = 0; i < n; i++) {
-        char c = t[i];
-        c = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a')
-            : c == '['         ? '{'
-            : c == ']'         ? '}'
-            : c == '\\'        ? '|'
-            : c == '~'         ? '^'
-                               : c;
+        char c = yard_irc_fold(t[i]); /* as the chat app folds names */
         h = yard_fnv1a(h, &c, 1);
     }
     uint32_t v = (uint32_t)(h ^ (h >> 32));
@@ -143,7 +137,7 @@ static int idx_build(const char *dir, uint64_t first, const uint8_t *data, size_
                                       .hash = yard_chatlog_target_hash(r.target, r.target_len),
                                       .type = (uint32_t)r.type};
         off += r.len;
-        if (n == sizeof buf / sizeof buf[0] || off >= len) {
+        if (n == sizeof buf / sizeof buf[0]) {
             if (yard_write_all(fd, buf, n * sizeof buf[0]) < 0)
                 rc = -errno;
             n = 0;
