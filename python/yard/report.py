@@ -40,6 +40,14 @@ METRICS: dict[str, tuple[str, bool]] = {
     "l1i_misses_per_kinst": ("L1-icache misses per 1000 instructions", True),
     "dtlb_misses_per_kinst": ("dTLB load misses per 1000 instructions", True),
     "itlb_misses_per_kinst": ("iTLB load misses per 1000 instructions", True),
+    # bench/chat_history.py (the chat_history experiment's load, its "metrics" object)
+    "history_idle_p50_us": ("CHATHISTORY p50, idle (µs)", True),
+    "history_idle_p99_us": ("CHATHISTORY p99, idle (µs)", True),
+    "history_live_p50_us": ("CHATHISTORY p50, live traffic (µs)", True),
+    "history_live_p99_us": ("CHATHISTORY p99, live traffic (µs)", True),
+    "history_live_max_us": ("CHATHISTORY max, live traffic (µs)", True),
+    "live_delivery_p99_us": ("delivery p99 beside the history requests (µs)", True),
+    "persisted_per_s": ("persisted messages/s (--fsync interval)", False),
 }
 TABLE_DEFAULT = ["throughput_per_s", "latency_p50_us", "latency_p99_us", "cpu_mean_pct", "cpu_cv",
                  "ctx_voluntary", "ctx_involuntary", "mem_max_mib", "pss_max_mib", "tasks_max"]
@@ -399,6 +407,8 @@ def write_report(out: Path, meta: dict | None = None) -> Path:
         flagged = _flagged(et)
         metrics = exp.get("plots") or []
         present = [m for m in METRICS if any(m in t.get("metrics", {}) for t in ok)]
+        # A load's own figures (its JSON's "metrics") can be named in plots and table too.
+        present += sorted({k for t in ok for k in t.get("metrics", {})} - set(present))
         if exp["kind"] == "tool":
             present = sorted({k for t in ok for k in t.get("metrics", {})} - set(exp.get("sweep", {})))
         table_metrics = [m for m in (exp.get("table") or (TABLE_DEFAULT if exp["kind"] == "server"

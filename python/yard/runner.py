@@ -207,6 +207,13 @@ def _metrics(rec: dict) -> dict[str, float]:
             m[f"latency_{k}_us"] = float(lat[k])
     if "cpu_s" in m and lj.get("messages"):
         m["cpu_us_per_msg"] = 1e6 * m["cpu_s"] / float(lj["messages"])
+    # A load that measures more than yard-load's fields (a script around it) gives its own
+    # figures in a "metrics" object: every number in it is a metric under its own name
+    # (nested keys joined with "."); it cannot replace one measured above.
+    extra = lj.get("metrics")
+    if isinstance(extra, dict):
+        for k, v in _flat_numbers(extra).items():
+            m.setdefault(k, v)
     return {k: v for k, v in m.items() if v == v}  # drop NaN (e.g. Cv of a too-short series)
 
 
