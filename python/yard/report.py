@@ -48,6 +48,7 @@ METRICS: dict[str, tuple[str, bool]] = {
     "history_live_max_us": ("CHATHISTORY max, live traffic (µs)", True),
     "live_delivery_p99_us": ("delivery p99 beside the history requests (µs)", True),
     "persisted_per_s": ("persisted messages/s (--fsync interval)", False),
+    "persist_delivery_p99_us": ("delivery p99 while persisting (µs)", True),
 }
 TABLE_DEFAULT = ["throughput_per_s", "latency_p50_us", "latency_p99_us", "cpu_mean_pct", "cpu_cv",
                  "ctx_voluntary", "ctx_involuntary", "mem_max_mib", "pss_max_mib", "tasks_max"]
