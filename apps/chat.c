@@ -45,6 +45,8 @@
 #define LOG_READ 8192u /* bytes of the log read at a time (the tail or the files) */
 #define OWN_RING 1024
 #define TARGMAX 4 /* targets of one PRIVMSG or NOTICE */
+#define MODES_MAX 4 /* channel mode changes with a parameter in one MODE */
+#define KICK_REASON_MAX 200 /* what of a KICK's reason is kept (a deferred record's text) */
 #define CHECK_RETRY_NS (50 * YARD_NS_PER_MS) /* a login waiting for its address's turn */
 #define CHAT_REALNAME_MAX 100
 #define DEFAULT_COST 12 /* yard-chat account add's, for a server without accounts */
@@ -96,6 +98,7 @@ enum {
     CAP_TIME = 1u << 7,          /* server-time */
     CAP_CHATHISTORY = 1u << 8,   /* draft/chathistory: CHATHISTORY is answered anyway */
     CAP_READ_MARKER = 1u << 9,   /* draft/read-marker: MARKREAD */
+    CAP_MULTI_PREFIX = 1u << 10, /* every rank's prefix in NAMES and WHO ("@+alice") */
 };
 static const struct {
     const char *name;
@@ -105,7 +108,7 @@ static const struct {
     {"batch", CAP_BATCH},             {"draft/chathistory", CAP_CHATHISTORY},
     {"draft/read-marker", CAP_READ_MARKER}, {"echo-message", CAP_ECHO},
     {"extended-join", CAP_EXTENDED_JOIN}, {"message-tags", CAP_MESSAGE_TAGS},
-    {"sasl", CAP_SASL},               {"server-time", CAP_TIME},
+    {"multi-prefix", CAP_MULTI_PREFIX},   {"sasl", CAP_SASL},               {"server-time", CAP_TIME},
 };
 #define NCAPS (sizeof cap_names / sizeof cap_names[0])
 
@@ -264,6 +267,7 @@ struct session {
     struct replay_job rp;
     struct hist_job hist;
     char join_rest[LINE_MAX_MSG + 1]; /* JOIN's channels still to join after a replay */
+    char join_keys[LINE_MAX_MSG + 1]; /* ... and their keys */
     uint64_t own[OWN_RING]; /* ids this connection appended, oldest first */
     unsigned own_head, own_len;
     double tokens;
@@ -597,6 +601,45 @@ static void presence_relay(struct chat_app *app, struct session *s, yard_fx_t *f
         sendf(fx, "%s:%.*s!%.*s@" SERVER " QUIT :%s", tags, sn, r->sender, sn, r->sender, why);
 }
 
+/* A MODE or KICK in a channel this connection is in (its setter's
+ * included), a KICK of its account, or an INVITE of its account. */
+static void chanop_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                         const yard_chatlog_rec_t *r)
+{
+    char key[CHAT_CHAN_MAX + 1], tags[200], text[YARD_CHATLOG_DEFER_TEXT];
+    bool to_me = for_me(app, s, r, key);
+    size_t tn = r->text_len < sizeof text ? r->text_len : sizeof text - 1;
+    memcpy(text, r->text, tn);
+    tn = yard_irc_strip_controls(text, tn);
+    text[tn] = 0;
+    int sn = (int)r->sender_len;
+    if (r->type == YARD_LOGREC_KICK) {
+        /* "nick reason": the kicked account is out of the channel already,
+         * so it hears the kick as its account's */
+        size_t vn = strcspn(text, " ");
+        char victim[CHAT_NAME_MAX + 1];
+        if (vn > CHAT_NAME_MAX)
+            return;
+        chat_casefold(victim, text, vn);
+        if (!to_me && strcmp(victim, s->account_key))
+            return;
+        tags_for(s, r, NULL, tags, sizeof tags);
+        sendf(fx, "%s:%.*s!%.*s@" SERVER " KICK %.*s %.*s :%s", tags, sn, r->sender, sn,
+              r->sender, (int)r->target_len, r->target, (int)vn, text,
+              text[vn] ? text + vn + 1 : "");
+        return;
+    }
+    if (!to_me)
+        return;
+    tags_for(s, r, NULL, tags, sizeof tags);
+    if (r->type == YARD_LOGREC_MODE)
+        sendf(fx, "%s:%.*s!%.*s@" SERVER " MODE %.*s %s", tags, sn, r->sender, sn, r->sender,
+              (int)r->target_len, r->target, text);
+    else
+        sendf(fx, "%s:%.*s!%.*s@" SERVER " INVITE %s %s", tags, sn, r->sender, sn, r->sender,
+              s->account, text);
+}
+
 /* ---- read markers (draft/read-marker) ------------------------------------- */
 
 #define MARKER_CLIENT "~read" /* the read positions' client id for markers: no device has it */
@@ -690,6 +733,11 @@ static int relay_read(struct chat_app *app, struct session *s, yard_fx_t *fx, co
         }
         if (is_presence(r.type)) {
             presence_relay(app, s, fx, &r);
+            continue;
+        }
+        if (r.type == YARD_LOGREC_MODE || r.type == YARD_LOGREC_KICK ||
+            r.type == YARD_LOGREC_INVITE) {
+            chanop_relay(app, s, fx, &r);
             continue;
         }
         char key[CHAT_CHAN_MAX + 1];
@@ -801,10 +849,14 @@ static void presence_ev(yard_chatlog_entry_t *e, int type, const char *sender,
 
 static void presence_put(struct chat_app *app, yard_chatlog_entry_t *ev, unsigned n)
 {
+    static const char *const what[] = {
+        [YARD_LOGREC_JOIN] = "joined", [YARD_LOGREC_PART] = "left", [YARD_LOGREC_QUIT] = "left",
+        [YARD_LOGREC_AWAY] = "went away or came back in", [YARD_LOGREC_MODE] = "changed the modes of",
+        [YARD_LOGREC_KICK] = "kicked somebody out of", [YARD_LOGREC_INVITE] = "invited"};
     if (!yard_chatlog_defer(app->log, ev, n))
         yard_log_limited(YARD_LOG_WARN, "chat: that %s %s %s is not told: the queue for the log "
                                         "is full (is the disk stalled?)",
-                         ev[0].sender, ev[0].type == YARD_LOGREC_JOIN ? "joined" : "left",
+                         ev[0].sender, what[ev[0].type] ? what[ev[0].type] : "changed",
                          ev[0].target);
 }
 
@@ -1010,14 +1062,16 @@ static void welcome(struct chat_app *app, struct session *s, yard_fx_t *fx)
     numeric(fx, s, 1, ":Welcome to the yard chat, %s", s->account);
     numeric(fx, s, 2, ":Your host is " SERVER ", running Switchyard 0.1.0");
     numeric(fx, s, 3, ":This server speaks an IRC subset; see docs/chat.md");
-    numeric(fx, s, 4, SERVER " 0.1.0 iw nt");
-    numeric(fx, s, 5, "NETWORK=Switchyard CASEMAPPING=rfc1459 CHANTYPES=#& NICKLEN=%d "
-                      "CHANNELLEN=%d TOPICLEN=%d AWAYLEN=%d CHANLIMIT=#&:%u CHATHISTORY=%d "
-                      "MSGREFTYPES=msgid,timestamp "
-                      "TARGMAX=PRIVMSG:%d,NOTICE:%d,WHOIS:%d,USERHOST:5 :are supported by this "
-                      "server",
-            CHAT_NAME_MAX, CHAT_CHAN_MAX, CHAT_TOPIC_MAX, CHAT_AWAY_MAX,
-            app->set->channels_per_account, HISTORY_MAX, TARGMAX, TARGMAX, TARGMAX);
+    numeric(fx, s, 4, SERVER " 0.1.0 iw iklmnotv klov");
+    numeric(fx, s, 5, "NETWORK=Switchyard CASEMAPPING=rfc1459 CHANTYPES=#& PREFIX=(ov)@+ "
+                      "CHANMODES=,k,l,imnt MODES=%d NICKLEN=%d CHANNELLEN=%d TOPICLEN=%d "
+                      "KICKLEN=%d AWAYLEN=%d :are supported by this server",
+            MODES_MAX, CHAT_NAME_MAX, CHAT_CHAN_MAX, CHAT_TOPIC_MAX, KICK_REASON_MAX,
+            CHAT_AWAY_MAX);
+    numeric(fx, s, 5, "CHANLIMIT=#&:%u CHATHISTORY=%d MSGREFTYPES=msgid,timestamp "
+                      "TARGMAX=PRIVMSG:%d,NOTICE:%d,WHOIS:%d,USERHOST:5,KICK:%d :are supported "
+                      "by this server",
+            app->set->channels_per_account, HISTORY_MAX, TARGMAX, TARGMAX, TARGMAX, TARGMAX);
     if (app->motd[0]) {
         numeric(fx, s, 375, ":- " SERVER " Message of the day -");
         char copy[sizeof app->motd];
@@ -1162,6 +1216,32 @@ static char (*members_of(struct chat_app *app, int c, size_t *n, bool *nomem))[C
     return v;
 }
 
+/* A member's prefix in NAMES and WHO: the highest rank's, or with
+ * multi-prefix every rank's. */
+static const char *rank_prefix(int rank, const struct session *s)
+{
+    bool all = s->caps & CAP_MULTI_PREFIX;
+    if (rank & CHAT_RANK_OP)
+        return all && (rank & CHAT_RANK_VOICE) ? "@+" : "@";
+    return rank & CHAT_RANK_VOICE ? "+" : "";
+}
+
+/* The ranks of channel c's record (none when it has no record). */
+static void ranks_of(struct chat_app *app, int c, struct chat_chanrec *rec)
+{
+    chat_lock(app->cs);
+    if (!chat_chan_get(app->cs, app->cs->chans[c].key, rec))
+        rec->nranks = 0;
+    chat_unlock(app->cs);
+}
+
+static int rank_in(const struct chat_chanrec *rec, const char *account)
+{
+    char key[CHAT_NAME_MAX + 1];
+    chat_casefold(key, account, strnlen(account, CHAT_NAME_MAX));
+    return chat_rank_of(rec, key);
+}
+
 static void names(struct chat_app *app, struct session *s, yard_fx_t *fx, int c, const char *name)
 {
     size_t n;
@@ -1169,18 +1249,22 @@ static void names(struct chat_app *app, struct session *s, yard_fx_t *fx, int c,
     char(*who_is)[CHAT_NAME_MAX + 1] = members_of(app, c, &n, &nomem);
     if (nomem)
         fx->nomem = true;
+    struct chat_chanrec rec;
+    ranks_of(app, c, &rec);
     char line[LINE_MAX_MSG];
     size_t len = 0;
     for (size_t i = 0; i < n; i++) {
-        size_t an = strlen(who_is[i]);
-        if (len + an + 1 > 400) {
+        const char *pre = rank_prefix(rank_in(&rec, who_is[i]), s);
+        size_t pn = strlen(pre), an = strlen(who_is[i]);
+        if (len + pn + an + 1 > 400) {
             numeric(fx, s, 353, "= %s :%.*s", name, (int)len, line);
             len = 0;
         }
         if (len)
             line[len++] = ' ';
-        memcpy(line + len, who_is[i], an);
-        len += an;
+        memcpy(line + len, pre, pn);
+        memcpy(line + len + pn, who_is[i], an);
+        len += pn + an;
     }
     free(who_is);
     if (len)
@@ -1308,9 +1392,11 @@ static void presence_of(struct chat_app *app, const char *nick, struct presence 
                 (seen[c / 64] >> (c % 64) & 1))
                 continue;
             seen[c / 64] |= 1ull << (c % 64);
-            size_t n = strlen(app->cs->chans[c].name);
+            int rank = chat_chan_rank(app->cs, app->cs->chans[c].key, key);
+            const char *pre = rank & CHAT_RANK_OP ? "@" : rank ? "+" : "";
+            size_t n = strlen(pre) + strlen(app->cs->chans[c].name);
             if (used + n + 2 <= chans_cap) {
-                snprintf(chans + used, chans_cap - used, "%s%s", used ? " " : "",
+                snprintf(chans + used, chans_cap - used, "%s%s%s", used ? " " : "", pre,
                          app->cs->chans[c].name);
                 used += n + (used ? 1 : 0);
             }
@@ -1340,7 +1426,41 @@ static void away_of_members(struct chat_app *app, struct session *s, yard_fx_t *
     free(who_is);
 }
 
-static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *name)
+/* +i, +k and +l, under the lock: 0 when the account may join the channel
+ * (live as c, or else named by fold), or the numeric that refuses it. The
+ * channel's operators pass (it is theirs, and a +i channel that emptied
+ * would otherwise be closed to everyone for good). */
+static int join_refusal(struct chat_app *app, struct session *s, int c, const char *fold,
+                        const char *key_given)
+{
+    chat_state_t *cs = app->cs;
+    struct chat_chanrec rec;
+    uint32_t modes = 0, limit = 0;
+    const char *want = "";
+    if (c >= 0) {
+        modes = cs->chans[c].modes;
+        limit = cs->chans[c].limit;
+        want = cs->chans[c].chkey;
+    } else if (chat_chan_get(cs, fold, &rec)) {
+        modes = rec.modes;
+        limit = rec.limit;
+        want = rec.key;
+    }
+    if (!(modes & CHAT_MODE_I) && !want[0] && !limit)
+        return 0;
+    if (chat_chan_rank(cs, fold, s->account_key) & CHAT_RANK_OP)
+        return 0;
+    if ((modes & CHAT_MODE_I) && !(c >= 0 && chat_invited(cs, c, s->account_key)))
+        return 473;
+    if (want[0] && (!key_given || strcmp(key_given, want)))
+        return 475;
+    if (limit && c >= 0 && chat_channel_accounts(cs, c) >= limit)
+        return 471;
+    return 0;
+}
+
+static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *name,
+                     const char *key_given)
 {
     if (!valid_channel(name)) {
         numeric(fx, s, 403, "%s :No such channel", name);
@@ -1349,6 +1469,8 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
     catch_up(app, s, fx);
     if (fx->close)
         return;
+    char fold[CHAT_CHAN_MAX + 1];
+    chat_casefold(fold, name, strlen(name));
     chat_lock(app->cs);
     int c = chat_channel_find(app->cs, name, strlen(name), false);
     bool already = c >= 0 && chat_is_in(app->cs, s->slot, c);
@@ -1356,8 +1478,20 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
      * this one included (a new channel is one more). */
     bool over = !already && chat_account_channels(app->cs, s->account_key, c) + (c < 0) >
                                 app->set->channels_per_account;
-    if (!already && !over && c < 0)
+    int refused = already || over ? 0 : join_refusal(app, s, c, fold, key_given);
+    bool unranked = false; /* a new channel whose record could not be stored */
+    if (!already && !over && !refused && c < 0) {
         c = chat_channel_find(app->cs, name, strlen(name), true);
+        if (c >= 0)
+            unranked = !chat_chan_load(app->cs, c, s->account_key,
+                                       yard_wall_ns() / (int64_t)YARD_NS_PER_S);
+    }
+    if (refused) {
+        chat_unlock(app->cs);
+        numeric(fx, s, refused, "%s :Cannot join channel (%s)", name,
+                refused == 473 ? "+i" : refused == 475 ? "+k" : "+l");
+        return;
+    }
     /* An account with several connections is one member: the others hear
      * of its first connection in, not of the ones after. */
     bool first = c >= 0 && !over && !already && !account_in_elsewhere(app, s, c);
@@ -1380,6 +1514,10 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
     }
     if (already)
         return;
+    if (unranked)
+        yard_log_limited(YARD_LOG_WARN, "chat: %s has no operator: DIR/channels has no slot "
+                                        "left for it (every slot on its path is in use)",
+                         shown);
     if (first) {
         /* An account that is away joins as away: after its JOIN, members
          * with away-notify hear its AWAY in this channel. */
@@ -1413,18 +1551,24 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
 
 /* Join the channels of a comma list in turn; one whose replay runs as a
  * job leaves the rest in s->join_rest, for after it. */
-static void join_list(struct chat_app *app, struct session *s, yard_fx_t *fx, char *list)
+static void join_list(struct chat_app *app, struct session *s, yard_fx_t *fx, char *list,
+                      char *keys)
 {
-    char *save = NULL;
-    for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        join_one(app, s, fx, t);
+    char *save = NULL, *ksave = NULL;
+    char *k = keys ? strtok_r(keys, ",", &ksave) : NULL;
+    for (char *t = strtok_r(list, ",", &save); t;
+         t = strtok_r(NULL, ",", &save), k = k ? strtok_r(NULL, ",", &ksave) : NULL) {
+        join_one(app, s, fx, t, k);
         if (fx->job) {
             const char *rest = strtok_r(NULL, "", &save);
+            const char *krest = k ? strtok_r(NULL, "", &ksave) : NULL;
             snprintf(s->join_rest, sizeof s->join_rest, "%s", rest ? rest : "");
+            snprintf(s->join_keys, sizeof s->join_keys, "%s", krest ? krest : "");
             return;
         }
     }
     s->join_rest[0] = 0;
+    s->join_keys[0] = 0;
 }
 
 /* ---- CHATHISTORY ---------------------------------------------------------- */
@@ -1842,9 +1986,10 @@ static void chat_job_done(void *state, void *session, void *arg, yard_fx_t *fx)
         history_done(app, s, fx);
     } else if (arg == &s->rp) {
         replay_done(app, s, fx);
-        char rest[sizeof s->join_rest];
+        char rest[sizeof s->join_rest], keys[sizeof s->join_keys];
         memcpy(rest, s->join_rest, sizeof rest);
-        join_list(app, s, fx, rest); /* the JOIN's other channels */
+        memcpy(keys, s->join_keys, sizeof keys);
+        join_list(app, s, fx, rest, keys); /* the JOIN's other channels */
     } else {
         auth_done(app, s, arg, fx);
     }
@@ -1960,15 +2105,22 @@ static void message(struct chat_app *app, struct session *s, yard_fx_t *fx, cons
             int c = chat_channel_find(app->cs, t, strlen(t), false);
             bool in = c >= 0 && chat_is_in(app->cs, s->slot, c);
             char shown[CHAT_CHAN_MAX + 1] = "";
+            uint32_t modes = c >= 0 ? app->cs->chans[c].modes : 0;
+            /* +m: the voiced and the operators speak (a rank is read only then) */
+            bool muted = (modes & CHAT_MODE_M) &&
+                         !chat_chan_rank(app->cs, app->cs->chans[c].key, s->account_key);
             if (c >= 0)
                 strcpy(shown, app->cs->chans[c].name);
             chat_unlock(app->cs);
             if (c < 0) {
                 if (!notice)
                     numeric(fx, s, 403, "%s :No such channel", t);
-            } else if (!in) {
+            } else if (!in && (modes & CHAT_MODE_N)) {
                 if (!notice)
-                    numeric(fx, s, 404, "%s :Cannot send to channel (join it first)", t);
+                    numeric(fx, s, 404, "%s :Cannot send to channel (+n: join it first)", t);
+            } else if (muted) {
+                if (!notice)
+                    numeric(fx, s, 404, "%s :Cannot send to channel (+m: you need voice)", t);
             } else {
                 post_target(s, shown, false);
             }
@@ -2171,6 +2323,350 @@ static void lusers(struct chat_app *app, struct session *s, yard_fx_t *fx)
     numeric(fx, s, 251, ":There are %u users and 0 invisible on 1 servers", conns);
     numeric(fx, s, 254, "%u :channels formed", chans);
     numeric(fx, s, 255, ":I have %u clients and 0 servers", conns);
+}
+
+/* ---- channel operators: MODE, KICK, INVITE -------------------------------- */
+
+/* 324 (and 329): the channel's modes; its key only to its members. */
+static void mode_reply(struct chat_app *app, struct session *s, yard_fx_t *fx, int ch, bool in)
+{
+    struct chat_chanrec rec;
+    chat_lock(app->cs);
+    char shown[CHAT_CHAN_MAX + 1];
+    strcpy(shown, app->cs->chans[ch].name);
+    bool have = chat_chan_get(app->cs, app->cs->chans[ch].key, &rec);
+    if (!have) { /* no record (DIR/channels was full): the live copy */
+        memset(&rec, 0, sizeof rec);
+        rec.modes = app->cs->chans[ch].modes;
+        rec.limit = app->cs->chans[ch].limit;
+        memcpy(rec.key, app->cs->chans[ch].chkey, sizeof rec.key);
+    }
+    chat_unlock(app->cs);
+    char flags[16], params[80] = "";
+    size_t n = 0;
+    flags[n++] = '+';
+    if (rec.modes & CHAT_MODE_I)
+        flags[n++] = 'i';
+    if (rec.key[0]) {
+        flags[n++] = 'k';
+        snprintf(params, sizeof params, " %s", in ? rec.key : "*");
+    }
+    if (rec.limit) {
+        flags[n++] = 'l';
+        snprintf(params + strlen(params), sizeof params - strlen(params), " %u", rec.limit);
+    }
+    if (rec.modes & CHAT_MODE_M)
+        flags[n++] = 'm';
+    if (rec.modes & CHAT_MODE_N)
+        flags[n++] = 'n';
+    if (rec.modes & CHAT_MODE_T)
+        flags[n++] = 't';
+    flags[n] = 0;
+    numeric(fx, s, 324, "%s %s%s", shown, flags, params);
+    if (have)
+        numeric(fx, s, 329, "%s %lld", shown, (long long)rec.created_s);
+}
+
+/* The spelling of an account with a connection in channel ch (under the
+ * lock); false when none of its connections is in it. */
+static bool member_named(struct chat_app *app, int ch, const char *key,
+                         char out[CHAT_NAME_MAX + 1])
+{
+    for (unsigned i = 0; i < chat_member_end(app->cs); i++) {
+        struct chat_member *mb = chat_member_at(app->cs, (int)i);
+        if (mb->used && !strcmp(mb->key, key) && chat_is_in(app->cs, (int)i, ch)) {
+            strcpy(out, mb->account);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A +k key: 1..23 bytes, none of them a space, a comma, a colon first or
+ * a control character. */
+static bool valid_chankey(const char *k)
+{
+    size_t n = strlen(k);
+    if (!n || n > CHAT_CHANKEY_MAX || k[0] == ':')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)k[i] <= ' ' || k[i] == ',' || k[i] == 0x7f)
+            return false;
+    return true;
+}
+
+/* The changes one MODE made, as they are told: "+o-t" and its parameters. */
+struct mode_change {
+    char flags[64];
+    size_t nflags;
+    char params[MODES_MAX * (CHAT_NAME_MAX + 2) + 16];
+    bool on; /* the sign flags ends with */
+};
+
+static void change_add(struct mode_change *mc, bool on, char flag, const char *param)
+{
+    if (mc->nflags + 3 >= sizeof mc->flags)
+        return;
+    if (!mc->nflags || mc->on != on)
+        mc->flags[mc->nflags++] = on ? '+' : '-';
+    mc->on = on;
+    mc->flags[mc->nflags++] = flag;
+    mc->flags[mc->nflags] = 0;
+    if (param) {
+        size_t used = strlen(mc->params);
+        snprintf(mc->params + used, sizeof mc->params - used, " %s", param);
+    }
+}
+
+/* One +o/-o/+v/-v on nick: the rank goes to (or from) the account. Under
+ * the lock. */
+static void mode_rank(struct chat_app *app, struct session *s, yard_fx_t *fx, int ch,
+                      struct chat_chanrec *rec, struct mode_change *mc, bool on, char flag,
+                      const char *nick)
+{
+    char key[CHAT_NAME_MAX + 1], spelled[CHAT_NAME_MAX + 1];
+    size_t len = strlen(nick);
+    const char *shown = app->cs->chans[ch].name;
+    chat_casefold(key, nick, len > CHAT_NAME_MAX ? CHAT_NAME_MAX : len);
+    int bit = flag == 'o' ? CHAT_RANK_OP : CHAT_RANK_VOICE;
+    bool present = len <= CHAT_NAME_MAX && member_named(app, ch, key, spelled);
+    /* A rank is given to a member; it may be taken from an account that is
+     * not there (ranks are kept while one is away). */
+    if (!present && !(!on && (chat_rank_of(rec, key) & bit))) {
+        numeric(fx, s, 441, "%s %s :They aren't on that channel", nick, shown);
+        return;
+    }
+    if (!present)
+        snprintf(spelled, sizeof spelled, "%s", nick);
+    if (!!(chat_rank_of(rec, key) & bit) == on)
+        return; /* nothing changes */
+    if (!chat_rank_set(rec, key, bit, on)) {
+        numeric(fx, s, 696, "%s %c %s :The channel has no room for more ranks (%d accounts)",
+                shown, flag, nick, CHAT_RANKS_MAX);
+        return;
+    }
+    change_add(mc, on, flag, spelled);
+}
+
+/* MODE #chan [changes [parameters]]: a query, a list query, or changes by
+ * an operator. The changes are kept in DIR/channels, then told to every
+ * member through the log (a mode record), the setter included. */
+static void chan_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    int ch = channel_of(app, s, fx, m->params[0], false);
+    if (ch < 0)
+        return;
+    chat_lock(app->cs);
+    bool in = chat_is_in(app->cs, s->slot, ch);
+    chat_unlock(app->cs);
+    if (m->n == 1) {
+        mode_reply(app, s, fx, ch, in);
+        return;
+    }
+    /* The list queries a client sends on JOIN (irssi waits for each end
+     * before it calls the channel synced): bans, exceptions and invite
+     * exceptions are not kept here, so the lists are empty. */
+    const char *q = m->params[1] + (m->params[1][0] == '+');
+    if (m->n == 2 && (!strcmp(q, "b") || !strcmp(q, "e") || !strcmp(q, "I"))) {
+        int code = q[0] == 'b' ? 368 : q[0] == 'e' ? 349 : 347;
+        const char *what = q[0] == 'b' ? "ban" : q[0] == 'e' ? "exception" : "invite";
+        numeric(fx, s, code, "%s :End of channel %s list", m->params[0], what);
+        return;
+    }
+    if (!in) {
+        numeric(fx, s, 442, "%s :You're not on that channel", m->params[0]);
+        return;
+    }
+    chat_lock(app->cs);
+    chat_state_t *cs = app->cs;
+    char shown[CHAT_CHAN_MAX + 1], key[CHAT_CHAN_MAX + 1];
+    strcpy(shown, cs->chans[ch].name);
+    strcpy(key, cs->chans[ch].key);
+    struct chat_chanrec rec;
+    if (!chat_chan_get(cs, key, &rec) || !(chat_rank_of(&rec, s->account_key) & CHAT_RANK_OP)) {
+        chat_unlock(cs);
+        numeric(fx, s, 482, "%s :You're not channel operator", shown);
+        return;
+    }
+    struct mode_change mc = {.nflags = 0};
+    bool on = true;
+    int arg = 2, with_param = 0;
+    for (const char *p = m->params[1]; *p; p++) {
+        char f = *p;
+        if (f == '+' || f == '-') {
+            on = f == '+';
+            continue;
+        }
+        uint32_t bit = f == 'i' ? CHAT_MODE_I : f == 'm' ? CHAT_MODE_M : f == 'n' ? CHAT_MODE_N
+                       : f == 't' ? CHAT_MODE_T : 0;
+        if (bit) {
+            if (!!(rec.modes & bit) != on) {
+                rec.modes ^= bit;
+                change_add(&mc, on, f, NULL);
+            }
+            continue;
+        }
+        bool takes = f == 'o' || f == 'v' || f == 'k' || (f == 'l' && on);
+        if (!takes && f != 'l') {
+            numeric(fx, s, 472, "%c :is an unknown mode char to me (modes: iklmnotv)", f);
+            continue;
+        }
+        const char *param = NULL;
+        if (takes) {
+            if (arg >= m->n || with_param == MODES_MAX) {
+                if (f != 'k' || on) /* -k may come without its key */
+                    numeric(fx, s, 696, "%s %c * :%s", shown, f,
+                            arg >= m->n ? "This mode needs a parameter"
+                                        : "Too many changes with a parameter (MODES)");
+                if (f != 'k' || on)
+                    continue;
+            } else {
+                param = m->params[arg++];
+                with_param++;
+            }
+        }
+        if (f == 'o' || f == 'v') {
+            mode_rank(app, s, fx, ch, &rec, &mc, on, f, param);
+        } else if (f == 'k' && on) {
+            if (!valid_chankey(param)) {
+                numeric(fx, s, 696, "%s k %s :A key is 1-%d characters, no spaces or commas",
+                        shown, param, CHAT_CHANKEY_MAX);
+            } else if (strcmp(rec.key, param)) {
+                snprintf(rec.key, sizeof rec.key, "%s", param);
+                change_add(&mc, true, 'k', param);
+            }
+        } else if (f == 'k') {
+            if (rec.key[0]) {
+                rec.key[0] = 0;
+                change_add(&mc, false, 'k', "*");
+            }
+        } else if (on) { /* +l */
+            char *end;
+            errno = 0;
+            unsigned long v = strtoul(param, &end, 10);
+            if (errno || *end || end == param || param[0] == '-' || !v || v > 1000000) {
+                numeric(fx, s, 696, "%s l %s :A limit is a number of members, 1 to 1000000",
+                        shown, param);
+            } else if (rec.limit != v) {
+                rec.limit = (uint32_t)v;
+                change_add(&mc, true, 'l', param);
+            }
+        } else if (rec.limit) { /* -l */
+            rec.limit = 0;
+            change_add(&mc, false, 'l', NULL);
+        }
+    }
+    bool kept = !mc.nflags || chat_chan_put(cs, key, &rec, yard_wall_ns() / (int64_t)YARD_NS_PER_S);
+    chat_unlock(cs);
+    if (!mc.nflags)
+        return;
+    if (!kept) {
+        numeric(fx, s, 482, "%s :The modes were not changed: the server keeps no more channels",
+                shown);
+        return;
+    }
+    yard_chatlog_entry_t ev;
+    char text[sizeof mc.flags + sizeof mc.params];
+    snprintf(text, sizeof text, "%s%s", mc.flags, mc.params);
+    presence_ev(&ev, YARD_LOGREC_MODE, s->account, shown, text);
+    presence_put(app, &ev, 1);
+}
+
+/* KICK #chan nick[,nick] [:reason]: an operator takes every connection of
+ * each account out of the channel; the members and the kicked hear it
+ * through the log (a kick record, "nick reason"). */
+static void kick(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    if (m->n < 2) {
+        numeric(fx, s, 461, "KICK :Not enough parameters");
+        return;
+    }
+    int ch = channel_of(app, s, fx, m->params[0], true);
+    if (ch < 0)
+        return;
+    char shown[CHAT_CHAN_MAX + 1];
+    chat_lock(app->cs);
+    strcpy(shown, app->cs->chans[ch].name);
+    bool op = chat_chan_rank(app->cs, app->cs->chans[ch].key, s->account_key) & CHAT_RANK_OP;
+    chat_unlock(app->cs);
+    if (!op) {
+        numeric(fx, s, 482, "%s :You're not channel operator", shown);
+        return;
+    }
+    const char *why = m->n > 2 && m->params[2][0] ? m->params[2] : s->account;
+    size_t wn = utf8_cut(why, strlen(why), KICK_REASON_MAX);
+    char *targets[TARGMAX], *first_dropped;
+    int dropped;
+    int n = split_targets(m->params[1], targets, TARGMAX, &dropped, &first_dropped);
+    if (dropped)
+        numeric(fx, s, 407, "%s :Too many targets: at most %d (TARGMAX)", first_dropped, TARGMAX);
+    yard_chatlog_entry_t ev[TARGMAX];
+    unsigned nev = 0;
+    for (int i = 0; i < n; i++) {
+        char key[CHAT_NAME_MAX + 1], spelled[CHAT_NAME_MAX + 1], text[CHAT_NAME_MAX + 2 + KICK_REASON_MAX];
+        size_t len = strlen(targets[i]);
+        bool found = false;
+        chat_casefold(key, targets[i], len > CHAT_NAME_MAX ? CHAT_NAME_MAX : len);
+        chat_lock(app->cs);
+        /* The channel may have emptied (a kick of oneself, the last member) */
+        if (len <= CHAT_NAME_MAX && app->cs->chans[ch].used &&
+            member_named(app, ch, key, spelled))
+            found = chat_account_leave(app->cs, key, ch) > 0;
+        chat_unlock(app->cs);
+        if (!found) {
+            numeric(fx, s, 441, "%s %s :They aren't on that channel", targets[i], shown);
+            continue;
+        }
+        snprintf(text, sizeof text, "%s %.*s", spelled, (int)wn, why);
+        presence_ev(&ev[nev++], YARD_LOGREC_KICK, s->account, shown, text);
+    }
+    charge(s, n);
+    if (nev)
+        presence_put(app, ev, nev);
+}
+
+/* INVITE nick #chan: a member (an operator, when the channel is +i) lets
+ * an account join past +i while the channel stays live; the account hears
+ * it through the log (an invite record). */
+static void invite(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    if (m->n < 2) {
+        numeric(fx, s, 461, "INVITE :Not enough parameters");
+        return;
+    }
+    const char *nick = m->params[0];
+    int ch = channel_of(app, s, fx, m->params[1], true);
+    if (ch < 0)
+        return;
+    struct presence p;
+    presence_of(app, nick, &p, NULL, 0);
+    if (!p.online) {
+        numeric(fx, s, 401, "%s :No such nick/channel", nick);
+        return;
+    }
+    char key[CHAT_NAME_MAX + 1], spelled[CHAT_NAME_MAX + 1], shown[CHAT_CHAN_MAX + 1];
+    chat_casefold(key, p.account, strlen(p.account));
+    chat_lock(app->cs);
+    strcpy(shown, app->cs->chans[ch].name);
+    bool there = member_named(app, ch, key, spelled);
+    bool allowed = !(app->cs->chans[ch].modes & CHAT_MODE_I) ||
+                   (chat_chan_rank(app->cs, app->cs->chans[ch].key, s->account_key) &
+                    CHAT_RANK_OP);
+    if (!there && allowed)
+        chat_invite_add(app->cs, ch, key);
+    chat_unlock(app->cs);
+    if (there) {
+        numeric(fx, s, 443, "%s %s :is already on channel", p.account, shown);
+        return;
+    }
+    if (!allowed) {
+        numeric(fx, s, 482, "%s :You're not channel operator (+i)", shown);
+        return;
+    }
+    numeric(fx, s, 341, "%s %s", p.account, shown);
+    yard_chatlog_entry_t ev;
+    presence_ev(&ev, YARD_LOGREC_INVITE, s->account, p.account, shown);
+    presence_put(app, &ev, 1);
 }
 
 /* ---- the command table --------------------------------------------------- */
@@ -2389,7 +2885,7 @@ static void command(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
         for (const char *p = m->params[0]; *p; p++)
             n += *p != ',' && (p == m->params[0] || p[-1] == ',');
         charge(s, n);
-        join_list(app, s, fx, m->params[0]);
+        join_list(app, s, fx, m->params[0], m->n > 1 ? m->params[1] : NULL);
     } else if (!strcmp(c, "PART")) {
         if (m->n < 1) {
             numeric(fx, s, 461, "PART :Not enough parameters");
@@ -2434,6 +2930,14 @@ static void command(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
             topic_reply(app, s, fx, shown, key);
             return;
         }
+        chat_lock(app->cs);
+        bool locked = (app->cs->chans[ch].modes & CHAT_MODE_T) &&
+                      !(chat_chan_rank(app->cs, key, s->account_key) & CHAT_RANK_OP);
+        chat_unlock(app->cs);
+        if (locked) {
+            numeric(fx, s, 482, "%s :You're not channel operator (+t)", shown);
+            return;
+        }
         /* The change goes through the log like a message: every member
          * sees it, in the log's order, and the topic outlives a restart. */
         const char *text = m->params[1];
@@ -2468,29 +2972,17 @@ static void command(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
             char(*who_is)[CHAT_NAME_MAX + 1] = members_of(app, ch, &n, &nomem);
             if (nomem)
                 fx->nomem = true;
+            struct chat_chanrec rec;
+            ranks_of(app, ch, &rec);
             for (size_t i = 0; i < n; i++)
-                numeric(fx, s, 352, "%s %s " SERVER " " SERVER " %s H :0 %s", shown, who_is[i],
-                        who_is[i], who_is[i]);
+                numeric(fx, s, 352, "%s %s " SERVER " " SERVER " %s H%s :0 %s", shown, who_is[i],
+                        who_is[i], rank_prefix(rank_in(&rec, who_is[i]), s), who_is[i]);
             free(who_is);
         }
         numeric(fx, s, 315, "%s :End of /WHO list.", mask);
     } else if (!strcmp(c, "MODE")) {
-        /* Modes are not supported; answer queries so clients settle. */
         if (m->n >= 1 && (m->params[0][0] == '#' || m->params[0][0] == '&')) {
-            int ch = channel_of(app, s, fx, m->params[0], false);
-            /* The list queries a client sends on JOIN (irssi waits for each
-             * end before it calls the channel synced): empty lists. */
-            const char *q = m->n > 1 ? m->params[1] + (m->params[1][0] == '+') : "";
-            if (ch >= 0 && m->n == 1)
-                numeric(fx, s, 324, "%s +nt", app->cs->chans[ch].name);
-            else if (ch >= 0 && !strcmp(q, "b"))
-                numeric(fx, s, 368, "%s :End of channel ban list", m->params[0]);
-            else if (ch >= 0 && !strcmp(q, "e"))
-                numeric(fx, s, 349, "%s :End of channel exception list", m->params[0]);
-            else if (ch >= 0 && !strcmp(q, "I"))
-                numeric(fx, s, 347, "%s :End of channel invite list", m->params[0]);
-            else if (ch >= 0)
-                numeric(fx, s, 482, "%s :Channel modes are not supported", m->params[0]);
+            chan_mode(app, s, fx, m);
         } else if (m->n >= 1 && strcasecmp(m->params[0], s->account)) {
             numeric(fx, s, 502, ":Cannot change mode for other users");
         } else if (m->n == 1) {
@@ -2556,6 +3048,10 @@ static void command(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
         ison(app, s, fx, m, c[0] == 'U');
     } else if (!strcmp(c, "AWAY")) {
         away(app, s, fx, m);
+    } else if (!strcmp(c, "KICK")) {
+        kick(app, s, fx, m);
+    } else if (!strcmp(c, "INVITE")) {
+        invite(app, s, fx, m);
     } else if (!strcmp(c, "CHATHISTORY")) {
         chathistory(app, s, fx, m);
     } else if (!strcmp(c, "MARKREAD")) {

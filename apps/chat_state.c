@@ -13,7 +13,7 @@
 
 #define POS_SLOTS 262144 /* accounts x devices x channels with a read position */
 #define TOPIC_SLOTS 8192
-#define TOPIC_PROBE 64
+#define CHANREC_SLOTS 4096
 
 /* A durable read position: the last message of chan delivered to a device
  * of an account (stored + 1, so 0 means that device never joined chan). */
@@ -38,6 +38,12 @@ struct topic_copy {
 struct chat_topic_slot {
     char key[CHAT_CHAN_MAX + 2]; /* casefolded; "" = never used */
     struct topic_copy copy[2];
+};
+
+/* A channel's record in two copies (see the topics' slots). */
+struct chat_chan_slot {
+    char key[CHAT_CHAN_MAX + 2]; /* casefolded; "" = never used */
+    struct chat_chanrec copy[2];
 };
 
 void chat_casefold(char *out, const char *in, size_t n)
@@ -66,7 +72,7 @@ static void *map_table(yard_table_file_t *t, const char *dir, const char *name,
 int chat_state_init(chat_state_t *cs, yard_shm_t *shm, const char *dir, unsigned nchan,
                     unsigned nmember, char *err, size_t errlen, char *warn, size_t warnlen)
 {
-    cs->pos_file = cs->topics_file = (yard_table_file_t){.fd = -1};
+    cs->pos_file = cs->topics_file = cs->chans_file = (yard_table_file_t){.fd = -1};
     warn[0] = 0;
     int e = yard_shm_mutex_init(&cs->mu);
     if (e) {
@@ -106,6 +112,15 @@ int chat_state_init(chat_state_t *cs, yard_shm_t *shm, const char *dir, unsigned
         return -1;
     if (w[0] && !warn[0])
         snprintf(warn, warnlen, "%s", w);
+    w[0] = 0;
+    cs->nchanrecs = CHANREC_SLOTS;
+    cs->chanrecs = map_table(&cs->chans_file, dir, "channels", "YARDCHN",
+                             sizeof(struct chat_chan_slot), cs->nchanrecs, err, errlen, w,
+                             sizeof w);
+    if (!cs->chanrecs)
+        return -1;
+    if (w[0] && !warn[0])
+        snprintf(warn, warnlen, "%s", w);
     return 0;
 }
 
@@ -114,8 +129,10 @@ void chat_state_fini(chat_state_t *cs)
 
     yard_table_file_close(&cs->pos_file);
     yard_table_file_close(&cs->topics_file);
+    yard_table_file_close(&cs->chans_file);
     cs->pos = NULL;
     cs->topics = NULL;
+    cs->chanrecs = NULL;
 }
 
 void chat_lock(chat_state_t *cs)
@@ -391,38 +408,134 @@ void chat_pos_set(chat_state_t *cs, const char *account, const char *client,
     chat_unlock(cs);
 }
 
-/* ---- topics ------------------------------------------------------------- */
+/* ---- slots kept in two copies (topics, channels) ----------------------- */
 
-static uint32_t topic_crc(const struct chat_topic_slot *t, const struct topic_copy *c)
+/* A slot of the topics or channels file is a key, then two copies of its
+ * record. Each copy starts with struct dual_head and ends, at crc_off, with
+ * a CRC over the key and the copy: a process killed while writing one copy
+ * leaves the other, older one valid, and the newer valid copy wins. */
+struct dual_head {
+    uint64_t seq; /* 0: never written */
+    int64_t at_s; /* when it was written (the oldest record of a channel nobody is in goes first) */
+};
+
+struct dual_table {
+    uint8_t *slots;
+    size_t nslots, slot_size;
+    size_t copy_off, copy_size, crc_off; /* within a slot; within a copy */
+};
+
+#define DUAL_PROBE 64
+
+static char *dual_key(const struct dual_table *t, size_t i) { return (char *)(t->slots + i * t->slot_size); }
+
+static uint8_t *dual_copy(const struct dual_table *t, size_t i, int k)
 {
-    uint32_t crc = yard_crc32c(0, t->key, sizeof t->key);
-    return yard_crc32c(crc, c, offsetof(struct topic_copy, crc));
+    return t->slots + i * t->slot_size + t->copy_off + (size_t)k * t->copy_size;
 }
 
-/* The newer valid copy, or NULL. */
-static const struct topic_copy *topic_best(const struct chat_topic_slot *t)
+static uint32_t dual_crc(const struct dual_table *t, size_t i, const uint8_t *copy)
 {
-    const struct topic_copy *best = NULL;
-    for (int i = 0; i < 2; i++) {
-        const struct topic_copy *c = &t->copy[i];
-        if (c->seq && c->len <= CHAT_TOPIC_MAX && c->crc == topic_crc(t, c) &&
-            (!best || c->seq > best->seq))
+    uint32_t crc = yard_crc32c(0, dual_key(t, i), CHAT_CHAN_MAX + 2);
+    return yard_crc32c(crc, copy, t->crc_off);
+}
+
+/* The newer valid copy of slot i, or NULL. */
+static const uint8_t *dual_best(const struct dual_table *t, size_t i)
+{
+    const uint8_t *best = NULL;
+    uint64_t best_seq = 0;
+    for (int k = 0; k < 2; k++) {
+        const uint8_t *c = dual_copy(t, i, k);
+        struct dual_head h;
+        uint32_t crc;
+        memcpy(&h, c, sizeof h);
+        memcpy(&crc, c + t->crc_off, sizeof crc);
+        if (h.seq && h.seq > best_seq && crc == dual_crc(t, i, c)) {
             best = c;
+            best_seq = h.seq;
+        }
     }
     return best;
 }
 
-static struct chat_topic_slot *topic_find(chat_state_t *cs, const char *key)
+/* The slot holding key's record, or SIZE_MAX. */
+static size_t dual_find(const struct dual_table *t, const char *key)
 {
-    size_t i = str_hash(key) % cs->ntopics;
-    for (size_t probe = 0; probe < TOPIC_PROBE; probe++, i = (i + 1) % cs->ntopics) {
-        struct chat_topic_slot *t = &cs->topics[i];
-        if (!t->key[0])
-            return NULL;
-        if (strcmp(t->key, key) == 0 && topic_best(t))
-            return t;
+    size_t i = str_hash(key) % t->nslots;
+    for (size_t probe = 0; probe < DUAL_PROBE; probe++, i = (i + 1) % t->nslots) {
+        if (!dual_key(t, i)[0])
+            return SIZE_MAX;
+        if (strcmp(dual_key(t, i), key) == 0 && dual_best(t, i))
+            return i;
     }
-    return NULL;
+    return SIZE_MAX;
+}
+
+/* A slot for a key that has none: a never-used one, one whose copies are
+ * both invalid (a torn first write), or else the oldest record of a channel
+ * nobody is in; SIZE_MAX when every slot on the key's path is live. */
+static size_t dual_claim(chat_state_t *cs, const struct dual_table *t, const char *key)
+{
+    size_t i = str_hash(key) % t->nslots, victim = SIZE_MAX;
+    int64_t victim_at = INT64_MAX;
+    for (size_t probe = 0; probe < DUAL_PROBE; probe++, i = (i + 1) % t->nslots) {
+        const uint8_t *c = dual_best(t, i);
+        if (!dual_key(t, i)[0] || !c)
+            return i;
+        struct dual_head h;
+        memcpy(&h, c, sizeof h);
+        int live;
+        unsigned free_at;
+        index_find(cs, dual_key(t, i), &live, &free_at);
+        if (live < 0 && h.at_s < victim_at) {
+            victim = i;
+            victim_at = h.at_s;
+        }
+    }
+    return victim;
+}
+
+/* Write rec (copy_size bytes, starting with a dual_head whose at_s is set)
+ * as key's newer copy; false when there is no slot for it. Under the lock. */
+static bool dual_write(chat_state_t *cs, const struct dual_table *t, const char *key, void *rec)
+{
+    size_t i = dual_find(t, key);
+    uint8_t *c;
+    struct dual_head h;
+    memcpy(&h, rec, sizeof h);
+    h.seq = 1;
+    if (i != SIZE_MAX) {
+        const uint8_t *best = dual_best(t, i);
+        struct dual_head bh;
+        memcpy(&bh, best, sizeof bh);
+        h.seq = bh.seq + 1;
+        c = best == dual_copy(t, i, 0) ? dual_copy(t, i, 1) : dual_copy(t, i, 0);
+    } else if ((i = dual_claim(cs, t, key)) != SIZE_MAX) {
+        /* A new key: both copies become invalid before the key changes. */
+        memset(dual_copy(t, i, 0), 0, 2 * t->copy_size);
+        memset(dual_key(t, i), 0, CHAT_CHAN_MAX + 2);
+        snprintf(dual_key(t, i), CHAT_CHAN_MAX + 2, "%s", key);
+        c = dual_copy(t, i, 0);
+    } else {
+        return false;
+    }
+    memcpy(rec, &h, sizeof h);
+    memcpy(c, rec, t->crc_off);
+    uint32_t crc = dual_crc(t, i, c);
+    memcpy(c + t->crc_off, &crc, sizeof crc); /* last: the copy is valid from here on */
+    return true;
+}
+
+/* ---- topics ------------------------------------------------------------- */
+
+static struct dual_table topics_table(chat_state_t *cs)
+{
+    return (struct dual_table){.slots = (uint8_t *)cs->topics, .nslots = cs->ntopics,
+                               .slot_size = sizeof(struct chat_topic_slot),
+                               .copy_off = offsetof(struct chat_topic_slot, copy),
+                               .copy_size = sizeof(struct topic_copy),
+                               .crc_off = offsetof(struct topic_copy, crc)};
 }
 
 bool chat_topic_get(chat_state_t *cs, const char *chan_key, char topic[CHAT_TOPIC_MAX + 1],
@@ -430,41 +543,20 @@ bool chat_topic_get(chat_state_t *cs, const char *chan_key, char topic[CHAT_TOPI
 {
     bool found = false;
     chat_lock(cs);
-    struct chat_topic_slot *t = topic_find(cs, chan_key);
-    const struct topic_copy *c = t ? topic_best(t) : NULL;
-    if (c && c->len) {
-        memcpy(topic, c->text, c->len);
-        topic[c->len] = 0;
-        snprintf(by, CHAT_NAME_MAX + 1, "%s", c->by);
-        *at_s = c->at_s;
+    struct dual_table t = topics_table(cs);
+    size_t i = dual_find(&t, chan_key);
+    struct topic_copy c;
+    if (i != SIZE_MAX)
+        memcpy(&c, dual_best(&t, i), sizeof c);
+    if (i != SIZE_MAX && c.len && c.len <= CHAT_TOPIC_MAX) {
+        memcpy(topic, c.text, c.len);
+        topic[c.len] = 0;
+        snprintf(by, CHAT_NAME_MAX + 1, "%s", c.by);
+        *at_s = c.at_s;
         found = true;
     }
     chat_unlock(cs);
     return found;
-}
-
-/* A slot for a key that has none: a never-used one, one whose copies are
- * both invalid (a torn first write), or else the oldest topic of a channel
- * nobody is in. */
-static struct chat_topic_slot *topic_claim(chat_state_t *cs, const char *key)
-{
-    size_t i = str_hash(key) % cs->ntopics;
-    struct chat_topic_slot *victim = NULL;
-    int64_t victim_at = INT64_MAX;
-    for (size_t probe = 0; probe < TOPIC_PROBE; probe++, i = (i + 1) % cs->ntopics) {
-        struct chat_topic_slot *t = &cs->topics[i];
-        const struct topic_copy *c = topic_best(t);
-        if (!t->key[0] || !c)
-            return t;
-        int live;
-        unsigned free_at;
-        index_find(cs, t->key, &live, &free_at);
-        if (live < 0 && c->at_s < victim_at) {
-            victim = t;
-            victim_at = c->at_s;
-        }
-    }
-    return victim;
 }
 
 bool chat_topic_set(chat_state_t *cs, const char *chan_key, const char *topic, size_t len,
@@ -472,37 +564,178 @@ bool chat_topic_set(chat_state_t *cs, const char *chan_key, const char *topic, s
 {
     if (len > CHAT_TOPIC_MAX)
         len = CHAT_TOPIC_MAX;
+    struct topic_copy c;
+    memset(&c, 0, sizeof c);
+    c.at_s = at_s;
+    snprintf(c.by, sizeof c.by, "%s", by);
+    c.len = (uint16_t)len;
+    memcpy(c.text, topic, len);
     chat_lock(cs);
-    struct chat_topic_slot *t = topic_find(cs, chan_key);
-    uint64_t seq = 1;
-    struct topic_copy *c;
-    if (t) {
-        const struct topic_copy *best = topic_best(t);
-        seq = best->seq + 1;
-        c = best == &t->copy[0] ? &t->copy[1] : &t->copy[0];
-    } else if ((t = topic_claim(cs, chan_key)) != NULL) {
-        /* A new key: both copies become invalid before the key changes. */
-        memset(t->copy, 0, sizeof t->copy);
-        memset(t->key, 0, sizeof t->key);
-        snprintf(t->key, sizeof t->key, "%s", chan_key);
-        c = &t->copy[0];
-    } else {
-        chat_unlock(cs);
-        return false;
-    }
-    memset(c, 0, sizeof *c);
-    c->seq = seq;
-    c->at_s = at_s;
-    snprintf(c->by, sizeof c->by, "%s", by);
-    c->len = (uint16_t)len;
-    memcpy(c->text, topic, len);
-    c->crc = topic_crc(t, c); /* last: the copy is valid from here on */
+    struct dual_table t = topics_table(cs);
+    bool ok = dual_write(cs, &t, chan_key, &c);
     chat_unlock(cs);
+    return ok;
+}
+
+/* ---- channels: modes and ranks ------------------------------------------ */
+
+static struct dual_table chans_table(chat_state_t *cs)
+{
+    return (struct dual_table){.slots = (uint8_t *)cs->chanrecs, .nslots = cs->nchanrecs,
+                               .slot_size = sizeof(struct chat_chan_slot),
+                               .copy_off = offsetof(struct chat_chan_slot, copy),
+                               .copy_size = sizeof(struct chat_chanrec),
+                               .crc_off = offsetof(struct chat_chanrec, crc)};
+}
+
+bool chat_chan_get(chat_state_t *cs, const char *chan_key, struct chat_chanrec *out)
+{
+    struct dual_table t = chans_table(cs);
+    size_t i = dual_find(&t, chan_key);
+    if (i == SIZE_MAX)
+        return false;
+    memcpy(out, dual_best(&t, i), sizeof *out);
+    if (out->nranks > CHAT_RANKS_MAX)
+        out->nranks = CHAT_RANKS_MAX;
+    out->key[CHAT_CHANKEY_MAX] = 0;
     return true;
+}
+
+/* The live channel's copy of what JOIN and PRIVMSG check. */
+static void chan_cache(struct chat_channel *ch, const struct chat_chanrec *r)
+{
+    ch->modes = r->modes;
+    ch->limit = r->limit;
+    memcpy(ch->chkey, r->key, sizeof ch->chkey);
+    ch->chkey[CHAT_CHANKEY_MAX] = 0;
+}
+
+bool chat_chan_put(chat_state_t *cs, const char *chan_key, struct chat_chanrec *r, int64_t now_s)
+{
+    struct dual_table t = chans_table(cs);
+    r->at_s = now_s;
+    if (!dual_write(cs, &t, chan_key, r))
+        return false;
+    int c;
+    unsigned free_at;
+    index_find(cs, chan_key, &c, &free_at);
+    if (c >= 0)
+        chan_cache(&cs->chans[c], r);
+    return true;
+}
+
+bool chat_chan_load(chat_state_t *cs, int c, const char *founder_key, int64_t now_s)
+{
+    struct chat_channel *ch = &cs->chans[c];
+    struct chat_chanrec r;
+    if (chat_chan_get(cs, ch->key, &r)) {
+        chan_cache(ch, &r);
+        return true;
+    }
+    memset(&r, 0, sizeof r);
+    r.created_s = now_s;
+    r.modes = CHAT_MODE_N | CHAT_MODE_T;
+    chan_cache(ch, &r);
+    chat_rank_set(&r, founder_key, CHAT_RANK_OP, true);
+    return chat_chan_put(cs, ch->key, &r, now_s);
+}
+
+int chat_rank_of(const struct chat_chanrec *r, const char *account_key)
+{
+    for (unsigned i = 0; i < r->nranks; i++)
+        if (!strcmp(r->ranks[i].account, account_key))
+            return r->ranks[i].rank;
+    return 0;
+}
+
+bool chat_rank_set(struct chat_chanrec *r, const char *account_key, int rank, bool on)
+{
+    unsigned i = 0;
+    while (i < r->nranks && strcmp(r->ranks[i].account, account_key))
+        i++;
+    if (i == r->nranks) {
+        if (!on)
+            return true;
+        if (r->nranks == CHAT_RANKS_MAX)
+            return false;
+        memset(&r->ranks[i], 0, sizeof r->ranks[i]);
+        snprintf(r->ranks[i].account, sizeof r->ranks[i].account, "%s", account_key);
+        r->nranks++;
+    }
+    if (on)
+        r->ranks[i].rank |= (uint8_t)rank;
+    else
+        r->ranks[i].rank &= (uint8_t)~rank;
+    if (!r->ranks[i].rank) /* no rank left: the entry goes, the last one takes its place */
+        r->ranks[i] = r->ranks[--r->nranks];
+    return true;
+}
+
+int chat_chan_rank(chat_state_t *cs, const char *chan_key, const char *account_key)
+{
+    struct dual_table t = chans_table(cs);
+    size_t i = dual_find(&t, chan_key);
+    if (i == SIZE_MAX)
+        return 0;
+    const struct chat_chanrec *r = (const struct chat_chanrec *)(const void *)dual_best(&t, i);
+    unsigned n = r->nranks < CHAT_RANKS_MAX ? r->nranks : CHAT_RANKS_MAX;
+    for (unsigned k = 0; k < n; k++)
+        if (!strncmp(r->ranks[k].account, account_key, sizeof r->ranks[k].account))
+            return r->ranks[k].rank;
+    return 0;
+}
+
+unsigned chat_account_leave(chat_state_t *cs, const char *account_key, int chan)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < cs->member_end && cs->chans[chan].used; i++) {
+        struct chat_member *m = chat_member_at(cs, (int)i);
+        if (m->used && !strcmp(m->key, account_key) && chat_is_in(cs, (int)i, chan)) {
+            chat_set_in(cs, (int)i, chan, false);
+            n++;
+        }
+    }
+    return n;
+}
+
+unsigned chat_channel_accounts(chat_state_t *cs, int chan)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < cs->member_end; i++) {
+        struct chat_member *m = chat_member_at(cs, (int)i);
+        if (!m->used || !chat_is_in(cs, (int)i, chan))
+            continue;
+        bool seen = false; /* counted already through another of its connections? */
+        for (unsigned j = 0; j < i && !seen; j++) {
+            struct chat_member *o = chat_member_at(cs, (int)j);
+            seen = o->used && chat_is_in(cs, (int)j, chan) && !strcmp(o->key, m->key);
+        }
+        n += !seen;
+    }
+    return n;
+}
+
+bool chat_invite_add(chat_state_t *cs, int chan, const char *account_key)
+{
+    struct chat_channel *ch = &cs->chans[chan];
+    if (chat_invited(cs, chan, account_key))
+        return true;
+    snprintf(ch->invited[ch->invite_next], sizeof ch->invited[0], "%s", account_key);
+    ch->invite_next = (ch->invite_next + 1) % CHAT_INVITES_MAX;
+    return true;
+}
+
+bool chat_invited(chat_state_t *cs, int chan, const char *account_key)
+{
+    for (unsigned i = 0; i < CHAT_INVITES_MAX; i++)
+        if (!strcmp(cs->chans[chan].invited[i], account_key))
+            return true;
+    return false;
 }
 
 void chat_state_sync(chat_state_t *cs)
 {
     yard_table_file_sync(&cs->pos_file, false);
     yard_table_file_sync(&cs->topics_file, false);
+    yard_table_file_sync(&cs->chans_file, false);
 }

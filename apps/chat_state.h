@@ -7,7 +7,8 @@
  *
  * A channel holds a live slot only while somebody is in it: the last one
  * out frees it, so nobody can use up the table by joining and leaving.
- * What outlives its members, the topic, is kept in DIR/topics. */
+ * What outlives its members, the topic, is kept in DIR/topics, and its
+ * modes and operators in DIR/channels. */
 #ifndef YARD_CHAT_STATE_H
 #define YARD_CHAT_STATE_H
 
@@ -24,11 +25,45 @@
 #define CHAT_TOPIC_MAX 390
 #define CHAT_CHANNELS_LIMIT 4096 /* --max-channels at most */
 
+#define CHAT_CHANKEY_MAX 23 /* a +k key */
+#define CHAT_RANKS_MAX 64   /* accounts with +o or +v in one channel */
+#define CHAT_INVITES_MAX 16 /* pending INVITEs per live channel (the oldest is forgotten) */
+
+/* Channel modes (the flags of struct chat_chanrec.modes). */
+enum { CHAT_MODE_I = 1u << 0, CHAT_MODE_M = 1u << 1, CHAT_MODE_N = 1u << 2, CHAT_MODE_T = 1u << 3 };
+/* An account's rank in a channel (bits). */
+enum { CHAT_RANK_VOICE = 1, CHAT_RANK_OP = 2 };
+
 struct chat_channel {
     bool used;
     char name[CHAT_CHAN_MAX + 1]; /* as first created */
     char key[CHAT_CHAN_MAX + 1];  /* casefolded */
     unsigned members;             /* member slots (connections) in it */
+    /* A copy of its durable record's modes (chat_chan_load, chat_chan_put),
+     * so that JOIN and PRIVMSG check them without reading the record. */
+    uint32_t modes, limit;
+    char chkey[CHAT_CHANKEY_MAX + 1];
+    /* Accounts (casefolded) invited while it is +i: not kept once it empties. */
+    char invited[CHAT_INVITES_MAX][CHAT_NAME_MAX + 1];
+    unsigned invite_next;
+};
+
+/* What a channel keeps across restarts in DIR/channels, whether or not
+ * anybody is in it: its modes and who has a rank. The account that creates
+ * a channel (the first JOIN of a name without a record) is its operator. */
+struct chat_rank {
+    char account[CHAT_NAME_MAX + 1]; /* casefolded */
+    uint8_t rank;                    /* CHAT_RANK_* bits */
+};
+struct chat_chanrec {
+    uint64_t seq; /* these two first: the file's two-copy slots use them */
+    int64_t at_s; /* last change */
+    int64_t created_s;
+    uint32_t modes, limit; /* CHAT_MODE_*; +l (0: none) */
+    char key[CHAT_CHANKEY_MAX + 1]; /* +k ("": none) */
+    uint16_t nranks;
+    struct chat_rank ranks[CHAT_RANKS_MAX];
+    uint32_t crc;
 };
 
 #define CHAT_AWAY_MAX 200
@@ -45,6 +80,7 @@ struct chat_member {
 
 struct chat_pos;
 struct chat_topic_slot;
+struct chat_chan_slot;
 
 /* WHOWAS: the accounts whose last connection ended most recently. */
 #define CHAT_WHOWAS_MAX 64
@@ -72,6 +108,9 @@ typedef struct chat_state {
     struct chat_topic_slot *topics;
     size_t ntopics;
     yard_table_file_t topics_file;
+    struct chat_chan_slot *chanrecs;
+    size_t nchanrecs;
+    yard_table_file_t chans_file;
 } chat_state_t;
 
 /* IRC's rfc1459 casemapping: ASCII lower case, and []\~ as {}|^. */
@@ -122,7 +161,32 @@ bool chat_topic_get(chat_state_t *cs, const char *chan_key, char topic[CHAT_TOPI
 bool chat_topic_set(chat_state_t *cs, const char *chan_key, const char *topic, size_t len,
                     const char *by, int64_t at_s);
 
-/* Push positions and topics towards the disk (msync, asynchronous). */
+/* Channel records (DIR/channels), under the lock. get: false when the
+ * channel has none. put: writes r (its at_s set to now_s) and refreshes the
+ * live channel's copy of its modes; false when the file has no slot left
+ * (every slot on the key's path belongs to a live channel). */
+bool chat_chan_get(chat_state_t *cs, const char *chan_key, struct chat_chanrec *out);
+bool chat_chan_put(chat_state_t *cs, const char *chan_key, struct chat_chanrec *r, int64_t now_s);
+/* The live channel c was just created: its modes come from its record, or,
+ * when it has none, it is new: +nt with founder_key as its operator (false
+ * when that record could not be stored: the channel then has no operator). */
+bool chat_chan_load(chat_state_t *cs, int c, const char *founder_key, int64_t now_s);
+/* The account's CHAT_RANK_* bits in a record, or through the file. */
+int chat_rank_of(const struct chat_chanrec *r, const char *account_key);
+int chat_chan_rank(chat_state_t *cs, const char *chan_key, const char *account_key);
+/* Give or take rank bits; false when the record has no room for another
+ * account (CHAT_RANKS_MAX). */
+bool chat_rank_set(struct chat_chanrec *r, const char *account_key, int rank, bool on);
+/* Take every connection of the account out of channel chan (KICK); how
+ * many were in it. */
+unsigned chat_account_leave(chat_state_t *cs, const char *account_key, int chan);
+/* The accounts in chan, each once (+l counts these). */
+unsigned chat_channel_accounts(chat_state_t *cs, int chan);
+/* INVITE: the account may join chan past +i while chan stays live. */
+bool chat_invite_add(chat_state_t *cs, int chan, const char *account_key);
+bool chat_invited(chat_state_t *cs, int chan, const char *account_key);
+
+/* Push positions, topics and channel records towards the disk (msync, asynchronous). */
 void chat_state_sync(chat_state_t *cs);
 
 #endif

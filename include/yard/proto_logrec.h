@@ -4,7 +4,10 @@
  *   u16 magic 0x4C59 ("YL")  u8 version (1)  u8 type (1 message, 2 notice, 4 topic,
  *     7 join, 8 part, 11 quit: the sender joined or left the target channel;
  *     13 away: the sender's away message (empty: back), told in that channel;
- *     14 read: the sender's account has read the target up to the time in text)
+ *     14 read: the sender's account has read the target up to the time in text;
+ *     16 mode: the sender changed the target channel's modes, as text ("+o-t alice");
+ *     19 kick: the sender kicked a member out of the target channel (text: "nick reason");
+ *     21 invite: the sender invited the target account into the channel in text)
  *   u32 total length of the record, header included
  *   u32 CRC32C of every byte after this field
  *   u64 id (1, 2, 3, ... with no gaps)   i64 timestamp (ns since the epoch)
@@ -30,7 +33,8 @@
  * type. Join, part and quit records carry a reason (part, quit) as text. */
 enum { YARD_LOGREC_MESSAGE = 1, YARD_LOGREC_NOTICE = 2, YARD_LOGREC_TOPIC = 4,
        YARD_LOGREC_JOIN = 7, YARD_LOGREC_PART = 8, YARD_LOGREC_QUIT = 11, YARD_LOGREC_AWAY = 13,
-       YARD_LOGREC_READ = 14 };
+       YARD_LOGREC_READ = 14, YARD_LOGREC_MODE = 16, YARD_LOGREC_KICK = 19,
+       YARD_LOGREC_INVITE = 21 };
 enum yard_logrec_verdict { YARD_LOGREC_COMPLETE = 1, YARD_LOGREC_PARTIAL = 0, YARD_LOGREC_CORRUPT = -1 };
 
 typedef struct yard_logrec {

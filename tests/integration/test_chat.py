@@ -209,7 +209,7 @@ def test_echo_message_and_private_messages(chat):
     a.expect(r" 401 u7 nobody ")                     # answered at once
     a.expect(r"^:u7!u7@yard PRIVMSG u8 :direct$")   # echo-message: the sender sees it too
     a.send("JOIN #e", "TOPIC #e :the topic", "NAMES #e", "WHO #e")
-    a.expect(r" 353 u7 = #e :u7")
+    a.expect(r" 353 u7 = #e :@u7$")   # its creator: the operator
     a.expect(r" 352 u7 #e u7 ")
     # The change comes back through the log, after the replies.
     a.expect(r"^:u7!u7@yard TOPIC #e :the topic$")

@@ -382,8 +382,11 @@ def test_topic_changes_reach_every_member_and_survive_a_restart(chat, model):
     d = login_pass(srv2.port, "u4", "pw-u4")
     d.send("JOIN #T")
     d.expect(r" 332 u4 #T :plans for ünïcödé ✓$")   # found by its casefolded name
-    d.send("TOPIC #t :", "TOPIC #t")
-    d.expect(r" 331 u4 #T :No topic is set")
+    d.send("TOPIC #t :")   # +t, and u4 is no operator of it
+    d.expect(r" 482 u4 #T :You're not channel operator \(\+t\)")
+    e = login_pass(srv2.port, "u1", "pw-u1")   # its creator is, after the restart too
+    e.send("JOIN #t", "TOPIC #t :", "TOPIC #t")
+    e.expect(r" 331 u1 #T :No topic is set")
 
 
 def test_names_and_who_list_an_account_once(chat):
@@ -395,7 +398,7 @@ def test_names_and_who_list_an_account_once(chat):
         c.expect(r" 366 ")
     b.send("NAMES #d", "WHO #d")
     names = b.expect(r" 353 u2 = #d :(.*)$").group(1).split()
-    assert sorted(names) == ["u1", "u2"]
+    assert sorted(names) == ["@u1", "u2"]   # u1 made #d: its operator, listed once
     b.expect(r" 366 u2 #d ")
     who = []
     while True:

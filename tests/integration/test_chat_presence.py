@@ -46,7 +46,7 @@ def test_members_hear_joins_parts_and_quits(chat, model):
     ana.expect(r"^:bo!bo@yard JOIN #p$")
     ana.send("NAMES #p")
     m = ana.expect(r" 353 ana = #p :(.*)$")
-    assert sorted(m.group(1).split()) == ["ana", "bo"]
+    assert sorted(m.group(1).split()) == ["@ana", "bo"]   # ana made #p: its operator
     bo.send("PART #p :bye 👋 пока")
     bo.expect(r"^:bo!bo@yard PART #p :bye 👋 пока$")
     ana.expect(r"^:bo!bo@yard PART #p :bye 👋 пока$")

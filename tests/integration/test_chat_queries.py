@@ -24,7 +24,7 @@ def test_whois_ison_userhost_and_away(chat, model):
     a.send("WHOIS BO")  # any spelling: the account's comes back
     a.expect(r" 311 ana bo bo yard \* :bo$")
     m = a.expect(r" 319 ana bo :(.*)$")
-    assert sorted(m.group(1).split()) == ["#x", "#y"]
+    assert sorted(m.group(1).split()) == ["@#x", "@#y"]   # bo made them: their operator
     a.expect(r" 312 ana bo yard ")
     a.expect(r" 330 ana bo bo :is logged in as$")
     a.expect(r" 318 ana bo :End of /WHOIS list\.$")
@@ -122,19 +122,22 @@ def test_cap_ls_values_only_for_302_isupport_and_user_modes(chat):
     old = Irc(srv.port)
     old.send("CAP LS")
     old.expect(r" CAP \* LS :account-tag away-notify batch draft/chathistory draft/read-marker "
-               r"echo-message extended-join message-tags sasl server-time$")  # no value without 302
+               r"echo-message extended-join message-tags multi-prefix sasl server-time$")  # no value without 302
     new = Irc(srv.port)
     new.send("CAP LS 302")
     new.expect(r" CAP \* LS :account-tag away-notify batch draft/chathistory draft/read-marker "
-               r"echo-message extended-join message-tags sasl=PLAIN server-time$")
+               r"echo-message extended-join message-tags multi-prefix sasl=PLAIN server-time$")
     for c in (old, new):
         c.close()
     a = login_pass(srv.port, "ana", "pw-ana")
-    a.expect(r" 004 ana yard 0\.1\.0 iw nt$")
-    m = a.expect(r" 005 ana (.*) :are supported by this server$")
-    tokens = dict(t.split("=", 1) for t in m.group(1).split())
+    a.expect(r" 004 ana yard 0\.1\.0 iw iklmnotv klov$")
+    tokens = {}
+    for _ in range(2):   # two 005 lines
+        m = a.expect(r" 005 ana (.*) :are supported by this server$")
+        tokens.update(t.split("=", 1) for t in m.group(1).split())
     assert tokens["NETWORK"] == "Switchyard" and tokens["AWAYLEN"] == "200"
-    assert tokens["TARGMAX"] == "PRIVMSG:4,NOTICE:4,WHOIS:4,USERHOST:5"
+    assert tokens["TARGMAX"] == "PRIVMSG:4,NOTICE:4,WHOIS:4,USERHOST:5,KICK:4"
+    assert (tokens["PREFIX"], tokens["CHANMODES"], tokens["MODES"]) == ("(ov)@+", ",k,l,imnt", "4")
     # MODE nick: +i and +w are kept and shown (irssi asks for +i, WeeChat may set +w).
     a.send("MODE ana")
     a.expect(r" 221 ana \+$")
@@ -143,11 +146,11 @@ def test_cap_ls_values_only_for_302_isupport_and_user_modes(chat):
     a.send("MODE ana -w+x")
     a.expect(r" 501 ana :Unknown MODE flag$")
     a.expect(r"^:ana!ana@yard MODE ana :-w$")
-    a.send("JOIN #m", "MODE #m b", "MODE #m +e", "MODE #m I", "MODE #m +k key")
+    a.send("JOIN #m", "MODE #m b", "MODE #m +e", "MODE #m I", "MODE #m +b x!*@*")
     a.expect(r" 368 ana #m :End of channel ban list$")
     a.expect(r" 349 ana #m :End of channel exception list$")
     a.expect(r" 347 ana #m :End of channel invite list$")
-    a.expect(r" 482 ana #m :Channel modes are not supported$")
+    a.expect(r" 472 ana b :is an unknown mode char to me")   # no bans kept: said so
     a.send("MODE ana", "MODE bo +i")
     a.expect(r" 221 ana \+i$")
     a.expect(r" 502 ana :Cannot change mode for other users$")

@@ -61,6 +61,9 @@ static int dump_one(const yard_chatlog_rec_t *r, void *arg)
            : r->type == YARD_LOGREC_QUIT  ? "quit"
            : r->type == YARD_LOGREC_AWAY  ? "away"
            : r->type == YARD_LOGREC_READ  ? "read"
+           : r->type == YARD_LOGREC_MODE  ? "mode"
+           : r->type == YARD_LOGREC_KICK  ? "kick"
+           : r->type == YARD_LOGREC_INVITE ? "invite"
                                           : "message");
     int s = json_field(d, "sender", r->sender, r->sender_len);
     int t = s < 0 ? s : json_field(d, "target", r->target, r->target_len);
