@@ -46,6 +46,7 @@
 #define OWN_RING 1024
 #define TARGMAX 4 /* targets of one PRIVMSG or NOTICE */
 #define MODES_MAX 4 /* channel mode changes with a parameter in one MODE */
+#define CLIENT_TAGS_MAX 512 /* a message's client-only tags kept and relayed (message-tags) */
 #define KICK_REASON_MAX 200 /* what of a KICK's reason is kept (a deferred record's text) */
 #define CHECK_RETRY_NS (50 * YARD_NS_PER_MS) /* a login waiting for its address's turn */
 #define CHAT_REALNAME_MAX 100
@@ -142,6 +143,8 @@ struct post_job {
     bool sync_state; /* --fsync always: read positions too */
     int type, n;
     char text[LINE_MAX_MSG + 1];
+    char tags[CLIENT_TAGS_MAX + 1]; /* client-only tags, stored before a NUL in the text */
+    size_t tags_len;
     struct {
         char name[CHAT_CHAN_MAX + 1]; /* the channel as shown, or the nick given */
         bool person;                  /* the account is looked up first */
@@ -303,9 +306,19 @@ static void post_job_run(void *arg)
             snprintf(j->t[i].name, sizeof j->t[i].name, "%s", canon);
         }
         int64_t ts;
+        const char *text = j->text;
+        size_t len = j->t[i].text_len;
+        char tagged[CLIENT_TAGS_MAX + 1 + LINE_MAX_MSG + 1];
+        if (j->tags_len) { /* the tags, a NUL, the text (include/yard/proto_logrec.h) */
+            memcpy(tagged, j->tags, j->tags_len);
+            tagged[j->tags_len] = 0;
+            memcpy(tagged + j->tags_len + 1, j->text, len);
+            text = tagged;
+            len += j->tags_len + 1;
+        }
         j->t[i].rc = yard_chatlog_append(j->log, j->type, j->sender, strlen(j->sender),
-                                         j->t[i].name, strlen(j->t[i].name), j->text,
-                                         j->t[i].text_len, &j->t[i].id, &ts);
+                                         j->t[i].name, strlen(j->t[i].name), text, len,
+                                         &j->t[i].id, &ts);
         appended |= j->t[i].rc == 0;
     }
     /* The log syncs itself per --fsync; read positions are a shared file
@@ -467,12 +480,29 @@ static bool own_pop(struct session *s, uint64_t id)
     return false;
 }
 
+/* A message record's text may start with its sender's client-only tags,
+ * ended by a NUL (a client's text never holds one: such a line gets 421):
+ * *r is left with the text after it. */
+static void split_client_tags(yard_chatlog_rec_t *r, const char **tags, size_t *tags_len)
+{
+    const char *nul = memchr(r->text, 0, r->text_len);
+    *tags = NULL;
+    *tags_len = 0;
+    if (!nul)
+        return;
+    *tags = r->text;
+    *tags_len = (size_t)(nul - r->text);
+    r->text_len -= *tags_len + 1;
+    r->text = nul + 1;
+}
+
 /* The tags a connection asked for on a relayed record: server-time, msgid
  * (message-tags; the log's id, the same for everyone), account
- * (account-tag; every sender is an account) and the batch it is part of:
- * "" or "@...; " ending in a space. */
-static void tags_for(const struct session *s, const yard_chatlog_rec_t *r, const char *batch,
-                     char *out, size_t cap)
+ * (account-tag; every sender is an account), the batch it is part of, and
+ * a message's client-only tags (message-tags): "" or "@... " ending in a
+ * space. */
+static void tags_with(const struct session *s, const yard_chatlog_rec_t *r, const char *batch,
+                      const char *ctags, size_t ctags_len, char *out, size_t cap)
 {
     size_t n = 0;
     out[0] = 0;
@@ -488,11 +518,20 @@ static void tags_for(const struct session *s, const yard_chatlog_rec_t *r, const
         TAG("%caccount=%.*s", n ? ';' : '@', (int)r->sender_len, r->sender);
     if (batch && batch[0])
         TAG("%cbatch=%s", n ? ';' : '@', batch);
+    if (ctags_len && (s->caps & CAP_MESSAGE_TAGS))
+        TAG("%c%.*s", n ? ';' : '@', (int)ctags_len, ctags);
     if (n)
         TAG(" ");
 #undef TAG
     if (n >= cap)
         out[0] = 0; /* cannot happen with the sizes used: no tags rather than half */
+}
+
+/* tags_with, for a record without client-only tags. */
+static void tags_for(const struct session *s, const yard_chatlog_rec_t *r, const char *batch,
+                     char *out, size_t cap)
+{
+    tags_with(s, r, batch, NULL, 0, out, cap);
 }
 
 static void relay(yard_fx_t *fx, const struct session *s, const yard_chatlog_rec_t *r,
@@ -501,6 +540,23 @@ static void relay(yard_fx_t *fx, const struct session *s, const yard_chatlog_rec
     const char *cmd = r->type == YARD_LOGREC_NOTICE  ? "NOTICE"
                       : r->type == YARD_LOGREC_TOPIC ? "TOPIC"
                                                      : "PRIVMSG";
+    const char *ctags = NULL;
+    size_t ctags_len = 0;
+    yard_chatlog_rec_t msg;
+    if (r->type != YARD_LOGREC_TOPIC) {
+        msg = *r;
+        split_client_tags(&msg, &ctags, &ctags_len);
+        r = &msg;
+    }
+    char tags[CLIENT_TAGS_MAX + 300];
+    if (r->type == YARD_LOGREC_TAGMSG) { /* only tags: for clients that take them */
+        if (!(s->caps & CAP_MESSAGE_TAGS))
+            return;
+        tags_with(s, r, batch, ctags, ctags_len, tags, sizeof tags);
+        sendf(fx, "%s:%.*s!%.*s@" SERVER " TAGMSG %.*s", tags, (int)r->sender_len, r->sender,
+              (int)r->sender_len, r->sender, (int)r->target_len, r->target);
+        return;
+    }
     /* Text is stored without control characters (chat_data removes them),
      * but a log written before that rule may hold some. */
     char clean[YARD_LOGREC_TEXT_MAX + 1];
@@ -512,8 +568,7 @@ static void relay(yard_fx_t *fx, const struct session *s, const yard_chatlog_rec
         copy.text = clean;
         r = &copy;
     }
-    char tags[200];
-    tags_for(s, r, batch, tags, sizeof tags);
+    tags_with(s, r, batch, ctags, ctags_len, tags, sizeof tags);
     sendf(fx, "%s:%.*s!%.*s@" SERVER " %s %.*s :%.*s", tags, (int)r->sender_len, r->sender,
           (int)r->sender_len, r->sender, cmd, (int)r->target_len, r->target, (int)r->text_len,
           r->text);
@@ -747,7 +802,7 @@ static int relay_read(struct chat_app *app, struct session *s, yard_fx_t *fx, co
          * topic change goes to every member, its setter included. */
         if (r.type == YARD_LOGREC_TOPIC ? to_me : mine ? (s->caps & CAP_ECHO) != 0 : to_me)
             relay(fx, s, &r, NULL);
-        if (to_me && key[0])
+        if (to_me && key[0] && r.type != YARD_LOGREC_TAGMSG)
             pos_note(app, s, &pos, key, r.id);
     }
     pos_flush(app, s, &pos);
@@ -888,6 +943,7 @@ static void post_begin(struct chat_app *app, struct session *s, int type, const 
     j->sync_state = app->set->fsync_mode == YARD_CHATLOG_FSYNC_ALWAYS;
     j->type = type;
     j->n = 0;
+    j->tags_len = 0;
     snprintf(j->text, sizeof j->text, "%s", text);
 }
 
@@ -2080,24 +2136,40 @@ static int split_targets(char *list, char **out, int max, int *dropped, char **f
 static void message(struct chat_app *app, struct session *s, yard_fx_t *fx, const yard_irc_msg_t *m,
                     int type)
 {
-    bool notice = type == YARD_LOGREC_NOTICE;
+    bool tagmsg = type == YARD_LOGREC_TAGMSG;
+    bool notice = type == YARD_LOGREC_NOTICE || tagmsg; /* never answered with an error */
     if (m->n < 1) {
         if (!notice)
             numeric(fx, s, 411, ":No recipient given (%s)", m->cmd);
         return;
     }
-    if (m->n < 2 || !m->params[1][0]) {
+    if (!tagmsg && (m->n < 2 || !m->params[1][0])) {
         if (!notice)
             numeric(fx, s, 412, ":No text to send");
         return;
     }
+    /* message-tags: the client-only tags (the '+' ones) are kept with the
+     * message and relayed to the clients that take tags */
+    char ctags[CLIENT_TAGS_MAX + 1];
+    long ctn = m->tags && (s->caps & CAP_MESSAGE_TAGS)
+                   ? yard_irc_client_tags(m->tags, ctags, sizeof ctags)
+                   : 0;
+    if (ctn < 0) {
+        numeric(fx, s, 417, ":Input line was too long (client-only tags: at most %d bytes)",
+                CLIENT_TAGS_MAX);
+        return;
+    }
+    if (tagmsg && !ctn)
+        return; /* a TAGMSG without tags tells nothing */
     char *targets[TARGMAX], *first_dropped;
     int dropped;
     int n = split_targets(m->params[0], targets, TARGMAX, &dropped, &first_dropped);
     if (dropped && !notice)
         numeric(fx, s, 407, "%s :Too many targets: at most %d (TARGMAX); %d not sent to",
                 first_dropped, TARGMAX, dropped);
-    post_begin(app, s, type, m->params[1]);
+    post_begin(app, s, type, tagmsg ? "" : m->params[1]);
+    memcpy(s->post.tags, ctags, (size_t)ctn);
+    s->post.tags_len = (size_t)ctn;
     for (int i = 0; i < n; i++) {
         char *t = targets[i];
         if (t[0] == '#' || t[0] == '&') {
@@ -2131,7 +2203,7 @@ static void message(struct chat_app *app, struct session *s, yard_fx_t *fx, cons
                 numeric(fx, s, 401, "%s :No such nick/channel", t);
             continue;
         }
-        if (!notice && __atomic_load_n(&app->cs->away, __ATOMIC_RELAXED)) { /* a person who is away: say so; it still goes */
+        if (type == YARD_LOGREC_MESSAGE && __atomic_load_n(&app->cs->away, __ATOMIC_RELAXED)) { /* a person who is away: say so; it still goes */
             struct presence p;
             presence_of(app, t, &p, NULL, 0);
             if (p.away)
@@ -2864,6 +2936,8 @@ static void command(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
         message(app, s, fx, m, YARD_LOGREC_MESSAGE);
     } else if (!strcmp(c, "NOTICE")) {
         message(app, s, fx, m, YARD_LOGREC_NOTICE);
+    } else if (!strcmp(c, "TAGMSG")) {
+        message(app, s, fx, m, YARD_LOGREC_TAGMSG);
     } else if (!strcmp(c, "JOIN")) {
         if (m->n < 1) {
             numeric(fx, s, 461, "JOIN :Not enough parameters");

@@ -1,7 +1,8 @@
 /* IRC lines on arbitrary bytes: the framer always consumes something or
  * asks for more, never points outside the input, and every line it returns
  * is within the limits; parsing a line never yields more than 15 params or
- * a param outside the line; the SASL decoders accept or refuse cleanly. */
+ * a param outside the line, nor client tags other than '+' ones or past
+ * their buffer; the SASL decoders accept or refuse cleanly. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 for (int i = 0; i < m.n; i++)
                     if (m.params[i] < line || m.params[i] > line + len)
                         abort();
+                char kept_tags[600];
+                long tn = m.tags ? yard_irc_client_tags(m.tags, kept_tags, sizeof kept_tags) : 0;
+                if (tn >= (long)sizeof kept_tags || (tn > 0 && (kept_tags[0] != '+' ||
+                                                                strlen(kept_tags) != (size_t)tn)))
+                    abort(); /* only client-only tags, within the buffer */
             }
             size_t kept = yard_irc_strip_controls(line, len);
             if (kept > len || yard_irc_has_controls(line, kept))

@@ -49,16 +49,25 @@ size_t yard_irc_vline(char *out, size_t cap, bool *cut, const char *fmt, va_list
     __attribute__((format(printf, 4, 0)));
 
 typedef struct yard_irc_msg {
-    char *cmd; /* upper-cased in place */
+    char *tags; /* the tags, without '@' (NUL-terminated in place), or NULL */
+    char *cmd;  /* upper-cased in place */
     char *params[YARD_IRC_PARAMS_MAX];
     int n;
 } yard_irc_msg_t;
 
-/* Split a NUL-terminated line, in place. Tags and a source prefix are
- * skipped (the server takes neither from a client); the 15th parameter
- * takes the rest of the line. false when there is no valid command
- * (letters, or three digits). */
+/* Split a NUL-terminated line, in place. A source prefix is skipped (the
+ * server takes none from a client); the tags are only cut out (m->tags);
+ * the 15th parameter takes the rest of the line. false when there is no
+ * valid command (letters, or three digits). */
 bool yard_irc_parse(char *line, yard_irc_msg_t *m);
+
+/* The client-only tags of a tag section ("a=1;+x=y;+draft/react=z"): those
+ * whose key starts with '+' and is well formed ('+', an optional vendor
+ * of letters, digits, '-' and '.' ended by '/', then letters, digits and
+ * '-'), each key once (its last value, as IRCv3 says), values as sent,
+ * joined by ';' into out (NUL-terminated). Returns their length (0: none),
+ * or -1 when they do not fit cap - 1 bytes. */
+long yard_irc_client_tags(const char *tags, char *out, size_t cap);
 
 /* Base64 with padding; the decoded length or -1. */
 long yard_b64decode(const char *in, size_t n, char *out, size_t cap);

@@ -7,7 +7,11 @@
  *     14 read: the sender's account has read the target up to the time in text;
  *     16 mode: the sender changed the target channel's modes, as text ("+o-t alice");
  *     19 kick: the sender kicked a member out of the target channel (text: "nick reason");
- *     21 invite: the sender invited the target account into the channel in text)
+ *     21 invite: the sender invited the target account into the channel in text;
+ *     22 tagmsg: IRCv3 TAGMSG, client-only tags and no text)
+ *   A message, notice or tagmsg whose text holds a NUL byte starts with the
+ *   sender's client-only tags ("+typing=active;+draft/react=x"), ended by
+ *   that NUL; the message's text follows it (a client's text has no NUL).
  *   u32 total length of the record, header included
  *   u32 CRC32C of every byte after this field
  *   u64 id (1, 2, 3, ... with no gaps)   i64 timestamp (ns since the epoch)
@@ -34,7 +38,7 @@
 enum { YARD_LOGREC_MESSAGE = 1, YARD_LOGREC_NOTICE = 2, YARD_LOGREC_TOPIC = 4,
        YARD_LOGREC_JOIN = 7, YARD_LOGREC_PART = 8, YARD_LOGREC_QUIT = 11, YARD_LOGREC_AWAY = 13,
        YARD_LOGREC_READ = 14, YARD_LOGREC_MODE = 16, YARD_LOGREC_KICK = 19,
-       YARD_LOGREC_INVITE = 21 };
+       YARD_LOGREC_INVITE = 21, YARD_LOGREC_TAGMSG = 22 };
 enum yard_logrec_verdict { YARD_LOGREC_COMPLETE = 1, YARD_LOGREC_PARTIAL = 0, YARD_LOGREC_CORRUPT = -1 };
 
 typedef struct yard_logrec {

@@ -123,10 +123,13 @@ bool yard_irc_parse(char *line, yard_irc_msg_t *m)
 {
     char *p = line;
     m->n = 0;
+    m->tags = NULL;
     if (*p == '@') {
         p = strchr(p, ' ');
         if (!p)
             return false;
+        *p++ = 0;
+        m->tags = line + 1;
     }
     while (*p == ' ')
         p++;
@@ -168,6 +171,73 @@ bool yard_irc_parse(char *line, yard_irc_msg_t *m)
             *p++ = 0;
     }
     return true;
+}
+
+static bool ascii_alnum(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* '+', [vendor '/'], name: see the header. */
+static bool client_key_valid(const char *k, size_t n)
+{
+    if (n < 2 || k[0] != '+')
+        return false;
+    const char *slash = memchr(k, '/', n);
+    size_t name_at = 1;
+    if (slash) {
+        size_t vn = (size_t)(slash - k) - 1;
+        if (!vn)
+            return false;
+        for (size_t i = 1; i <= vn; i++)
+            if (!ascii_alnum(k[i]) && k[i] != '-' && k[i] != '.')
+                return false;
+        name_at = vn + 2;
+    }
+    if (name_at >= n)
+        return false;
+    for (size_t i = name_at; i < n; i++)
+        if (!ascii_alnum(k[i]) && k[i] != '-')
+            return false;
+    return true;
+}
+
+long yard_irc_client_tags(const char *tags, char *out, size_t cap)
+{
+    if (!cap)
+        return -1;
+    size_t used = 0;
+    out[0] = 0;
+    for (const char *t = tags; t && *t;) {
+        size_t tn = strcspn(t, ";"), kn = strcspn(t, "=;");
+        const char *next = t[tn] ? t + tn + 1 : NULL;
+        if (!client_key_valid(t, kn)) {
+            t = next;
+            continue;
+        }
+        /* A later value of the same key wins: drop an earlier one. */
+        for (size_t at = 0; at < used;) {
+            size_t en = strcspn(out + at, ";"), ekn = strcspn(out + at, "=;");
+            if (ekn == kn && !memcmp(out + at, t, kn)) {
+                size_t end = at + en + (out[at + en] == ';');
+                memmove(out + at, out + end, used - end + 1);
+                used -= end - at;
+                if (used && out[used - 1] == ';')
+                    out[--used] = 0;
+                continue;
+            }
+            at += en + (out[at + en] == ';');
+        }
+        if (used + (used > 0) + tn + 1 > cap)
+            return -1;
+        if (used)
+            out[used++] = ';';
+        memcpy(out + used, t, tn);
+        used += tn;
+        out[used] = 0;
+        t = next;
+    }
+    return (long)used;
 }
 
 static int b64val(char c)

@@ -166,3 +166,56 @@ def test_away_members_on_join(chat, model):
     assert [ln for ln in cy.lines if " AWAY " in ln] == [":bo!bo@yard AWAY :brb ☕"]
     for c in (ana, bo, cy):
         c.close()
+
+
+@pytest.mark.parametrize("model", CHAT_MODELS)
+def test_client_only_tags_and_tagmsg(chat, model):
+    """message-tags: a client's '+' tags are kept with its message (in the log) and relayed
+    to the clients that take tags; the server's own tags cannot be forged; TAGMSG carries
+    tags only, to those clients only; CHATHISTORY gives the tags back."""
+    srv, data = chat(model)
+    ana = login_sasl(srv.port, "ana", "pw-ana", caps="sasl message-tags echo-message")
+    bo = login_sasl(srv.port, "bo", "pw-bo", caps="sasl message-tags batch")
+    cy = login_pass(srv.port, "cy", "pw-cy")  # no message-tags: plain lines, no TAGMSG
+    for c, nick in ((ana, "ana"), (bo, "bo"), (cy, "cy")):
+        c.send("JOIN #t")
+        c.expect(rf" 366 {nick} #t ")
+    ana.send("@+typing=active;time=2001-01-01T00:00:00.000Z;msgid=forged;+draft/react=👍 "
+             "TAGMSG #t")
+    line = bo.expect(r"^@\S+ :ana!ana@yard TAGMSG #t$").group(0)
+    tags = tags_of(line)
+    assert tags["+typing"] == "active" and tags["+draft/react"] == "👍"
+    assert tags["msgid"].isdigit() and "time" not in tags   # the log's id; no forged time
+    tagmsg_id = tags["msgid"]
+    ana.expect(r"^@\S+ :ana!ana@yard TAGMSG #t$")             # echo-message
+    ana.send(f"@+draft/reply={tagmsg_id};+x=1;+x=2 PRIVMSG #t :re: 👀")
+    line = bo.expect(r"^@\S+ :ana!ana@yard PRIVMSG #t :re: 👀$").group(0)
+    tags = tags_of(line)
+    assert (tags["+draft/reply"], tags["+x"]) == (tagmsg_id, "2")   # a key once: its last value
+    # cy hears the message plainly, and no TAGMSG before it.
+    cy.expect(r"^:ana!ana@yard PRIVMSG #t :re: 👀$")
+    assert not [ln for ln in cy.lines if "TAGMSG" in ln or ln.startswith("@")]
+    # Tags from a client without message-tags are not taken.
+    cy.send("@+typing=done PRIVMSG #t :plain")
+    assert "+typing" not in tags_of(bo.expect(r" PRIVMSG #t :plain$").group(0))
+    # Past the limit: 417, nothing sent.
+    ana.send("@+big=" + "y" * 600 + " PRIVMSG #t :too many tags")
+    ana.expect(r" 417 ana :Input line was too long \(client-only tags")
+    # CHATHISTORY gives the message back with its tags; the TAGMSG is not history.
+    bo.send("CHATHISTORY LATEST #t * 10")
+    bo.expect(r"BATCH \+\S+ chathistory #t")
+    got = []
+    while (m := bo.expect(r"^(@\S+ )?:\S+ (\S+) #t( :.*)?$|BATCH -")).group(2):
+        got.append((m.group(2), tags_of(m.group(0)).get("+x"), m.group(3)))
+    assert got == [("PRIVMSG", "2", " :re: 👀"), ("PRIVMSG", None, " :plain")]
+    for c in (ana, bo, cy):
+        c.close()
+    srv.close()
+    out = subprocess.run([CHAT, "log", "dump", "--data", str(data)], capture_output=True,
+                         text=True, timeout=30, check=True).stdout
+    recs = [json.loads(ln) for ln in out.splitlines()]
+    tagged = [(r["type"], r.get("tags"), r["text"]) for r in recs if r["type"] in
+              ("message", "tagmsg")]
+    assert tagged == [("tagmsg", "+typing=active;+draft/react=👍", ""),
+                      ("message", f"+draft/reply={tagmsg_id};+x=2", "re: 👀"),
+                      ("message", None, "plain")]

@@ -88,6 +88,7 @@ static void test_parse(void)
     ASSERT_EQ(m.n, 2);
     ASSERT_STR_EQ(m.params[0], "#chan");
     ASSERT_STR_EQ(m.params[1], "hello  world");
+    ASSERT_STR_EQ(m.tags, "time=x");
     char l2[] = "USER a 0 *  :";
     ASSERT(yard_irc_parse(l2, &m));
     ASSERT_EQ(m.n, 4);
@@ -98,11 +99,34 @@ static void test_parse(void)
     ASSERT_STR_EQ(m.params[14], "15 16 17");
     char l4[] = "001 x :hi";
     ASSERT(yard_irc_parse(l4, &m));
+    ASSERT(m.tags == NULL);
     char bad1[] = ":onlyprefix", bad2[] = "", bad3[] = "PR1VMSG x", bad4[] = "@tagsonly";
     ASSERT(!yard_irc_parse(bad1, &m));
     ASSERT(!yard_irc_parse(bad2, &m));
     ASSERT(!yard_irc_parse(bad3, &m));
     ASSERT(!yard_irc_parse(bad4, &m));
+}
+
+/* Client-only tags: '+' keys that are well formed, each once (the last
+ * value), the others dropped; too long for the buffer is -1. */
+static void test_client_tags(void)
+{
+    char out[64];
+    ASSERT_EQ(yard_irc_client_tags("time=1;+typing=active;msgid=9;+example.com/x=a\\sb", out,
+                                   sizeof out),
+              (long)strlen("+typing=active;+example.com/x=a\\sb"));
+    ASSERT_STR_EQ(out, "+typing=active;+example.com/x=a\\sb");
+    ASSERT_EQ(yard_irc_client_tags("+a=1;+b;+a=2", out, sizeof out), 7);
+    ASSERT_STR_EQ(out, "+b;+a=2");
+    ASSERT_EQ(yard_irc_client_tags("+a=1;+a=2;+a=3", out, sizeof out), 4);
+    ASSERT_STR_EQ(out, "+a=3");
+    ASSERT_EQ(yard_irc_client_tags("+=x;+/y=1;+v/=1;+a b=1;+ok;;+", out, sizeof out), 3);
+    ASSERT_STR_EQ(out, "+ok");
+    ASSERT_EQ(yard_irc_client_tags("a=1;b=2", out, sizeof out), 0);
+    ASSERT_STR_EQ(out, "");
+    ASSERT_EQ(yard_irc_client_tags("", out, sizeof out), 0);
+    ASSERT_EQ(yard_irc_client_tags("+abcdefgh=12345678", out, 19), 18);
+    ASSERT_EQ(yard_irc_client_tags("+abcdefgh=12345678", out, 18), -1);
 }
 
 static void test_sasl(void)
@@ -205,6 +229,7 @@ int main(void)
     test_limits();
     test_byte_at_a_time();
     test_parse();
+    test_client_tags();
     test_sasl();
     return 0;
 }

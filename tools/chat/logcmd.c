@@ -64,10 +64,22 @@ static int dump_one(const yard_chatlog_rec_t *r, void *arg)
            : r->type == YARD_LOGREC_MODE  ? "mode"
            : r->type == YARD_LOGREC_KICK  ? "kick"
            : r->type == YARD_LOGREC_INVITE ? "invite"
+           : r->type == YARD_LOGREC_TAGMSG ? "tagmsg"
                                           : "message");
     int s = json_field(d, "sender", r->sender, r->sender_len);
     int t = s < 0 ? s : json_field(d, "target", r->target, r->target_len);
-    int x = t < 0 ? t : json_field(d, "text", r->text, r->text_len);
+    /* A message's client-only tags come before a NUL in its text
+     * (include/yard/proto_logrec.h): a field of their own. */
+    const char *text = r->text, *nul = memchr(r->text, 0, r->text_len);
+    size_t text_len = r->text_len;
+    if (nul && t >= 0 && (r->type == YARD_LOGREC_MESSAGE || r->type == YARD_LOGREC_NOTICE ||
+                          r->type == YARD_LOGREC_TAGMSG)) {
+        int g = json_field(d, "tags", r->text, (size_t)(nul - r->text));
+        t = g < 0 ? g : g == 0 ? 0 : t;
+        text_len -= (size_t)(nul - r->text) + 1;
+        text = nul + 1;
+    }
+    int x = t < 0 ? t : json_field(d, "text", text, text_len);
     if (x < 0) {
         d->err = ENOMEM;
         return -1;
