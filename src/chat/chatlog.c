@@ -890,6 +890,28 @@ static int segment_after(const char *dir, uint64_t seg, uint64_t from_id, uint64
     return 0;
 }
 
+/* Where record from_id starts in segment seg, through the segment's index
+ * (entry i is record seg + i), so that a read from the middle of a 64 MiB
+ * segment does not decode every record before it; 0 (the segment's start,
+ * the records below from_id skipped) when the index cannot tell. */
+static uint64_t idx_offset(yard_chatlog_t *log, uint64_t seg, uint64_t from_id)
+{
+    lock(log);
+    bool committed = from_id < log->sh->next_id; /* its entry is written */
+    unlock(log);
+    if (from_id <= seg || !committed)
+        return 0;
+    char path[4200];
+    idx_path(path, sizeof path, log->dir, seg);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    struct idx_entry e;
+    long got = yard_pread_full(fd, &e, sizeof e, (off_t)((from_id - seg) * sizeof e));
+    close(fd);
+    return got == (long)sizeof e ? e.off : 0;
+}
+
 long yard_chatlog_read(yard_chatlog_t *log, yard_chatlog_cursor_t *cur, uint8_t *buf, size_t cap)
 {
     long n = yard_chatlog_read_tail(log, cur, buf, cap);
@@ -901,9 +923,9 @@ long yard_chatlog_read(yard_chatlog_t *log, yard_chatlog_cursor_t *cur, uint8_t 
             int rc = segment_after(log->dir, 0, cur->from, &cur->seg);
             if (rc < 0)
                 return rc;
-            cur->off = 0;
             if (!cur->seg)
                 return 0; /* no segment at all */
+            cur->off = idx_offset(log, cur->seg, cur->from);
         }
         lock(log);
         uint64_t active = log->sh->active_first, committed = log->sh->active_size;

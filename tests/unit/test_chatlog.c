@@ -5,7 +5,8 @@
  * without I/O, across a rotation, and from the files once behind it;
  * deferred records: written before the next append, consecutively, by the
  * writer thread when nobody appends (a forked child's too), and refused
- * when the queue is full. */
+ * when the queue is full; an iterator from a segment's middle placed
+ * through the index. */
 #include <errno.h>
 #include <ftw.h>
 #include <stdatomic.h>
@@ -545,6 +546,41 @@ static void test_index(void)
     yard_chatlog_close(log);
 }
 
+/* An iterator from the middle of a segment starts at its record through
+ * the index, not by decoding every record before it: with the segment's
+ * first record damaged on disk (after the fact, past the shared tail), a
+ * read from a later id still gets every record from there on. */
+static void test_iterate_from_the_middle_through_the_index(void)
+{
+    char dir[512], path[1024], text[600];
+    fresh(dir, "mid");
+    yard_chatlog_t *log = open_log(dir, 0, NULL); /* one 64 MiB segment */
+    memset(text, 'x', sizeof text - 1);
+    text[sizeof text - 1] = 0;
+    for (int i = 1; i <= 3000; i++) /* about 1.9 MB: the first ones are out of the tail */
+        ASSERT_EQ(append(log, text), (uint64_t)i);
+    snprintf(path, sizeof path, "%s/log/%020d.seg", dir, 1);
+    FILE *f = fopen(path, "r+b");
+    ASSERT(f != NULL);
+    ASSERT_EQ(fwrite("garbage!", 1, 8, f), 8); /* record 1's head */
+    ASSERT_EQ(fclose(f), 0);
+    yard_chatlog_iter_t *it;
+    ASSERT_EQ(yard_chatlog_iter_open(log, 1500, &it), 0);
+    yard_chatlog_rec_t r;
+    uint64_t want = 1500;
+    int rc;
+    while ((rc = yard_chatlog_next(it, &r)) == 1)
+        ASSERT_EQ(r.id, want++);
+    ASSERT_EQ(rc, 0);
+    ASSERT_EQ(want, 3001);
+    yard_chatlog_iter_close(it);
+    /* From the start, the damage is found and said. */
+    ASSERT_EQ(yard_chatlog_iter_open(log, 1, &it), 0);
+    ASSERT_EQ(yard_chatlog_next(it, &r), -EBADMSG);
+    yard_chatlog_iter_close(it);
+    yard_chatlog_close(log);
+}
+
 int main(void)
 {
     snprintf(root, sizeof root, "/tmp/yard-test-chatlog-XXXXXX");
@@ -557,6 +593,7 @@ int main(void)
     test_cursor_tail_and_files();
     test_deferred();
     test_index();
+    test_iterate_from_the_middle_through_the_index();
     nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     return 0;
 }
