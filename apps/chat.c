@@ -911,7 +911,11 @@ static void presence_put(struct chat_app *app, yard_chatlog_entry_t *ev, unsigne
     if (!yard_chatlog_defer(app->log, ev, n))
         yard_log_limited(YARD_LOG_WARN, "chat: that %s %s %s is not told: the queue for the log "
                                         "is full (is the disk stalled?)",
-                         ev[0].sender, what[ev[0].type] ? what[ev[0].type] : "changed",
+                         ev[0].sender,
+                         ev[0].type >= 0 && ev[0].type < (int)(sizeof what / sizeof what[0]) &&
+                                 what[ev[0].type]
+                             ? what[ev[0].type]
+                             : "changed",
                          ev[0].target);
 }
 
