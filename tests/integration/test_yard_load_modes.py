@@ -108,7 +108,8 @@ def test_echo_duration(serve):
 MODE_FLAGS = {
     "echo": {"--size": "64"},
     "counter": {"--read-ratio": "0.5"},
-    "rate": {"--bandwidth": "1Mbps", "--msg-rate": "10", "--message": "hi", "--ramp-up": "0s"},
+    "rate": {"--bandwidth": "1Mbps", "--msg-rate": "10", "--message": "hi", "--ramp-up": "0s",
+             "--write-size": "64", "--nodelay": "on", "--pacing": "tcpkali"},
     "http": {"--scenario": "root", "--weights": "root=1", "--users-csv": "users.csv",
              "--think-time": "10ms"},
     "chat": {"--user-prefix": "u", "--password-prefix": "pw-"},

@@ -5,7 +5,14 @@
  * millisecond each connection sends, in one write, the whole messages its
  * schedule says are due; a connection that cannot keep up is behind
  * schedule, and the run says by how much. Anything the server sends back is
- * read and dropped. */
+ * read and dropped.
+ *
+ * The traffic's shape is a variable of its own (issue 20): --write-size N
+ * sends the same bandwidth in writes of exactly N bytes, --nodelay turns
+ * Nagle off, and --pacing tcpkali reproduces the study's generator: one
+ * loop that wakes on a 1 ms timer and writes, on every connection, every
+ * byte due (message boundaries ignored), its cycle lengthened by its
+ * per-connection cost (docs/load.md, "Traffic shape"). */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -20,6 +27,15 @@
 
 #define REPEAT_BYTES (64u * 1024u)
 
+enum { PACING_TICK, PACING_TCPKALI };
+
+/* tcpkali 1.2's cycle at 1 Mbit/s on the development machine: its loop
+ * sleeps on a 1 ms libev timer (about 1.08 ms from wake to wake with one
+ * connection), then writes on each connection, costing it about 5 us per
+ * connection per cycle; measured from its write(2) counts (docs/load.md). */
+#define TCPKALI_CYCLE_NS 1080000u
+#define TCPKALI_PER_CONN_NS 5000u
+
 /* Its settings: filled by its flags, completed by rate_prepare; read-only
  * while threads run. */
 struct rate_settings {
@@ -27,6 +43,9 @@ struct rate_settings {
     double msg_rate;     /* --msg-rate: messages/s per connection, or 0 */
     const char *message; /* --message as given, escapes and all */
     uint64_t ramp_ns;    /* connections start over this long, excluded */
+    size_t write_size;   /* --write-size: bytes per write, or 0 (the messages due per tick) */
+    int nodelay;         /* --nodelay on|off: TCP_NODELAY on the connections */
+    int pacing;          /* --pacing tick|tcpkali */
     /* Derived by prepare. */
     char text[4096];     /* what is sent, repeated: the message with its escapes as bytes */
     size_t len;
@@ -37,6 +56,7 @@ struct rate_settings {
 struct rate_result {
     double target_bps, achieved_bps, conn_min_bps, conn_max_bps;
     uint64_t window_bytes;
+    uint64_t window_writes; /* send() calls that moved bytes, in the window */
 };
 
 struct rconn {
@@ -46,6 +66,8 @@ struct rconn {
     uint64_t sent;        /* bytes */
     uint64_t at_window;   /* bytes sent when the window opened */
     uint64_t at_close;    /* bytes sent when it closed */
+    uint64_t writes;      /* send() calls that moved bytes */
+    uint64_t writes_at_window, writes_at_close;
 };
 
 /* "1Mbps" (bits), "125kBps" (bytes), ...: bytes per second, or -1. */
@@ -69,14 +91,20 @@ static double parse_bandwidth(const char *s)
     return -1;
 }
 
-/* Bytes due by now: whole messages only, the first one at once. */
+/* Bytes due by now. By default whole messages only, the first one at once;
+ * with --write-size N whole writes of N bytes, the first one at once; with
+ * --pacing tcpkali every byte the bandwidth allows by now, as tcpkali's
+ * --channel-bandwidth does (its unit of movement is one byte). */
 static uint64_t due_bytes(const struct rate_settings *s, const struct rconn *c, uint64_t now)
 {
     if (now < c->start_ns)
         return 0;
     double secs = (double)(now - c->start_ns) / 1e9;
-    uint64_t msgs = (uint64_t)(secs * s->byte_rate / (double)s->len) + 1;
-    return msgs * s->len;
+    if (s->pacing == PACING_TCPKALI)
+        return (uint64_t)(secs * s->byte_rate);
+    size_t unit = s->write_size ? s->write_size : s->len;
+    uint64_t units = (uint64_t)(secs * s->byte_rate / (double)unit) + 1;
+    return units * unit;
 }
 
 static int pump(const load_opts_t *o, load_result_t *r, int ep, struct rconn *c,
@@ -87,8 +115,9 @@ static int pump(const load_opts_t *o, load_result_t *r, int ep, struct rconn *c,
     while (c->sent < due) {
         size_t off = (size_t)(c->sent % s->len);
         size_t n = (size_t)(due - c->sent);
-        if (n > REPEAT_BYTES)
-            n = REPEAT_BYTES;
+        size_t most = s->write_size ? s->write_size : REPEAT_BYTES;
+        if (n > most)
+            n = most;
         ssize_t w = send(c->fd, repeat + off, n, MSG_NOSIGNAL);
         if (w < 0) {
             if (errno == EINTR)
@@ -105,6 +134,7 @@ static int pump(const load_opts_t *o, load_result_t *r, int ep, struct rconn *c,
             return -1;
         }
         c->sent += (uint64_t)w;
+        c->writes++;
         r->bytes_sent += (uint64_t)w;
     }
     if (c->blocked) {
@@ -136,7 +166,8 @@ static int rate_run(const load_opts_t *o, load_result_t *r)
 {
     const struct rate_settings *s = o->settings;
     struct rate_result *rr = r->mode;
-    size_t reps = REPEAT_BYTES / s->len + 2;
+    size_t span = s->write_size > REPEAT_BYTES ? s->write_size : REPEAT_BYTES;
+    size_t reps = span / s->len + 2;
     uint8_t *repeat = malloc(reps * s->len);
     struct rconn *conns = calloc((size_t)o->connections, sizeof *conns);
     int ep = epoll_create1(EPOLL_CLOEXEC);
@@ -167,16 +198,48 @@ static int rate_run(const load_opts_t *o, load_result_t *r)
         conns[i].start_ns = t0 + s->ramp_ns * (uint64_t)i / (uint64_t)o->connections;
     bool window_open = false;
     struct epoll_event events[256];
+    /* --pacing tcpkali: cycles of fixed length from t0, each one writing
+     * what is due on every connection. */
+    uint64_t cycle_ns = TCPKALI_CYCLE_NS + TCPKALI_PER_CONN_NS * (uint64_t)o->connections;
+    uint64_t next_cycle = t0;
     while (status == 0) {
-        int n = epoll_wait(ep, events, 256, 1);
+        int n;
+        if (s->pacing == PACING_TCPKALI || s->write_size) {
+            /* Sleep to the next cycle (tcpkali), or to the next write any
+             * connection has due (--write-size: writes spread evenly, not
+             * bunched on a tick), at most 1 ms. */
+            uint64_t before = yard_now_ns();
+            uint64_t wake = s->pacing == PACING_TCPKALI ? next_cycle : before + 1000000u;
+            for (int i = 0; s->write_size && i < o->connections; i++) {
+                const struct rconn *c = &conns[i];
+                if (c->fd < 0 || !c->connected || c->blocked)
+                    continue;
+                uint64_t at = c->start_ns + (uint64_t)((double)c->sent * 1e9 / s->byte_rate);
+                if (at < wake)
+                    wake = at;
+            }
+            uint64_t wait = wake > before ? wake - before : 0;
+            struct timespec ts = {.tv_sec = (time_t)(wait / 1000000000u),
+                                  .tv_nsec = (long)(wait % 1000000000u)};
+            n = epoll_pwait2(ep, events, 256, &ts, NULL);
+        } else {
+            n = epoll_wait(ep, events, 256, 1);
+        }
         uint64_t now = yard_now_ns();
+        bool write_now = true;
+        if (s->pacing == PACING_TCPKALI) {
+            write_now = now >= next_cycle;
+            while (next_cycle <= now)
+                next_cycle += cycle_ns;
+        }
         for (int i = 0; i < n && status == 0; i++) {
             struct rconn *c = events[i].data.ptr;
             if (c->fd < 0)
                 continue;
             if (!c->connected) {
-                /* Nagle stays on: the papayaChat load is a byte stream. */
-                if (load_connected(o, r, ep, c->fd, c, false) < 0) {
+                /* Nagle stays on by default: the papayaChat load is a byte
+                 * stream (--nodelay on turns it off). */
+                if (load_connected(o, r, ep, c->fd, c, s->nodelay != 0) < 0) {
                     status = -1;
                     break;
                 }
@@ -186,35 +249,52 @@ static int rate_run(const load_opts_t *o, load_result_t *r)
             if ((events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && drain(r, c) < 0) {
                 r->errors++;
                 c->at_close = c->sent;
+                c->writes_at_close = c->writes;
                 close(c->fd);
                 c->fd = -1;
             }
         }
         if (!window_open && now >= window_start) {
             window_open = true;
-            for (int i = 0; i < o->connections; i++)
+            for (int i = 0; i < o->connections; i++) {
                 conns[i].at_window = conns[i].sent;
+                conns[i].writes_at_window = conns[i].writes;
+            }
         }
         bool done = now >= window_end;
-        uint64_t behind = 0;
         for (int i = 0; i < o->connections && status == 0; i++) {
             struct rconn *c = &conns[i];
             if (c->fd < 0 || !c->connected)
                 continue;
-            if (!done && pump(o, r, ep, c, repeat, now) < 0) {
+            if (!done && (write_now || c->blocked) && pump(o, r, ep, c, repeat, now) < 0) {
                 r->errors++;
                 c->at_close = c->sent;
+                c->writes_at_close = c->writes;
                 close(c->fd);
                 c->fd = -1;
-                continue;
             }
-            uint64_t due = due_bytes(s, c, now);
-            if (due > c->sent && due - c->sent > behind)
-                behind = due - c->sent;
         }
-        double behind_ms = (double)behind / s->byte_rate * 1e3;
-        if (window_open && behind_ms > r->behind_max_ms)
-            r->behind_max_ms = behind_ms;
+        /* How late the generator is, on a fresh clock after its writes: the
+         * age of the oldest byte due and not sent (byte k of a connection is
+         * due k / rate after its start; whole messages or writes fall due
+         * with their first byte). A generator too slow to keep up falls
+         * further behind with every pass and shows it here, although each
+         * pass catches up with the time at which it began. Between tcpkali
+         * cycles bytes wait by design, and at the end what falls due is not
+         * sent: neither counts. */
+        if (window_open && write_now && !done) {
+            uint64_t late_now = yard_now_ns(), behind_ns = 0;
+            for (int i = 0; i < o->connections; i++) {
+                const struct rconn *c = &conns[i];
+                if (c->fd < 0 || !c->connected)
+                    continue;
+                uint64_t due_at = c->start_ns + (uint64_t)((double)c->sent * 1e9 / s->byte_rate);
+                if (due_at < late_now && late_now - due_at > behind_ns)
+                    behind_ns = late_now - due_at;
+            }
+            if ((double)behind_ns / 1e6 > r->behind_max_ms)
+                r->behind_max_ms = (double)behind_ns / 1e6;
+        }
         if (done)
             break;
     }
@@ -225,6 +305,8 @@ static int rate_run(const load_opts_t *o, load_result_t *r)
     for (int i = 0; i < o->connections; i++) {
         struct rconn *c = &conns[i];
         uint64_t end = c->fd >= 0 ? c->sent : c->at_close;
+        uint64_t wend = c->fd >= 0 ? c->writes : c->writes_at_close;
+        rr->window_writes += wend > c->writes_at_window ? wend - c->writes_at_window : 0;
         uint64_t in_window = end > c->at_window ? end - c->at_window : 0;
         rr->window_bytes += in_window;
         double bps = (double)in_window * 8.0 / secs;
@@ -280,6 +362,11 @@ static int rate_prepare(load_opts_t *o, char *err, size_t errlen)
     }
     if (s->msg_rate > 0)
         s->byte_rate = s->msg_rate * (double)s->len;
+    if (s->write_size && s->pacing == PACING_TCPKALI) {
+        snprintf(err, errlen, "--write-size: not with --pacing tcpkali, whose writes carry the "
+                              "bytes due each cycle");
+        return -1;
+    }
     /* It paces bytes, not requests: no open loop of requests, no pipeline. */
     if (o->rate > 0 || o->pipeline != 1) {
         snprintf(err, errlen, "--rate and --pipeline belong to the request/response modes, not "
@@ -300,6 +387,7 @@ static void rate_merge(void *into, const void *from, bool first)
     if (b->conn_max_bps > a->conn_max_bps)
         a->conn_max_bps = b->conn_max_bps;
     a->window_bytes += b->window_bytes;
+    a->window_writes += b->window_writes;
 }
 
 /* Bandwidth, not round trips; the CPU is measured over the whole run, the
@@ -329,6 +417,12 @@ static void rate_text_head(const load_report_t *rep)
            rr->achieved_bps * 1e-6, rr->target_bps * 1e-6,
            rr->target_bps > 0 ? 100.0 * rr->achieved_bps / rr->target_bps : 0,
            rr->conn_min_bps * 1e-6, rr->conn_max_bps * 1e-6);
+    printf("  writes        %.1f per connection per second (%s%s%s)\n",
+           o->connections > 0 && rep->secs > 0
+               ? (double)rr->window_writes / o->connections / rep->secs
+               : 0.0,
+           s->pacing == PACING_TCPKALI ? "tcpkali's pacing" : "1 ms tick",
+           s->write_size ? ", fixed-size writes" : "", s->nodelay ? ", TCP_NODELAY" : "");
     printf("  behind        at most %.2f ms behind schedule%s\n", rep->r->behind_max_ms,
            rep->behind ? " -- more than 1% of the run: INVALID" : "");
 }
@@ -338,9 +432,14 @@ static void rate_json(const load_report_t *rep)
     const struct rate_settings *s = rep->o->settings;
     const struct rate_result *rr = rep->r->mode;
     printf("\"per_connection_bps\": {\"target\": %.1f, \"min\": %.1f, \"max\": %.1f}, "
-           "\"ramp_up_s\": %.3f, ",
+           "\"ramp_up_s\": %.3f, \"write_size\": %zu, \"nodelay\": %s, \"pacing\": \"%s\", "
+           "\"writes_per_conn_per_s\": %.1f, ",
            s->byte_rate * 8.0, rr->conn_min_bps, rr->conn_max_bps,
-           (double)s->ramp_ns / 1e9);
+           (double)s->ramp_ns / 1e9, s->write_size, s->nodelay ? "true" : "false",
+           s->pacing == PACING_TCPKALI ? "tcpkali" : "tick",
+           rep->o->connections > 0 && rep->secs > 0
+               ? (double)rr->window_writes / rep->o->connections / rep->secs
+               : 0.0);
 }
 
 static int parse_bandwidth_flag(const char *text, void *field, char *err, size_t errlen)
@@ -369,6 +468,18 @@ static int parse_msg_rate(const char *text, void *field, char *err, size_t errle
 
 #define RATE(member) YARD_OPT_FIELD(struct rate_settings, member)
 
+static const yard_opt_choice_t on_off[] = {
+    YARD_OPT_CHOICE("on", 1),
+    YARD_OPT_CHOICE("off", 0),
+    YARD_OPT_CHOICES_END,
+};
+
+static const yard_opt_choice_t pacings[] = {
+    YARD_OPT_CHOICE("tick", PACING_TICK),
+    YARD_OPT_CHOICE("tcpkali", PACING_TCPKALI),
+    YARD_OPT_CHOICES_END,
+};
+
 static const yard_opt_t rate_opts[] = {
     {.name = "bandwidth", .form = "BW", .type = YARD_OPT_CUSTOM, RATE(byte_rate),
      .parse = parse_bandwidth_flag,
@@ -381,6 +492,17 @@ static const yard_opt_t rate_opts[] = {
     {.name = "ramp-up", .form = "DUR", .type = YARD_OPT_DURATION, RATE(ramp_ns),
      .unit_ns = YARD_NS_PER_S, .def = "1s",
      .help = "connections start over DUR, excluded from the measurement"},
+    {.name = "write-size", .form = "BYTES", .type = YARD_OPT_SIZE, RATE(write_size), .min = 1,
+     .max = 16 << 20,
+     .help = "send the bandwidth in writes of exactly BYTES each, each one when it falls due "
+             "(spread evenly; default: every millisecond, the whole messages due, in one write)"},
+    {.name = "nodelay", .form = "on|off", .type = YARD_OPT_ENUM, RATE(nodelay),
+     .choices = on_off, .def = "off",
+     .help = "TCP_NODELAY on every connection (off: Nagle's algorithm coalesces small writes)"},
+    {.name = "pacing", .form = "MODE", .type = YARD_OPT_ENUM, RATE(pacing), .choices = pacings,
+     .def = "tick",
+     .help = "tick: a 1 ms tick; tcpkali: tcpkali 1.2's writes, byte-granular, about 925/s per "
+             "connection at 1 connection, fewer with more (docs/load.md)"},
     YARD_OPT_END,
 };
 
