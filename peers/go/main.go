@@ -32,6 +32,7 @@ type options struct {
 	cluster    int
 	out        string
 	flush      string
+	print      bool
 	bcryptCost int
 	longPollMS int
 }
@@ -45,6 +46,10 @@ func usage() {
   --out PATH          sink: file the received bytes are appended to (default /dev/null)
   --flush MODE        sink: each (one write per chunk received) or buffered (64 KiB per
                       connection, flushed when full and at close) (default each)
+  --print             sink: the papayaChat study's Go server instead: each read's bytes
+                      go to standard output through fmt.Print, unbuffered, one call per
+                      read; after the "listening" line standard output is sent to --out
+                      (default /dev/null). --flush does not apply
   --bcrypt-cost N     rest: bcrypt cost, 4..31 (default 10)
   --longpoll-ms MS    rest: delay before GET /longPoll answers (default 5000)
 
@@ -66,6 +71,7 @@ func parseFlags() options {
 	fs.IntVar(&o.cluster, "cluster", 0, "")
 	fs.StringVar(&o.out, "out", "/dev/null", "")
 	fs.StringVar(&o.flush, "flush", "each", "")
+	fs.BoolVar(&o.print, "print", false, "")
 	fs.IntVar(&o.bcryptCost, "bcrypt-cost", 10, "")
 	fs.IntVar(&o.longPollMS, "longpoll-ms", 5000, "")
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -94,6 +100,12 @@ func parseFlags() options {
 	}
 	if o.flush != "each" && o.flush != "buffered" {
 		die(2, "--flush %q: expected each or buffered", o.flush)
+	}
+	if o.print && o.app != "sink" {
+		die(2, "--print belongs to --app sink, not %s", o.app)
+	}
+	if o.print && o.flush != "each" {
+		die(2, "--print writes every read unbuffered: --flush %s does not apply", o.flush)
 	}
 	if o.cluster < 0 {
 		die(2, "--cluster %d: expected a positive number of CPUs", o.cluster)
@@ -203,6 +215,16 @@ func main() {
 	case "counter":
 		handle = serveCounter
 	case "sink":
+		if o.print {
+			// Opened now, so that a bad --out fails before "listening".
+			out, err := os.OpenFile(o.out, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
+			if err != nil {
+				die(1, "--out %s: %v", o.out, err)
+			}
+			printOut = out
+			handle = servePrint
+			break
+		}
 		sink, err = newSink(o.out, o.flush == "buffered")
 		if err != nil {
 			die(1, "%v", err)
@@ -232,18 +254,23 @@ func main() {
 		}
 	}()
 	fmt.Printf("listening %s\n", ln.Addr())
+	if printOut != nil {
+		redirectStdout(printOut)
+	}
 
 	<-sigs
 	ln.Close()
-	if sink != nil {
+	if sink != nil || printOut != nil {
 		// Let bytes already in flight arrive, then every handler flushes.
 		deadline := time.Now().Add(drainWindow)
 		conns.each(func(c net.Conn) { c.SetReadDeadline(deadline) })
 		if !conns.waitTimeout(2 * time.Second) {
 			fmt.Fprintln(os.Stderr, "yard-peer-go: sink handlers did not finish in 2s")
 		}
-		if err := sink.close(); err != nil {
-			die(1, "closing %s: %v", o.out, err)
+		if sink != nil {
+			if err := sink.close(); err != nil {
+				die(1, "closing %s: %v", o.out, err)
+			}
 		}
 	}
 	os.Exit(0)

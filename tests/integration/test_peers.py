@@ -220,6 +220,82 @@ def test_sink_sigterm_loses_nothing(peer, flush, start_server, tmp_path):
         s.close()
 
 
+# ---- go --print: the papayaChat study's Go server ------------------------------
+#
+# `--app sink --print` prints each read's bytes with fmt.Print to standard
+# output, unbuffered, and sends standard output to --out (default /dev/null)
+# once "listening" is printed. The experiments call it go-papaya.
+
+def papaya_argv(*flags: str) -> list:
+    return peer_argv("go", "sink", "--print", *flags)
+
+
+def test_go_print_writes_exactly_what_was_sent(start_server, tmp_path):
+    out = tmp_path / "stdout.out"
+    srv = start_server(papaya_argv("--out", str(out)))
+    n = 4
+    sent = {i: bytes(random.Random(i).choice(range(i * 64, i * 64 + 64)) for _ in range(200_000))
+            for i in range(n)}
+
+    def client(i):
+        with srv.connect(30) as s:
+            view = memoryview(sent[i])
+            for off in range(0, len(view), 5000):
+                s.sendall(view[off:off + 5000])
+
+    run_threads([lambda i=i: client(i) for i in range(n)])
+    total = sum(map(len, sent.values()))
+    wait_for(lambda: out.stat().st_size >= total, 10, "all bytes on standard output")
+    data = out.read_bytes()
+    assert len(data) == total
+    for i in range(n):
+        assert bytes(b for b in data if i * 64 <= b < i * 64 + 64) == sent[i], f"connection {i}"
+    stop_clean(srv)
+
+
+def test_go_print_is_unbuffered_and_stdout_leaves_the_pipe(start_server, tmp_path):
+    """Each chunk is on standard output as soon as the server has read it (no buffer to
+    fill), and nothing but the listening line reaches the harness's pipe."""
+    out = tmp_path / "stdout.out"
+    srv = start_server(papaya_argv("--out", str(out)))
+    with srv.connect() as s:
+        port = {s.getsockname()[1]}
+        for k in range(1, 6):
+            s.sendall(b"message\n" * 3)
+            wait_for(lambda: server_rx_empty(srv.port, port), 10, "the server to read it")
+            wait_for(lambda: out.stat().st_size == 24 * k, 5, f"{24 * k} bytes written")
+        stop_clean(srv)
+    assert out.read_bytes() == b"message\n" * 15
+    assert srv.proc.stdout.read() == b""  # the listening line was consumed at start
+
+
+def test_go_print_sigterm_loses_nothing(start_server, tmp_path):
+    out = tmp_path / "stdout.out"
+    srv = start_server(papaya_argv("--out", str(out)))
+    conns = [srv.connect() for _ in range(3)]
+    for i, s in enumerate(conns):
+        s.sendall(bytes([65 + i]) * 20_000)
+    ports = {s.getsockname()[1] for s in conns}
+    wait_for(lambda: server_rx_empty(srv.port, ports), 10, "the server to read every byte")
+    stop_clean(srv)
+    data = out.read_bytes()
+    assert [data.count(bytes([65 + i])) for i in range(3)] == [20_000] * 3
+    for s in conns:
+        s.close()
+
+
+@pytest.mark.parametrize("bad, needle", [
+    (["--app", "echo", "--print"], b"--print belongs to --app sink"),
+    (["--app", "sink", "--print", "--flush", "buffered"], b"--flush buffered does not apply"),
+])
+def test_go_print_usage_errors(bad, needle):
+    argv = [str(a) for a in peer_argv("go", "sink")]
+    argv = [a for a in argv if a not in ("--app", "sink")]
+    r = subprocess.run(argv + bad, capture_output=True, timeout=30)
+    assert r.returncode == 2, r.stderr
+    assert needle in r.stderr
+
+
 # ---- SIGTERM ------------------------------------------------------------------
 
 @pytest.mark.parametrize("app", ["echo", "counter", "sink", "rest"])
