@@ -75,6 +75,7 @@ def _exp_meta(e: Experiment, repo: Path) -> dict:
             "duration": e.duration, "warmup": e.warmup, "repetitions": e.repetitions,
             "sample_interval": e.sample_interval, "plots": e.plots, "baseline": e.baseline,
             "log_y": e.log_y, "bars_at": e.bars_at, "table": e.table,
+            "baselines": e.baselines, "pairs": e.pairs, "note": e.note,
             "server_cpus": e.server_cpus, "load_cpus": e.load_cpus, "app": e.app}
 
 

@@ -54,6 +54,12 @@ class Experiment:
     timeout: float = 120.0
     load_reserve: int = 1                 # CPUs kept for the local generator in a CPU sweep
     skip: bool = False                    # the suite leaves this experiment out
+    # report: every alternative is also divided by each of these (report.baseline as a list;
+    # baseline is its first)
+    baselines: list[str] = field(default_factory=list)
+    # report: named pairs shown side by side, each {"label", "alternative", "baseline"}
+    pairs: list[dict[str, str]] = field(default_factory=list)
+    note: str = ""                        # report: a section of text after the tables
 
     def points(self) -> list[dict[str, Any]]:
         keys = list(self.sweep)
@@ -278,9 +284,35 @@ def load_experiment(path: Path, models: list | None = None) -> Experiment:
 
     rep = _get(data, "report", dict, path, "", default={})
     plots = _str_list(rep.get("plots", []), path, "report.plots")
-    baseline = _get(rep, "baseline", str, path, "report")
-    if baseline is not None and baseline not in labels:
-        raise _err(path, "report.baseline", f"{baseline!r} is not one of the alternatives {labels}")
+    bl = rep.get("baseline")
+    if isinstance(bl, list):
+        baselines = _str_list(bl, path, "report.baseline")
+        if not baselines:
+            raise _err(path, "report.baseline", "must name at least one alternative")
+    else:
+        one = _get(rep, "baseline", str, path, "report")
+        baselines = [one] if one is not None else []
+    for b in baselines:
+        if b not in labels:
+            raise _err(path, "report.baseline", f"{b!r} is not one of the alternatives {labels}")
+    baseline = baselines[0] if baselines else None
+    pairs = rep.get("pairs", [])
+    if not isinstance(pairs, list):
+        raise _err(path, "report.pairs", "must be an array of tables [[report.pairs]]")
+    for i, pr in enumerate(pairs):
+        pre = f"report.pairs[{i}]"
+        if not isinstance(pr, dict):
+            raise _err(path, pre, "must be a table with label, alternative and baseline")
+        for k in pr:
+            if k not in ("label", "alternative", "baseline"):
+                raise _err(path, f"{pre}.{k}", "unknown field; expected one of "
+                           "['alternative', 'baseline', 'label']")
+        _get(pr, "label", str, path, pre, required=True)
+        for k in ("alternative", "baseline"):
+            v = _get(pr, k, str, path, pre, required=True)
+            if v not in labels:
+                raise _err(path, f"{pre}.{k}", f"{v!r} is not one of the alternatives {labels}")
+    note = _get(rep, "note", str, path, "report", default="")
 
     log_y = _get(rep, "log_y", bool, path, "report", default=False)
     table = _str_list(rep.get("table", []), path, "report.table")
@@ -292,9 +324,9 @@ def load_experiment(path: Path, models: list | None = None) -> Experiment:
             if v not in sweep[k]:
                 raise _err(path, f"report.bars_at.{k}", f"{v!r} is not one of sweep.{k} {sweep[k]}")
     for k in rep:
-        if k not in ("plots", "baseline", "log_y", "bars_at", "table"):
+        if k not in ("plots", "baseline", "log_y", "bars_at", "table", "pairs", "note"):
             raise _err(path, f"report.{k}", "unknown field; expected one of "
-                       "['bars_at', 'baseline', 'log_y', 'plots', 'table']")
+                       "['bars_at', 'baseline', 'log_y', 'note', 'pairs', 'plots', 'table']")
 
     suites = _get(data, "suites", dict, path, "", default={})
     for sname, ov in suites.items():
@@ -327,7 +359,8 @@ def load_experiment(path: Path, models: list | None = None) -> Experiment:
                       repetitions=reps, sample_interval=interval, server_cpus=scpus,
                       load_cpus=lcpus, plots=plots, baseline=baseline, app=app, suites=suites,
                       log_y=log_y, bars_at=bars_at, table=table,
-                      timeout=timeout, load_reserve=reserve)
+                      timeout=timeout, load_reserve=reserve, baselines=baselines, pairs=pairs,
+                      note=note)
 
 
 def load_all(directory: Path, models: list | None = None) -> list[Experiment]:

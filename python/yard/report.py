@@ -29,6 +29,7 @@ METRICS: dict[str, tuple[str, bool]] = {
     "cpu_cv": ("server CPU Cv (stdev/mean)", True),
     "cpu_pct_total": ("server CPU over the run (%)", True),
     "cpu_us_per_msg": ("server CPU per message (µs)", True),
+    "reads_per_s": ("server read(2) calls/s (/proc/PID/io syscr)", True),
     "ctx_voluntary": ("voluntary context switches", True),
     "ctx_involuntary": ("involuntary context switches", True),
     "mem_max_mib": ("cgroup memory max (MiB)", True),
@@ -294,8 +295,51 @@ def _hosts_table(trials: list[dict]) -> str:
             "</tr>" + "".join(rows) + "</table>")
 
 
-def _ratio_table(exp: dict, groups, metrics: list[str]) -> str:
-    base = exp.get("baseline") or (exp["alternatives"][0] if exp["alternatives"] else None)
+def _ratio_tables(exp: dict, groups, metrics: list[str]) -> str:
+    """One ratio table per baseline: report.baseline, or each of its list."""
+    bases = exp.get("baselines") or [exp.get("baseline")]
+    return "".join(_ratio_table(exp, groups, metrics, b) for b in bases)
+
+
+def _pairs_table(exp: dict, groups, metrics: list[str]) -> str:
+    """report.pairs: named ratios (alternative / baseline) side by side, one column per pair
+    and metric, one row per sweep point."""
+    pairs = exp.get("pairs") or []
+    if not pairs:
+        return ""
+    pts = _ordered_points(exp, groups)
+    head = "".join(
+        f"<th>{html.escape(p['label'])}<br><small>{html.escape(p['alternative'])} / "
+        f"{html.escape(p['baseline'])}, {html.escape(METRICS.get(m, (m,))[0])}</small></th>"
+        for p in pairs for m in metrics)
+    rows = []
+    for pk in pts:
+        cells = []
+        for p in pairs:
+            a = groups.get((exp["name"], p["alternative"], pk), {})
+            b = groups.get((exp["name"], p["baseline"], pk), {})
+            for m in metrics:
+                cells.append(ratio_ci(a[m], b[m]).fmt() if m in a and m in b else "")
+        if any(cells):
+            rows.append(f"<tr><td>{html.escape(pk)}</td>"
+                        + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    if not rows:
+        return ""
+    return ("<h4>Pairings side by side (median ratio [95% bootstrap CI]; below 1: the first "
+            f"uses less)</h4><table><tr><th>point</th>{head}</tr>{''.join(rows)}</table>")
+
+
+def _note(exp: dict) -> str:
+    """report.note: paragraphs separated by blank lines."""
+    text = (exp.get("note") or "").strip()
+    if not text:
+        return ""
+    paras = [p.strip() for p in text.split("\n\n") if p.strip()]
+    return "".join(f"<p>{html.escape(' '.join(p.split()))}</p>" for p in paras)
+
+
+def _ratio_table(exp: dict, groups, metrics: list[str], base: str | None = None) -> str:
+    base = base or exp.get("baseline") or (exp["alternatives"][0] if exp["alternatives"] else None)
     if not base or len(exp["alternatives"]) < 2:
         return ""
     pts = _ordered_points(exp, groups)
@@ -460,7 +504,9 @@ def write_report(out: Path, meta: dict | None = None) -> Path:
                     rows.append(f"<tr><td>{html.escape(a)}</td><td>{html.escape(pk)}{note}</td>{cells}</tr>")
             parts.append(f"<h3>Table</h3><table><tr><th>alternative</th><th>point</th>{head}</tr>"
                          + "".join(rows) + "</table>")
-            parts.append(_ratio_table(exp, groups, plot_metrics))
+            parts.append(_pairs_table(exp, groups, plot_metrics))
+            parts.append(_ratio_tables(exp, groups, plot_metrics))
+            parts.append(_note(exp))
             parts.append(_hosts_table(et))
         if bad:
             parts.append("<h4>Failed, invalid or retried trials</h4><ul>" + "".join(

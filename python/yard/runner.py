@@ -178,6 +178,10 @@ def _metrics(rec: dict) -> dict[str, float]:
     if tot.get("wall_s"):
         m["cpu_s"] = tot["cpu_s"]
         m["cpu_pct_total"] = 100.0 * tot["cpu_s"] / tot["wall_s"]
+        # read(2) calls per second from /proc/PID/io syscr, over the window up to the sample
+        # where the count was highest (sampler.py says why).
+        if isinstance(tot.get("read_syscalls"), int) and tot.get("read_syscalls_s"):
+            m["reads_per_s"] = tot["read_syscalls"] / tot["read_syscalls_s"]
     # Exact totals: wait4() gives the server's own threads plus every descendant it reaped.
     ru = rec.get("rusage")
     if ru is not None:

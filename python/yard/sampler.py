@@ -47,6 +47,27 @@ def pss_bytes(pids: list[int]) -> int | None:
     return total if seen else None
 
 
+def read_syscalls(pids: list[int]) -> int | None:
+    """read(2)-family system calls (`syscr` of /proc/PID/io) summed over `pids`; None when none
+    is readable. A process's count includes its exited threads and the children it reaped, so
+    the difference of two sums over a cgroup's processes counts the reads made in between by
+    every process that was alive at the end or was reaped by one that was. (io_uring's reads
+    are not system calls and are not counted; nor are recv/recvmsg, which yard-serve and the
+    peers do not use for the sink.)"""
+    total, seen = 0, False
+    for pid in pids:
+        try:
+            text = Path(f"/proc/{pid}/io").read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if line.startswith("syscr:"):
+                total += int(line.split()[1])
+                seen = True
+                break
+    return total if seen or not pids else None  # an empty group has made no reads
+
+
 class Sampler:
     """Samples `group` every `interval` seconds in a background thread until stop()."""
 
@@ -59,10 +80,12 @@ class Sampler:
         self._thread = threading.Thread(target=self._run, daemon=True)
         self.t0 = 0.0
         self.cpu0 = 0
+        self.syscr0: int | None = None
 
     def start(self) -> None:
         self.t0 = time.monotonic()
         self.cpu0 = self.group.cpu_ns()
+        self.syscr0 = read_syscalls(self.group.pids())
         self._thread.start()
 
     def _take(self, i: int, prev: tuple[float, int]) -> tuple[float, int]:
@@ -81,6 +104,10 @@ class Sampler:
             "tasks": self.group.task_count(),
             "procs": len(pids),
         }
+        if self.syscr0 is not None:
+            syscr = read_syscalls(pids)
+            if syscr is not None:
+                s["read_syscalls"] = syscr - self.syscr0
         if i % self.pss_every == 0:
             s["pss_bytes"] = pss_bytes(pids)
         self.samples.append(s)
@@ -106,9 +133,21 @@ class Sampler:
         end = time.monotonic()
         cpu = self.group.cpu_ns()
         pids = self.group.pids()
+        # The read count of the group is the sum over its processes, and a process that has
+        # exited but is not yet reaped has left the group with its count (its parent gets it
+        # when it reaps it): at the end of a run, when connections close and the fork model's
+        # children exit, the sum dips. So the count is taken at its highest sample, with the
+        # time of that sample: a rate over the part of the window before the dips.
+        syscr = read_syscalls(pids)
+        marks = [(x["read_syscalls"], x["t"]) for x in self.samples if "read_syscalls" in x]
+        if syscr is not None and self.syscr0 is not None:
+            marks.append((syscr - self.syscr0, end - self.t0))
+        best = max(marks, default=None)
         return {
             "wall_s": end - self.t0,
             "cpu_s": (cpu - self.cpu0) / 1e9,
+            "read_syscalls": best[0] if best else None,
+            "read_syscalls_s": best[1] if best else None,
             "pss_bytes_end": pss_bytes(pids),
             "mem_peak_bytes": self.group.memory_peak_bytes(),
         }
