@@ -66,6 +66,9 @@ struct chat_settings {
     unsigned channels_per_account; /* CHANLIMIT: channels one account may be in */
     unsigned flood_rate;          /* lines per second a client may send, sustained (0: any) */
     unsigned flood_burst;         /* ... and at once */
+    bool guests;                  /* NICK + USER without credentials: a guest */
+    int guests_create;            /* guests may create channels (1) or not (0) */
+    unsigned guests_per_addr;     /* guests connected from one address at most */
     /* Login limits (chat_guard.h). */
     unsigned login_max_pending;      /* password checks in flight, server-wide */
     unsigned login_pending_per_addr; /* ... from one source address */
@@ -236,6 +239,14 @@ struct session {
     char client[CHAT_CLIENT_MAX + 1]; /* the device: "alice@phone", or USER's name */
     char realname[CHAT_REALNAME_MAX + 1]; /* USER's, shown by extended-join */
     bool client_from_sasl;
+    bool guest;              /* --guests: a nick, no account (s->account holds the nick) */
+    char sender[CHAT_NAME_MAX + 2]; /* as the log names it: the account, or "~" and the guest's nick */
+    bool nick_checking;      /* a nick job is in flight */
+    struct nick_job {
+        const char *dir;
+        char nick[CHAT_NAME_MAX + 1];
+        bool reserved; /* an account has that name */
+    } nj;
     int slot;
     chat_addr_t addr;        /* the source address the login limits count */
     uint64_t enter_ticket;   /* counted as not logged in yet */
@@ -282,7 +293,7 @@ struct session {
 static bool is_presence(int type)
 {
     return type == YARD_LOGREC_JOIN || type == YARD_LOGREC_PART || type == YARD_LOGREC_QUIT ||
-           type == YARD_LOGREC_AWAY;
+           type == YARD_LOGREC_AWAY || type == YARD_LOGREC_NICK;
 }
 
 static void read_job_run(void *arg)
@@ -496,13 +507,25 @@ static void split_client_tags(yard_chatlog_rec_t *r, const char **tags, size_t *
     r->text = nul + 1;
 }
 
+/* A guest's records name it "~nick" (include/yard/proto_logrec.h): take
+ * the '~' off the record's sender, and say whether it was there. */
+static bool unguest(yard_chatlog_rec_t *r)
+{
+    if (r->sender_len < 2 || r->sender[0] != '~')
+        return false;
+    r->sender++;
+    r->sender_len--;
+    return true;
+}
+
 /* The tags a connection asked for on a relayed record: server-time, msgid
  * (message-tags; the log's id, the same for everyone), account
  * (account-tag; every sender is an account), the batch it is part of, and
  * a message's client-only tags (message-tags): "" or "@... " ending in a
  * space. */
-static void tags_with(const struct session *s, const yard_chatlog_rec_t *r, const char *batch,
-                      const char *ctags, size_t ctags_len, char *out, size_t cap)
+static void tags_with(const struct session *s, const yard_chatlog_rec_t *r, bool guest,
+                      const char *batch, const char *ctags, size_t ctags_len, char *out,
+                      size_t cap)
 {
     size_t n = 0;
     out[0] = 0;
@@ -514,7 +537,7 @@ static void tags_with(const struct session *s, const yard_chatlog_rec_t *r, cons
     }
     if (s->caps & CAP_MESSAGE_TAGS)
         TAG("%cmsgid=%llu", n ? ';' : '@', (unsigned long long)r->id);
-    if (s->caps & CAP_ACCOUNT_TAG)
+    if ((s->caps & CAP_ACCOUNT_TAG) && !guest) /* a guest has no account: no tag */
         TAG("%caccount=%.*s", n ? ';' : '@', (int)r->sender_len, r->sender);
     if (batch && batch[0])
         TAG("%cbatch=%s", n ? ';' : '@', batch);
@@ -528,14 +551,14 @@ static void tags_with(const struct session *s, const yard_chatlog_rec_t *r, cons
 }
 
 /* tags_with, for a record without client-only tags. */
-static void tags_for(const struct session *s, const yard_chatlog_rec_t *r, const char *batch,
-                     char *out, size_t cap)
+static void tags_for(const struct session *s, const yard_chatlog_rec_t *r, bool guest,
+                     const char *batch, char *out, size_t cap)
 {
-    tags_with(s, r, batch, NULL, 0, out, cap);
+    tags_with(s, r, guest, batch, NULL, 0, out, cap);
 }
 
 static void relay(yard_fx_t *fx, const struct session *s, const yard_chatlog_rec_t *r,
-                  const char *batch)
+                  bool guest, const char *batch)
 {
     const char *cmd = r->type == YARD_LOGREC_NOTICE  ? "NOTICE"
                       : r->type == YARD_LOGREC_TOPIC ? "TOPIC"
@@ -552,7 +575,7 @@ static void relay(yard_fx_t *fx, const struct session *s, const yard_chatlog_rec
     if (r->type == YARD_LOGREC_TAGMSG) { /* only tags: for clients that take them */
         if (!(s->caps & CAP_MESSAGE_TAGS))
             return;
-        tags_with(s, r, batch, ctags, ctags_len, tags, sizeof tags);
+        tags_with(s, r, guest, batch, ctags, ctags_len, tags, sizeof tags);
         sendf(fx, "%s:%.*s!%.*s@" SERVER " TAGMSG %.*s", tags, (int)r->sender_len, r->sender,
               (int)r->sender_len, r->sender, (int)r->target_len, r->target);
         return;
@@ -568,7 +591,7 @@ static void relay(yard_fx_t *fx, const struct session *s, const yard_chatlog_rec
         copy.text = clean;
         r = &copy;
     }
-    tags_with(s, r, batch, ctags, ctags_len, tags, sizeof tags);
+    tags_with(s, r, guest, batch, ctags, ctags_len, tags, sizeof tags);
     sendf(fx, "%s:%.*s!%.*s@" SERVER " %s %.*s :%.*s", tags, (int)r->sender_len, r->sender,
           (int)r->sender_len, r->sender, cmd, (int)r->target_len, r->target, (int)r->text_len,
           r->text);
@@ -601,13 +624,14 @@ static bool for_me(struct chat_app *app, struct session *s, const yard_chatlog_r
  * when the account's first connection joins, a part or quit only when its
  * last one leaves. */
 static void presence_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
-                           const yard_chatlog_rec_t *r)
+                           const yard_chatlog_rec_t *r, bool guest)
 {
     char sender[CHAT_NAME_MAX + 1], key[CHAT_CHAN_MAX + 1];
     if (r->sender_len > CHAT_NAME_MAX)
         return;
     chat_casefold(sender, r->sender, r->sender_len);
-    bool grouped = r->type == YARD_LOGREC_QUIT || r->type == YARD_LOGREC_AWAY;
+    bool grouped = r->type == YARD_LOGREC_QUIT || r->type == YARD_LOGREC_AWAY ||
+                   r->type == YARD_LOGREC_NICK;
     if (grouped) { /* one record per channel: told once */
         /* Consecutive records of one sender, type and text: one change
          * (two changes in a row differ in their text: away, back) */
@@ -627,8 +651,14 @@ static void presence_relay(struct chat_app *app, struct session *s, yard_fx_t *f
         return;
     if (!strcmp(sender, s->account_key) || !for_me(app, s, r, key))
         return;
+    if (r->type == YARD_LOGREC_NICK && r->text_len <= CHAT_NAME_MAX) {
+        char to[CHAT_NAME_MAX + 1];
+        chat_casefold(to, r->text, r->text_len);
+        if (!strcmp(to, s->account_key))
+            return; /* the guest that changed its nick: told at once */
+    }
     char tags[200], why[YARD_CHATLOG_DEFER_TEXT];
-    tags_for(s, r, NULL, tags, sizeof tags);
+    tags_for(s, r, guest, NULL, tags, sizeof tags);
     size_t wn = r->text_len < sizeof why ? r->text_len : sizeof why - 1;
     memcpy(why, r->text, wn);
     wn = yard_irc_strip_controls(why, wn);
@@ -642,7 +672,7 @@ static void presence_relay(struct chat_app *app, struct session *s, yard_fx_t *f
     /* extended-join: a join record's text is USER's realname */
     if (r->type == YARD_LOGREC_JOIN && (s->caps & CAP_EXTENDED_JOIN))
         sendf(fx, "%s:%.*s!%.*s@" SERVER " JOIN %.*s %.*s :%s", tags, sn, r->sender, sn,
-              r->sender, tn, r->target, sn, r->sender, why);
+              r->sender, tn, r->target, guest ? 1 : sn, guest ? "*" : r->sender, why);
     else if (r->type == YARD_LOGREC_JOIN)
         sendf(fx, "%s:%.*s!%.*s@" SERVER " JOIN %.*s", tags, sn, r->sender, sn, r->sender, tn,
               r->target);
@@ -652,6 +682,8 @@ static void presence_relay(struct chat_app *app, struct session *s, yard_fx_t *f
     else if (r->type == YARD_LOGREC_AWAY)
         sendf(fx, "%s:%.*s!%.*s@" SERVER " AWAY%s%s", tags, sn, r->sender, sn, r->sender,
               wn ? " :" : "", why);
+    else if (r->type == YARD_LOGREC_NICK)
+        sendf(fx, "%s:%.*s!%.*s@" SERVER " NICK :%s", tags, sn, r->sender, sn, r->sender, why);
     else
         sendf(fx, "%s:%.*s!%.*s@" SERVER " QUIT :%s", tags, sn, r->sender, sn, r->sender, why);
 }
@@ -659,7 +691,7 @@ static void presence_relay(struct chat_app *app, struct session *s, yard_fx_t *f
 /* A MODE or KICK in a channel this connection is in (its setter's
  * included), a KICK of its account, or an INVITE of its account. */
 static void chanop_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
-                         const yard_chatlog_rec_t *r)
+                         const yard_chatlog_rec_t *r, bool guest)
 {
     char key[CHAT_CHAN_MAX + 1], tags[200], text[YARD_CHATLOG_DEFER_TEXT];
     bool to_me = for_me(app, s, r, key);
@@ -678,7 +710,7 @@ static void chanop_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
         chat_casefold(victim, text, vn);
         if (!to_me && strcmp(victim, s->account_key))
             return;
-        tags_for(s, r, NULL, tags, sizeof tags);
+        tags_for(s, r, guest, NULL, tags, sizeof tags);
         sendf(fx, "%s:%.*s!%.*s@" SERVER " KICK %.*s %.*s :%s", tags, sn, r->sender, sn,
               r->sender, (int)r->target_len, r->target, (int)vn, text,
               text[vn] ? text + vn + 1 : "");
@@ -686,7 +718,7 @@ static void chanop_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
     }
     if (!to_me)
         return;
-    tags_for(s, r, NULL, tags, sizeof tags);
+    tags_for(s, r, guest, NULL, tags, sizeof tags);
     if (r->type == YARD_LOGREC_MODE)
         sendf(fx, "%s:%.*s!%.*s@" SERVER " MODE %.*s %s", tags, sn, r->sender, sn, r->sender,
               (int)r->target_len, r->target, text);
@@ -782,17 +814,18 @@ static int relay_read(struct chat_app *app, struct session *s, yard_fx_t *fx, co
         if (r.id <= s->seen)
             continue;
         s->seen = r.id;
+        bool guest = unguest(&r);
         if (r.type == YARD_LOGREC_READ) {
             marker_relay(s, fx, &r);
             continue;
         }
         if (is_presence(r.type)) {
-            presence_relay(app, s, fx, &r);
+            presence_relay(app, s, fx, &r, guest);
             continue;
         }
         if (r.type == YARD_LOGREC_MODE || r.type == YARD_LOGREC_KICK ||
             r.type == YARD_LOGREC_INVITE) {
-            chanop_relay(app, s, fx, &r);
+            chanop_relay(app, s, fx, &r, guest);
             continue;
         }
         char key[CHAT_CHAN_MAX + 1];
@@ -801,8 +834,8 @@ static int relay_read(struct chat_app *app, struct session *s, yard_fx_t *fx, co
         /* echo-message: the sender sees its message, a private one too. A
          * topic change goes to every member, its setter included. */
         if (r.type == YARD_LOGREC_TOPIC ? to_me : mine ? (s->caps & CAP_ECHO) != 0 : to_me)
-            relay(fx, s, &r, NULL);
-        if (to_me && key[0] && r.type != YARD_LOGREC_TAGMSG)
+            relay(fx, s, &r, guest, NULL);
+        if (to_me && key[0] && r.type != YARD_LOGREC_TAGMSG && !s->guest)
             pos_note(app, s, &pos, key, r.id);
     }
     pos_flush(app, s, &pos);
@@ -943,7 +976,7 @@ static void post_begin(struct chat_app *app, struct session *s, int type, const 
     j->log = app->log;
     j->cs = app->cs;
     j->dir = app->set->data_dir;
-    j->sender = s->account;
+    j->sender = s->sender;
     j->sync_state = app->set->fsync_mode == YARD_CHATLOG_FSYNC_ALWAYS;
     j->type = type;
     j->n = 0;
@@ -1064,6 +1097,11 @@ static void start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
             snprintf(s->wait_account, sizeof s->wait_account, "%.*s", (int)alen, account);
             snprintf(s->wait_password, sizeof s->wait_password, "%.*s", (int)plen, password);
         }
+        if (s->state == ST_READY) { /* a guest logging in: no waiting in line */
+            refuse_login(s, fx, true, "the server is busy checking other logins; try again in "
+                                      "a few seconds");
+            return;
+        }
         s->wait_sasl = sasl;
         s->state = ST_WAIT;
         yard_fx_wake_at(fx, fx->now_ns + CHECK_RETRY_NS < s->register_by
@@ -1104,7 +1142,8 @@ static void start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
     snprintf(j->password, sizeof j->password, "%.*s", (int)plen, password);
     forget_wait(s);
     s->job = j;
-    s->state = ST_AUTH;
+    if (s->state != ST_READY) /* a guest logging in goes on relaying meanwhile */
+        s->state = ST_AUTH;
     yard_fx_offload(fx, auth_job_run, j);
 }
 
@@ -1122,9 +1161,9 @@ static void welcome(struct chat_app *app, struct session *s, yard_fx_t *fx)
     numeric(fx, s, 1, ":Welcome to the yard chat, %s", s->account);
     numeric(fx, s, 2, ":Your host is " SERVER ", running Switchyard 0.1.0");
     numeric(fx, s, 3, ":This server speaks an IRC subset; see docs/chat.md");
-    numeric(fx, s, 4, SERVER " 0.1.0 iw iklmnotv klov");
+    numeric(fx, s, 4, SERVER " 0.1.0 iw MRiklmnotv klov");
     numeric(fx, s, 5, "NETWORK=Switchyard CASEMAPPING=rfc1459 CHANTYPES=#& PREFIX=(ov)@+ "
-                      "CHANMODES=,k,l,imnt MODES=%d NICKLEN=%d CHANNELLEN=%d TOPICLEN=%d "
+                      "CHANMODES=,k,l,MRimnt MODES=%d NICKLEN=%d CHANNELLEN=%d TOPICLEN=%d "
                       "KICKLEN=%d AWAYLEN=%d :are supported by this server",
             MODES_MAX, CHAT_NAME_MAX, CHAT_CHAN_MAX, CHAT_TOPIC_MAX, KICK_REASON_MAX,
             CHAT_AWAY_MAX);
@@ -1145,12 +1184,22 @@ static void welcome(struct chat_app *app, struct session *s, yard_fx_t *fx)
     }
 }
 
+static void ready(struct chat_app *app, struct session *s, yard_fx_t *fx);
+static void try_register(struct chat_app *app, struct session *s, yard_fx_t *fx);
+
 /* Logged in: take a member slot and start relaying from the log's end. */
 static void become_ready(struct chat_app *app, struct session *s, yard_fx_t *fx)
 {
     chat_lock(app->cs);
     s->slot = chat_member_add(app->cs, s->account);
     chat_unlock(app->cs);
+    snprintf(s->sender, sizeof s->sender, "%s", s->account);
+    ready(app, s, fx);
+}
+
+/* The member slot is taken (or not: s->slot < 0): relay from the log's end. */
+static void ready(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
     if (s->slot < 0) {
         sendf(fx, "ERROR :Closing Link: the server is full");
         yard_fx_close(fx, NULL);
@@ -1169,6 +1218,172 @@ static void become_ready(struct chat_app *app, struct session *s, yard_fx_t *fx)
     yard_fx_watch(fx, app->bus, 0, s->seen);
 }
 
+/* ---- guests (--guests) --------------------------------------------------- */
+
+/* Is an account named nick? Read from DIR/accounts, so an I/O job. */
+static void nick_job_run(void *arg)
+{
+    struct nick_job *j = arg;
+    char hash[YARD_BCRYPT_LEN + 1], canon[CHAT_NAME_MAX + 1];
+    int rc = yard_accounts_lookup(j->dir, j->nick, strlen(j->nick), hash, canon, NULL);
+    j->reserved = rc != -ENOENT; /* an error too: a nick that cannot be checked is not free */
+}
+
+static void nick_check(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *nick)
+{
+    s->nj.dir = app->set->data_dir;
+    snprintf(s->nj.nick, sizeof s->nj.nick, "%s", nick);
+    s->nick_checking = true;
+    yard_fx_io(fx, nick_job_run, &s->nj);
+}
+
+/* A guest registers with the nick checked free of accounts: a member slot
+ * of its own, unless somebody has the nick or its address has its share. */
+static void become_guest(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    char key[CHAT_NAME_MAX + 1];
+    chat_casefold(key, s->nick, strlen(s->nick));
+    chat_lock(app->cs);
+    bool taken = chat_member_named(app->cs, key) >= 0; /* by a guest or an account */
+    bool crowded = !taken && chat_guests_from(app->cs, s->addr.b) >= app->set->guests_per_addr;
+    s->slot = taken || crowded ? -1 : chat_member_add(app->cs, s->nick);
+    if (s->slot >= 0) {
+        struct chat_member *m = chat_member_at(app->cs, s->slot);
+        m->guest = true;
+        memcpy(m->addr, s->addr.b, sizeof m->addr);
+    }
+    chat_unlock(app->cs);
+    if (taken) {
+        s->got_nick = false;
+        numeric(fx, s, 433, "%s :Nickname is already in use", s->nick);
+        return;
+    }
+    if (crowded) {
+        char where[64];
+        chat_addr_text(&s->addr, where, sizeof where);
+        sendf(fx, "ERROR :Closing Link: too many guests from %s (--guests-per-addr %u)", where,
+              app->set->guests_per_addr);
+        yard_fx_close(fx, NULL);
+        return;
+    }
+    s->guest = true;
+    snprintf(s->account, sizeof s->account, "%s", s->nick);
+    /* s->client keeps USER's name: the device, should the guest log in */
+    snprintf(s->sender, sizeof s->sender, "~%s", s->nick);
+    ready(app, s, fx);
+}
+
+/* A guest's nick change, checked free of accounts: told to the guest at
+ * once and to the members of its channels through the log (a nick record
+ * per channel, told once however many are shared). */
+static void guest_rename(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                         const char *nick)
+{
+    char key[CHAT_NAME_MAX + 1];
+    chat_casefold(key, nick, strlen(nick));
+    chat_lock(app->cs);
+    int holder = chat_member_named(app->cs, key);
+    bool free_nick = holder < 0 || holder == s->slot; /* a change of case is ours to make */
+    yard_chatlog_entry_t *ev = NULL;
+    unsigned n = 0;
+    if (free_nick) {
+        struct chat_member *me = chat_member_at(app->cs, s->slot);
+        unsigned count = 0;
+        for (unsigned w = 0; w < app->cs->words; w++)
+            count += (unsigned)__builtin_popcountll(me->chans[w]);
+        ev = count ? malloc(count * sizeof *ev) : NULL;
+        for (unsigned w = 0; ev && w < app->cs->words; w++)
+            for (uint64_t b = me->chans[w]; b; b &= b - 1)
+                presence_ev(&ev[n++], YARD_LOGREC_NICK, s->sender,
+                            app->cs->chans[w * 64 + (unsigned)__builtin_ctzll(b)].name, nick);
+        chat_member_rename(app->cs, s->slot, nick);
+    }
+    chat_unlock(app->cs);
+    if (!free_nick) {
+        numeric(fx, s, 433, "%s :Nickname is already in use", nick);
+        return;
+    }
+    sendf(fx, ":%s!%s@" SERVER " NICK :%s", s->account, s->account, nick);
+    snprintf(s->account, sizeof s->account, "%s", nick);
+    snprintf(s->nick, sizeof s->nick, "%s", nick);
+    memcpy(s->account_key, key, sizeof s->account_key);
+    snprintf(s->sender, sizeof s->sender, "~%s", nick);
+    if (n)
+        presence_put(app, ev, n);
+    free(ev);
+}
+
+/* A guest logged in (SASL, or PASS account:password): it becomes the
+ * account, in the channels it is in; the others hear its nick change when
+ * the account's name differs from the guest's nick. */
+static void guest_logs_in(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                          const char *account, bool sasl)
+{
+    char key[CHAT_NAME_MAX + 1];
+    chat_casefold(key, account, strlen(account));
+    bool renamed = strcmp(s->account, account) != 0;
+    yard_chatlog_entry_t *ev = NULL;
+    unsigned n = 0;
+    chat_lock(app->cs);
+    struct chat_member *me = chat_member_at(app->cs, s->slot);
+    if (renamed) {
+        unsigned count = 0;
+        for (unsigned w = 0; w < app->cs->words; w++)
+            count += (unsigned)__builtin_popcountll(me->chans[w]);
+        ev = count ? malloc(count * sizeof *ev) : NULL;
+        for (unsigned w = 0; ev && w < app->cs->words; w++)
+            for (uint64_t b = me->chans[w]; b; b &= b - 1)
+                presence_ev(&ev[n++], YARD_LOGREC_NICK, s->sender,
+                            app->cs->chans[w * 64 + (unsigned)__builtin_ctzll(b)].name, account);
+    }
+    me->guest = false;
+    memset(me->addr, 0, sizeof me->addr);
+    chat_member_rename(app->cs, s->slot, account);
+    chat_unlock(app->cs);
+    if (renamed)
+        sendf(fx, ":%s!%s@" SERVER " NICK :%s", s->account, s->account, account);
+    s->guest = false;
+    s->sasl_done = true;
+    snprintf(s->account, sizeof s->account, "%s", account);
+    snprintf(s->nick, sizeof s->nick, "%s", account);
+    memcpy(s->account_key, key, sizeof s->account_key);
+    snprintf(s->sender, sizeof s->sender, "%s", account);
+    numeric(fx, s, 900, "%s!%s@" SERVER " %s :You are now logged in as %s", s->account,
+            s->account, s->account, s->account);
+    if (sasl)
+        numeric(fx, s, 903, ":SASL authentication successful");
+    if (n)
+        presence_put(app, ev, n);
+    free(ev);
+}
+
+static void nick_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    s->nick_checking = false;
+    const char *nick = s->nj.nick;
+    if (s->nj.reserved) {
+        if (s->state != ST_READY)
+            s->got_nick = false; /* (and the numeric is addressed to "*") */
+        numeric(fx, s, 433, "%s :Nickname is reserved for an account: log in with SASL PLAIN "
+                            "or PASS to use it, or choose another",
+                nick);
+        return;
+    }
+    if (s->state == ST_READY) {
+        if (s->guest)
+            guest_rename(app, s, fx, nick);
+        return;
+    }
+    if (strcmp(nick, s->nick)) { /* another NICK came meanwhile: check that one */
+        nick_check(app, s, fx, s->nick);
+        return;
+    }
+    if (s->state == ST_NEW && !s->have_pass && !s->sasl_done)
+        become_guest(app, s, fx);
+    else
+        try_register(app, s, fx); /* credentials came meanwhile */
+}
+
 /* NICK, USER and (PASS or SASL) are in, and CAP negotiation is over. */
 static void try_register(struct chat_app *app, struct session *s, yard_fx_t *fx)
 {
@@ -1180,6 +1395,11 @@ static void try_register(struct chat_app *app, struct session *s, yard_fx_t *fx)
             sendf(fx, ":%s!%s@" SERVER " NICK %s", s->nick, s->account, s->account);
         }
         become_ready(app, s, fx);
+        return;
+    }
+    if (!s->have_pass && app->set->guests) {
+        if (!s->nick_checking) /* a guest, unless the nick is an account's */
+            nick_check(app, s, fx, s->nick);
         return;
     }
     if (!s->have_pass) {
@@ -1197,9 +1417,12 @@ static void try_register(struct chat_app *app, struct session *s, yard_fx_t *fx)
 static void auth_done(struct chat_app *app, struct session *s, struct auth_job *j, yard_fx_t *fx)
 {
     s->job = NULL;
-    s->state = ST_NEW;
+    if (s->state != ST_READY)
+        s->state = ST_NEW;
     end_check(app, s, j->ok, fx->now_ns);
-    if (j->ok) {
+    if (j->ok && s->guest) {
+        guest_logs_in(app, s, fx, j->canon, j->sasl);
+    } else if (j->ok) {
         snprintf(s->account, sizeof s->account, "%s", j->canon);
         if (j->sasl) {
             s->sasl_done = true;
@@ -1216,7 +1439,7 @@ static void auth_done(struct chat_app *app, struct session *s, struct auth_job *
         s->failures++;
         uint64_t delay = (uint64_t)(s->failures < 10 ? s->failures : 10) * YARD_NS_PER_S;
         s->fail_until = fx->now_ns + delay;
-        s->pending_fail = j->sasl ? 904 : 464;
+        s->pending_fail = j->sasl || s->guest ? 904 : 464; /* a guest stays a guest */
         yard_fx_wake_at(fx, s->fail_until);
     }
     free(j);
@@ -1398,7 +1621,7 @@ static void replay_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
         if (yard_logrec_decode(j->recs + at, j->recs_len - at, &r) != YARD_LOGREC_COMPLETE)
             break;
         else
-            relay(fx, s, &r, ref);
+            relay(fx, s, &r, unguest(&r), ref);
     if (ref[0])
         sendf(fx, ":" SERVER " BATCH -%s", ref);
     free(j->recs);
@@ -1413,6 +1636,7 @@ static void replay_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
  * chans, when given, the channels it is in, each once. */
 struct presence {
     bool online, away;
+    bool guest; /* --guests: a nick with no account */
     char account[CHAT_NAME_MAX + 1];
     char away_msg[CHAT_AWAY_MAX + 1];
 };
@@ -1441,6 +1665,7 @@ static void presence_of(struct chat_app *app, const char *nick, struct presence 
         if (strcmp(key, other))
             continue;
         p->online = true;
+        p->guest = m->guest;
         snprintf(p->account, sizeof p->account, "%s", m->account);
         all_away = all_away && m->away;
         if (m->away && m->away_at >= latest) {
@@ -1506,6 +1731,10 @@ static int join_refusal(struct chat_app *app, struct session *s, int c, const ch
         limit = rec.limit;
         want = rec.key;
     }
+    if ((modes & CHAT_MODE_REG_JOIN) && s->guest)
+        return 477;
+    if (c < 0 && s->guest && !app->set->guests_create && !chat_chan_get(cs, fold, &rec))
+        return 403; /* a new channel, and guests may not make one */
     if (!(modes & CHAT_MODE_I) && !want[0] && !limit)
         return 0;
     if (chat_chan_rank(cs, fold, s->account_key) & CHAT_RANK_OP)
@@ -1543,13 +1772,20 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
     if (!already && !over && !refused && c < 0) {
         c = chat_channel_find(app->cs, name, strlen(name), true);
         if (c >= 0)
-            unranked = !chat_chan_load(app->cs, c, s->account_key,
+            unranked = !chat_chan_load(app->cs, c, s->guest ? NULL : s->account_key,
                                        yard_wall_ns() / (int64_t)YARD_NS_PER_S);
     }
     if (refused) {
         chat_unlock(app->cs);
-        numeric(fx, s, refused, "%s :Cannot join channel (%s)", name,
-                refused == 473 ? "+i" : refused == 475 ? "+k" : "+l");
+        if (refused == 477)
+            numeric(fx, s, 477, "%s :Cannot join channel (+R): log in to an account to join",
+                    name);
+        else if (refused == 403)
+            numeric(fx, s, 403, "%s :No such channel (guests may not create channels here)",
+                    name);
+        else
+            numeric(fx, s, refused, "%s :Cannot join channel (%s)", name,
+                    refused == 473 ? "+i" : refused == 475 ? "+k" : "+l");
         return;
     }
     /* An account with several connections is one member: the others hear
@@ -1584,23 +1820,25 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
         yard_chatlog_entry_t ev[2];
         struct presence me;
         unsigned n = 0;
-        presence_ev(&ev[n++], YARD_LOGREC_JOIN, s->account, shown, s->realname);
+        presence_ev(&ev[n++], YARD_LOGREC_JOIN, s->sender, shown, s->realname);
         if (__atomic_load_n(&app->cs->away, __ATOMIC_RELAXED)) {
             presence_of(app, s->account, &me, NULL, 0);
             if (me.away)
-                presence_ev(&ev[n++], YARD_LOGREC_AWAY, s->account, shown, me.away_msg);
+                presence_ev(&ev[n++], YARD_LOGREC_AWAY, s->sender, shown, me.away_msg);
         }
         presence_put(app, ev, n);
     }
     if (s->caps & CAP_EXTENDED_JOIN)
-        sendf(fx, ":%s!%s@" SERVER " JOIN %s %s :%s", s->account, s->account, shown, s->account,
-              s->realname[0] ? s->realname : s->account);
+        sendf(fx, ":%s!%s@" SERVER " JOIN %s %s :%s", s->account, s->account, shown,
+              s->guest ? "*" : s->account, s->realname[0] ? s->realname : s->account);
     else
         sendf(fx, ":%s!%s@" SERVER " JOIN %s", s->account, s->account, shown);
     topic_reply(app, s, fx, shown, key);
     names(app, s, fx, c, shown);
     if ((s->caps & CAP_AWAY_NOTIFY) && __atomic_load_n(&app->cs->away, __ATOMIC_RELAXED))
         away_of_members(app, s, fx, c);
+    if (s->guest) /* no account: no read marker, no position to replay from */
+        return;
     if (s->caps & CAP_READ_MARKER) {
         char mark[80];
         marker_text(app, s, key, mark, sizeof mark);
@@ -1636,6 +1874,9 @@ static void join_list(struct chat_app *app, struct session *s, yard_fx_t *fx, ch
 /* Is this record one of the conversation's messages? */
 static bool hist_match(const struct hist_job *j, const yard_chatlog_rec_t *r)
 {
+    yard_chatlog_rec_t g = *r; /* a guest's name without its '~' */
+    unguest(&g);
+    r = &g;
     if ((r->type != YARD_LOGREC_MESSAGE && r->type != YARD_LOGREC_NOTICE) ||
         r->target_len > CHAT_CHAN_MAX || r->sender_len > CHAT_NAME_MAX)
         return false;
@@ -1722,6 +1963,9 @@ static int hist_target_take(const yard_chatlog_rec_t *r, void *arg)
     struct hist_job *j = arg;
     if (r->id < j->low_id)
         return 1;
+    yard_chatlog_rec_t g = *r; /* a guest's name without its '~' */
+    unguest(&g);
+    r = &g;
     if ((r->type != YARD_LOGREC_MESSAGE && r->type != YARD_LOGREC_NOTICE) ||
         r->target_len > CHAT_CHAN_MAX || r->sender_len > CHAT_NAME_MAX)
         return 0;
@@ -1850,7 +2094,7 @@ static void history_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
             yard_chatlog_rec_t r;
             if (yard_logrec_decode(j->recs + j->at[i], j->recs_len - j->at[i], &r) ==
                 YARD_LOGREC_COMPLETE)
-                relay(fx, s, &r, ref);
+                relay(fx, s, &r, unguest(&r), ref);
         }
         if (ref[0])
             sendf(fx, ":" SERVER " BATCH -%s", ref);
@@ -1912,6 +2156,12 @@ static void markread(struct chat_app *app, struct session *s, yard_fx_t *fx,
     const char *target = m->n ? m->params[0] : "";
     size_t tn = strlen(target);
     bool chan = target[0] == '#' || target[0] == '&';
+    if (s->guest) {
+        sendf(fx, ":" SERVER " FAIL MARKREAD ACCOUNT_REQUIRED %s :Read markers are kept for "
+                  "accounts; log in to keep one",
+              tn ? target : "*");
+        return;
+    }
     if (!tn || tn > CHAT_CHAN_MAX || (chan ? !valid_channel(target)
                                            : !yard_account_name_valid(target, tn))) {
         sendf(fx, ":" SERVER " FAIL MARKREAD INVALID_PARAMS %s :Give a channel or nick, and "
@@ -1944,7 +2194,7 @@ static void markread(struct chat_app *app, struct session *s, yard_fx_t *fx,
     char t[40];
     format_time(t, sizeof t, ref.ts_ns);
     yard_chatlog_entry_t ev;
-    presence_ev(&ev, YARD_LOGREC_READ, s->account, target, t);
+    presence_ev(&ev, YARD_LOGREC_READ, s->sender, target, t);
     presence_put(app, &ev, 1);
 }
 
@@ -1991,7 +2241,7 @@ static void chathistory(struct chat_app *app, struct session *s, yard_fx_t *fx,
         j->log = app->log;
         j->sub = k;
         j->limit = tl > HISTORY_MAX ? HISTORY_MAX : (unsigned)tl;
-        strcpy(j->me, s->account_key);
+        strcpy(j->me, s->guest ? "" : s->account_key); /* a guest: channels only */
         strcpy(j->name, "*");
         yard_fx_io(fx, history_job_run, j);
         return;
@@ -2016,8 +2266,8 @@ static void chathistory(struct chat_app *app, struct session *s, yard_fx_t *fx,
         int c = chat_channel_find(app->cs, target, tn, false);
         ok = c >= 0 && chat_is_in(app->cs, s->slot, c);
         chat_unlock(app->cs);
-    } else if (ok) {
-        ok = yard_account_name_valid(target, tn);
+    } else if (ok) { /* a private conversation: an account's (a guest has none kept) */
+        ok = !s->guest && yard_account_name_valid(target, tn);
     }
     if (!ok) { /* a channel one is not in looks like one that does not exist */
         sendf(fx, ":" SERVER " FAIL CHATHISTORY INVALID_TARGET %s %s :No such channel or nick, "
@@ -2044,6 +2294,8 @@ static void chat_job_done(void *state, void *session, void *arg, yard_fx_t *fx)
         read_done(app, s, fx);
     } else if (arg == &s->hist) {
         history_done(app, s, fx);
+    } else if (arg == &s->nj) {
+        nick_done(app, s, fx);
     } else if (arg == &s->rp) {
         replay_done(app, s, fx);
         char rest[sizeof s->join_rest], keys[sizeof s->join_keys];
@@ -2102,7 +2354,7 @@ static void part_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
     sendf(fx, ":%s!%s@" SERVER " PART %s :%s", s->account, s->account, shown, why ? why : "");
     if (last) {
         yard_chatlog_entry_t ev;
-        presence_ev(&ev, YARD_LOGREC_PART, s->account, shown, why ? why : "");
+        presence_ev(&ev, YARD_LOGREC_PART, s->sender, shown, why ? why : "");
         presence_put(app, &ev, 1);
     }
 }
@@ -2185,6 +2437,7 @@ static void message(struct chat_app *app, struct session *s, yard_fx_t *fx, cons
             /* +m: the voiced and the operators speak (a rank is read only then) */
             bool muted = (modes & CHAT_MODE_M) &&
                          !chat_chan_rank(app->cs, app->cs->chans[c].key, s->account_key);
+            bool guest_muted = (modes & CHAT_MODE_REG_SPEAK) && s->guest;
             if (c >= 0)
                 strcpy(shown, app->cs->chans[c].name);
             chat_unlock(app->cs);
@@ -2197,6 +2450,11 @@ static void message(struct chat_app *app, struct session *s, yard_fx_t *fx, cons
             } else if (muted) {
                 if (!notice)
                     numeric(fx, s, 404, "%s :Cannot send to channel (+m: you need voice)", t);
+            } else if (guest_muted) {
+                if (!notice)
+                    numeric(fx, s, 404, "%s :Cannot send to channel (+M: log in to an account "
+                                        "to speak)",
+                            t);
             } else {
                 post_target(s, shown, false);
             }
@@ -2213,7 +2471,19 @@ static void message(struct chat_app *app, struct session *s, yard_fx_t *fx, cons
             if (p.away)
                 numeric(fx, s, 301, "%s :%s", p.account, p.away_msg);
         }
-        post_target(s, t, true); /* the job looks the account up */
+        /* A connected guest is its nick; anyone else is looked up as an
+         * account by the job. */
+        char key[CHAT_NAME_MAX + 1], spelled[CHAT_NAME_MAX + 1] = "";
+        chat_casefold(key, t, strlen(t));
+        chat_lock(app->cs);
+        int g = chat_member_named(app->cs, key);
+        if (g >= 0 && chat_member_at(app->cs, g)->guest)
+            strcpy(spelled, chat_member_at(app->cs, g)->account);
+        chat_unlock(app->cs);
+        if (spelled[0])
+            post_target(s, spelled, false);
+        else
+            post_target(s, t, true);
     }
     post_start(s, fx);
 }
@@ -2234,7 +2504,8 @@ static void whois(struct chat_app *app, struct session *s, yard_fx_t *fx, const 
         numeric(fx, s, 312, "%s " SERVER " :Switchyard chat", p.account);
         if (p.away)
             numeric(fx, s, 301, "%s :%s", p.account, p.away_msg);
-        numeric(fx, s, 330, "%s %s :is logged in as", p.account, p.account);
+        if (!p.guest) /* a guest is logged in as nobody */
+            numeric(fx, s, 330, "%s %s :is logged in as", p.account, p.account);
     }
     numeric(fx, s, 318, "%s :End of /WHOIS list.", p.online ? p.account : nick);
 }
@@ -2309,7 +2580,7 @@ static void away_notify(struct chat_app *app, struct session *s, const char *msg
     ev = count ? malloc(count * sizeof *ev) : NULL;
     for (unsigned w = 0; ev && w < cs->words; w++)
         for (uint64_t b = bits[w]; b; b &= b - 1)
-            presence_ev(&ev[n++], YARD_LOGREC_AWAY, s->account,
+            presence_ev(&ev[n++], YARD_LOGREC_AWAY, s->sender,
                         cs->chans[w * 64 + (unsigned)__builtin_ctzll(b)].name, msg);
     chat_unlock(cs);
     if (n)
@@ -2421,6 +2692,10 @@ static void mode_reply(struct chat_app *app, struct session *s, yard_fx_t *fx, i
     char flags[16], params[80] = "";
     size_t n = 0;
     flags[n++] = '+';
+    if (rec.modes & CHAT_MODE_REG_SPEAK)
+        flags[n++] = 'M';
+    if (rec.modes & CHAT_MODE_REG_JOIN)
+        flags[n++] = 'R';
     if (rec.modes & CHAT_MODE_I)
         flags[n++] = 'i';
     if (rec.key[0]) {
@@ -2506,6 +2781,13 @@ static void mode_rank(struct chat_app *app, struct session *s, yard_fx_t *fx, in
     chat_casefold(key, nick, len > CHAT_NAME_MAX ? CHAT_NAME_MAX : len);
     int bit = flag == 'o' ? CHAT_RANK_OP : CHAT_RANK_VOICE;
     bool present = len <= CHAT_NAME_MAX && member_named(app, ch, key, spelled);
+    int holder = present ? chat_member_named(app->cs, key) : -1;
+    if (on && holder >= 0 && chat_member_at(app->cs, holder)->guest) {
+        /* Ranks are kept by name across restarts; a guest's name is not its own. */
+        numeric(fx, s, 696, "%s %c %s :A guest cannot hold a rank (log in to an account)", shown,
+                flag, nick);
+        return;
+    }
     /* A rank is given to a member; it may be taken from an account that is
      * not there (ranks are kept while one is away). */
     if (!present && !(!on && (chat_rank_of(rec, key) & bit))) {
@@ -2574,7 +2856,8 @@ static void chan_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, ya
             continue;
         }
         uint32_t bit = f == 'i' ? CHAT_MODE_I : f == 'm' ? CHAT_MODE_M : f == 'n' ? CHAT_MODE_N
-                       : f == 't' ? CHAT_MODE_T : 0;
+                       : f == 't' ? CHAT_MODE_T : f == 'R' ? CHAT_MODE_REG_JOIN
+                       : f == 'M' ? CHAT_MODE_REG_SPEAK : 0;
         if (bit) {
             if (!!(rec.modes & bit) != on) {
                 rec.modes ^= bit;
@@ -2584,7 +2867,7 @@ static void chan_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, ya
         }
         bool takes = f == 'o' || f == 'v' || f == 'k' || (f == 'l' && on);
         if (!takes && f != 'l') {
-            numeric(fx, s, 472, "%c :is an unknown mode char to me (modes: iklmnotv)", f);
+            numeric(fx, s, 472, "%c :is an unknown mode char to me (modes: MRiklmnotv)", f);
             continue;
         }
         const char *param = NULL;
@@ -2644,7 +2927,7 @@ static void chan_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, ya
     yard_chatlog_entry_t ev;
     char text[sizeof mc.flags + sizeof mc.params];
     snprintf(text, sizeof text, "%s%s", mc.flags, mc.params);
-    presence_ev(&ev, YARD_LOGREC_MODE, s->account, shown, text);
+    presence_ev(&ev, YARD_LOGREC_MODE, s->sender, shown, text);
     presence_put(app, &ev, 1);
 }
 
@@ -2694,7 +2977,7 @@ static void kick(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_ir
             continue;
         }
         snprintf(text, sizeof text, "%s %.*s", spelled, (int)wn, why);
-        presence_ev(&ev[nev++], YARD_LOGREC_KICK, s->account, shown, text);
+        presence_ev(&ev[nev++], YARD_LOGREC_KICK, s->sender, shown, text);
     }
     charge(s, n);
     if (nev)
@@ -2741,7 +3024,7 @@ static void invite(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
     }
     numeric(fx, s, 341, "%s %s", p.account, shown);
     yard_chatlog_entry_t ev;
-    presence_ev(&ev, YARD_LOGREC_INVITE, s->account, p.account, shown);
+    presence_ev(&ev, YARD_LOGREC_INVITE, s->sender, p.account, shown);
     presence_put(app, &ev, 1);
 }
 
@@ -2816,8 +3099,13 @@ static void set_client(struct session *s, const char *id, size_t len)
 static void authenticate(struct chat_app *app, struct session *s, yard_fx_t *fx,
                          const yard_irc_msg_t *m)
 {
-    if (s->state == ST_READY || s->sasl_done) {
+    if ((s->state == ST_READY && !s->guest) || s->sasl_done) {
         numeric(fx, s, 907, ":You have already authenticated using SASL");
+        return;
+    }
+    if (s->guest && !(s->caps & CAP_SASL)) {
+        numeric(fx, s, 904, ":SASL authentication failed: ask for the sasl capability first "
+                            "(CAP REQ :sasl), or log in with PASS account:password");
         return;
     }
     if (m->n < 1) {
@@ -3145,12 +3433,33 @@ static void command(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
         format_time(when, sizeof when, yard_wall_ns());
         numeric(fx, s, 391, SERVER " :%s", when);
     } else if (!strcmp(c, "NICK")) {
-        if (m->n >= 1 && strcasecmp(m->params[0], s->account) != 0)
-            numeric(fx, s, 432, "%s :Your nick is your account name", m->params[0]);
+        if (m->n < 1) {
+            numeric(fx, s, 431, ":No nickname given");
+        } else if (!s->guest) {
+            if (strcasecmp(m->params[0], s->account) != 0)
+                numeric(fx, s, 432, "%s :Your nick is your account name", m->params[0]);
+        } else if (!yard_account_name_valid(m->params[0], strlen(m->params[0]))) {
+            numeric(fx, s, 432, "%s :Erroneous nickname (1-%d characters: a letter or one of "
+                                "[\\]^_`{|} first, then also digits and -)",
+                    m->params[0], CHAT_NAME_MAX);
+        } else if (strcmp(m->params[0], s->account) && !s->nick_checking) {
+            nick_check(app, s, fx, m->params[0]); /* an account's? then in use? */
+        }
+    } else if (!strcmp(c, "PASS") && s->guest) {
+        /* A guest logs in with PASS account:password (its nick may be
+         * anything, so the account is named here). */
+        const char *colon = m->n ? strchr(m->params[0], ':') : NULL;
+        if (!colon || colon == m->params[0]) {
+            numeric(fx, s, 461, "PASS :Give account:password to log in");
+            return;
+        }
+        start_auth(app, s, fx, m->params[0], (size_t)(colon - m->params[0]), colon + 1,
+                   strlen(colon + 1), false);
+        explicit_bzero(m->params[0], strlen(m->params[0]));
     } else if (!strcmp(c, "USER") || !strcmp(c, "PASS")) {
         numeric(fx, s, 462, ":You may not reregister");
     } else if (!strcmp(c, "AUTHENTICATE")) {
-        numeric(fx, s, 907, ":You have already authenticated using SASL");
+        authenticate(app, s, fx, m); /* a guest may log in; an account is told 907 */
     } else {
         numeric(fx, s, 421, "%s :Unknown command", c);
     }
@@ -3226,6 +3535,8 @@ static void chat_timer(void *state, void *session, yard_fx_t *fx)
         }
         if (s->state != ST_READY)
             yard_fx_wake_at(fx, s->register_by);
+        else
+            liveness(app, s, fx); /* a guest's failed login: its timer watches it again */
         return;
     }
     if (s->state == ST_WAIT && fx->now_ns < s->register_by) {
@@ -3341,7 +3652,7 @@ static void chat_close(void *state, void *session)
             for (unsigned w = 0; ev && w < cs->words; w++)
                 for (uint64_t b = left[w]; b; b &= b - 1)
                     presence_ev(&ev[n++], online ? YARD_LOGREC_PART : YARD_LOGREC_QUIT,
-                                s->account, cs->chans[w * 64 + (unsigned)__builtin_ctzll(b)].name,
+                                s->sender, cs->chans[w * 64 + (unsigned)__builtin_ctzll(b)].name,
                                 why);
         }
         chat_member_remove(app->cs, s->slot, yard_wall_ns() / (int64_t)YARD_NS_PER_S);
@@ -3476,6 +3787,9 @@ static const yard_opt_choice_t chat_fsyncs[] = {
     YARD_OPT_CHOICE("interval", YARD_CHATLOG_FSYNC_INTERVAL),
     YARD_OPT_CHOICE("never", YARD_CHATLOG_FSYNC_NEVER), YARD_OPT_CHOICES_END};
 
+static const yard_opt_choice_t chat_onoff[] = {YARD_OPT_CHOICE("on", 1), YARD_OPT_CHOICE("off", 0),
+                                               YARD_OPT_CHOICES_END};
+
 #define CHAT_FIELD(member) YARD_OPT_FIELD(struct chat_settings, member)
 
 static const yard_opt_t chat_opts[] = {
@@ -3535,6 +3849,15 @@ static const yard_opt_t chat_opts[] = {
     {.name = "max-unregistered-per-addr", .form = "N", .type = YARD_OPT_INT,
      CHAT_FIELD(unregistered_per_addr), .min = 1, .max = 65536, .def = "64",
      .help = "the same from one address"},
+    {.name = "guests", .type = YARD_OPT_SWITCH, CHAT_FIELD(guests),
+     .help = "a public server: a client that registers with NICK and USER and no credentials is "
+             "a guest (accounts' names stay theirs); off: logging in is required"},
+    {.name = "guests-may-create-channels", .form = "on|off", .type = YARD_OPT_ENUM,
+     CHAT_FIELD(guests_create), .choices = chat_onoff, .def = "on",
+     .help = "with --guests: whether a guest's JOIN may create a channel"},
+    {.name = "guests-per-addr", .form = "N", .type = YARD_OPT_INT, CHAT_FIELD(guests_per_addr),
+     .min = 1, .max = 65536, .def = "16",
+     .help = "with --guests: guests connected from one address (an IPv4 address or an IPv6 /64)"},
     YARD_OPT_END,
 };
 

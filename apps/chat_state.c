@@ -155,6 +155,8 @@ int chat_member_add(chat_state_t *cs, const char *account)
         struct chat_member *m = chat_member_at(cs, (int)i);
         if (!m->used) {
             m->used = true;
+            m->guest = false;
+            memset(m->addr, 0, sizeof m->addr);
             m->away = false;
             m->away_at = 0;
             m->away_msg[0] = 0;
@@ -167,6 +169,33 @@ int chat_member_add(chat_state_t *cs, const char *account)
         }
     }
     return -1;
+}
+
+int chat_member_named(chat_state_t *cs, const char *key)
+{
+    for (unsigned i = 0; i < cs->member_end; i++) {
+        struct chat_member *m = chat_member_at(cs, (int)i);
+        if (m->used && !strcmp(m->key, key))
+            return (int)i;
+    }
+    return -1;
+}
+
+unsigned chat_guests_from(chat_state_t *cs, const uint8_t addr[16])
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < cs->member_end; i++) {
+        struct chat_member *m = chat_member_at(cs, (int)i);
+        n += m->used && m->guest && !memcmp(m->addr, addr, sizeof m->addr);
+    }
+    return n;
+}
+
+void chat_member_rename(chat_state_t *cs, int slot, const char *name)
+{
+    struct chat_member *m = chat_member_at(cs, slot);
+    snprintf(m->account, sizeof m->account, "%s", name);
+    chat_casefold(m->key, m->account, strlen(m->account));
 }
 
 static bool same_account(const char *a, const char *b)
@@ -636,7 +665,8 @@ bool chat_chan_load(chat_state_t *cs, int c, const char *founder_key, int64_t no
     r.created_s = now_s;
     r.modes = CHAT_MODE_N | CHAT_MODE_T;
     chan_cache(ch, &r);
-    chat_rank_set(&r, founder_key, CHAT_RANK_OP, true);
+    if (founder_key)
+        chat_rank_set(&r, founder_key, CHAT_RANK_OP, true);
     return chat_chan_put(cs, ch->key, &r, now_s);
 }
 

@@ -30,7 +30,9 @@
 #define CHAT_INVITES_MAX 16 /* pending INVITEs per live channel (the oldest is forgotten) */
 
 /* Channel modes (the flags of struct chat_chanrec.modes). */
-enum { CHAT_MODE_I = 1u << 0, CHAT_MODE_M = 1u << 1, CHAT_MODE_N = 1u << 2, CHAT_MODE_T = 1u << 3 };
+enum { CHAT_MODE_I = 1u << 0, CHAT_MODE_M = 1u << 1, CHAT_MODE_N = 1u << 2, CHAT_MODE_T = 1u << 3,
+       CHAT_MODE_REG_JOIN = 1u << 4,   /* +R: only accounts join (no guests) */
+       CHAT_MODE_REG_SPEAK = 1u << 5 }; /* +M: only accounts speak */
 /* An account's rank in a channel (bits). */
 enum { CHAT_RANK_VOICE = 1, CHAT_RANK_OP = 2 };
 
@@ -70,6 +72,8 @@ struct chat_chanrec {
 
 struct chat_member {
     bool used;
+    bool guest;                        /* --guests: a nick with no account */
+    uint8_t addr[16];                  /* a guest's source address (chat_addr_t) */
     bool away;                         /* AWAY with a message, on this connection */
     uint64_t away_at;                  /* when it was set (the latest message is shown) */
     char account[CHAT_NAME_MAX + 1];
@@ -134,6 +138,13 @@ void chat_member_remove(chat_state_t *cs, int slot, int64_t at_s);
  * the ring. */
 bool chat_whowas(chat_state_t *cs, const char *account_key, struct chat_gone *out);
 struct chat_member *chat_member_at(chat_state_t *cs, int slot);
+/* A used slot whose name folds to key (an account's first connection, or
+ * the guest with that nick), or -1. */
+int chat_member_named(chat_state_t *cs, const char *key);
+/* Guests connected from this address (a chat_addr_t's bytes). */
+unsigned chat_guests_from(chat_state_t *cs, const uint8_t addr[16]);
+/* A guest's new nick. */
+void chat_member_rename(chat_state_t *cs, int slot, const char *name);
 /* The channel's index, created when create is set: -1 unknown, -2 full. */
 int chat_channel_find(chat_state_t *cs, const char *name, size_t len, bool create);
 bool chat_is_in(chat_state_t *cs, int slot, int chan);
@@ -168,8 +179,9 @@ bool chat_topic_set(chat_state_t *cs, const char *chan_key, const char *topic, s
 bool chat_chan_get(chat_state_t *cs, const char *chan_key, struct chat_chanrec *out);
 bool chat_chan_put(chat_state_t *cs, const char *chan_key, struct chat_chanrec *r, int64_t now_s);
 /* The live channel c was just created: its modes come from its record, or,
- * when it has none, it is new: +nt with founder_key as its operator (false
- * when that record could not be stored: the channel then has no operator). */
+ * when it has none, it is new: +nt with founder_key as its operator (none
+ * when founder_key is NULL: a guest's channel; false when that record could
+ * not be stored: the channel then has no operator). */
 bool chat_chan_load(chat_state_t *cs, int c, const char *founder_key, int64_t now_s);
 /* The account's CHAT_RANK_* bits in a record, or through the file. */
 int chat_rank_of(const struct chat_chanrec *r, const char *account_key);

@@ -8,7 +8,10 @@
  *     16 mode: the sender changed the target channel's modes, as text ("+o-t alice");
  *     19 kick: the sender kicked a member out of the target channel (text: "nick reason");
  *     21 invite: the sender invited the target account into the channel in text;
- *     22 tagmsg: IRCv3 TAGMSG, client-only tags and no text)
+ *     22 tagmsg: IRCv3 TAGMSG, client-only tags and no text;
+ *     25 nick: the sender (a guest) is now called text, told in the target channel)
+ *   A sender that starts with '~' is a guest (the chat app's --guests): no
+ *   account has that name, since '~' is not allowed in account names.
  *   A message, notice or tagmsg whose text holds a NUL byte starts with the
  *   sender's client-only tags ("+typing=active;+draft/react=x"), ended by
  *   that NUL; the message's text follows it (a client's text has no NUL).
@@ -38,7 +41,7 @@
 enum { YARD_LOGREC_MESSAGE = 1, YARD_LOGREC_NOTICE = 2, YARD_LOGREC_TOPIC = 4,
        YARD_LOGREC_JOIN = 7, YARD_LOGREC_PART = 8, YARD_LOGREC_QUIT = 11, YARD_LOGREC_AWAY = 13,
        YARD_LOGREC_READ = 14, YARD_LOGREC_MODE = 16, YARD_LOGREC_KICK = 19,
-       YARD_LOGREC_INVITE = 21, YARD_LOGREC_TAGMSG = 22 };
+       YARD_LOGREC_INVITE = 21, YARD_LOGREC_TAGMSG = 22, YARD_LOGREC_NICK = 25 };
 enum yard_logrec_verdict { YARD_LOGREC_COMPLETE = 1, YARD_LOGREC_PARTIAL = 0, YARD_LOGREC_CORRUPT = -1 };
 
 typedef struct yard_logrec {

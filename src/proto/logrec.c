@@ -54,7 +54,8 @@ static bool type_valid(int type)
     return type == YARD_LOGREC_MESSAGE || type == YARD_LOGREC_NOTICE || type == YARD_LOGREC_TOPIC ||
            type == YARD_LOGREC_JOIN || type == YARD_LOGREC_PART || type == YARD_LOGREC_QUIT ||
            type == YARD_LOGREC_AWAY || type == YARD_LOGREC_READ || type == YARD_LOGREC_MODE ||
-           type == YARD_LOGREC_KICK || type == YARD_LOGREC_INVITE || type == YARD_LOGREC_TAGMSG;
+           type == YARD_LOGREC_KICK || type == YARD_LOGREC_INVITE || type == YARD_LOGREC_TAGMSG ||
+           type == YARD_LOGREC_NICK;
 }
 
 long yard_logrec_encode(const yard_logrec_t *r, uint8_t *out, size_t cap)

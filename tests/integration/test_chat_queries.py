@@ -130,14 +130,14 @@ def test_cap_ls_values_only_for_302_isupport_and_user_modes(chat):
     for c in (old, new):
         c.close()
     a = login_pass(srv.port, "ana", "pw-ana")
-    a.expect(r" 004 ana yard 0\.1\.0 iw iklmnotv klov$")
+    a.expect(r" 004 ana yard 0\.1\.0 iw MRiklmnotv klov$")
     tokens = {}
     for _ in range(2):   # two 005 lines
         m = a.expect(r" 005 ana (.*) :are supported by this server$")
         tokens.update(t.split("=", 1) for t in m.group(1).split())
     assert tokens["NETWORK"] == "Switchyard" and tokens["AWAYLEN"] == "200"
     assert tokens["TARGMAX"] == "PRIVMSG:4,NOTICE:4,WHOIS:4,USERHOST:5,KICK:4"
-    assert (tokens["PREFIX"], tokens["CHANMODES"], tokens["MODES"]) == ("(ov)@+", ",k,l,imnt", "4")
+    assert (tokens["PREFIX"], tokens["CHANMODES"], tokens["MODES"]) == ("(ov)@+", ",k,l,MRimnt", "4")
     # MODE nick: +i and +w are kept and shown (irssi asks for +i, WeeChat may set +w).
     a.send("MODE ana")
     a.expect(r" 221 ana \+$")

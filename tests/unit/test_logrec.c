@@ -91,7 +91,8 @@ static void test_types_two_bits_apart(void)
     static const int types[] = {YARD_LOGREC_MESSAGE, YARD_LOGREC_NOTICE, YARD_LOGREC_TOPIC,
                                 YARD_LOGREC_JOIN, YARD_LOGREC_PART, YARD_LOGREC_QUIT,
                                 YARD_LOGREC_AWAY, YARD_LOGREC_READ, YARD_LOGREC_MODE,
-                                YARD_LOGREC_KICK, YARD_LOGREC_INVITE, YARD_LOGREC_TAGMSG};
+                                YARD_LOGREC_KICK, YARD_LOGREC_INVITE, YARD_LOGREC_TAGMSG,
+                                YARD_LOGREC_NICK};
     uint8_t buf[YARD_LOGREC_MAX];
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         yard_logrec_t r = {.type = types[i], .id = 1, .sender = "a", .sender_len = 1,

@@ -65,6 +65,7 @@ static int dump_one(const yard_chatlog_rec_t *r, void *arg)
            : r->type == YARD_LOGREC_KICK  ? "kick"
            : r->type == YARD_LOGREC_INVITE ? "invite"
            : r->type == YARD_LOGREC_TAGMSG ? "tagmsg"
+           : r->type == YARD_LOGREC_NICK ? "nick"
                                           : "message");
     int s = json_field(d, "sender", r->sender, r->sender_len);
     int t = s < 0 ? s : json_field(d, "target", r->target, r->target_len);
