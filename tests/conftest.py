@@ -24,7 +24,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(os.environ.get("YARD_BIN", ROOT / "build" / "bin"))
-ALL_MODELS = ["fork", "thread", "epoll", "reactors", "reactors-procs", "coro", "uring"]
+# epoll-poll: the epoll model's loop over poll(2) (--poller poll), so every test that
+# runs the event loop runs it over both pollers.
+ALL_MODELS = ["fork", "thread", "epoll", "epoll-poll", "reactors", "reactors-procs", "coro",
+              "uring"]
 MODELS = [m for m in os.environ.get("YARD_MODELS", ",".join(ALL_MODELS)).split(",") if m]
 
 # The reference peers (peers/<name>/run) speak the same echo, counter and
@@ -53,6 +56,10 @@ def model_args(model: str) -> list[str]:
     """The yard-serve flags for a model name used in test ids."""
     if model == "reactors-procs":
         return ["--model", "reactors", "--procs", "--workers", "2"]
+    if model == "epoll-poll":
+        return ["--model", "epoll", "--poller", "poll"]
+    if model == "reactors-poll":
+        return ["--model", "reactors", "--workers", "2", "--poller", "poll"]
     if model == "fork-pair":  # chat only: papayaChat's RECV/SEND process pair
         return ["--model", "fork", "--pair"]
     if model in ("reactors", "coro", "uring"):

@@ -12,6 +12,9 @@
 
 enum yard_flush_mode { YARD_FLUSH_EACH, YARD_FLUSH_BUFFERED };
 
+/* The readiness API of the event-loop models (--poller). */
+enum { YARD_POLLER_EPOLL = 0, YARD_POLLER_POLL = 1 };
+
 typedef struct yard_config {
     const char *app;
     const char *model;
@@ -27,6 +30,7 @@ typedef struct yard_config {
     size_t max_sendq;   /* bytes queued for a peer before it is disconnected; 0: 8 MiB */
     size_t shm_bytes;   /* size of the shared region mapped before any fork */
     int offload_threads; /* event-loop models: job pool size; 0 runs jobs inline */
+    int poller;         /* epoll, reactors: YARD_POLLER_* (src/model/poller.h) */
     bool stats;         /* uring: print each ring's counters at exit */
     int ring_bufs;      /* uring: receive buffers per ring (a power of two) */
     size_t ring_buf_size; /* uring: bytes per receive buffer */

@@ -17,6 +17,7 @@ static const yard_opt_t epoll_opts[] = {
      YARD_OPT_FIELD(yard_config_t, offload_threads), .min = 0, .max = 256, .def = "2",
      .help = "threads that run CPU-heavy jobs such as bcrypt, started on the first job; 0 runs "
              "them inline, blocking the loop"},
+    YARD_POLLER_OPT,
     YARD_OPT_END,
 };
 

@@ -1,15 +1,16 @@
-/* The event loop: level-triggered epoll, one read per readiness event.
+/* The event loop: level-triggered readiness, one read per readiness event,
+ * over a poller (poller.h: epoll by default, poll with --poller poll).
  *
  * Level-triggered because it makes backpressure simple and fair: a
  * connection whose output queue is over the high-water mark just drops
- * EPOLLIN from its interest set, and one that has more to read than one
+ * IN from its interest set, and one that has more to read than one
  * chunk is served again on the next round instead of starving the others.
  * The steady state of a ping-pong costs epoll_wait + read + send: the reply
- * is written directly from the app's output, and EPOLLOUT is only
+ * is written directly from the app's output, and OUT is only
  * registered while a reply is partly unsent.
  *
  * App timers live in a binary min-heap; jobs go to the offload pool and come
- * back through a completion queue whose eventfd is in the epoll set. */
+ * back through a completion queue whose eventfd is in the poller's set. */
 #include "loop.h"
 
 #include <errno.h>
@@ -18,8 +19,9 @@
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <unistd.h>
+
+#include "poller.h"
 
 #include "yard/clock.h"
 #include "yard/log.h"
@@ -35,8 +37,8 @@
 struct loop_conn {
     yard_evconn_t ev;       /* first: timers, idle order, the pool */
     uint32_t events;        /* registered for the socket */
-    bool polled;            /* the socket is in the epoll set */
-    bool news_polled;       /* the news eventfd is in the epoll set */
+    bool polled;            /* the socket is in the poller's set */
+    bool news_polled;       /* the news eventfd is in the poller's set */
 };
 
 #define LC(c) ((struct loop_conn *)yard_conn_model(c))
@@ -49,9 +51,9 @@ static void loop_after(yard_loop_t *loop, yard_conn_t *c, uint64_t now);
 static int loop_watch_done(void *arg, int efd)
 {
     yard_loop_t *loop = arg;
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &loop->b.done};
-    if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, efd, &ev) < 0) {
-        yard_log_err("epoll_ctl completions: %s", strerror(errno));
+    int rc = loop->poller->ops->add(loop->poller, efd, YARD_POLL_IN, &loop->b.done);
+    if (rc < 0) {
+        yard_log_err("%s: watching the completions: %s", loop->poller->ops->name, strerror(-rc));
         return -1;
     }
     return 0;
@@ -68,21 +70,20 @@ int yard_loop_init(yard_loop_t *loop, yard_server_t *srv, int listen_fd, int sto
     loop->policy = (yard_conn_policy_t){.job_pool = srv->cfg->offload_threads > 0,
                                         .model_size = sizeof(struct loop_conn)};
     loop->reserve_fd = yard_reserve_fd_open();
-    loop->epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (loop->epfd < 0) {
-        yard_log_err("epoll_create1: %s", strerror(errno));
+    const yard_poller_ops_t *ops = yard_poller_ops(srv->cfg->poller);
+    int rc = ops->create(&loop->poller);
+    if (rc < 0) {
+        yard_log_err("%s: creating the poller: %s", ops->name, strerror(-rc));
         goto err;
     }
     /* The listener and the stop descriptor are told apart from connections
-     * by their data pointer, which points into the loop itself. */
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &loop->listen_fd};
-    if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, listen_fd, &ev) < 0) {
-        yard_log_err("epoll_ctl listener: %s", strerror(errno));
+     * by their pointer, which points into the loop itself. */
+    if ((rc = ops->add(loop->poller, listen_fd, YARD_POLL_IN, &loop->listen_fd)) < 0) {
+        yard_log_err("%s: watching the listener: %s", ops->name, strerror(-rc));
         goto err;
     }
-    ev.data.ptr = &loop->stop_fd;
-    if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, stop_fd, &ev) < 0) {
-        yard_log_err("epoll_ctl stop descriptor: %s", strerror(errno));
+    if ((rc = ops->add(loop->poller, stop_fd, YARD_POLL_IN, &loop->stop_fd)) < 0) {
+        yard_log_err("%s: watching the stop descriptor: %s", ops->name, strerror(-rc));
         goto err;
     }
     return 0;
@@ -94,11 +95,12 @@ err:
 void yard_loop_fini(yard_loop_t *loop)
 {
     yard_evbase_fini(&loop->b); /* the pool is idle by now: yard_loop_run waited for its jobs */
-    if (loop->epfd > 0)
-        close(loop->epfd);
+    if (loop->poller)
+        loop->poller->ops->destroy(loop->poller);
+    loop->poller = NULL;
     if (loop->reserve_fd >= 0)
         close(loop->reserve_fd);
-    loop->epfd = loop->reserve_fd = -1;
+    loop->reserve_fd = -1;
 }
 
 static void loop_close(yard_loop_t *loop, yard_conn_t *c, const char *reason)
@@ -110,11 +112,17 @@ static void loop_close(yard_loop_t *loop, yard_conn_t *c, const char *reason)
     }
     yard_evbase_remove(&loop->b, c);
     for (int j = loop->batch_i + 1; j < loop->batch_n; j++) {
-        void *p = loop->batch[j].data.ptr;
+        void *p = loop->batch[j].ptr;
         if (p == c || p == (void *)((uintptr_t)c | NEWS_TAG))
-            loop->batch[j].data.ptr = NULL;
+            loop->batch[j].ptr = NULL;
     }
-    /* close() removes the fd from the epoll set: no EPOLL_CTL_DEL needed. */
+    /* The descriptors are about to close: epoll drops them by itself (no
+     * system call), poll must forget them. */
+    struct loop_conn *lc = LC(c);
+    if (lc->polled)
+        loop->poller->ops->forget(loop->poller, c->fd);
+    if (lc->news_polled)
+        loop->poller->ops->forget(loop->poller, yard_conn_news_fd(c));
     yard_conn_close(c, reason);
     yard_server_release(loop->b.srv);
 }
@@ -123,11 +131,11 @@ static void loop_close(yard_loop_t *loop, yard_conn_t *c, const char *reason)
 static int loop_rearm(yard_loop_t *loop, yard_conn_t *c, const yard_wait_t *w)
 {
     struct loop_conn *lc = LC(c);
-    uint32_t want = (w->read ? EPOLLIN : 0) | (w->write ? EPOLLOUT : 0);
+    uint32_t want = (w->read ? YARD_POLL_IN : 0u) | (w->write ? YARD_POLL_OUT : 0u);
     if (lc->polled && want == lc->events)
         return 0;
-    struct epoll_event ev = {.events = want, .data.ptr = c};
-    if (epoll_ctl(loop->epfd, lc->polled ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->fd, &ev) < 0)
+    yard_poller_t *p = loop->poller;
+    if ((lc->polled ? p->ops->mod : p->ops->add)(p, c->fd, want, c) < 0)
         return -1;
     lc->events = want;
     lc->polled = true;
@@ -159,10 +167,10 @@ static void loop_after(yard_loop_t *loop, yard_conn_t *c, uint64_t now)
     const char *why;
     yard_wait_t w = yard_evbase_next(&loop->b, c, loop_watch_done, loop, &why);
     if (w.next == YARD_NEXT_JOB) {
-        /* Out of the epoll set while a pool thread has the job: a peer that
-         * resets meanwhile must not spin a level-triggered loop. */
+        /* Out of the poller's set while a pool thread has the job: a peer
+         * that resets meanwhile must not spin a level-triggered loop. */
         if (lc->polled) {
-            epoll_ctl(loop->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+            loop->poller->ops->del(loop->poller, c->fd);
             lc->polled = false;
         }
         return;
@@ -172,14 +180,13 @@ static void loop_after(yard_loop_t *loop, yard_conn_t *c, uint64_t now)
         return;
     }
     if (loop_rearm(loop, c, &w) < 0) {
-        loop_close(loop, c, "epoll_ctl failed");
+        loop_close(loop, c, "the poller refused the socket");
         return;
     }
     if (w.news && !lc->news_polled) {
-        struct epoll_event ev = {.events = EPOLLIN,
-                                 .data.ptr = (void *)((uintptr_t)c | NEWS_TAG)};
-        if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, yard_conn_news_fd(c), &ev) < 0) {
-            loop_close(loop, c, "epoll_ctl (news) failed");
+        if (loop->poller->ops->add(loop->poller, yard_conn_news_fd(c), YARD_POLL_IN,
+                                   (void *)((uintptr_t)c | NEWS_TAG)) < 0) {
+            loop_close(loop, c, "the poller refused the news descriptor");
             return;
         }
         lc->news_polled = true;
@@ -197,11 +204,11 @@ static void loop_news_event(yard_loop_t *loop, yard_conn_t *c, uint64_t now)
 static void loop_conn_event(yard_loop_t *loop, yard_conn_t *c, uint32_t ev, uint64_t now)
 {
     struct loop_conn *lc = LC(c);
-    if ((ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) && (lc->events & EPOLLIN))
+    if ((ev & (YARD_POLL_IN | YARD_POLL_HUP | YARD_POLL_ERR)) && (lc->events & YARD_POLL_IN))
         yard_conn_read(c, &loop->b.scratch);
-    if ((ev & (EPOLLOUT | EPOLLERR)) && (lc->events & EPOLLOUT) && !c->failed)
+    if ((ev & (YARD_POLL_OUT | YARD_POLL_ERR)) && (lc->events & YARD_POLL_OUT) && !c->failed)
         yard_conn_on_writable(c);
-    if ((ev & EPOLLERR) && !(lc->events & EPOLLIN) && !c->out.len)
+    if ((ev & YARD_POLL_ERR) && !(lc->events & YARD_POLL_IN) && !c->out.len)
         yard_conn_fail(c, "socket error", YARD_CLOSE_QUIET); /* nobody will read it */
     loop_after(loop, c, now);
 }
@@ -219,13 +226,14 @@ static bool loop_stop_requested(yard_loop_t *loop)
 
 void yard_loop_run(yard_loop_t *loop)
 {
-    struct epoll_event events[LOOP_EVENTS];
+    yard_poll_event_t events[LOOP_EVENTS];
     yard_evbase_t *b = &loop->b;
+    yard_poller_t *poller = loop->poller;
     uint64_t now = yard_now_ns();
     for (;;) {
-        int n = epoll_wait(loop->epfd, events, LOOP_EVENTS, yard_evbase_timeout_ms(b, now));
-        if (n < 0 && errno != EINTR) {
-            yard_log_err("epoll_wait: %s", strerror(errno));
+        int n = poller->ops->wait(poller, events, LOOP_EVENTS, yard_evbase_timeout_ms(b, now));
+        if (n < 0 && n != -EINTR) {
+            yard_log_err("%s: waiting for events: %s", poller->ops->name, strerror(-n));
             break;
         }
         /* Always a fresh reading: a timer armed after an idle spell must
@@ -236,7 +244,7 @@ void yard_loop_run(yard_loop_t *loop)
         loop->batch_n = n;
         for (int i = 0; i < n; i++) {
             loop->batch_i = i;
-            void *p = events[i].data.ptr;
+            void *p = events[i].ptr;
             if (!p)
                 continue; /* its connection was closed earlier in this batch */
             if ((uintptr_t)p & NEWS_TAG)

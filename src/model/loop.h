@@ -1,5 +1,6 @@
-/* One non-blocking event loop over epoll, level-triggered. The `epoll`
- * model runs one; `reactors` runs one per thread or process. */
+/* One non-blocking event loop, level-triggered, over a poller (poller.h:
+ * epoll, or poll with --poller poll). The `epoll` model runs one;
+ * `reactors` runs one per thread or process. */
 #ifndef YARD_MODEL_LOOP_H
 #define YARD_MODEL_LOOP_H
 
@@ -11,14 +12,14 @@
 
 typedef struct yard_loop {
     yard_evbase_t b;   /* connections, timers, the offload pool */
-    int epfd;
+    struct yard_poller *poller;
     int listen_fd;
     int stop_fd;       /* readable when the loop must stop */
     bool stop_is_sigfd; /* stop_fd is a signalfd: only SIGTERM/SIGINT stop */
     int reserve_fd;
     /* The batch of events being dispatched: a connection closed mid-batch
      * has its later entries (socket or news eventfd) cleared. */
-    struct epoll_event *batch;
+    struct yard_poll_event *batch;
     int batch_i, batch_n;
     yard_conn_policy_t policy; /* of the connections this loop opens */
 } yard_loop_t;

@@ -22,6 +22,14 @@ extern const yard_conn_policy_t yard_blocking_policy;
  * (blocking.c). */
 void yard_blocking_serve(yard_conn_t *c, yard_scratch_t *s, const _Atomic int *stop);
 
+/* --poller's choices and its option, for the event-loop models (poller.h). */
+extern const yard_opt_choice_t yard_poller_choices[];
+#define YARD_POLLER_OPT                                                                          \
+    {.name = "poller", .form = "epoll|poll", .type = YARD_OPT_ENUM,                               \
+     YARD_OPT_FIELD(yard_config_t, poller), .choices = yard_poller_choices, .def = "epoll",      \
+     .help = "the readiness system call behind the loop: epoll, or POSIX poll (the same "        \
+             "paradigm; poll hands the kernel the whole set on every wait)"}
+
 extern const yard_model_t yard_model_fork;
 extern const yard_model_t yard_model_thread;
 extern const yard_model_t yard_model_epoll;

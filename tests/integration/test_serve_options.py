@@ -133,7 +133,10 @@ def test_list_models_json_keeps_its_old_keys():
                                     "shared_state", "ipc",
                                     "error_isolation"}
     assert [o["flag"] for o in MODELS["reactors"]["options"]] == [
-        "--workers", "--procs", "--offload-threads"]
+        "--workers", "--procs", "--offload-threads", "--poller"]
+    poller = MODELS["epoll"]["options"][-1]
+    assert (poller["flag"], poller["default"], poller["choices"]) == (
+        "--poller", "epoll", ["epoll", "poll"])
     assert [o["flag"] for o in MODELS["fork"]["options"]] == ["--pair"]
     assert MODELS["thread"]["options"] == []
 
