@@ -952,6 +952,25 @@ static void presence_put(struct chat_app *app, yard_chatlog_entry_t *ev, unsigne
                          ev[0].target);
 }
 
+/* One record of type per channel set in bits (cs->words words), from
+ * sender with text, under the lock: an array of *n to presence_put and
+ * free (NULL when there is none, or no memory). */
+static yard_chatlog_entry_t *events_per_channel(chat_state_t *cs, const uint64_t *bits, int type,
+                                                const char *sender, const char *text,
+                                                unsigned *n)
+{
+    unsigned count = 0;
+    *n = 0;
+    for (unsigned w = 0; w < cs->words; w++)
+        count += (unsigned)__builtin_popcountll(bits[w]);
+    yard_chatlog_entry_t *ev = count ? malloc(count * sizeof *ev) : NULL;
+    for (unsigned w = 0; ev && w < cs->words; w++)
+        for (uint64_t b = bits[w]; b; b &= b - 1)
+            presence_ev(&ev[(*n)++], type, sender,
+                        cs->chans[w * 64 + (unsigned)__builtin_ctzll(b)].name, text);
+    return ev;
+}
+
 /* Is the account in channel c through a connection other than slot? Under
  * the lock. */
 static bool account_in_elsewhere(struct chat_app *app, const struct session *s, int c)
@@ -1287,15 +1306,8 @@ static void guest_rename(struct chat_app *app, struct session *s, yard_fx_t *fx,
     yard_chatlog_entry_t *ev = NULL;
     unsigned n = 0;
     if (free_nick) {
-        struct chat_member *me = chat_member_at(app->cs, s->slot);
-        unsigned count = 0;
-        for (unsigned w = 0; w < app->cs->words; w++)
-            count += (unsigned)__builtin_popcountll(me->chans[w]);
-        ev = count ? malloc(count * sizeof *ev) : NULL;
-        for (unsigned w = 0; ev && w < app->cs->words; w++)
-            for (uint64_t b = me->chans[w]; b; b &= b - 1)
-                presence_ev(&ev[n++], YARD_LOGREC_NICK, s->sender,
-                            app->cs->chans[w * 64 + (unsigned)__builtin_ctzll(b)].name, nick);
+        ev = events_per_channel(app->cs, chat_member_at(app->cs, s->slot)->chans,
+                                YARD_LOGREC_NICK, s->sender, nick, &n);
         chat_member_rename(app->cs, s->slot, nick);
     }
     chat_unlock(app->cs);
@@ -1326,16 +1338,8 @@ static void guest_logs_in(struct chat_app *app, struct session *s, yard_fx_t *fx
     unsigned n = 0;
     chat_lock(app->cs);
     struct chat_member *me = chat_member_at(app->cs, s->slot);
-    if (renamed) {
-        unsigned count = 0;
-        for (unsigned w = 0; w < app->cs->words; w++)
-            count += (unsigned)__builtin_popcountll(me->chans[w]);
-        ev = count ? malloc(count * sizeof *ev) : NULL;
-        for (unsigned w = 0; ev && w < app->cs->words; w++)
-            for (uint64_t b = me->chans[w]; b; b &= b - 1)
-                presence_ev(&ev[n++], YARD_LOGREC_NICK, s->sender,
-                            app->cs->chans[w * 64 + (unsigned)__builtin_ctzll(b)].name, account);
-    }
+    if (renamed)
+        ev = events_per_channel(app->cs, me->chans, YARD_LOGREC_NICK, s->sender, account, &n);
     me->guest = false;
     memset(me->addr, 0, sizeof me->addr);
     chat_member_rename(app->cs, s->slot, account);
@@ -2571,17 +2575,10 @@ static void away_notify(struct chat_app *app, struct session *s, const char *msg
 {
     chat_state_t *cs = app->cs;
     uint64_t bits[(CHAT_CHANNELS_LIMIT + 63) / 64] = {0};
-    yard_chatlog_entry_t *ev = NULL;
-    unsigned n = 0, count = 0;
+    unsigned n;
     chat_lock(cs);
     chat_account_others(cs, s->account_key, -1, bits);
-    for (unsigned w = 0; w < cs->words; w++)
-        count += (unsigned)__builtin_popcountll(bits[w]);
-    ev = count ? malloc(count * sizeof *ev) : NULL;
-    for (unsigned w = 0; ev && w < cs->words; w++)
-        for (uint64_t b = bits[w]; b; b &= b - 1)
-            presence_ev(&ev[n++], YARD_LOGREC_AWAY, s->sender,
-                        cs->chans[w * 64 + (unsigned)__builtin_ctzll(b)].name, msg);
+    yard_chatlog_entry_t *ev = events_per_channel(cs, bits, YARD_LOGREC_AWAY, s->sender, msg, &n);
     chat_unlock(cs);
     if (n)
         presence_put(app, ev, n);
@@ -3645,15 +3642,10 @@ static void chat_close(void *state, void *session)
             uint64_t left[(CHAT_CHANNELS_LIMIT + 63) / 64];
             bool online = chat_account_others(cs, s->account_key, s->slot, others);
             struct chat_member *me = chat_member_at(cs, s->slot);
-            unsigned count = 0;
             for (unsigned w = 0; w < cs->words; w++)
-                count += (unsigned)__builtin_popcountll(left[w] = me->chans[w] & ~others[w]);
-            ev = count ? malloc(count * sizeof *ev) : NULL;
-            for (unsigned w = 0; ev && w < cs->words; w++)
-                for (uint64_t b = left[w]; b; b &= b - 1)
-                    presence_ev(&ev[n++], online ? YARD_LOGREC_PART : YARD_LOGREC_QUIT,
-                                s->sender, cs->chans[w * 64 + (unsigned)__builtin_ctzll(b)].name,
-                                why);
+                left[w] = me->chans[w] & ~others[w];
+            ev = events_per_channel(cs, left, online ? YARD_LOGREC_PART : YARD_LOGREC_QUIT,
+                                    s->sender, why, &n);
         }
         chat_member_remove(app->cs, s->slot, yard_wall_ns() / (int64_t)YARD_NS_PER_S);
         chat_unlock(app->cs);
