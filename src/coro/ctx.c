@@ -124,7 +124,9 @@ static _Noreturn void entry_returned(void)
 
 static void uctx_entry(unsigned lo, unsigned hi)
 {
-    yard_coro_uctx_t *ctx = (yard_coro_uctx_t *)(((uintptr_t)hi << 32) | (uintptr_t)lo);
+    /* makecontext passes int-sized arguments: the pointer comes in two
+     * halves (hi is 0 where pointers are 32 bits wide). */
+    yard_coro_uctx_t *ctx = (yard_coro_uctx_t *)(uintptr_t)(((uint64_t)hi << 32) | lo);
 #ifdef YARD_CORO_ASAN
     asan_arrived(NULL);
 #endif
