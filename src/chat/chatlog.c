@@ -2,6 +2,7 @@
 #include "yard/chatlog.h"
 
 #include <dirent.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -95,13 +96,29 @@ static void seg_path(char *out, size_t cap, const char *dir, uint64_t first)
 
 /* The index of a segment (DIR/log/<first>.idx): one entry per record, in
  * id order, so entry i is record first + i. It is derived from the segment
- * and rebuilt from it whenever it does not match (open checks). */
+ * and rebuilt from it whenever it does not match (open checks). On disk an
+ * entry is 24 bytes, each field little-endian like the records' (a log
+ * moved to a big-endian machine reads as it is): idx_disk() before a
+ * write, idx_host() after a read. */
 struct idx_entry {
     uint64_t off;  /* the record's offset in the segment */
     int64_t ts_ns; /* its timestamp */
     uint32_t hash; /* yard_chatlog_target_hash of its target */
     uint32_t type;
 };
+_Static_assert(sizeof(struct idx_entry) == 24, "the index entry is 24 bytes on disk");
+
+static struct idx_entry idx_disk(struct idx_entry e)
+{
+    return (struct idx_entry){.off = htole64(e.off), .ts_ns = (int64_t)htole64((uint64_t)e.ts_ns),
+                              .hash = htole32(e.hash), .type = htole32(e.type)};
+}
+
+static struct idx_entry idx_host(struct idx_entry e)
+{
+    return (struct idx_entry){.off = le64toh(e.off), .ts_ns = (int64_t)le64toh((uint64_t)e.ts_ns),
+                              .hash = le32toh(e.hash), .type = le32toh(e.type)};
+}
 
 static void idx_path(char *out, size_t cap, const char *dir, uint64_t first)
 {
@@ -133,9 +150,9 @@ static int idx_build(const char *dir, uint64_t first, const uint8_t *data, size_
     yard_logrec_t r;
     while (rc == 0 && off < len &&
            yard_logrec_decode(data + off, len - off, &r) == YARD_LOGREC_COMPLETE) {
-        buf[n++] = (struct idx_entry){.off = off, .ts_ns = r.ts_ns,
-                                      .hash = yard_chatlog_target_hash(r.target, r.target_len),
-                                      .type = (uint32_t)r.type};
+        buf[n++] = idx_disk((struct idx_entry){
+            .off = off, .ts_ns = r.ts_ns, .hash = yard_chatlog_target_hash(r.target, r.target_len),
+            .type = (uint32_t)r.type});
         off += r.len;
         if (n == sizeof buf / sizeof buf[0]) {
             if (yard_write_all(fd, buf, n * sizeof buf[0]) < 0)
@@ -165,6 +182,7 @@ static bool idx_whole(const char *dir, uint64_t first, uint64_t size, uint64_t c
     if (ok && n) {
         struct idx_entry e;
         ok = pread(fd, &e, sizeof e, (off_t)((n - 1) * sizeof e)) == (ssize_t)sizeof e;
+        e = idx_host(e);
         seg_path(path, sizeof path, dir, first);
         int sfd = ok ? open(path, O_RDONLY | O_CLOEXEC) : -1;
         uint8_t rec[YARD_LOGREC_MAX];
@@ -560,9 +578,9 @@ static int append_locked(yard_chatlog_t *log, yard_logrec_t *r, bool *rotated)
         }
         done += (size_t)w;
     }
-    struct idx_entry e = {.off = sh->active_size, .ts_ns = r->ts_ns,
-                          .hash = yard_chatlog_target_hash(r->target, r->target_len),
-                          .type = (uint32_t)r->type};
+    struct idx_entry e = idx_disk((struct idx_entry){
+        .off = sh->active_size, .ts_ns = r->ts_ns,
+        .hash = yard_chatlog_target_hash(r->target, r->target_len), .type = (uint32_t)r->type});
     ssize_t iw = pwrite(log->ifd, &e, sizeof e, (off_t)((r->id - sh->active_first) * sizeof e));
     if (iw != (ssize_t)sizeof e) {
         int rc = iw < 0 ? -errno : -EIO;
@@ -909,7 +927,7 @@ static uint64_t idx_offset(yard_chatlog_t *log, uint64_t seg, uint64_t from_id)
     struct idx_entry e;
     long got = yard_pread_full(fd, &e, sizeof e, (off_t)((from_id - seg) * sizeof e));
     close(fd);
-    return got == (long)sizeof e ? e.off : 0;
+    return got == (long)sizeof e ? idx_host(e).off : 0;
 }
 
 long yard_chatlog_read(yard_chatlog_t *log, yard_chatlog_cursor_t *cur, uint8_t *buf, size_t cap)
@@ -1181,10 +1199,10 @@ static int seg_visit(struct seg_reader *sr, uint64_t lo, uint64_t hi, int dir,
         if (got != (long)(k * sizeof blk[0]))
             return got < 0 ? (int)got : -EIO;
         for (uint64_t j = 0; j < k; j++) {
-            const struct idx_entry *e = &blk[dir > 0 ? j : k - 1 - j];
-            if (!hash_wanted(e->hash, hashes, nhash))
+            const struct idx_entry e = idx_host(blk[dir > 0 ? j : k - 1 - j]);
+            if (!hash_wanted(e.hash, hashes, nhash))
                 continue;
-            long n = yard_pread_full(sr->sfd, rec, sizeof rec, e->off);
+            long n = yard_pread_full(sr->sfd, rec, sizeof rec, e.off);
             yard_logrec_t r;
             if (n <= 0 || yard_logrec_decode(rec, (size_t)n, &r) != YARD_LOGREC_COMPLETE ||
                 r.id != sr->first + at + (dir > 0 ? j : k - 1 - j))
@@ -1258,7 +1276,7 @@ uint64_t yard_chatlog_id_at(yard_chatlog_t *log, int64_t ts_ns)
             uint64_t mid = lo + (hi - lo) / 2;
             if (pread(sr.ifd, &e, sizeof e, (off_t)(mid * sizeof e)) != (ssize_t)sizeof e)
                 break;
-            if (e.ts_ns < ts_ns)
+            if (idx_host(e).ts_ns < ts_ns)
                 lo = mid + 1;
             else
                 hi = mid;

@@ -6,7 +6,7 @@
  * deferred records: written before the next append, consecutively, by the
  * writer thread when nobody appends (a forked child's too), and refused
  * when the queue is full; an iterator from a segment's middle placed
- * through the index. */
+ * through the index; the index's bytes (little-endian on every host). */
 #include <errno.h>
 #include <ftw.h>
 #include <stdatomic.h>
@@ -546,6 +546,71 @@ static void test_index(void)
     yard_chatlog_close(log);
 }
 
+/* The index file is defined by its bytes, not by the host's: entry i is 24
+ * bytes, the record's offset (8), timestamp (8), target hash (4) and type
+ * (4), each little-endian, so a log written on x86-64 is read as it is on
+ * a big-endian machine (and the other way). */
+static uint64_t le_bytes(const uint8_t *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static void test_index_bytes(void)
+{
+    char dir[512], path[1024];
+    fresh(dir, "index-bytes");
+    yard_chatlog_t *log = open_log(dir, 0, NULL);
+    int64_t ts[2];
+    uint64_t id;
+    ASSERT_EQ(yard_chatlog_append(log, YARD_LOGREC_MESSAGE, "alice", 5, "#room", 5, "hi", 2, &id,
+                                  &ts[0]),
+              0);
+    ASSERT_EQ(yard_chatlog_append(log, YARD_LOGREC_NOTICE, "bob", 3, "#other", 6, "hello", 5, &id,
+                                  &ts[1]),
+              0);
+    yard_chatlog_close(log);
+    uint8_t idx[64], seg[4096];
+    snprintf(path, sizeof path, "%s/log/%020d.idx", dir, 1);
+    FILE *f = fopen(path, "rb");
+    ASSERT(f != NULL);
+    ASSERT_EQ(fread(idx, 1, sizeof idx, f), 48);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/log/%020d.seg", dir, 1);
+    f = fopen(path, "rb");
+    ASSERT(f != NULL);
+    size_t seglen = fread(seg, 1, sizeof seg, f);
+    fclose(f);
+    uint64_t len1 = le_bytes(seg + 4, 4); /* the record's own length field */
+    ASSERT(len1 > 0 && len1 < seglen);
+    ASSERT_U64_EQ(le_bytes(idx, 8), 0);
+    ASSERT_U64_EQ(le_bytes(idx + 8, 8), (uint64_t)ts[0]);
+    ASSERT_U64_EQ(le_bytes(idx + 16, 4), yard_chatlog_target_hash("#room", 5));
+    ASSERT_U64_EQ(le_bytes(idx + 20, 4), YARD_LOGREC_MESSAGE);
+    ASSERT_U64_EQ(le_bytes(idx + 24, 8), len1);
+    ASSERT_U64_EQ(le_bytes(idx + 32, 8), (uint64_t)ts[1]);
+    ASSERT_U64_EQ(le_bytes(idx + 40, 4), yard_chatlog_target_hash("#other", 6));
+    ASSERT_U64_EQ(le_bytes(idx + 44, 4), YARD_LOGREC_NOTICE);
+    /* And it is read as it is: open keeps it (no rebuild), seek finds by it. */
+    log = open_log(dir, 0, NULL);
+    uint32_t h = yard_chatlog_target_hash("#other", 6);
+    struct seen v = {.max = 4};
+    ASSERT_EQ(yard_chatlog_seek(log, 1, 1, &h, 1, collect, &v), 0);
+    ASSERT_EQ(v.n, 1);
+    ASSERT_EQ(v.ids[0], 2);
+    ASSERT_EQ(yard_chatlog_id_at(log, ts[1]), ts[1] == ts[0] ? 1 : 2);
+    yard_chatlog_close(log);
+    snprintf(path, sizeof path, "%s/log/%020d.idx", dir, 1);
+    f = fopen(path, "rb");
+    ASSERT(f != NULL);
+    uint8_t again[64];
+    ASSERT_EQ(fread(again, 1, sizeof again, f), 48);
+    fclose(f);
+    ASSERT_MEM_EQ(again, idx, 48);
+}
+
 /* An iterator from the middle of a segment starts at its record through
  * the index, not by decoding every record before it: with the segment's
  * first record damaged on disk (after the fact, past the shared tail), a
@@ -593,6 +658,7 @@ int main(void)
     test_cursor_tail_and_files();
     test_deferred();
     test_index();
+    test_index_bytes();
     test_iterate_from_the_middle_through_the_index();
     nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     return 0;
