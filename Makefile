@@ -6,6 +6,9 @@
 #   make test       every test: C unit tests, fuzz corpora, integration tests,
 #                   then the C suite and integration tests under ASan+UBSan,
 #                   and the threaded code under TSan
+#   make test-cross gcc and clang, and i386, AArch64 (qemu) and s390x (qemu):
+#                   build, unit tests, fuzz corpora, logs across architectures
+#                   (part of make test; about 3 minutes; docs/portability.md)
 #   make bench      the quick benchmark suite and its HTML report
 #   make fuzz       run every libFuzzer target for FUZZ_SECONDS each (clang)
 #   make asan | tsan | debug   sanitized or debug builds in build/<name>/
@@ -28,7 +31,7 @@ APT_IF_NO_COMMAND := node:nodejs npm:npm
 PYTEST := $(VENV)/bin/pytest
 PYTEST_FLAGS ?= -q -p no:cacheprovider
 
-.PHONY: all build setup deps venv peers test test-unit test-integration test-asan test-tsan \
+.PHONY: all build setup deps venv peers test test-unit test-integration test-asan test-tsan test-cross \
 	bench fuzz asan tsan debug clean
 
 all: build
@@ -69,7 +72,7 @@ $(VENV)/.stamp: tests/requirements.txt $(wildcard python/pyproject.toml)
 peers: deps
 	@if [ -f peers/Makefile ]; then $(MAKE) --no-print-directory -C peers; fi
 
-test: build peers venv test-unit test-integration test-asan test-tsan
+test: build peers venv test-unit test-integration test-asan test-tsan test-cross
 	@echo "make test: all suites passed"
 
 test-unit: build
@@ -107,6 +110,12 @@ test-tsan: tsan venv
 # (TSan makes each of those 80,000 permission tasks ~1 ms; the mixed
 # readers/writers test covers the same path under TSan. yard-load's threads
 # run under TSan too; its timing calibrations run in the normal builds.)
+
+# Compilers and architectures (issue 21): build/cross-<name>/, one summary
+# line each, then "N passed, N failed". Installs its cross compilers and
+# qemu-user as root; see tests/cross/run and docs/portability.md.
+test-cross: deps venv
+	@tests/cross/run
 
 bench: build peers venv
 	@$(VENV)/bin/yard bench quick && echo "report: results/latest/report.html"
