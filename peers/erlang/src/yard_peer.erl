@@ -20,7 +20,8 @@ main() ->
                                 {yard_peer_signal, self()}),
     os:set_signal(sigterm, handle),
     case Opts#opts.app of
-        rest -> yard_peer_rest:start(Opts#opts.host, Opts#opts.port, Opts#opts.longpoll_ms);
+        rest -> yard_peer_rest:start(Opts#opts.host, Opts#opts.port, Opts#opts.longpoll_ms,
+                                     Opts#opts.bcrypt_cost);
         App -> start_tcp(App, Opts)
     end,
     receive
