@@ -34,7 +34,7 @@ MODELS = [m for m in os.environ.get("YARD_MODELS", ",".join(ALL_MODELS)).split("
 # sink protocols; the conformance tests run against them too (SERVERS).
 # YARD_PEERS=0 leaves them out (the sanitizer runs do: the peers are not
 # our code).
-ALL_PEERS = ["go", "node", "node-cluster", "erlang"]
+ALL_PEERS = ["go", "node", "node-cluster", "erlang", "elixir"]
 PEERS = ALL_PEERS if os.environ.get("YARD_PEERS", "1") != "0" else []
 SERVERS = MODELS + PEERS
 
@@ -42,7 +42,8 @@ SERVERS = MODELS + PEERS
 def peer_built(peer: str) -> bool:
     name = peer.split("-")[0]
     marker = {"go": "peers/go/bin/yard-peer-go", "node": "peers/node/node_modules",
-              "erlang": "peers/erlang/ebin/yard_peer.beam"}[name]
+              "erlang": "peers/erlang/ebin/yard_peer.beam",
+              "elixir": "peers/elixir/ebin/.built"}[name]
     return (ROOT / marker).exists()
 
 # Any of these on a server's stderr fails the test that ran it.

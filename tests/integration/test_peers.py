@@ -1,4 +1,4 @@
-"""The reference peers (peers/go, peers/node, peers/erlang) speak the engine's
+"""The reference peers (peers/go, peers/node, peers/erlang, peers/elixir) speak the engine's
 protocols exactly: echo, counter, sink and the REST API, started through
 their launchers, with a clean exit on SIGTERM and no process left behind."""
 
@@ -8,6 +8,7 @@ import http.client
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -23,7 +24,9 @@ PEERS = {
     "node": ("node", [], "node"),
     "node-cluster": ("node", ["--cluster", "2"], "node"),
     "erlang": ("erlang", [], "erl"),
+    "elixir": ("elixir", [], "elixir"),
 }
+BEAM_PEERS = ["erlang", "elixir"]
 _built: set[str] = set()
 
 
@@ -330,18 +333,15 @@ def test_rest_routes(peer, start_server):
     srv = start_server(peer_argv(peer, "rest", "--bcrypt-cost", "4", "--longpoll-ms", "200"))
     assert request(srv, "GET", "/")[0] == 200
 
+    # Every peer has bcrypt now (Erlang and Elixir through peers/beam_bcrypt).
     pw = json.dumps({"password": "s3cret"})
-    if peer == "erlang":
-        for route in ("/password/set/alice", "/password/verify/alice"):
-            assert request(srv, "POST", route, pw)[0] == 501
-    else:
-        code, ctype, body = request(srv, "POST", "/password/set/alice", pw)
-        assert (code, body) == (200, b"OK") and ctype.startswith("text/plain")
-        assert request(srv, "POST", "/password/verify/alice", pw)[:3:2] == (200, b"OK")
-        assert request(srv, "POST", "/password/verify/alice",
-                       json.dumps({"password": "wrong"}))[0] == 403
-        assert request(srv, "POST", "/password/verify/bob", pw)[::2] == (400, b"Password not found")
-        assert request(srv, "POST", "/password/set/alice", "{not json")[0] == 400
+    code, ctype, body = request(srv, "POST", "/password/set/alice", pw)
+    assert (code, body) == (200, b"OK") and ctype.startswith("text/plain")
+    assert request(srv, "POST", "/password/verify/alice", pw)[:3:2] == (200, b"OK")
+    assert request(srv, "POST", "/password/verify/alice",
+                   json.dumps({"password": "wrong"}))[0] == 403
+    assert request(srv, "POST", "/password/verify/bob", pw)[::2] == (400, b"Password not found")
+    assert request(srv, "POST", "/password/set/alice", "{not json")[0] == 400
 
     # Fresh connections: in a cluster they reach different workers, and the
     # sharded store must still find every user.
@@ -379,4 +379,112 @@ def test_rest_long_poll(peer, start_server):
         assert (code, body, plain) == (200, b"OK", True)
         assert elapsed >= 0.19  # answered only after --longpoll-ms, not the 5 s default
         assert elapsed < 4.5
+    stop_clean(srv)
+
+
+# ---- bcrypt on the BEAM (peers/beam_bcrypt) -------------------------------------
+
+@pytest.mark.parametrize("peer", BEAM_PEERS)
+def test_beam_password_routes(peer, start_server):
+    """The NIF's hashes verify the right password only, JSON escapes are
+    decoded before hashing, and unknown users and bad bodies are refused."""
+    srv = start_server(peer_argv(peer, "rest", "--bcrypt-cost", "5"))
+    users = {"alice": "s3cret", "bob": "p\u00e4ss w\u00f6rd", "carol": "x" * 72}
+    for user, pw in users.items():
+        assert request(srv, "POST", f"/password/set/{user}",
+                       json.dumps({"password": pw}))[::2] == (200, b"OK"), user
+    for user, pw in users.items():
+        ok = json.dumps({"password": pw})
+        assert request(srv, "POST", f"/password/verify/{user}", ok)[::2] == (200, b"OK"), user
+        # ensure_ascii=False: the raw UTF-8 body must verify like the escaped one
+        raw = json.dumps({"password": pw}, ensure_ascii=False).encode()
+        assert request(srv, "POST", f"/password/verify/{user}", raw)[0] == 200, user
+        assert request(srv, "POST", f"/password/verify/{user}",
+                       json.dumps({"password": pw[:-1] + "!"}))[0] == 403, user
+        assert request(srv, "POST", f"/password/verify/{user}",
+                       json.dumps({"password": pw[:-1]}))[0] == 403, user
+    # a new set replaces the hash
+    assert request(srv, "POST", "/password/set/alice", json.dumps({"password": "n3w"}))[0] == 200
+    assert request(srv, "POST", "/password/verify/alice", json.dumps({"password": "s3cret"}))[0] == 403
+    assert request(srv, "POST", "/password/verify/alice", json.dumps({"password": "n3w"}))[0] == 200
+    assert request(srv, "POST", "/password/verify/nobody",
+                   json.dumps({"password": "s3cret"}))[::2] == (400, b"Password not found")
+    assert request(srv, "POST", "/password/set/dave", json.dumps({"pass": "x"}))[::2] == \
+        (400, b"Missing password.")
+    assert request(srv, "POST", "/password/set/dave", json.dumps({"password": "x" * 73}))[0] == 400
+    assert request(srv, "POST", "/password/set/dave", json.dumps({"password": 7}))[0] == 400
+    assert request(srv, "POST", "/password/verify/dave", json.dumps({"password": "x"}))[0] == 400
+    stop_clean(srv)
+
+
+@pytest.mark.parametrize("peer", BEAM_PEERS)
+def test_beam_bcrypt_runs_on_a_dirty_scheduler(peer, start_server):
+    """With one normal scheduler (--schedulers 1), a costly hash must not stop
+    other connections from being served: the NIF runs on a dirty CPU
+    scheduler. Were it on the normal scheduler, no GET / would be answered
+    until the hash is done."""
+    # Cost 14: some 1 s per hash on this machine (the dummy hash at start-up too).
+    srv = start_server(peer_argv(peer, "rest", "--bcrypt-cost", "14", "--schedulers", "1"))
+    assert request(srv, "GET", "/")[0] == 200  # warm: inets starts its machinery
+    done = threading.Event()
+    result = {}
+
+    def hash_once():
+        t0 = time.monotonic()
+        result["code"] = request(srv, "POST", "/password/set/slow",
+                                 json.dumps({"password": "s3cret"}))[0]
+        result["secs"] = time.monotonic() - t0
+        done.set()
+
+    hasher = threading.Thread(target=hash_once)
+    hasher.start()
+    answered_during, worst = 0, 0.0
+    deadline = time.monotonic() + 60
+    while not done.is_set() and time.monotonic() < deadline:
+        t0 = time.monotonic()
+        code = request(srv, "GET", "/")[0]
+        took = time.monotonic() - t0
+        assert code == 200
+        if not done.is_set():
+            answered_during += 1
+            worst = max(worst, took)
+    hasher.join(60)
+    assert result.get("code") == 200, result
+    assert result["secs"] > 0.5, f"a cost-14 hash took {result['secs']:.2f} s: too fast to test"
+    assert answered_during >= 5, f"only {answered_during} GET / answered during the hash"
+    assert worst < result["secs"] / 2, (worst, result["secs"])
+    stop_clean(srv)
+
+
+def test_elixir_http_keepalive_pipelining_chunked(start_server):
+    """The Elixir peer's own HTTP/1.1: requests sent back to back on one
+    connection (Content-Length and chunked bodies) are answered in order,
+    and Connection: close closes after its answer."""
+    srv = start_server(peer_argv("elixir", "rest", "--bcrypt-cost", "4", "--longpoll-ms", "100"))
+    body = b'{"name": "Ann", "n": [1, 2]}'
+    chunked = b"5\r\n" + body[:5] + b"\r\n" + f"{len(body) - 5:x}".encode() + b";ext=1\r\n" \
+        + body[5:] + b"\r\n0\r\nX-Trailer: 1\r\n\r\n"
+    reqs = (b"POST /user/set/ann HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+            + b"GET /longPoll HTTP/1.1\r\nHost: x\r\n\r\n"
+            + b"POST /user/set/bo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked
+            + b"GET /user/get/bo HTTP/1.1\r\nHost: x\r\n\r\n"
+            + b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n"
+            + b"GET /user/get/ann HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            + b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")  # after close: never answered
+    with srv.connect() as s:
+        s.sendall(reqs)
+        data = recv_until_closed(s)
+    statuses = [int(c) for c in re.findall(rb"HTTP/1\.1 (\d{3}) ", data)]
+    assert statuses == [200, 200, 200, 200, 404, 200], data
+    assert data.count(body) == 2  # both stored bodies came back, the chunked one reassembled
+    assert data.rstrip().endswith(body)
+    # malformed framing: 400 and closed
+    with srv.connect() as s:
+        s.sendall(b"POST /user/set/x HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n"
+                  b"Transfer-Encoding: chunked\r\n\r\nabc")
+        data = recv_until_closed(s)
+    assert data.startswith(b"HTTP/1.1 400 "), data
+    with srv.connect() as s:
+        s.sendall(b"POST /user/set/x HTTP/1.1\r\nHost: x\r\nContent-Length: 70000\r\n\r\n")
+        assert recv_until_closed(s).startswith(b"HTTP/1.1 413 ")
     stop_clean(srv)
