@@ -22,7 +22,7 @@ export PATH := $(PATH):/usr/local/go/bin
 # Debian packages the build, the tests and the peers need.
 APT_PACKAGES := build-essential cmake ninja-build pkg-config python3 python3-venv \
 	clang-14 libclang-rt-14-dev libcrypt-dev libjansson-dev libncurses-dev liburing-dev zlib1g-dev \
-	erlang-nox wrk ii irssi weechat-curses tmux curl procps strace \
+	erlang-nox erlang-dev elixir wrk ii irssi weechat-curses tmux curl procps strace \
 	iproute2 openssh-server
 # Node may come from elsewhere (NodeSource bundles npm, and Debian's npm
 # package conflicts with it): install Debian's only when the commands are missing.
