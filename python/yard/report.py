@@ -365,6 +365,58 @@ def _ratio_table(exp: dict, groups, metrics: list[str], base: str | None = None)
             f"<table><tr><th>alternative</th><th>point</th>{head}</tr>{''.join(rows)}</table>")
 
 
+# The reference peers' rows in the feature table, in the models' trait vocabulary
+# (include/yard/model.h) plus two that only runtimes differ in: whether the scheduler
+# preempts a busy task, and what restarts a failed part. Shown for the peers a run used.
+PEER_FEATURES = {
+    "go": {"summary": "Go: a goroutine per connection (net, net/http), M:N on GOMAXPROCS threads",
+           "traits": {"multi_threaded": True, "multi_process": False, "lightweight_threads": True,
+                      "event_based": False, "completion_based": False,
+                      "explicit_concurrency": True,
+                      "shared_state": "shared memory: atomics, sync.Map",
+                      "ipc": "shared memory, channels",
+                      "error_isolation": "none: a panic ends the process",
+                      "preemptive_scheduler": "yes (async preemption since Go 1.14)",
+                      "supervision": "none"}},
+    "node": {"summary": "Node.js: one event loop (--cluster N: N processes), Express for REST",
+             "traits": {"multi_threaded": False, "multi_process": "with --cluster",
+                        "lightweight_threads": False, "event_based": True,
+                        "completion_based": False, "explicit_concurrency": False,
+                        "shared_state": "one heap per process; cluster: IPC to the primary",
+                        "ipc": "cluster: messages over pipes",
+                        "error_isolation": "none: an uncaught exception ends the process",
+                        "preemptive_scheduler": "no (run to completion)",
+                        "supervision": "cluster primary (no restart here)"}},
+    "erlang": {"summary": "Erlang/OTP: a process per connection, inets httpd for REST",
+               "traits": {"multi_threaded": True, "multi_process": False,
+                          "lightweight_threads": True, "event_based": False,
+                          "completion_based": False, "explicit_concurrency": True,
+                          "shared_state": "share-nothing; ETS tables, one counter process",
+                          "ipc": "message passing",
+                          "error_isolation": "per connection: a crash ends one process",
+                          "preemptive_scheduler": "yes (reductions); bcrypt on dirty schedulers",
+                          "supervision": "inets' supervisors"}},
+    "elixir": {"summary": "Elixir: a Task per connection under a Task.Supervisor, its own "
+                          "HTTP/1.1 over gen_tcp for REST",
+               "traits": {"multi_threaded": True, "multi_process": False,
+                          "lightweight_threads": True, "event_based": False,
+                          "completion_based": False, "explicit_concurrency": True,
+                          "shared_state": "share-nothing; ETS tables, :atomics counter",
+                          "ipc": "message passing",
+                          "error_isolation": "per connection: a crash ends one process",
+                          "preemptive_scheduler": "yes (reductions); bcrypt on dirty schedulers",
+                          "supervision": "a supervisor over the acceptors and the "
+                                         "connections' Task.Supervisor"}},
+}
+
+
+def peer_rows(experiments: list[dict]) -> list[dict]:
+    """The PEER_FEATURES rows of the peers the run's experiments compared
+    (an alternative 'node-cluster' counts as node, 'go-papaya' as go)."""
+    used = {a.split("-")[0] for e in experiments for a in e.get("alternatives", [])}
+    return [{"name": n, **f} for n, f in PEER_FEATURES.items() if n in used]
+
+
 def _feature_table(models: list[dict]) -> str:
     if not models:
         return "<p>No model list available (<code>yard-serve --list-models --json</code> failed).</p>"
@@ -432,7 +484,9 @@ def write_report(out: Path, meta: dict | None = None) -> Path:
                 f"{html.escape(h['name'])} ({html.escape(h['ssh'])}, CPUs {h['cpus']})"
                 for h in hosts["load"]) + ", each running the experiment's load as written, "
             "started together, latencies merged from their interval histograms.</p>")
-    parts.append("<h2>The models</h2>" + _feature_table(meta.get("models", [])))
+    parts.append("<h2>The models</h2>" + _feature_table(
+        meta.get("models", []) + (peer_rows(meta.get("experiments", []))
+                                  if meta.get("models") else [])))
     skipped = meta.get("skipped") or []
     if skipped:
         parts.append("<p class='warn'>Skipped on this machine: " + "; ".join(

@@ -1,0 +1,19 @@
+"""The report's feature table has a row for each reference peer a run compared
+(issue 25: the Elixir peer's row), and none for peers it did not."""
+
+import harness_paths  # noqa: F401
+from yard.report import _feature_table, peer_rows
+
+
+def test_peer_rows_follow_the_experiments():
+    rows = peer_rows([{"alternatives": ["epoll", "go", "node-cluster"]},
+                      {"alternatives": ["elixir", "erlang"]}])
+    assert [r["name"] for r in rows] == ["go", "node", "erlang", "elixir"]
+    assert peer_rows([{"alternatives": ["epoll", "coro"]}]) == []
+    elixir = next(r for r in rows if r["name"] == "elixir")
+    assert elixir["traits"]["lightweight_threads"] is True
+    assert "ETS" in elixir["traits"]["shared_state"]
+    assert "supervisor" in elixir["traits"]["supervision"].lower()
+    html = _feature_table([{"name": "epoll", "summary": "one loop",
+                            "traits": {"event_based": True}}] + rows)
+    assert "<b>elixir</b>" in html and "preemptive scheduler" in html
