@@ -25,7 +25,9 @@ from pathlib import Path
 SYNC_GLOBS = ["build/bin/*", "python/yard/*.py", "peers/go/run", "peers/go/bin/*",
               "peers/node/run", "peers/node/*.js", "peers/node/package.json",
               "peers/node/lib/**/*", "peers/node/node_modules/**/*", "peers/erlang/run",
-              "peers/erlang/USAGE", "peers/erlang/ebin/*"]
+              "peers/erlang/USAGE", "peers/erlang/ebin/*",
+              "peers/elixir/run", "peers/elixir/USAGE", "peers/elixir/ebin/*",
+              "peers/elixir/ebin/.built", "peers/beam_bcrypt/ebin/*", "peers/beam_bcrypt/priv/*"]
 CONNECT_TIMEOUT = 10
 
 
