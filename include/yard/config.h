@@ -27,6 +27,7 @@ typedef struct yard_config {
     bool procs;         /* reactors: processes instead of threads */
     bool pair;          /* fork: papayaChat's RECV/SEND process pair per connection */
     int backlog;
+    bool ipv6_only;     /* --listen [IPv6]: IPV6_V6ONLY 1 (else 0: [::] takes IPv4 too) */
     size_t max_sendq;   /* bytes queued for a peer before it is disconnected; 0: 8 MiB */
     size_t shm_bytes;   /* size of the shared region mapped before any fork */
     int offload_threads; /* event-loop models: job pool size; 0 runs jobs inline */

@@ -26,7 +26,11 @@ int yard_addr_port(const yard_addr_t *a);
 
 /* A non-blocking listening TCP socket (SO_REUSEADDR, and SO_REUSEPORT when
  * asked so that several listeners can share a port). */
-int yard_listen(const yard_addr_t *a, int backlog, bool reuseport, char *err, size_t errlen);
+/* An IPv6 listener gets IPV6_V6ONLY set explicitly, to v6only, never left
+ * to the platform's default (FreeBSD's is 1, Linux's 0): [::] with v6only
+ * false takes IPv4 clients too (dual-stack). */
+int yard_listen(const yard_addr_t *a, int backlog, bool reuseport, bool v6only, char *err,
+                size_t errlen);
 /* The address a socket is bound to (to learn the port the kernel chose). */
 int yard_sock_name(int fd, yard_addr_t *out);
 int yard_peer_name(int fd, yard_addr_t *out);

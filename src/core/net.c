@@ -112,7 +112,8 @@ int yard_addr_port(const yard_addr_t *a)
     return ntohs(((const struct sockaddr_in *)&a->ss)->sin_port);
 }
 
-int yard_listen(const yard_addr_t *a, int backlog, bool reuseport, char *err, size_t errlen)
+int yard_listen(const yard_addr_t *a, int backlog, bool reuseport, bool v6only, char *err,
+                size_t errlen)
 {
     char where[YARD_ADDR_STRLEN], msg[160];
     yard_addr_format(a, where, sizeof where);
@@ -127,8 +128,12 @@ int yard_listen(const yard_addr_t *a, int backlog, bool reuseport, char *err, si
         snprintf(msg, sizeof msg, "setsockopt SO_REUSEADDR/SO_REUSEPORT: %s", strerror(errno));
         goto err;
     }
-    if (a->ss.ss_family == AF_INET6)
-        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    int v6 = v6only ? 1 : 0;
+    if (a->ss.ss_family == AF_INET6 &&
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6, sizeof v6) < 0) {
+        snprintf(msg, sizeof msg, "setsockopt IPV6_V6ONLY: %s", strerror(errno));
+        goto err;
+    }
     if (bind(fd, (const struct sockaddr *)&a->ss, a->len) < 0) {
         snprintf(msg, sizeof msg, "cannot listen on %s: bind: %s", where, strerror(errno));
         goto err;

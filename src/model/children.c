@@ -126,7 +126,8 @@ int yard_listeners_open(yard_server_t *srv, int *fds, int n)
     fds[0] = srv->listen_fd;
     for (int i = 1; i < n; i++) {
         char err[256];
-        fds[i] = yard_listen(&srv->bound, srv->cfg->backlog, true, err, sizeof err);
+        fds[i] = yard_listen(&srv->bound, srv->cfg->backlog, true, srv->cfg->ipv6_only, err,
+                             sizeof err);
         if (fds[i] < 0) {
             yard_log_err("listener %d: %s", i, err);
             yard_listeners_close(fds + 1, i - 1);

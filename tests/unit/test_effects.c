@@ -122,7 +122,8 @@ static struct child serve_in_child(const char *model_name, bool procs, int offlo
         srv.sig_fd = yard_signals_setup(err, sizeof err);
         srv.shm = yard_shm_create(1 << 20, err, sizeof err);
         srv.shared = yard_shm_alloc(srv.shm, sizeof *srv.shared);
-        srv.listen_fd = yard_listen(&cfg.listen, cfg.backlog, srv.model->reuseport, err, sizeof err);
+        srv.listen_fd = yard_listen(&cfg.listen, cfg.backlog, srv.model->reuseport, false, err,
+                                    sizeof err);
         if (!srv.model || srv.sig_fd < 0 || !srv.shm || srv.listen_fd < 0)
             _exit(3);
         yard_sock_name(srv.listen_fd, &srv.bound);

@@ -85,6 +85,10 @@ static const yard_opt_t engine_opts[] = {
              "collects 64 KiB per connection before writing"},
     {.name = "backlog", .form = "N", .type = YARD_OPT_INT, ARG(cfg.backlog), .min = 1,
      .max = 1 << 20, .def = "4096", .help = "listen(2) backlog"},
+    {.name = "ipv6-only", .type = YARD_OPT_SWITCH, ARG(cfg.ipv6_only),
+     .help = "with --listen [IPv6]:PORT: IPv6 clients only (IPV6_V6ONLY 1); without it, "
+             "--listen [::]:PORT takes IPv4 clients too (dual-stack, IPV6_V6ONLY 0, set "
+             "explicitly on every platform); --listen 0.0.0.0:PORT is IPv4 only"},
     {.name = "max-sendq", .form = "BYTES", .type = YARD_OPT_SIZE, ARG(cfg.max_sendq),
      .min = 4096, .max = (long long)1 << 34, .def = "8M",
      .help = "disconnect a peer that lets more than this wait for it ('send queue exceeded')"},
@@ -466,6 +470,8 @@ static void check_engine_flags(const yard_opt_arg_t *args, size_t nargs, yard_co
                     app->name);
     if (app->uses_out && !cfg->out)
         cfg->out = "/dev/null";
+    if (cfg->ipv6_only && cfg->listen.ss.ss_family != AF_INET6)
+        usage_error("--ipv6-only applies to an IPv6 --listen ([ADDR]:PORT, e.g. [::]:6667)%s", "");
     bool idle_given = engine_given(args, nargs, "idle-timeout");
     if (idle_given && app->idle_exempt)
         usage_error("--idle-timeout does not apply to --app %s: " IDLE_EXEMPT_WHY " %s", app->name,
@@ -532,7 +538,8 @@ static int serve(const yard_config_t *cfg, const yard_app_t *app, const yard_mod
             goto out;
         }
     }
-    srv.listen_fd = yard_listen(&cfg->listen, cfg->backlog, model->reuseport, err, sizeof err);
+    srv.listen_fd = yard_listen(&cfg->listen, cfg->backlog, model->reuseport, cfg->ipv6_only, err,
+                                sizeof err);
     if (srv.listen_fd < 0) {
         fprintf(stderr, "%s: %s\n", progname, err);
         goto out;
