@@ -31,7 +31,7 @@ APT_IF_NO_COMMAND := node:nodejs npm:npm
 PYTEST := $(VENV)/bin/pytest
 PYTEST_FLAGS ?= -q -p no:cacheprovider
 
-.PHONY: all build setup deps venv peers test test-unit test-integration test-asan test-tsan test-cross \
+.PHONY: all build setup deps venv peers test test-unit test-integration test-asan test-tsan test-cross cross \
 	bench fuzz asan tsan debug clean
 
 all: build
@@ -117,6 +117,7 @@ test-tsan: tsan venv
 # qemu-user as root; see tests/cross/run and docs/portability.md.
 test-cross: deps venv
 	@tests/cross/run
+cross: test-cross
 
 bench: build peers venv
 	@$(VENV)/bin/yard bench quick && echo "report: results/latest/report.html"
