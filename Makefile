@@ -81,10 +81,12 @@ test-unit: build
 test-integration: build peers venv
 	@$(PYTEST) $(PYTEST_FLAGS) tests
 
-# The C suite and every integration test against the ASan+UBSan binaries.
+# The C suite and every integration test against the ASan+UBSan binaries
+# (the poll backend through test_poller.py, not the whole suite a second time).
 test-asan: asan venv
 	@ctest --test-dir build/asan --output-on-failure
 	@YARD_BIN=$(CURDIR)/build/asan/bin YARD_PEERS=0 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+		YARD_MODELS=fork,thread,epoll,reactors,reactors-procs,coro,uring \
 		UBSAN_OPTIONS=print_stacktrace=1 $(PYTEST) $(PYTEST_FLAGS) tests/integration \
 		-k "not peers and not load_benchmark"
 
