@@ -488,14 +488,15 @@ static const uint8_t *dual_best(const struct dual_table *t, size_t i)
     return best;
 }
 
-/* The slot holding key's record, or SIZE_MAX. */
-static size_t dual_find(const struct dual_table *t, const char *key)
+/* The slot holding key's record, with its newer valid copy in *best, or
+ * SIZE_MAX. */
+static size_t dual_find(const struct dual_table *t, const char *key, const uint8_t **best)
 {
     size_t i = str_hash(key) % t->nslots;
     for (size_t probe = 0; probe < DUAL_PROBE; probe++, i = (i + 1) % t->nslots) {
         if (!dual_key(t, i)[0])
             return SIZE_MAX;
-        if (strcmp(dual_key(t, i), key) == 0 && dual_best(t, i))
+        if (strcmp(dual_key(t, i), key) == 0 && (*best = dual_best(t, i)) != NULL)
             return i;
     }
     return SIZE_MAX;
@@ -529,13 +530,13 @@ static size_t dual_claim(chat_state_t *cs, const struct dual_table *t, const cha
  * as key's newer copy; false when there is no slot for it. Under the lock. */
 static bool dual_write(chat_state_t *cs, const struct dual_table *t, const char *key, void *rec)
 {
-    size_t i = dual_find(t, key);
+    const uint8_t *best;
+    size_t i = dual_find(t, key, &best);
     uint8_t *c;
     struct dual_head h;
     memcpy(&h, rec, sizeof h);
     h.seq = 1;
     if (i != SIZE_MAX) {
-        const uint8_t *best = dual_best(t, i);
         struct dual_head bh;
         memcpy(&bh, best, sizeof bh);
         h.seq = bh.seq + 1;
@@ -573,10 +574,11 @@ bool chat_topic_get(chat_state_t *cs, const char *chan_key, char topic[CHAT_TOPI
     bool found = false;
     chat_lock(cs);
     struct dual_table t = topics_table(cs);
-    size_t i = dual_find(&t, chan_key);
+    const uint8_t *best;
+    size_t i = dual_find(&t, chan_key, &best);
     struct topic_copy c;
     if (i != SIZE_MAX)
-        memcpy(&c, dual_best(&t, i), sizeof c);
+        memcpy(&c, best, sizeof c);
     if (i != SIZE_MAX && c.len && c.len <= CHAT_TOPIC_MAX) {
         memcpy(topic, c.text, c.len);
         topic[c.len] = 0;
@@ -620,10 +622,10 @@ static struct dual_table chans_table(chat_state_t *cs)
 bool chat_chan_get(chat_state_t *cs, const char *chan_key, struct chat_chanrec *out)
 {
     struct dual_table t = chans_table(cs);
-    size_t i = dual_find(&t, chan_key);
-    if (i == SIZE_MAX)
+    const uint8_t *best;
+    if (dual_find(&t, chan_key, &best) == SIZE_MAX)
         return false;
-    memcpy(out, dual_best(&t, i), sizeof *out);
+    memcpy(out, best, sizeof *out);
     if (out->nranks > CHAT_RANKS_MAX)
         out->nranks = CHAT_RANKS_MAX;
     out->key[CHAT_CHANKEY_MAX] = 0;
@@ -704,10 +706,10 @@ bool chat_rank_set(struct chat_chanrec *r, const char *account_key, int rank, bo
 int chat_chan_rank(chat_state_t *cs, const char *chan_key, const char *account_key)
 {
     struct dual_table t = chans_table(cs);
-    size_t i = dual_find(&t, chan_key);
-    if (i == SIZE_MAX)
+    const uint8_t *best;
+    if (dual_find(&t, chan_key, &best) == SIZE_MAX)
         return 0;
-    const struct chat_chanrec *r = (const struct chat_chanrec *)(const void *)dual_best(&t, i);
+    const struct chat_chanrec *r = (const struct chat_chanrec *)(const void *)best;
     unsigned n = r->nranks < CHAT_RANKS_MAX ? r->nranks : CHAT_RANKS_MAX;
     for (unsigned k = 0; k < n; k++)
         if (!strncmp(r->ranks[k].account, account_key, sizeof r->ranks[k].account))
