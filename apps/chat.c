@@ -2475,15 +2475,18 @@ static void message(struct chat_app *app, struct session *s, yard_fx_t *fx, cons
             if (p.away)
                 numeric(fx, s, 301, "%s :%s", p.account, p.away_msg);
         }
-        /* A connected guest is its nick; anyone else is looked up as an
-         * account by the job. */
-        char key[CHAT_NAME_MAX + 1], spelled[CHAT_NAME_MAX + 1] = "";
-        chat_casefold(key, t, strlen(t));
-        chat_lock(app->cs);
-        int g = chat_member_named(app->cs, key);
-        if (g >= 0 && chat_member_at(app->cs, g)->guest)
-            strcpy(spelled, chat_member_at(app->cs, g)->account);
-        chat_unlock(app->cs);
+        /* With --guests, a connected guest is its nick; anyone else is
+         * looked up as an account by the job. */
+        char spelled[CHAT_NAME_MAX + 1] = "";
+        if (app->set->guests) {
+            char key[CHAT_NAME_MAX + 1];
+            chat_casefold(key, t, strlen(t));
+            chat_lock(app->cs);
+            int g = chat_member_named(app->cs, key);
+            if (g >= 0 && chat_member_at(app->cs, g)->guest)
+                strcpy(spelled, chat_member_at(app->cs, g)->account);
+            chat_unlock(app->cs);
+        }
         if (spelled[0])
             post_target(s, spelled, false);
         else
@@ -2671,6 +2674,20 @@ static void lusers(struct chat_app *app, struct session *s, yard_fx_t *fx)
 
 /* ---- channel operators: MODE, KICK, INVITE -------------------------------- */
 
+/* The channel modes without a parameter, by letter; 0 for any other. */
+static uint32_t flag_mode(char f)
+{
+    switch (f) {
+    case 'M': return CHAT_MODE_REG_SPEAK;
+    case 'R': return CHAT_MODE_REG_JOIN;
+    case 'i': return CHAT_MODE_I;
+    case 'm': return CHAT_MODE_M;
+    case 'n': return CHAT_MODE_N;
+    case 't': return CHAT_MODE_T;
+    default: return 0;
+    }
+}
+
 /* 324 (and 329): the channel's modes; its key only to its members. */
 static void mode_reply(struct chat_app *app, struct session *s, yard_fx_t *fx, int ch, bool in)
 {
@@ -2689,45 +2706,36 @@ static void mode_reply(struct chat_app *app, struct session *s, yard_fx_t *fx, i
     char flags[16], params[80] = "";
     size_t n = 0;
     flags[n++] = '+';
-    if (rec.modes & CHAT_MODE_REG_SPEAK)
-        flags[n++] = 'M';
-    if (rec.modes & CHAT_MODE_REG_JOIN)
-        flags[n++] = 'R';
-    if (rec.modes & CHAT_MODE_I)
-        flags[n++] = 'i';
-    if (rec.key[0]) {
-        flags[n++] = 'k';
-        snprintf(params, sizeof params, " %s", in ? rec.key : "*");
+    for (const char *f = "MRiklmnt"; *f; f++) { /* in ASCII order, as servers list them */
+        if (*f == 'k' && rec.key[0]) {
+            flags[n++] = 'k';
+            snprintf(params, sizeof params, " %s", in ? rec.key : "*");
+        } else if (*f == 'l' && rec.limit) {
+            flags[n++] = 'l';
+            snprintf(params + strlen(params), sizeof params - strlen(params), " %u", rec.limit);
+        } else if (rec.modes & flag_mode(*f)) {
+            flags[n++] = *f;
+        }
     }
-    if (rec.limit) {
-        flags[n++] = 'l';
-        snprintf(params + strlen(params), sizeof params - strlen(params), " %u", rec.limit);
-    }
-    if (rec.modes & CHAT_MODE_M)
-        flags[n++] = 'm';
-    if (rec.modes & CHAT_MODE_N)
-        flags[n++] = 'n';
-    if (rec.modes & CHAT_MODE_T)
-        flags[n++] = 't';
     flags[n] = 0;
     numeric(fx, s, 324, "%s %s%s", shown, flags, params);
     if (have)
         numeric(fx, s, 329, "%s %lld", shown, (long long)rec.created_s);
 }
 
-/* The spelling of an account with a connection in channel ch (under the
- * lock); false when none of its connections is in it. */
-static bool member_named(struct chat_app *app, int ch, const char *key,
-                         char out[CHAT_NAME_MAX + 1])
+/* A connection of the account (or the guest) named by key that is in
+ * channel ch, its name's spelling in out (under the lock); -1 when none of
+ * its connections is in it. */
+static int member_in(struct chat_app *app, int ch, const char *key, char out[CHAT_NAME_MAX + 1])
 {
     for (unsigned i = 0; i < chat_member_end(app->cs); i++) {
         struct chat_member *mb = chat_member_at(app->cs, (int)i);
         if (mb->used && !strcmp(mb->key, key) && chat_is_in(app->cs, (int)i, ch)) {
             strcpy(out, mb->account);
-            return true;
+            return (int)i;
         }
     }
-    return false;
+    return -1;
 }
 
 /* A +k key: 1..23 bytes, none of them a space, a comma, a colon first or
@@ -2777,9 +2785,9 @@ static void mode_rank(struct chat_app *app, struct session *s, yard_fx_t *fx, in
     const char *shown = app->cs->chans[ch].name;
     chat_casefold(key, nick, len > CHAT_NAME_MAX ? CHAT_NAME_MAX : len);
     int bit = flag == 'o' ? CHAT_RANK_OP : CHAT_RANK_VOICE;
-    bool present = len <= CHAT_NAME_MAX && member_named(app, ch, key, spelled);
-    int holder = present ? chat_member_named(app->cs, key) : -1;
-    if (on && holder >= 0 && chat_member_at(app->cs, holder)->guest) {
+    int holder = len <= CHAT_NAME_MAX ? member_in(app, ch, key, spelled) : -1;
+    bool present = holder >= 0;
+    if (on && present && chat_member_at(app->cs, holder)->guest) {
         /* Ranks are kept by name across restarts; a guest's name is not its own. */
         numeric(fx, s, 696, "%s %c %s :A guest cannot hold a rank (log in to an account)", shown,
                 flag, nick);
@@ -2852,9 +2860,7 @@ static void chan_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, ya
             on = f == '+';
             continue;
         }
-        uint32_t bit = f == 'i' ? CHAT_MODE_I : f == 'm' ? CHAT_MODE_M : f == 'n' ? CHAT_MODE_N
-                       : f == 't' ? CHAT_MODE_T : f == 'R' ? CHAT_MODE_REG_JOIN
-                       : f == 'M' ? CHAT_MODE_REG_SPEAK : 0;
+        uint32_t bit = flag_mode(f);
         if (bit) {
             if (!!(rec.modes & bit) != on) {
                 rec.modes ^= bit;
@@ -2966,7 +2972,7 @@ static void kick(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_ir
         chat_lock(app->cs);
         /* The channel may have emptied (a kick of oneself, the last member) */
         if (len <= CHAT_NAME_MAX && app->cs->chans[ch].used &&
-            member_named(app, ch, key, spelled))
+            member_in(app, ch, key, spelled) >= 0)
             found = chat_account_leave(app->cs, key, ch) > 0;
         chat_unlock(app->cs);
         if (!found) {
@@ -3004,7 +3010,7 @@ static void invite(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
     chat_casefold(key, p.account, strlen(p.account));
     chat_lock(app->cs);
     strcpy(shown, app->cs->chans[ch].name);
-    bool there = member_named(app, ch, key, spelled);
+    bool there = member_in(app, ch, key, spelled) >= 0;
     bool allowed = !(app->cs->chans[ch].modes & CHAT_MODE_I) ||
                    (chat_chan_rank(app->cs, app->cs->chans[ch].key, s->account_key) &
                     CHAT_RANK_OP);
