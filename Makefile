@@ -23,7 +23,7 @@ export PATH := $(PATH):/usr/local/go/bin
 APT_PACKAGES := build-essential cmake ninja-build pkg-config python3 python3-venv \
 	clang-14 libclang-rt-14-dev libcrypt-dev libjansson-dev libncurses-dev liburing-dev zlib1g-dev \
 	erlang-nox erlang-dev elixir wrk ii irssi weechat-curses tmux curl procps strace \
-	iproute2 openssh-server
+	iproute2 openssh-server libtbb-dev libomp-14-dev openjdk-17-jdk-headless
 # Node may come from elsewhere (NodeSource bundles npm, and Debian's npm
 # package conflicts with it): install Debian's only when the commands are missing.
 APT_IF_NO_COMMAND := node:nodejs npm:npm
