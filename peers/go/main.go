@@ -54,6 +54,9 @@ func usage() {
   --longpoll-ms MS    rest: delay before GET /longPoll answers (default 5000)
 
 Prints "listening HOST:PORT" once it accepts connections; exits 0 on SIGTERM or SIGINT.
+
+       yard-peer-go fib N --workers W [--cutoff C] [--repeat K] [--json]
+runs the Eve study's parallel Fibonacci instead (see fib --help).
 `)
 }
 
@@ -184,6 +187,9 @@ func (s *connSet) waitTimeout(d time.Duration) bool {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "fib" {
+		os.Exit(runFib(os.Args[2:])) // the Eve study's Fibonacci (fib.go), not a server
+	}
 	o := parseFlags()
 	if o.cluster > 0 {
 		runtime.GOMAXPROCS(o.cluster)
