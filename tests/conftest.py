@@ -50,7 +50,7 @@ def peer_built(peer: str) -> bool:
 SANITIZER_MARKERS = ["ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
                      "WARNING: ThreadSanitizer"]
 
-LISTENING = re.compile(rb"^listening (\S+):(\d+)\n$")
+LISTENING = re.compile(rb"^listening (\S+):(\d+)((?: \S+:\d+)*)\n$")
 
 
 def model_args(model: str) -> list[str]:
@@ -165,6 +165,9 @@ class Server:
         self.host = m.group(1).decode().strip("[]")
         self.port = int(m.group(2))
         self.family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        # Every address, the first included: --listen NAME:P can name several.
+        self.addrs = [(h.strip("[]"), int(p)) for h, _, p in
+                      (a.rpartition(":") for a in line.decode().split()[1:])]
 
     def _read_line(self, timeout: float) -> bytes:
         return read_line(self.proc.stdout, timeout)

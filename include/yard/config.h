@@ -18,7 +18,7 @@ enum { YARD_POLLER_EPOLL = 0, YARD_POLLER_POLL = 1 };
 typedef struct yard_config {
     const char *app;
     const char *model;
-    yard_addr_t listen;
+    yard_addr_list_t listen; /* every address --listen names */
     int workers;        /* 0: the model's default */
     long max_conns;     /* 0: unlimited */
     const char *out;    /* output file of apps that persist bytes (sink) */

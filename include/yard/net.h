@@ -20,6 +20,20 @@ typedef struct yard_addr {
  * "localhost" (127.0.0.1). PORT is 0..65535; 0 asks the kernel for a free
  * port. Pure: no name lookup, no I/O. */
 int yard_addr_parse(const char *text, yard_addr_t *out, char *err, size_t errlen);
+/* Every address a listening HOST:PORT names, at most YARD_MAX_LISTEN. */
+#define YARD_MAX_LISTEN 8
+typedef struct yard_addr_list {
+    int n;
+    bool named; /* HOST was a name (resolved), not a numeric address */
+    yard_addr_t a[YARD_MAX_LISTEN];
+} yard_addr_list_t;
+
+/* Like yard_addr_parse, except that a HOST that is not numeric is a name
+ * resolved with getaddrinfo (the system's resolver: /etc/hosts, DNS), and
+ * every address it names is kept: "localhost:P" is 127.0.0.1 and ::1 where
+ * the hosts file says both. IPv4 addresses come first, duplicates are
+ * dropped. Not pure: a name lookup may block. */
+int yard_addr_resolve(const char *text, yard_addr_list_t *out, char *err, size_t errlen);
 /* "127.0.0.1:8080" or "[::1]:8080". */
 void yard_addr_format(const yard_addr_t *a, char *buf, size_t len);
 int yard_addr_port(const yard_addr_t *a);
@@ -29,6 +43,7 @@ int yard_addr_port(const yard_addr_t *a);
 /* An IPv6 listener gets IPV6_V6ONLY set explicitly, to v6only, never left
  * to the platform's default (FreeBSD's is 1, Linux's 0): [::] with v6only
  * false takes IPv4 clients too (dual-stack). */
+/* On failure errno is the failing call's. */
 int yard_listen(const yard_addr_t *a, int backlog, bool reuseport, bool v6only, char *err,
                 size_t errlen);
 /* The address a socket is bound to (to learn the port the kernel chose). */

@@ -20,6 +20,16 @@ typedef struct yard_shared {
     _Atomic int stopping; /* SIGTERM or SIGINT was taken: the server is stopping */
 } yard_shared_t;
 
+/* Listening sockets: one per address --listen names (localhost: 127.0.0.1
+ * and ::1), all on the same port. */
+typedef struct yard_listen_set {
+    int n;
+    int fd[YARD_MAX_LISTEN];
+} yard_listen_set_t;
+
+/* Closes every descriptor of the set (those >= 0) and empties it. */
+void yard_listen_set_close(yard_listen_set_t *s);
+
 typedef struct yard_server {
     const yard_config_t *cfg;
     const yard_app_t *app;
@@ -27,13 +37,21 @@ typedef struct yard_server {
     const yard_model_t *model;
     yard_shm_t *shm;
     yard_shared_t *shared;
-    int listen_fd;
-    yard_addr_t bound; /* the address listen_fd is bound to (real port) */
+    yard_listen_set_t ls; /* the listeners; a model with several loops adds its own */
+    yard_addr_t bound[YARD_MAX_LISTEN]; /* where ls.fd[i] is bound (the real port) */
     /* signalfd for SIGTERM, SIGINT and SIGCHLD, which stay blocked in every
      * thread; a forked child reading it sees its own signals. */
     int sig_fd;
     int out_fd; /* --out, opened O_APPEND before any fork; -1 if the app has none */
 } yard_server_t;
+
+/* Opens srv->ls on every address of cfg->listen, all on one port (the
+ * kernel's choice for port 0), and fills srv->bound. An address of a name
+ * that this host cannot use (IPv6 disabled: EADDRNOTAVAIL, EAFNOSUPPORT) is
+ * skipped with a warning; any other failure fails. 0, or -1 with err. */
+int yard_server_listen(yard_server_t *srv, bool reuseport, char *err, size_t errlen);
+/* "127.0.0.1:7000 [::1]:7000": every bound address, space-separated. */
+void yard_server_format_bound(const yard_server_t *srv, char *buf, size_t len);
 
 /* Where yard_stopping (yard/app.h) looks: the region every process of the
  * server shares. Set once at start-up, before any fork. */

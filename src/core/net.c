@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netdb.h>
 #include <netinet/tcp.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,20 +35,21 @@ static int parse_port(const char *s, size_t n, int *port)
     return 0;
 }
 
-int yard_addr_parse(const char *text, yard_addr_t *out, char *err, size_t errlen)
+/* Splits HOST:PORT or [HOST]:PORT; host receives HOST without brackets. */
+static int split_host_port(const char *text, char *host, size_t hostcap, bool *bracketed,
+                           int *port, char *err, size_t errlen)
 {
-    char host[64];
     const char *colon;
     size_t hostlen;
-    memset(out, 0, sizeof *out);
     if (!text || !*text)
         return fail(err, errlen, "empty address: expected HOST:PORT%s", "");
-    if (text[0] == '[') {
+    *bracketed = text[0] == '[';
+    if (*bracketed) {
         const char *close = strchr(text, ']');
         if (!close || close[1] != ':')
             return fail(err, errlen, "bad address '%s': expected [IPv6]:PORT", text);
         hostlen = (size_t)(close - text - 1);
-        if (hostlen == 0 || hostlen >= sizeof host)
+        if (hostlen == 0 || hostlen >= hostcap)
             return fail(err, errlen, "bad address '%s': bad IPv6 host", text);
         memcpy(host, text + 1, hostlen);
         colon = close + 1;
@@ -56,36 +58,114 @@ int yard_addr_parse(const char *text, yard_addr_t *out, char *err, size_t errlen
         if (!colon)
             return fail(err, errlen, "bad address '%s': expected HOST:PORT", text);
         hostlen = (size_t)(colon - text);
-        if (hostlen == 0 || hostlen >= sizeof host)
+        if (hostlen == 0 || hostlen >= hostcap)
             return fail(err, errlen, "bad address '%s': missing or overlong host", text);
         memcpy(host, text, hostlen);
         if (memchr(host, ':', hostlen))
             return fail(err, errlen, "bad address '%s': write IPv6 hosts as [ADDR]:PORT", text);
     }
     host[hostlen] = '\0';
-    int port;
-    if (parse_port(colon + 1, strlen(colon + 1), &port) < 0)
+    if (parse_port(colon + 1, strlen(colon + 1), port) < 0)
         return fail(err, errlen, "bad address '%s': port must be a number from 0 to 65535", text);
+    return 0;
+}
 
+static void set_v4(yard_addr_t *out, const struct in_addr *ip, int port)
+{
     struct sockaddr_in *v4 = (struct sockaddr_in *)&out->ss;
+    memset(out, 0, sizeof *out);
+    v4->sin_family = AF_INET;
+    v4->sin_addr = *ip;
+    v4->sin_port = htons((uint16_t)port);
+    out->len = sizeof *v4;
+}
+
+static void set_v6(yard_addr_t *out, const struct in6_addr *ip, uint32_t scope, int port)
+{
     struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&out->ss;
-    if (text[0] == '[') {
-        if (inet_pton(AF_INET6, host, &v6->sin6_addr) != 1)
+    memset(out, 0, sizeof *out);
+    v6->sin6_family = AF_INET6;
+    v6->sin6_addr = *ip;
+    v6->sin6_scope_id = scope;
+    v6->sin6_port = htons((uint16_t)port);
+    out->len = sizeof *v6;
+}
+
+int yard_addr_parse(const char *text, yard_addr_t *out, char *err, size_t errlen)
+{
+    char host[64];
+    bool bracketed;
+    int port;
+    memset(out, 0, sizeof *out);
+    if (split_host_port(text, host, sizeof host, &bracketed, &port, err, errlen) < 0)
+        return -1;
+    if (bracketed) {
+        struct in6_addr ip6;
+        if (inet_pton(AF_INET6, host, &ip6) != 1)
             return fail(err, errlen, "bad address '%s': not an IPv6 address", text);
-        v6->sin6_family = AF_INET6;
-        v6->sin6_port = htons((uint16_t)port);
-        out->len = sizeof *v6;
+        set_v6(out, &ip6, 0, port);
         return 0;
     }
     if (strcmp(host, "localhost") == 0)
         strcpy(host, "127.0.0.1");
-    if (inet_pton(AF_INET, host, &v4->sin_addr) != 1)
+    struct in_addr ip4;
+    if (inet_pton(AF_INET, host, &ip4) != 1)
         return fail(err, errlen,
                     "bad address '%s': host must be a numeric IPv4 address, [IPv6] or localhost",
                     text);
-    v4->sin_family = AF_INET;
-    v4->sin_port = htons((uint16_t)port);
-    out->len = sizeof *v4;
+    set_v4(out, &ip4, port);
+    return 0;
+}
+
+static bool addr_same(const yard_addr_t *a, const yard_addr_t *b)
+{
+    return a->len == b->len && memcmp(&a->ss, &b->ss, a->len) == 0;
+}
+
+int yard_addr_resolve(const char *text, yard_addr_list_t *out, char *err, size_t errlen)
+{
+    char host[256];
+    bool bracketed;
+    int port;
+    memset(out, 0, sizeof *out);
+    if (split_host_port(text, host, sizeof host, &bracketed, &port, err, errlen) < 0)
+        return -1;
+    struct in_addr ip4;
+    if (bracketed || inet_pton(AF_INET, host, &ip4) == 1) {
+        out->n = 1;
+        return yard_addr_parse(text, &out->a[0], err, errlen);
+    }
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    struct addrinfo *res = NULL;
+    int rc = getaddrinfo(host, NULL, &hints, &res);
+    if (rc != 0) {
+        char msg[320];
+        snprintf(msg, sizeof msg, "cannot resolve '%s': %s", host, gai_strerror(rc));
+        return fail(err, errlen, "%s", msg);
+    }
+    out->named = true;
+    /* Two passes: IPv4 first, so that the first address printed is the one
+     * most clients try first. */
+    for (int family = AF_INET, pass = 0; pass < 2; pass++, family = AF_INET6) {
+        for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+            if (ai->ai_family != family || out->n == YARD_MAX_LISTEN)
+                continue;
+            yard_addr_t a;
+            if (family == AF_INET)
+                set_v4(&a, &((const struct sockaddr_in *)ai->ai_addr)->sin_addr, port);
+            else
+                set_v6(&a, &((const struct sockaddr_in6 *)ai->ai_addr)->sin6_addr,
+                       ((const struct sockaddr_in6 *)ai->ai_addr)->sin6_scope_id, port);
+            bool dup = false;
+            for (int i = 0; i < out->n && !dup; i++)
+                dup = addr_same(&out->a[i], &a);
+            if (!dup)
+                out->a[out->n++] = a;
+        }
+    }
+    freeaddrinfo(res);
+    if (out->n == 0)
+        return fail(err, errlen, "'%s' names no IPv4 or IPv6 address", host);
     return 0;
 }
 
@@ -122,7 +202,7 @@ int yard_listen(const yard_addr_t *a, int backlog, bool reuseport, bool v6only, 
         snprintf(msg, sizeof msg, "socket: %s", strerror(errno));
         return fail(err, errlen, "%s", msg);
     }
-    int one = 1;
+    int one = 1, saved;
     if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
         (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0)) {
         snprintf(msg, sizeof msg, "setsockopt SO_REUSEADDR/SO_REUSEPORT: %s", strerror(errno));
@@ -144,7 +224,9 @@ int yard_listen(const yard_addr_t *a, int backlog, bool reuseport, bool v6only, 
     }
     return fd;
 err:
+    saved = errno; /* the failing call's, for callers that tell causes apart */
     close(fd);
+    errno = saved;
     return fail(err, errlen, "%s", msg);
 }
 

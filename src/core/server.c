@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -111,27 +112,105 @@ void yard_server_accept_loop(yard_server_t *srv, void (*on_conn)(int fd, const c
                              void (*on_signal)(int sig, void *arg), void *arg)
 {
     int reserve = yard_reserve_fd_open();
-    struct pollfd pfd[2] = {{.fd = srv->listen_fd, .events = POLLIN},
-                            {.fd = srv->sig_fd, .events = POLLIN}};
+    int n = srv->ls.n;
+    struct pollfd pfd[YARD_MAX_LISTEN + 1];
+    pfd[0] = (struct pollfd){.fd = srv->sig_fd, .events = POLLIN};
+    for (int i = 0; i < n; i++)
+        pfd[1 + i] = (struct pollfd){.fd = srv->ls.fd[i], .events = POLLIN};
     for (;;) {
-        if (poll(pfd, 2, -1) < 0) {
+        if (poll(pfd, (nfds_t)(n + 1), -1) < 0) {
             if (errno == EINTR)
                 continue;
             yard_log_err("poll: %s", strerror(errno));
             break;
         }
-        if (pfd[1].revents && yard_signals_stop(srv->sig_fd, on_signal, arg))
+        if (pfd[0].revents && yard_signals_stop(srv->sig_fd, on_signal, arg))
             break;
-        if (pfd[0].revents) {
+        for (int i = 0; i < n; i++) {
+            if (!pfd[1 + i].revents)
+                continue;
             char peer[YARD_ADDR_STRLEN];
             int fd;
-            while ((fd = yard_server_accept_admitted(srv, srv->listen_fd, false, &reserve, peer,
+            while ((fd = yard_server_accept_admitted(srv, srv->ls.fd[i], false, &reserve, peer,
                                                      sizeof peer)) >= 0)
                 on_conn(fd, peer, arg);
         }
     }
     if (reserve >= 0)
         close(reserve);
+}
+
+void yard_listen_set_close(yard_listen_set_t *s)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->fd[i] >= 0)
+            close(s->fd[i]);
+    s->n = 0;
+}
+
+static void set_port(yard_addr_t *a, int port)
+{
+    if (a->ss.ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)&a->ss)->sin6_port = htons((uint16_t)port);
+    else
+        ((struct sockaddr_in *)&a->ss)->sin_port = htons((uint16_t)port);
+}
+
+/* One attempt at opening every address on one port: 0, -1 (err set), or
+ * -EADDRINUSE when the port the kernel chose for the first address was taken
+ * on another (the caller tries again). */
+static int listen_all(yard_server_t *srv, bool reuseport, char *err, size_t errlen)
+{
+    const yard_addr_list_t *want = &srv->cfg->listen;
+    int port = yard_addr_port(&want->a[0]);
+    srv->ls.n = 0;
+    for (int i = 0; i < want->n; i++) {
+        yard_addr_t a = want->a[i];
+        if (srv->ls.n > 0)
+            set_port(&a, port); /* the first one's, when the kernel chose it */
+        int fd = yard_listen(&a, srv->cfg->backlog, reuseport, srv->cfg->ipv6_only, err, errlen);
+        if (fd < 0) {
+            int e = errno;
+            if (want->named && (e == EADDRNOTAVAIL || e == EAFNOSUPPORT)) {
+                yard_log_warn("skipping an address of --listen: %s", err);
+                continue;
+            }
+            yard_listen_set_close(&srv->ls);
+            bool chosen = yard_addr_port(&want->a[0]) == 0 && i > 0;
+            return chosen && e == EADDRINUSE ? -EADDRINUSE : -1;
+        }
+        srv->ls.fd[srv->ls.n] = fd;
+        yard_sock_name(fd, &srv->bound[srv->ls.n]);
+        if (srv->ls.n++ == 0)
+            port = yard_addr_port(&srv->bound[0]);
+    }
+    if (srv->ls.n == 0) {
+        snprintf(err, errlen, "none of the addresses --listen names can be used");
+        return -1;
+    }
+    return 0;
+}
+
+int yard_server_listen(yard_server_t *srv, bool reuseport, char *err, size_t errlen)
+{
+    int rc = -EADDRINUSE;
+    for (int attempt = 0; attempt < 16 && rc == -EADDRINUSE; attempt++)
+        rc = listen_all(srv, reuseport, err, errlen);
+    return rc < 0 ? -1 : 0;
+}
+
+void yard_server_format_bound(const yard_server_t *srv, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < srv->ls.n && used < len; i++) {
+        char where[YARD_ADDR_STRLEN];
+        yard_addr_format(&srv->bound[i], where, sizeof where);
+        int w = snprintf(buf + used, len - used, "%s%s", i ? " " : "", where);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
 }
 
 int yard_signals_setup(char *err, size_t errlen)

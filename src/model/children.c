@@ -121,27 +121,32 @@ size_t yard_drain_conns(yard_conn_set_t *live, _Atomic int *stop,
     return left;
 }
 
-int yard_listeners_open(yard_server_t *srv, int *fds, int n)
+int yard_listeners_open(yard_server_t *srv, yard_listen_set_t *sets, int n)
 {
-    fds[0] = srv->listen_fd;
+    sets[0] = srv->ls;
     for (int i = 1; i < n; i++) {
-        char err[256];
-        fds[i] = yard_listen(&srv->bound, srv->cfg->backlog, true, srv->cfg->ipv6_only, err,
-                             sizeof err);
-        if (fds[i] < 0) {
-            yard_log_err("listener %d: %s", i, err);
-            yard_listeners_close(fds + 1, i - 1);
-            return -1;
+        sets[i].n = 0;
+        for (int j = 0; j < srv->ls.n; j++) {
+            char err[256];
+            int fd = yard_listen(&srv->bound[j], srv->cfg->backlog, true, srv->cfg->ipv6_only,
+                                 err, sizeof err);
+            if (fd < 0) {
+                yard_log_err("listener %d: %s", i, err);
+                for (int k = 1; k <= i; k++)
+                    yard_listen_set_close(&sets[k]);
+                return -1;
+            }
+            sets[i].fd[sets[i].n++] = fd;
         }
     }
     return 0;
 }
 
-void yard_listeners_close(const int *fds, int n)
+void yard_listeners_close(yard_server_t *srv, yard_listen_set_t *sets, int n)
 {
     for (int i = 0; i < n; i++)
-        if (fds[i] >= 0)
-            close(fds[i]);
+        yard_listen_set_close(&sets[i]);
+    srv->ls.n = 0; /* sets[0] held its descriptors */
 }
 
 int yard_wait_stop_signal(int sig_fd)

@@ -40,7 +40,12 @@ struct coro_model {
     yard_conn_set_t live; /* its lock is never held across a park */
     atomic_uint nlive;       /* connection coroutines not yet finished */
     yard_coro_waitq_t drained; /* woken when nlive drops */
-    int reserve_fd;
+    struct acceptor {
+        struct coro_model *cm;
+        int listen_fd;
+        int reserve_fd; /* each its own: they may run at once on two workers */
+        yard_coro_t *co;
+    } acc[YARD_MAX_LISTEN];
 };
 
 /* The model's own state of a connection (yard_conn_model). */
@@ -215,18 +220,18 @@ static void coro_start_conn(struct coro_model *cm, int fd, const char *peer)
 
 static void acceptor(void *p)
 {
-    struct coro_model *cm = p;
+    struct acceptor *a = p;
+    struct coro_model *cm = a->cm;
     yard_server_t *srv = cm->srv;
-    int listen_fd = srv->listen_fd;
     char peer[YARD_ADDR_STRLEN];
     while (!atomic_load(&cm->stop)) {
-        int fd = yard_server_accept_admitted(srv, listen_fd, true, &cm->reserve_fd, peer,
+        int fd = yard_server_accept_admitted(srv, a->listen_fd, true, &a->reserve_fd, peer,
                                              sizeof peer);
         if (fd >= 0) {
             coro_start_conn(cm, fd, peer);
             continue;
         }
-        int w = yard_coro_wait_fd(listen_fd, YARD_CORO_IN, yard_now_ns() + ACCEPT_RETRY_NS);
+        int w = yard_coro_wait_fd(a->listen_fd, YARD_CORO_IN, yard_now_ns() + ACCEPT_RETRY_NS);
         if (w == -EBADF)
             break; /* the listener was closed: we are stopping */
     }
@@ -247,19 +252,23 @@ static void coro_main(void *p)
 {
     struct coro_model *cm = p;
     yard_server_t *srv = cm->srv;
-    yard_coro_t *acc = yard_coro_spawn(acceptor, cm);
-    if (!acc) {
-        yard_log_err("coro: cannot start the acceptor");
-        return;
+    int nacc = 0;
+    for (; nacc < srv->ls.n; nacc++) {
+        cm->acc[nacc].co = yard_coro_spawn(acceptor, &cm->acc[nacc]);
+        if (!cm->acc[nacc].co) {
+            yard_log_err("coro: cannot start an acceptor");
+            break;
+        }
     }
-    while (yard_signals_stop(srv->sig_fd, NULL, NULL) == 0 &&
+    while (nacc == srv->ls.n && yard_signals_stop(srv->sig_fd, NULL, NULL) == 0 &&
            yard_coro_wait_fd(srv->sig_fd, YARD_CORO_IN, 0) != -EBADF) {
     }
     atomic_store(&cm->stop, 1);
-    yard_coro_forget_fd(srv->listen_fd); /* wakes the acceptor with -EBADF */
-    yard_coro_join(acc);
-    close(srv->listen_fd);
-    srv->listen_fd = -1;
+    for (int i = 0; i < nacc; i++) {
+        yard_coro_forget_fd(cm->acc[i].listen_fd); /* wakes its acceptor with -EBADF */
+        yard_coro_join(cm->acc[i].co);
+    }
+    yard_listen_set_close(&srv->ls);
     yard_drain_conns(&cm->live, &cm->stop, coro_wait_fewer, cm, "connection coroutines");
     /* Returning stops the runtime; coroutines still parked are abandoned. */
 }
@@ -280,7 +289,9 @@ static int coro_serve(yard_server_t *srv)
         yard_log_err("coro: out of memory");
         return 1;
     }
-    cm.reserve_fd = yard_reserve_fd_open();
+    for (int i = 0; i < srv->ls.n; i++)
+        cm.acc[i] = (struct acceptor){
+            .cm = &cm, .listen_fd = srv->ls.fd[i], .reserve_fd = yard_reserve_fd_open()};
     yard_coro_opts_t opts = {
         .workers = cm.nscratch,
         .offload_threads = srv->cfg->offload_threads > 0 ? (unsigned)srv->cfg->offload_threads : 1,
@@ -291,12 +302,10 @@ static int coro_serve(yard_server_t *srv)
     for (unsigned i = 0; i < cm.nscratch; i++)
         yard_scratch_free(&cm.scratch[i]);
     free(cm.scratch);
-    if (cm.reserve_fd >= 0)
-        close(cm.reserve_fd);
-    if (srv->listen_fd >= 0) {
-        close(srv->listen_fd);
-        srv->listen_fd = -1;
-    }
+    for (int i = 0; i < YARD_MAX_LISTEN; i++)
+        if (cm.acc[i].cm && cm.acc[i].reserve_fd >= 0)
+            close(cm.acc[i].reserve_fd);
+    yard_listen_set_close(&srv->ls);
     return rc < 0 ? 1 : 0;
 }
 

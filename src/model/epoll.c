@@ -5,7 +5,7 @@
 static int epoll_serve(yard_server_t *srv)
 {
     yard_loop_t loop;
-    if (yard_loop_init(&loop, srv, srv->listen_fd, srv->sig_fd, true) < 0)
+    if (yard_loop_init(&loop, srv, &srv->ls, srv->sig_fd, true) < 0)
         return 1;
     yard_loop_run(&loop);
     yard_loop_fini(&loop);

@@ -51,7 +51,7 @@ static _Noreturn void fork_child(yard_server_t *srv, int fd, pid_t parent)
 
 static _Noreturn void run_child(yard_server_t *srv, int fd, pid_t parent, struct pair_page *pp)
 {
-    close(srv->listen_fd);
+    yard_listen_set_close(&srv->ls);
     close(srv->sig_fd);
     /* No process of the server may outlive it. */
     prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -100,7 +100,7 @@ static void pair_publish_hook(void) { kill(0, SIGUSR1); }
 
 static _Noreturn void pair_send(yard_server_t *srv, int fd, pid_t parent, struct pair_page *pp)
 {
-    close(srv->listen_fd);
+    yard_listen_set_close(&srv->ls);
     close(srv->sig_fd);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent)
@@ -273,8 +273,7 @@ static int fork_serve(yard_server_t *srv)
         yard_bus_on_publish(pair_publish_hook);
     }
     yard_server_accept_loop(srv, fork_on_conn, fork_on_signal, &fm);
-    close(srv->listen_fd);
-    srv->listen_fd = -1;
+    yard_listen_set_close(&srv->ls);
     yard_children_stop(&fm.children, srv->sig_fd, YARD_STOP_GRACE_NS);
     yard_children_free(&fm.children);
     free(fm.pairs);

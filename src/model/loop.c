@@ -59,12 +59,12 @@ static int loop_watch_done(void *arg, int efd)
     return 0;
 }
 
-int yard_loop_init(yard_loop_t *loop, yard_server_t *srv, int listen_fd, int stop_fd,
-                   bool stop_is_sigfd)
+int yard_loop_init(yard_loop_t *loop, yard_server_t *srv, const yard_listen_set_t *ls,
+                   int stop_fd, bool stop_is_sigfd)
 {
     memset(loop, 0, sizeof *loop);
     yard_evbase_init(&loop->b, srv);
-    loop->listen_fd = listen_fd;
+    loop->ls = *ls;
     loop->stop_fd = stop_fd;
     loop->stop_is_sigfd = stop_is_sigfd;
     loop->policy = (yard_conn_policy_t){.job_pool = srv->cfg->offload_threads > 0,
@@ -76,12 +76,13 @@ int yard_loop_init(yard_loop_t *loop, yard_server_t *srv, int listen_fd, int sto
         yard_log_err("%s: creating the poller: %s", ops->name, strerror(-rc));
         goto err;
     }
-    /* The listener and the stop descriptor are told apart from connections
-     * by their pointer, which points into the loop itself. */
-    if ((rc = ops->add(loop->poller, listen_fd, YARD_POLL_IN, &loop->listen_fd)) < 0) {
-        yard_log_err("%s: watching the listener: %s", ops->name, strerror(-rc));
-        goto err;
-    }
+    /* The listeners and the stop descriptor are told apart from
+     * connections by their pointer, which points into the loop itself. */
+    for (int i = 0; i < ls->n; i++)
+        if ((rc = ops->add(loop->poller, ls->fd[i], YARD_POLL_IN, &loop->ls.fd[i])) < 0) {
+            yard_log_err("%s: watching a listener: %s", ops->name, strerror(-rc));
+            goto err;
+        }
     if ((rc = ops->add(loop->poller, stop_fd, YARD_POLL_IN, &loop->stop_fd)) < 0) {
         yard_log_err("%s: watching the stop descriptor: %s", ops->name, strerror(-rc));
         goto err;
@@ -142,12 +143,20 @@ static int loop_rearm(yard_loop_t *loop, yard_conn_t *c, const yard_wait_t *w)
     return 0;
 }
 
-static void loop_accept(yard_loop_t *loop, uint64_t now)
+/* Whether an event's pointer is one of the loop's listener slots (compared
+ * as integers: p may point anywhere). */
+static bool is_listener(const yard_loop_t *loop, const void *p)
+{
+    uintptr_t a = (uintptr_t)p, lo = (uintptr_t)loop->ls.fd;
+    return a >= lo && a < lo + (uintptr_t)loop->ls.n * sizeof loop->ls.fd[0];
+}
+
+static void loop_accept(yard_loop_t *loop, int listen_fd, uint64_t now)
 {
     yard_server_t *srv = loop->b.srv;
     char peer[YARD_ADDR_STRLEN];
     for (int i = 0; i < ACCEPT_BATCH; i++) {
-        int fd = yard_server_accept_admitted(srv, loop->listen_fd, true, &loop->reserve_fd, peer,
+        int fd = yard_server_accept_admitted(srv, listen_fd, true, &loop->reserve_fd, peer,
                                              sizeof peer);
         if (fd < 0)
             return;
@@ -249,8 +258,8 @@ void yard_loop_run(yard_loop_t *loop)
                 continue; /* its connection was closed earlier in this batch */
             if ((uintptr_t)p & NEWS_TAG)
                 loop_news_event(loop, (yard_conn_t *)((uintptr_t)p & ~NEWS_TAG), now);
-            else if (p == &loop->listen_fd)
-                loop_accept(loop, now);
+            else if (is_listener(loop, p))
+                loop_accept(loop, *(int *)p, now);
             else if (p == &loop->stop_fd)
                 stop = stop || loop_stop_requested(loop);
             else if (p == &b->done)

@@ -9,11 +9,12 @@
 
 #include "evbase.h"
 #include "yard/conn.h"
+#include "yard/server.h"
 
 typedef struct yard_loop {
     yard_evbase_t b;   /* connections, timers, the offload pool */
     struct yard_poller *poller;
-    int listen_fd;
+    yard_listen_set_t ls; /* its listeners (the loop does not close them) */
     int stop_fd;       /* readable when the loop must stop */
     bool stop_is_sigfd; /* stop_fd is a signalfd: only SIGTERM/SIGINT stop */
     int reserve_fd;
@@ -24,8 +25,8 @@ typedef struct yard_loop {
     yard_conn_policy_t policy; /* of the connections this loop opens */
 } yard_loop_t;
 
-int yard_loop_init(yard_loop_t *loop, yard_server_t *srv, int listen_fd, int stop_fd,
-                   bool stop_is_sigfd);
+int yard_loop_init(yard_loop_t *loop, yard_server_t *srv, const yard_listen_set_t *ls,
+                   int stop_fd, bool stop_is_sigfd);
 /* Serve until stop_fd fires; then close every connection. */
 void yard_loop_run(yard_loop_t *loop);
 void yard_loop_fini(yard_loop_t *loop);

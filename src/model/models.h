@@ -38,10 +38,11 @@ extern const yard_model_t yard_model_coro;
 extern const yard_model_t yard_model_uring;
 
 /* The listeners of a model that runs n loops on one port (SO_REUSEPORT):
- * fds[0] is srv->listen_fd, the others join its port. -1 (logged, none
- * left open but fds[0]) when one cannot be opened. */
-int yard_listeners_open(yard_server_t *srv, int *fds, int n);
-void yard_listeners_close(const int *fds, int n);
+ * sets[0] is srv->ls, each other set joins its addresses and port. -1
+ * (logged, none left open but srv->ls) when one cannot be opened. */
+int yard_listeners_open(yard_server_t *srv, yard_listen_set_t *sets, int n);
+/* Closes every set, srv->ls included (which is left empty). */
+void yard_listeners_close(yard_server_t *srv, yard_listen_set_t *sets, int n);
 /* Block until SIGTERM or SIGINT arrives on sig_fd: 0, or -1 when the
  * descriptor fails. */
 int yard_wait_stop_signal(int sig_fd);

@@ -21,7 +21,7 @@
 
 struct reactor {
     yard_loop_t loop;
-    int listen_fd;
+    yard_listen_set_t ls;
     pthread_t tid;
     bool started;
 };
@@ -43,7 +43,7 @@ static int reactors_threads(yard_server_t *srv, struct reactor *rs, int n)
     }
     int inited = 0;
     for (; inited < n; inited++)
-        if (yard_loop_init(&rs[inited].loop, srv, rs[inited].listen_fd, stop_fd, false) < 0)
+        if (yard_loop_init(&rs[inited].loop, srv, &rs[inited].ls, stop_fd, false) < 0)
             goto out;
     for (int i = 0; i < n; i++) {
         int rc = pthread_create(&rs[i].tid, NULL, reactor_thread, &rs[i]);
@@ -76,9 +76,9 @@ static _Noreturn void reactor_child(yard_server_t *srv, struct reactor *rs, int 
         _exit(0);
     for (int i = 0; i < n; i++)
         if (i != me)
-            close(rs[i].listen_fd);
+            yard_listen_set_close(&rs[i].ls);
     /* The inherited signalfd reports this process's own signals. */
-    if (yard_loop_init(&rs[me].loop, srv, rs[me].listen_fd, srv->sig_fd, true) < 0)
+    if (yard_loop_init(&rs[me].loop, srv, &rs[me].ls, srv->sig_fd, true) < 0)
         _exit(1);
     yard_loop_run(&rs[me].loop);
     yard_loop_fini(&rs[me].loop);
@@ -121,8 +121,8 @@ static int reactors_procs(yard_server_t *srv, struct reactor *rs, int n)
     }
     /* The parent only supervises: the children own the listeners now. */
     for (int i = 0; i < n; i++)
-        close(rs[i].listen_fd);
-    srv->listen_fd = -1;
+        yard_listen_set_close(&rs[i].ls);
+    srv->ls.n = 0; /* rs[0].ls held its descriptors */
     struct pollfd pfd = {.fd = srv->sig_fd, .events = POLLIN};
     while (!st.crashed && !st.died) {
         if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
@@ -145,21 +145,20 @@ static int reactors_serve(yard_server_t *srv)
         yard_log_err("out of memory");
         return 1;
     }
-    int fds[n];
-    if (yard_listeners_open(srv, fds, n) < 0) {
+    yard_listen_set_t sets[n];
+    if (yard_listeners_open(srv, sets, n) < 0) {
         free(rs);
         return 1;
     }
     for (int i = 0; i < n; i++)
-        rs[i].listen_fd = fds[i];
+        rs[i].ls = sets[i];
     yard_log_info("%d reactor %s", n, srv->cfg->procs ? "processes" : "threads");
     int status;
     if (srv->cfg->procs) {
         status = reactors_procs(srv, rs, n); /* closes every listener */
     } else {
         status = reactors_threads(srv, rs, n);
-        yard_listeners_close(fds, n);
-        srv->listen_fd = -1;
+        yard_listeners_close(srv, sets, n);
     }
     free(rs);
     return status;

@@ -125,8 +125,7 @@ static int thread_serve(yard_server_t *srv)
     pthread_attr_setdetachstate(&tm->attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&tm->attr, THREAD_STACK);
     yard_server_accept_loop(srv, thread_on_conn, NULL, tm);
-    close(srv->listen_fd);
-    srv->listen_fd = -1;
+    yard_listen_set_close(&srv->ls);
     yard_drain_conns(&tm->live, &tm->stop, thread_wait_fewer, tm, "connection threads");
     pthread_attr_destroy(&tm->attr);
     return 0;

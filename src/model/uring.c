@@ -53,9 +53,11 @@
 #define BUF_GROUP 0
 
 /* user_data: a connection's address with the operation in its low bits
- * (connections are 16-byte aligned), or one of the loop's own below 16. */
+ * (connections are 16-byte aligned), or one of the loop's own below 16:
+ * UD_ACCEPT + i is the accept on listener i. */
 enum { OP_RECV = 1, OP_SEND, OP_STORE, OP_NEWS, OP_MASK = 7 };
-enum { UD_ACCEPT = 1, UD_STOP, UD_DONE, UD_IGNORE, UD_LOOP_MAX = 16 };
+enum { UD_STOP = 1, UD_DONE, UD_IGNORE, UD_ACCEPT = 8, UD_LOOP_MAX = 16 };
+_Static_assert(UD_ACCEPT + YARD_MAX_LISTEN <= UD_LOOP_MAX, "a user_data per listener");
 
 struct uconn {
     yard_evconn_t ev;    /* first: timers, idle order, the pool */
@@ -81,11 +83,13 @@ typedef struct uring_loop {
     int id;
     struct io_uring ring;
     bool ring_ok, defer_taskrun;
-    int listen_fd, stop_fd, reserve_fd;
+    yard_listen_set_t ls;
+    int stop_fd, reserve_fd;
     bool stop_is_sigfd;
     yard_conn_policy_t policy;
     yard_bufring_t bufs; /* the receives' provided buffers */
-    bool accept_armed, stop_armed, done_armed, stopping;
+    unsigned accept_armed; /* bit i: listener i's multishot accept is armed */
+    bool stop_armed, done_armed, stopping;
     size_t dying; /* connections waiting for their operations */
     int *free_slots; /* registered-file slots not in use (a stack) */
     int nfree;
@@ -429,12 +433,12 @@ static void on_conn_cqe(uring_loop_t *l, yard_conn_t *c, int op, int res, unsign
 
 /* ---- the loop ----------------------------------------------------------- */
 
-static void arm_accept(uring_loop_t *l)
+static void arm_accept(uring_loop_t *l, int i)
 {
     struct io_uring_sqe *sqe = sqe_get(l);
-    io_uring_prep_multishot_accept(sqe, l->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    io_uring_sqe_set_data64(sqe, UD_ACCEPT);
-    l->accept_armed = true;
+    io_uring_prep_multishot_accept(sqe, l->ls.fd[i], NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    io_uring_sqe_set_data64(sqe, UD_ACCEPT + (uint64_t)i);
+    l->accept_armed |= 1u << i;
 }
 
 static void arm_stop(uring_loop_t *l)
@@ -445,10 +449,10 @@ static void arm_stop(uring_loop_t *l)
     l->stop_armed = true;
 }
 
-static void on_accept(uring_loop_t *l, int res, unsigned flags, uint64_t now)
+static void on_accept(uring_loop_t *l, int i, int res, unsigned flags, uint64_t now)
 {
     if (!(flags & IORING_CQE_F_MORE))
-        l->accept_armed = false; /* armed again at the end of the turn */
+        l->accept_armed &= ~(1u << i); /* armed again at the end of the turn */
     yard_server_t *srv = l->b.srv;
     if (res < 0) {
         /* Out of descriptors: shed every pending connection now. A
@@ -457,7 +461,7 @@ static void on_accept(uring_loop_t *l, int res, unsigned flags, uint64_t now)
          * ones waiting would hang. */
         int budget = 4096;
         if (!yard_accept_retry(-res) && res != -EAGAIN && res != -ECANCELED)
-            while (yard_server_accept_failed(srv, l->listen_fd, -res, &l->reserve_fd) &&
+            while (yard_server_accept_failed(srv, l->ls.fd[i], -res, &l->reserve_fd) &&
                    (res == -EMFILE || res == -ENFILE) && --budget > 0) {
             }
         return;
@@ -495,10 +499,11 @@ static void on_cqe(uring_loop_t *l, const struct io_uring_cqe *cqe, uint64_t now
         on_conn_cqe(l, ud_ptr(ud), (int)(ud & OP_MASK), cqe->res, cqe->flags, now);
         return;
     }
+    if (ud >= UD_ACCEPT) {
+        on_accept(l, (int)(ud - UD_ACCEPT), cqe->res, cqe->flags, now);
+        return;
+    }
     switch (ud) {
-    case UD_ACCEPT:
-        on_accept(l, cqe->res, cqe->flags, now);
-        break;
     case UD_STOP:
         if (!(cqe->flags & IORING_CQE_F_MORE))
             l->stop_armed = false;
@@ -559,8 +564,9 @@ static void loop_run(uring_loop_t *l)
     arm_stop(l);
     uint64_t now = yard_now_ns();
     while (!l->stopping) {
-        if (!l->accept_armed)
-            arm_accept(l);
+        for (int i = 0; i < l->ls.n; i++)
+            if (!(l->accept_armed & (1u << i)))
+                arm_accept(l, i);
         if (!l->stop_armed)
             arm_stop(l);
         if (submit_and_wait(l, now, yard_evbase_due(b)) < 0)
@@ -577,8 +583,9 @@ static void loop_run(uring_loop_t *l)
     /* Stop: no more connections; every job back; every connection closed
      * once what it has in flight has ended. */
     l->stopping = true;
-    if (l->accept_armed)
-        cancel(l, UD_ACCEPT);
+    for (int i = 0; i < l->ls.n; i++)
+        if (l->accept_armed & (1u << i))
+            cancel(l, UD_ACCEPT + (uint64_t)i);
     yard_evbase_wait_jobs(b);
     yard_conn_t *c;
     while ((c = yard_evbase_oldest(b)))
@@ -687,19 +694,20 @@ static void *loop_thread(void *arg)
     return NULL;
 }
 
-static void loop_prepare(uring_loop_t *l, yard_server_t *srv, int id, int listen_fd,
-                         int stop_fd, bool stop_is_sigfd)
+static void loop_prepare(uring_loop_t *l, yard_server_t *srv, int id,
+                         const yard_listen_set_t *ls, int stop_fd, bool stop_is_sigfd)
 {
     memset(l, 0, sizeof *l);
     yard_evbase_init(&l->b, srv);
     l->id = id;
-    l->listen_fd = listen_fd;
+    l->ls = *ls;
     l->stop_fd = stop_fd;
     l->stop_is_sigfd = stop_is_sigfd;
     l->reserve_fd = -1;
 }
 
-static int uring_threads(yard_server_t *srv, uring_loop_t *ls, const int *fds, int n)
+static int uring_threads(yard_server_t *srv, uring_loop_t *ls, const yard_listen_set_t *sets,
+                         int n)
 {
     int stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (stop_fd < 0) {
@@ -708,7 +716,7 @@ static int uring_threads(yard_server_t *srv, uring_loop_t *ls, const int *fds, i
     }
     int status = 0;
     for (int i = 0; i < n; i++) {
-        loop_prepare(&ls[i], srv, i, fds[i], stop_fd, false);
+        loop_prepare(&ls[i], srv, i, &sets[i], stop_fd, false);
         int rc = pthread_create(&ls[i].tid, NULL, loop_thread, &ls[i]);
         if (rc != 0) {
             yard_log_err("ring %d: pthread_create: %s", i, strerror(rc));
@@ -742,19 +750,18 @@ static int uring_serve(yard_server_t *srv)
     }
     int status;
     if (n == 1) {
-        loop_prepare(&ls[0], srv, 0, srv->listen_fd, srv->sig_fd, true);
+        loop_prepare(&ls[0], srv, 0, &srv->ls, srv->sig_fd, true);
         loop_main(&ls[0]);
         status = ls[0].status;
     } else {
-        int fds[n];
-        if (yard_listeners_open(srv, fds, n) < 0) {
+        yard_listen_set_t sets[n];
+        if (yard_listeners_open(srv, sets, n) < 0) {
             free(ls);
             return 1;
         }
         yard_log_info("%d rings, one per thread", n);
-        status = uring_threads(srv, ls, fds, n);
-        yard_listeners_close(fds, n);
-        srv->listen_fd = -1;
+        status = uring_threads(srv, ls, sets, n);
+        yard_listeners_close(srv, sets, n);
     }
     free(ls);
     return status;

@@ -116,18 +116,16 @@ static struct child serve_in_child(const char *model_name, bool procs, int offlo
         cfg.procs = procs;
         cfg.workers = strcmp(model_name, "reactors") == 0 || strcmp(model_name, "coro") == 0 ? 2 : 0;
         cfg.offload_threads = offload_threads;
-        yard_addr_parse("127.0.0.1:0", &cfg.listen, err, sizeof err);
+        yard_addr_resolve("127.0.0.1:0", &cfg.listen, err, sizeof err);
         yard_server_t srv = {.cfg = &cfg, .app = &effects_app, .out_fd = -1};
         srv.model = yard_model_find(model_name);
         srv.sig_fd = yard_signals_setup(err, sizeof err);
         srv.shm = yard_shm_create(1 << 20, err, sizeof err);
         srv.shared = yard_shm_alloc(srv.shm, sizeof *srv.shared);
-        srv.listen_fd = yard_listen(&cfg.listen, cfg.backlog, srv.model->reuseport, false, err,
-                                    sizeof err);
-        if (!srv.model || srv.sig_fd < 0 || !srv.shm || srv.listen_fd < 0)
+        if (!srv.model || srv.sig_fd < 0 || !srv.shm ||
+            yard_server_listen(&srv, srv.model->reuseport, err, sizeof err) < 0)
             _exit(3);
-        yard_sock_name(srv.listen_fd, &srv.bound);
-        int port = yard_addr_port(&srv.bound);
+        int port = yard_addr_port(&srv.bound[0]);
         if (write(pipefd[1], &port, sizeof port) != sizeof port)
             _exit(4);
         close(pipefd[1]);

@@ -45,7 +45,7 @@ struct serve_args {
 
 static int parse_listen(const char *text, void *field, char *err, size_t errlen)
 {
-    return yard_addr_parse(text, field, err, errlen) < 0 ? -1 : 0;
+    return yard_addr_resolve(text, field, err, errlen) < 0 ? -1 : 0;
 }
 
 static const yard_opt_choice_t flush_modes[] = {YARD_OPT_CHOICE("each", YARD_FLUSH_EACH),
@@ -67,7 +67,8 @@ static const yard_opt_t engine_opts[] = {
              "below"},
     {.name = "listen", .form = "HOST:PORT", .type = YARD_OPT_CUSTOM, ARG(cfg.listen),
      .parse = parse_listen, .def = "127.0.0.1:7000",
-     .help = "address to listen on; HOST is a numeric IPv4 address, [IPv6] or localhost; port 0 "
+     .help = "address to listen on; HOST is a numeric IPv4 address, [IPv6] or a name such as "
+             "localhost, which is resolved and listened on at every address it names; port 0 "
              "picks a free port"},
     {.name = "max-conns", .form = "N", .type = YARD_OPT_INT, ARG(cfg.max_conns), .min = 0,
      .max = LONG_MAX, .def = "0",
@@ -196,8 +197,10 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: yard-serve --app APP --model MODEL [--listen HOST:PORT] [options]\n"
             "\n"
-            "Runs one sans-I/O app under one concurrency model. Once the socket accepts\n"
-            "connections the first line on stdout is exactly 'listening HOST:PORT'.\n"
+            "Runs one sans-I/O app under one concurrency model. Once the sockets accept\n"
+            "connections the first line on stdout is exactly 'listening HOST:PORT', with\n"
+            "one more ' HOST:PORT' for each further address (--listen localhost:P can name\n"
+            "127.0.0.1 and ::1).\n"
             "SIGTERM or SIGINT stops accepting, closes every connection, reaps every\n"
             "child process and exits 0.\n"
             "\n"
@@ -470,7 +473,10 @@ static void check_engine_flags(const yard_opt_arg_t *args, size_t nargs, yard_co
                     app->name);
     if (app->uses_out && !cfg->out)
         cfg->out = "/dev/null";
-    if (cfg->ipv6_only && cfg->listen.ss.ss_family != AF_INET6)
+    bool any_v6 = false;
+    for (int i = 0; i < cfg->listen.n; i++)
+        any_v6 = any_v6 || cfg->listen.a[i].ss.ss_family == AF_INET6;
+    if (cfg->ipv6_only && !any_v6)
         usage_error("--ipv6-only applies to an IPv6 --listen ([ADDR]:PORT, e.g. [::]:6667)%s", "");
     bool idle_given = engine_given(args, nargs, "idle-timeout");
     if (idle_given && app->idle_exempt)
@@ -511,7 +517,7 @@ static int serve(const yard_config_t *cfg, const yard_app_t *app, const yard_mod
 {
     char err[256];
     yard_log_init(progname, log_level);
-    yard_server_t srv = {.cfg = cfg, .app = app, .model = model, .listen_fd = -1, .out_fd = -1};
+    yard_server_t srv = {.cfg = cfg, .app = app, .model = model, .out_fd = -1};
     int status = 1;
     bool inited = false;
     srv.sig_fd = yard_signals_setup(err, sizeof err);
@@ -538,15 +544,12 @@ static int serve(const yard_config_t *cfg, const yard_app_t *app, const yard_mod
             goto out;
         }
     }
-    srv.listen_fd = yard_listen(&cfg->listen, cfg->backlog, model->reuseport, cfg->ipv6_only, err,
-                                sizeof err);
-    if (srv.listen_fd < 0) {
+    if (yard_server_listen(&srv, model->reuseport, err, sizeof err) < 0) {
         fprintf(stderr, "%s: %s\n", progname, err);
         goto out;
     }
-    yard_sock_name(srv.listen_fd, &srv.bound);
-    char where[YARD_ADDR_STRLEN];
-    yard_addr_format(&srv.bound, where, sizeof where);
+    char where[YARD_MAX_LISTEN * YARD_ADDR_STRLEN];
+    yard_server_format_bound(&srv, where, sizeof where);
     printf("listening %s\n", where);
     fflush(stdout);
     yard_log_info("serving app %s with model %s on %s", app->name, model->name, where);
@@ -555,8 +558,7 @@ static int serve(const yard_config_t *cfg, const yard_app_t *app, const yard_mod
     yard_log_info("stopped: %lu connections accepted, %lu refused",
                   atomic_load(&srv.shared->accepted), atomic_load(&srv.shared->rejected));
 out:
-    if (srv.listen_fd >= 0)
-        close(srv.listen_fd);
+    yard_listen_set_close(&srv.ls);
     if (srv.out_fd >= 0 && close(srv.out_fd) < 0) {
         fprintf(stderr, "%s: closing --out %s: %s\n", progname, cfg->out, strerror(errno));
         status = 1;
