@@ -19,6 +19,9 @@
  * behind run as I/O jobs (yard_fx_io), which the engine runs inline in the
  * blocking models and on its I/O thread in the others. A connection that
  * keeps up reads new records from the log's tail in shared memory. */
+#define _DEFAULT_SOURCE /* explicit_bzero, timegm; strptime (X/Open) */
+#define _XOPEN_SOURCE 700
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>

@@ -5,6 +5,8 @@
  * so when many connections append to one file it holds an interleaving of
  * their lines, as a chat log would. Only a line longer than SINK_LINE_MAX
  * (binary data, say) is passed on in pieces. */
+#define _GNU_SOURCE /* memrchr */
+
 #include <string.h>
 
 #include "apps.h"

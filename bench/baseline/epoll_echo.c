@@ -1,3 +1,4 @@
+/* Linux-only: epoll, signalfd. What a port uses instead: docs/portability.md. */
 /* The smallest honest epoll echo server: the yardstick for the engine's
  * overhead. The `epoll` model should come within 5% of it (make bench
  * measures both in one run). Level-triggered like the engine, one read per
@@ -5,6 +6,8 @@
  * per connection so the comparison stays byte-exact under pressure.
  *
  * usage: yard-baseline-echo HOST:PORT   (prints "listening HOST:PORT") */
+#define _GNU_SOURCE /* accept4 */
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>

@@ -1,3 +1,4 @@
+/* Linux-only: io_uring. What a port uses instead: docs/portability.md. */
 /* What the io_uring users share (the uring model, yard-load's engine):
  * setting up a ring the best way the kernel allows, and a ring of provided
  * buffers that multishot receives fill. */

@@ -1,4 +1,7 @@
+/* Linux-only: OFD locks. What a port uses instead: docs/portability.md. */
 /* The chat service's account file (include/yard/chat_accounts.h). */
+#define _GNU_SOURCE /* F_OFD_SETLKW (open file description locks) */
+
 #include "yard/chat_accounts.h"
 
 #include <ctype.h>

@@ -1,4 +1,7 @@
+/* Linux-only: eventfd, OFD locks. What a port uses instead: docs/portability.md. */
 /* The chat service's durable message log (include/yard/chatlog.h). */
+#define _GNU_SOURCE /* F_OFD_SETLK, MAP_ANONYMOUS, htole64/le64toh */
+
 #include "yard/chatlog.h"
 
 #include <dirent.h>

@@ -1,5 +1,8 @@
+/* Linux-only: eventfd, futex. What a port uses instead: docs/portability.md. */
 /* The news bus: shared sequence numbers, a futex-woken waker thread per
  * process, and eventfd watches (include/yard/bus.h explains the design). */
+#define _DEFAULT_SOURCE /* syscall (futex) */
+
 #include "yard/bus.h"
 
 #include <errno.h>

@@ -7,6 +7,8 @@
  * not fit there is counted and reported once output flows again. Repeated
  * per-connection messages are rate-limited (yard_log_limited), so a flood of
  * bad clients costs a few lines a second, not one line per client. */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
+
 #include "yard/log.h"
 
 #include <errno.h>

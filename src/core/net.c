@@ -1,3 +1,6 @@
+/* Linux-only: SO_REUSEPORT. What a port uses instead: docs/portability.md. */
+#define _DEFAULT_SOURCE /* SO_REUSEPORT */
+
 #include "yard/net.h"
 
 #include <arpa/inet.h>

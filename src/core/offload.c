@@ -1,3 +1,4 @@
+/* Linux-only: eventfd. What a port uses instead: docs/portability.md. */
 #include "yard/offload.h"
 
 #include <errno.h>

@@ -1,3 +1,6 @@
+/* Linux-only: signalfd, sched_getaffinity. What a port uses instead: docs/portability.md. */
+#define _GNU_SOURCE /* accept4, sched_getaffinity, CPU_COUNT */
+
 #include "yard/server.h"
 
 #include <errno.h>

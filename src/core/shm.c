@@ -1,3 +1,5 @@
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE */
+
 #include "yard/shm.h"
 
 #include <errno.h>

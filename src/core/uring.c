@@ -1,3 +1,4 @@
+/* Linux-only: io_uring. What a port uses instead: docs/portability.md. */
 /* Ring and provided-buffer set-up shared by the io_uring users (uring.h). */
 #include "yard/uring.h"
 

@@ -1,3 +1,4 @@
+/* Linux-only: epoll, eventfd. What a port uses instead: docs/portability.md. */
 /* The netpoller and the offload pool.
  *
  * Every fd a coroutine waits on is registered once with epoll, edge-

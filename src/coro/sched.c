@@ -1,3 +1,4 @@
+/* Linux-only: futex, sched_getaffinity. What a port uses instead: docs/portability.md. */
 /* The M:N scheduler.
  *
  * M workers (OS threads; the thread calling yard_coro_run is worker 0) run
@@ -23,6 +24,8 @@
  * What must happen to the coroutine we left (requeue it, complete its park,
  * free its stack) is done by whoever runs next, after the switch, once
  * nothing executes on the old stack any more: see post_switch. */
+#define _GNU_SOURCE /* syscall (futex), sched_getaffinity, CPU_COUNT */
+
 #include "internal.h"
 
 #include <errno.h>
@@ -301,8 +304,10 @@ static void enqueue(yard_coro_t *c, bool as_next)
     if (as_next) {
         yard_coro_t *old = w->runnext;
         w->runnext = c;
-        if (!old)
-            return wake_idle_worker(s);
+        if (!old) {
+            wake_idle_worker(s);
+            return;
+        }
         c = old;
     }
     local_push(s, w, c);

@@ -3,6 +3,8 @@
  * Each guarded stack costs two kernel VMAs, so vm.max_map_count (65530 by
  * default) bounds the number of live guarded stacks to about 32,000; the
  * scheduler can be told to skip the guard for larger populations. */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE, MAP_STACK */
+
 #include "yard/coro.h"
 
 #include <errno.h>

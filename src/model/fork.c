@@ -1,6 +1,9 @@
+/* Linux-only: prctl. What a port uses instead: docs/portability.md. */
 /* fork: a process per connection, blocking I/O in the child. The parent
  * only accepts, supervises and reaps (the OpenBSD privsep shape): it never
  * runs app code, so a child that crashes costs exactly one connection. */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
+
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>

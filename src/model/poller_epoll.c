@@ -1,3 +1,4 @@
+/* Linux-only: epoll. What a port uses instead: docs/portability.md. */
 /* The event loops' poller over Linux epoll (src/model/poller.h). */
 #include <errno.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* Linux-only: eventfd, prctl. What a port uses instead: docs/portability.md. */
 /* reactors: N event loops, each with its own SO_REUSEPORT listener so the
  * kernel spreads connections over them. Threads by default; --procs runs
  * them as processes (the Node cluster / nginx shape), supervised by a

@@ -1,3 +1,4 @@
+/* Linux-only: eventfd, io_uring. What a port uses instead: docs/portability.md. */
 /* uring: completion-based event loops over io_uring, one ring per thread.
  *
  * Where every other model waits for readiness and then makes a system call

@@ -7,6 +7,8 @@
  * writer thread when nobody appends (a forked child's too), and refused
  * when the queue is full; an iterator from a segment's middle placed
  * through the index; the index's bytes (little-endian on every host). */
+#define _XOPEN_SOURCE 700 /* nftw (X/Open) */
+
 #include <errno.h>
 #include <ftw.h>
 #include <stdatomic.h>

@@ -1,5 +1,7 @@
 /* Unit tests of the coroutine runtime: raw context switch, guard page,
  * deque, scheduler, timers, netpoller, offload, mutex, channel, wait queue. */
+#define _DEFAULT_SOURCE /* usleep, sigaltstack */
+
 #include "yard/coro.h"
 
 #include <errno.h>

@@ -8,6 +8,8 @@
  *   "P<n>"  a FULL permission job   "T"     arm a timer 1 ms ahead, "tick" on it
  *   "W"     watch topic 0 of the bus from 0, reply "news" on news
  *   "B"     queue 1 MiB of output  "Q"     reply "bye" and close */
+#define _DEFAULT_SOURCE /* usleep */
+
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>

@@ -3,6 +3,8 @@
  * flows again; repeated messages are rate-limited, also across fork; a
  * forked child neither deadlocks on the logger's lock nor repeats its
  * parent's queued lines; yard_fatal gives up on a stalled output. */
+#define _GNU_SOURCE /* pipe2, F_SETPIPE_SZ */
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>

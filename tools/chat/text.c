@@ -13,6 +13,10 @@
  *   draws each pictograph (4 columns) and the rest of that line shifts.
  * - A variation selector 16 (❤️) does not widen: counted as 1 column, as
  *   tmux and xterm draw it; kitty and WezTerm draw 2. */
+#ifndef _XOPEN_SOURCE /* ncurses' flags may set it */
+#define _XOPEN_SOURCE 700 /* wcwidth (X/Open) */
+#endif
+
 #include "text.h"
 
 #include <string.h>

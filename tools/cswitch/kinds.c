@@ -1,3 +1,4 @@
+/* Linux-only: futex. What a port uses instead: docs/portability.md. */
 /* The kinds of switch yard-cswitch measures, all built on one shape: two
  * sides on one CPU pass a token back and forth; whoever receives the token
  * runs one work unit (a pass over its own array) and passes it back.

@@ -1,3 +1,4 @@
+/* Linux-only: sched_getaffinity. What a port uses instead: docs/portability.md. */
 /* Probes around the measurement: CPU pinning, SCHED_FIFO, the kernel's own
  * switch counts (/proc), and hardware counters (perf_event_open). */
 #ifndef _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* Linux-only: epoll, timerfd. What a port uses instead: docs/portability.md. */
 /* chat mode: the chat service's fan-out under load. N connections log in
  * (PASS with NICK = account: <prefix><i> / <password-prefix><prefix><i>,
  * the accounts bench/chat_serve creates), join one channel, and then send

@@ -1,3 +1,4 @@
+/* Linux-only: epoll. What a port uses instead: docs/portability.md. */
 /* Connection set-up shared by the modes: non-blocking connects registered
  * with the mode's epoll set, and their completion. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* Linux-only: epoll. What a port uses instead: docs/portability.md. */
 /* counter mode: the Eve atomic counter, through the engine (closed loop, or
  * open loop at --rate; --pipeline outstanding per connection): 0x00 reads
  * with probability --read-ratio, 0x01 increments otherwise. Every reply is checked: on one connection a read

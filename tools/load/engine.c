@@ -1,3 +1,4 @@
+/* Linux-only: epoll, timerfd, io_uring. What a port uses instead: docs/portability.md. */
 /* The request/response engine behind echo, counter and http: one epoll loop
  * drives a share of the connections through a protocol's callbacks.
  *

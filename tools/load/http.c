@@ -11,6 +11,8 @@
  * success, anything else as a failure of that endpoint, and a response that
  * is not HTTP closes the connection as an error. Per endpoint: requests,
  * successes, failures, status codes and a latency histogram. */
+#define _GNU_SOURCE /* memmem */
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>

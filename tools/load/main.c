@@ -1,7 +1,10 @@
+/* Linux-only: sched_getaffinity. What a port uses instead: docs/portability.md. */
 /* yard-load: the load generator. `yard-load MODE --target HOST:PORT ...`;
  * see --help and docs/load.md. This file holds what every mode shares: the
  * common flags, the list of modes, the threads and the run. What a mode
  * accepts, checks, measures and reports is in its own file. */
+#define _GNU_SOURCE /* sched_setaffinity, CPU_SET */
+
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>

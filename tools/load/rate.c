@@ -1,3 +1,4 @@
+/* Linux-only: epoll. What a port uses instead: docs/portability.md. */
 /* rate mode: the papayaChat benchmark (tcpkali --channel-bandwidth-upstream
  * 1Mbps -em 'message\n'). Each connection sends its message over and over
  * at a constant bandwidth for --duration, after a ramp-up during which the
