@@ -1,3 +1,4 @@
+/* Linux-only: sched_getaffinity. What a port uses instead: docs/portability.md. */
 /* yard-tasks: the Eve study's Program 1, a parallel Fibonacci, under several
  * task runtimes, timed and checked (issue 22, docs/tasks.md).
  *
