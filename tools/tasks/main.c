@@ -7,9 +7,7 @@
  *
  * Exit status: 0 ok, 1 a wrong result or a runtime error, 2 a usage error
  * (including a runtime this build or machine cannot run). */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "tasks.h"
 
 #include <errno.h>
