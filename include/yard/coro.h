@@ -133,6 +133,7 @@ void yard_coro_sleep_until(uint64_t deadline_ns);
 typedef struct yard_coro_stats {
     uint64_t spawned, finished, steals, parks, futex_sleeps, stacks_mapped;
     uint64_t netpoll_blocks; /* sleeps of a worker in the netpoller */
+    uint64_t inlined;        /* joined before they started: run on the joiner's stack */
 } yard_coro_stats_t;
 void yard_coro_get_stats(yard_coro_stats_t *out);
 

@@ -28,9 +28,15 @@ struct yard_coro {
     atomic_int refs;
     atomic_uint done;
     yard_coro_waitq_t joinq;
-    yard_coro_t *next; /* global run queue link */
+    yard_coro_t *next; /* run queue link; while run inline, the host's chain */
+    /* The list of every coroutine that has a stack (for the scheduler's
+     * exit: coroutines still parked are freed there). One that never ran
+     * is in some run queue instead, and one run inline hangs off its host's
+     * inline_top chain: neither costs a list insertion. */
     yard_coro_t *all_prev, *all_next;
     unsigned all_stripe;
+    bool listed;
+    yard_coro_t *inline_top; /* the children running inline on this one's stack */
     yard_heap_node_t timer; /* in the netpoller's heap; key: the deadline */
 };
 
@@ -65,6 +71,23 @@ int yard_coro__timers_fire(bool try_only);
  * none); a timer added for earlier interrupts the sleep until ..._awake. */
 uint64_t yard_coro__timers_sleep_until(void);
 void yard_coro__timers_awake(void);
+
+/* A sequentially consistent fence. GCC's ThreadSanitizer refuses
+ * atomic_thread_fence; there a seq_cst read-modify-write of a thread's own
+ * word stands in (a full barrier on the hardware too; TSan checks data
+ * races, not this ordering). */
+#if defined(__SANITIZE_THREAD__)
+static inline void yard_coro__fence(void)
+{
+    static _Thread_local atomic_int word;
+    atomic_fetch_add_explicit(&word, 0, memory_order_seq_cst);
+}
+#else
+static inline void yard_coro__fence(void)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+}
+#endif
 
 /* A test-and-test-and-set lock for the runtime's short critical sections;
  * it yields the CPU when it cannot get the lock quickly, because a holder
@@ -105,6 +128,17 @@ int yard_coro__netpoll_poll_now(void);
 int yard_coro__netpoll_block(bool (*has_work)(void));
 /* Breaks the blocked worker's sleep, if any: new work was published. */
 void yard_coro__netpoll_wake(void);
+/* The same for a caller that has just made a seq_cst fence itself. */
+void yard_coro__netpoll_wake_fenced(void);
+/* sched.c: for a joiner about to wait: pops the bottom of the calling
+ * worker's deque if it is a coroutine that never ran and want(c, ctx)
+ * accepts it, and the current coroutine has half its stack left; else NULL
+ * and the deque is as it was. The caller then runs it with run_inline: on
+ * its own stack, to the end (the host parks if the child parks). Only for
+ * what the caller is about to wait for anyway, so that no new waiting
+ * (and no deadlock) is introduced. */
+yard_coro_t *yard_coro__take_unstarted(bool (*want)(const yard_coro_t *c, void *ctx), void *ctx);
+void yard_coro__run_inline(yard_coro_t *c);
 /* sched.c: whether the calling thread is a worker of the running scheduler. */
 bool yard_coro__on_worker(void);
 /* Counted in the stats. */

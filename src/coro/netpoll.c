@@ -84,10 +84,19 @@ static void evfd_write(void)
 /* Breaks the blocked worker's sleep, if there is one (and nobody did yet).
  * The read-modify-write orders the caller's publication of work with the
  * sleeper's recheck, as wake_idle_worker does with nidle. */
+void yard_coro__netpoll_wake_fenced(void)
+{
+    /* Load first: called on every spawn, and an exchange would take the
+     * line from the other cores each time. */
+    if (atomic_load_explicit(&g_np.blocked, memory_order_relaxed) &&
+        atomic_exchange_explicit(&g_np.blocked, 0, memory_order_seq_cst))
+        evfd_write();
+}
+
 void yard_coro__netpoll_wake(void)
 {
-    if (atomic_exchange_explicit(&g_np.blocked, 0, memory_order_seq_cst))
-        evfd_write();
+    yard_coro__fence(); /* pairs with netpoll_block's */
+    yard_coro__netpoll_wake_fenced();
 }
 
 /* ------------------------------------------------------------------------ */
@@ -171,6 +180,7 @@ int yard_coro__netpoll_block(bool (*has_work)(void))
      * for timers: one added before the timeout is read is in it, one added
      * after interrupts (blocked is already set for its interruption). */
     atomic_store_explicit(&g_np.blocked, 1, memory_order_seq_cst);
+    yard_coro__fence(); /* the wakers fence before they look */
     uint64_t until = yard_coro__timers_sleep_until();
     struct epoll_event ev[128];
     int n = 0;

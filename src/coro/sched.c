@@ -77,7 +77,7 @@ struct worker {
     bool in_idle_list;
     unsigned ncache;
     yard_coro_stack_t cache[STACK_CACHE_LOCAL];
-    _Atomic uint64_t n_spawned, n_finished, n_steals, n_parks, n_sleeps, n_polls;
+    _Atomic uint64_t n_spawned, n_finished, n_steals, n_parks, n_sleeps, n_polls, n_inlined;
 };
 
 struct all_list {
@@ -258,9 +258,15 @@ static yard_coro_t *gq_pop(struct sched *s, struct worker *w, unsigned batch)
  * or we see it in the idle count. */
 static void wake_idle_worker(struct sched *s)
 {
-    if (atomic_fetch_add_explicit(&s->nidle, 0, memory_order_seq_cst) == 0) {
+    /* A fence and a plain load, not a read-modify-write: this runs on
+     * every spawn, and an RMW would move nidle's cache line to this core
+     * each time (two busy workers spawning pass it back and forth). The
+     * idle side fences too (worker_idle), so one of the two sees the other:
+     * the store-buffering pattern with a seq_cst fence on each side. */
+    yard_coro__fence();
+    if (atomic_load_explicit(&s->nidle, memory_order_relaxed) == 0) {
         /* Maybe a worker sleeps in the netpoller instead: it takes the work. */
-        yard_coro__netpoll_wake();
+        yard_coro__netpoll_wake_fenced();
         return;
     }
     pthread_mutex_lock(&s->idle_lock);
@@ -429,6 +435,7 @@ static void worker_idle(struct sched *s, struct worker *w)
     atomic_fetch_add_explicit(&s->nidle, 1, memory_order_seq_cst);
     pthread_mutex_unlock(&s->idle_lock);
 
+    yard_coro__fence(); /* pairs with wake_idle_worker's */
     if (work_visible(s) || atomic_load(&s->stopping)) {
         pthread_mutex_lock(&s->idle_lock);
         if (w->in_idle_list) {
@@ -466,9 +473,24 @@ static void all_remove(struct sched *s, yard_coro_t *c)
     pthread_mutex_unlock(&l->lock);
 }
 
+static void all_insert(struct sched *s, struct worker *w, yard_coro_t *c)
+{
+    c->all_stripe = w->id % ALL_STRIPES;
+    struct all_list *l = &s->all[c->all_stripe];
+    pthread_mutex_lock(&l->lock);
+    c->all_prev = NULL;
+    c->all_next = l->head;
+    if (l->head)
+        l->head->all_prev = c;
+    l->head = c;
+    pthread_mutex_unlock(&l->lock);
+    c->listed = true;
+}
+
 static void coro_free(yard_coro_t *c)
 {
-    all_remove(g_sched, c);
+    if (c->listed)
+        all_remove(g_sched, c);
     free(c);
 }
 
@@ -516,6 +538,7 @@ static void prepare_run(struct worker *w, yard_coro_t *to)
     if (!to->stack.base) {
         stack_get(w, &to->stack);
         yard_coro_ctx_make(&to->ctx, to->stack.lo, to->stack.size, coro_main, to);
+        all_insert(g_sched, w, to);
     }
     atomic_store_explicit(&to->state, CS_RUNNING, memory_order_relaxed);
     w->current = to;
@@ -646,6 +669,55 @@ void yard_coro__park(void)
 }
 
 /* ------------------------------------------------------------------------ */
+/* running a child inline                                                    */
+
+/* Whether the current coroutine has at least half its stack left: a child
+ * run inline gets what is left of its host's stack instead of a fresh one. */
+static bool room_to_inline(const struct worker *w)
+{
+    const yard_coro_t *self = w->current;
+    if (!self || !self->stack.base)
+        return false;
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0), lo = (uintptr_t)self->stack.lo;
+    return sp > lo && sp - lo <= self->stack.size && sp - lo >= self->stack.size / 2;
+}
+
+yard_coro_t *yard_coro__take_unstarted(bool (*want)(const yard_coro_t *c, void *ctx), void *ctx)
+{
+    struct worker *w = cur_worker();
+    if (!w || !room_to_inline(w))
+        return NULL;
+    yard_coro_t *c = deque_pop(&w->dq);
+    if (!c)
+        return NULL;
+    if (c->stack.base || !want(c, ctx)) {
+        if (deque_push(&w->dq, c) != 0) /* cannot fail: the pop freed a slot */
+            gq_push(g_sched, c);
+        return NULL;
+    }
+    return c;
+}
+
+void yard_coro__run_inline(yard_coro_t *c)
+{
+    yard_coro_t *host = cur_worker()->current;
+    c->next = host->inline_top; /* for the scheduler's exit, should the host be abandoned */
+    host->inline_top = c;
+    atomic_store_explicit(&c->state, CS_RUNNING, memory_order_relaxed);
+    c->fn(c->arg);
+    host->inline_top = c->next;
+    struct worker *w = cur_worker(); /* fn may have parked the host: maybe another worker */
+    COUNT(w, n_finished);
+    COUNT(w, n_inlined);
+    atomic_store_explicit(&c->state, CS_DONE, memory_order_relaxed);
+    /* No wake of c->joinq: the only joiner of a spawned coroutine is the
+     * holder of its one handle, who is running it now, and a task (go) has
+     * none. */
+    atomic_store_explicit(&c->done, 1, memory_order_release);
+    coro_unref(c);
+}
+
+/* ------------------------------------------------------------------------ */
 /* public API                                                                */
 
 static yard_coro_t *coro_new(void (*fn)(void *), void *arg, int refs)
@@ -664,16 +736,6 @@ static yard_coro_t *coro_new(void (*fn)(void *), void *arg, int refs)
     atomic_init(&c->state, CS_RUNNABLE);
     atomic_init(&c->refs, refs);
     struct worker *w = cur_worker();
-    c->all_stripe = w ? w->id % ALL_STRIPES
-                      : atomic_fetch_add_explicit(&s->all_seq, 1, memory_order_relaxed) %
-                            ALL_STRIPES;
-    struct all_list *l = &s->all[c->all_stripe];
-    pthread_mutex_lock(&l->lock);
-    c->all_next = l->head;
-    if (l->head)
-        l->head->all_prev = c;
-    l->head = c;
-    pthread_mutex_unlock(&l->lock);
     if (w)
         COUNT(w, n_spawned);
     else
@@ -694,8 +756,22 @@ int yard_coro_go(void (*fn)(void *), void *arg)
     return coro_new(fn, arg, 1) ? 0 : -ENOMEM;
 }
 
+static bool is_coro(const yard_coro_t *c, void *want)
+{
+    return c == want;
+}
+
 void yard_coro_join(yard_coro_t *c)
 {
+    /* Not started and still at the bottom of our deque (the last one we
+     * spawned, as in a LIFO join): nobody stole it, so run it here, on our
+     * stack, instead of parking to let the worker run it on a stack of its
+     * own. We would wait for it anyway: only the order of work changes. */
+    if (!atomic_load_explicit(&c->done, memory_order_acquire)) {
+        yard_coro_t *t = yard_coro__take_unstarted(is_coro, c);
+        if (t)
+            yard_coro__run_inline(t);
+    }
     while (!atomic_load_explicit(&c->done, memory_order_acquire))
         yard_coro_waitq_wait(&c->joinq, &c->done, 0, 0);
     coro_unref(c);
@@ -754,6 +830,7 @@ void yard_coro_get_stats(yard_coro_stats_t *out)
         out->parks += atomic_load_explicit(&w->n_parks, memory_order_relaxed);
         out->futex_sleeps += atomic_load_explicit(&w->n_sleeps, memory_order_relaxed);
         out->netpoll_blocks += atomic_load_explicit(&w->n_polls, memory_order_relaxed);
+        out->inlined += atomic_load_explicit(&w->n_inlined, memory_order_relaxed);
     }
 }
 
@@ -782,12 +859,36 @@ static unsigned cpus_in_mask(void)
     return n > 0 ? (unsigned)n : 1;
 }
 
+/* At exit: a coroutine that never ran (it has no stack and is on no list). */
+static void free_if_unstarted(yard_coro_t *c)
+{
+    if (c && !c->listed)
+        free(c);
+}
+
 static void sched_free(struct sched *s)
 {
+    /* Coroutines that never ran are in the run queues (first: a queue may
+     * also hold a started one, which the list below frees). */
+    for (yard_coro_t *c = s->gq_head, *next; c; c = next) {
+        next = c->next;
+        free_if_unstarted(c);
+    }
+    for (unsigned i = 0; i < s->n; i++) {
+        struct worker *w = &s->w[i];
+        yard_coro_t *c;
+        while ((c = deque_pop(&w->dq)))
+            free_if_unstarted(c);
+        free_if_unstarted(w->runnext);
+    }
     for (unsigned i = 0; i < ALL_STRIPES; i++) {
         yard_coro_t *c = s->all[i].head;
         while (c) {
             yard_coro_t *next = c->all_next;
+            for (yard_coro_t *in = c->inline_top, *up; in; in = up) {
+                up = in->next;
+                free(in);
+            }
             yard_coro_stack_free(&c->stack);
             yard_coro_ctx_destroy(&c->ctx);
             free(c);

@@ -172,8 +172,20 @@ int yard_coro_task(yard_coro_finish_t *f, const yard_coro_perm_t *perms, size_t 
     return 0;
 }
 
+static bool is_task_of(const yard_coro_t *c, void *f)
+{
+    return c->fn == task_main && ((const struct yard_coro_task *)c->arg)->finish == f;
+}
+
 void yard_coro_finish_wait(yard_coro_finish_t *f)
 {
+    /* Tasks of this scope that nobody has started yet, at the bottom of our
+     * deque (the last ones spawned): run them here, on our stack. The scope
+     * waits for them anyway. */
+    yard_coro_t *c;
+    while (atomic_load_explicit(&f->pending, memory_order_acquire) > 1 &&
+           (c = yard_coro__take_unstarted(is_task_of, f)))
+        yard_coro__run_inline(c);
     finish_release(f); /* the scope's own count */
     unsigned v;
     while ((v = atomic_load_explicit(&f->pending, memory_order_acquire)) != 0)

@@ -66,10 +66,13 @@ static void cfib_compute(struct cfib *f)
         cfib_compute(&b);
         fallbacks++;
     }
-    if (ca)
-        yard_coro_join(ca);
+    /* Last spawned, first joined (as a work-stealing deque pops): a child
+     * nobody stole is then at the bottom of our deque and the join runs it
+     * on our stack (docs/coro.md). */
     if (cb)
         yard_coro_join(cb);
+    if (ca)
+        yard_coro_join(ca);
     f->result = a.result + b.result;
     f->tasks = 2 + a.tasks + b.tasks;
     f->fallbacks = fallbacks + a.fallbacks + b.fallbacks;
