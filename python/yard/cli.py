@@ -14,7 +14,8 @@ from pathlib import Path
 
 from . import rig
 from .distributed import run_trial_hosts
-from .experiment import SUITES, Experiment, SchemaError, load_all, load_experiment
+from .experiment import (SUITES, Experiment, SchemaError, describe_condition, load_all,
+                         load_experiment, render)
 from .hosts import HostError, Hosts, HostsFileError, check_build, load_hosts, manifest, sync
 from .report import write_report
 from .runner import environment, plan, run_trial
@@ -60,6 +61,50 @@ def skip_unavailable(exps: list[Experiment], models: list[dict], say) -> list[di
     return skipped
 
 
+def list_runtimes(argv: list[str]) -> tuple[dict[str, str | None], str | None]:
+    """Run a tool's list_runtimes command: {name: None if available, else why not}, or an
+    error saying why the list could not be had. It prints a JSON list of {name, available,
+    reason}, or an object holding that list as "runtimes"."""
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        v = json.loads(p.stdout)
+        if isinstance(v, dict):
+            v = v.get("runtimes")
+        if p.returncode != 0 or not isinstance(v, list):
+            raise ValueError(f"exit {p.returncode}: {p.stderr.strip()[-200:]}")
+        return {r["name"]: None if r.get("available") else (r.get("reason") or "unavailable")
+                for r in v if isinstance(r, dict) and "name" in r}, None
+    except (OSError, ValueError, KeyError, subprocess.TimeoutExpired) as e:
+        return {}, f"{' '.join(argv)} failed: {e}"
+
+
+def skip_unavailable_runtimes(exps: list[Experiment], bin_dir: Path, say) -> list[dict]:
+    """Take out of each tool experiment the variants whose runtime its tool.list_runtimes
+    command says this machine lacks (a library not installed, ...), or all of them when the
+    list cannot be had (the tool not built); each said with its reason, and returned for the
+    report. Not a failure: the others run."""
+    skipped = []
+    for e in exps:
+        if e.kind != "tool" or not e.list_runtimes:
+            continue
+        why, err = list_runtimes(render(e.list_runtimes, {"bin": str(bin_dir)}))
+        keep = []
+        for a in e.alternatives:
+            reason = None
+            if a.runtime:
+                reason = err or (why[a.runtime] if a.runtime in why else
+                                 f"not among the runtimes the tool lists ({', '.join(why)})")
+            if reason:
+                skipped.append({"experiment": e.name, "alternative": a.label,
+                                "runtime": a.runtime, "reason": reason})
+                say(f"yard: {e.name}: skipping {a.label}: runtime {a.runtime} is unavailable "
+                    f"here: {reason}")
+            else:
+                keep.append(a)
+        e.alternatives = keep
+    return skipped
+
+
 def _fmt_secs(s: float) -> str:
     s = int(s)
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
@@ -76,6 +121,9 @@ def _exp_meta(e: Experiment, repo: Path) -> dict:
             "sample_interval": e.sample_interval, "plots": e.plots, "baseline": e.baseline,
             "log_y": e.log_y, "bars_at": e.bars_at, "table": e.table,
             "baselines": e.baselines, "pairs": e.pairs, "note": e.note,
+            "figures": e.figures, "cpus_from": e.cpus_from,
+            "excluded": [describe_condition(x) + (f" ({x['reason']})" if x.get("reason") else "")
+                         for x in e.exclude],
             "server_cpus": e.server_cpus, "load_cpus": e.load_cpus, "app": e.app}
 
 
@@ -88,7 +136,7 @@ def execute(exps: list[Experiment], suite: str, args, repo: Path) -> Path:
         sys.exit(f"yard: {', '.join(missing)} not found in {bin_dir} (build first, or give --bin-dir)")
     models = list_models(bin_dir)
     say = (lambda *a: None) if args.quiet else print
-    skipped = skip_unavailable(exps, models, say)
+    skipped = skip_unavailable(exps, models, say) + skip_unavailable_runtimes(exps, bin_dir, say)
     hosts = _hosts_ready(args, repo, exps, say)
     ncpus = len(hosts.server.cpus) if hosts else len(os.sched_getaffinity(0))
     dropped = []

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ class Alternative:
     label: str
     argv: list[str]          # server argv (kind=server) or tool argv (kind=tool), templated
     model: str | None = None
+    runtime: str | None = None  # kind=tool: the name tool.list_runtimes must say is available
 
 
 @dataclass
@@ -60,12 +62,38 @@ class Experiment:
     # report: named pairs shown side by side, each {"label", "alternative", "baseline"}
     pairs: list[dict[str, str]] = field(default_factory=list)
     note: str = ""                        # report: a section of text after the tables
+    # kind=tool: pin each trial to the first N allowed CPUs, N = the point's value of this
+    # sweep variable (e.g. "workers"); otherwise the tool runs on run.load_cpus
+    cpus_from: str | None = None
+    # trials not run: [[exclude]] tables (conditions on the point, optional alternatives)
+    exclude: list[dict[str, Any]] = field(default_factory=list)
+    # kind=tool: argv printing the runtimes as JSON [{name, available, reason}], templated
+    list_runtimes: list[str] | None = None
+    # report: [[report.figures]], each {metric, x, where, speedup, title, log_y}
+    figures: list[dict[str, Any]] = field(default_factory=list)
 
     def points(self) -> list[dict[str, Any]]:
         keys = list(self.sweep)
         if not keys:
             return [{}]
         return [dict(zip(keys, combo)) for combo in itertools.product(*(self.sweep[k] for k in keys))]
+
+    def excluded(self, label: str, point: dict[str, Any]) -> bool:
+        """Whether an [[exclude]] table takes this alternative at this point out."""
+        return any(("alternatives" not in x or label in x["alternatives"])
+                   and point_matches(point, x) for x in self.exclude)
+
+    def runs(self) -> list[tuple[Alternative, dict[str, Any]]]:
+        """Every (alternative, point) a repetition runs: the sweep minus the exclusions."""
+        return [(a, p) for p in self.points() for a in self.alternatives
+                if not self.excluded(a.label, p)]
+
+    def tool_cpus(self, point: dict[str, Any], allowed: set[int]) -> set[int]:
+        """A tool's CPUs: the first N allowed with cpus_from, else run.load_cpus (as far as
+        they are allowed here)."""
+        if self.cpus_from and self.cpus_from in point:
+            return set(sorted(allowed)[:point[self.cpus_from]])
+        return set(self.load_cpus) & allowed
 
     def in_suite(self, suite: str) -> bool:
         if self.suites.get(suite, {}).get("skip"):
@@ -85,6 +113,15 @@ class Experiment:
     def drop_cpu_points(self, ncpus: int) -> list[dict[str, Any]]:
         """Take out of a server_cpus sweep the counts this machine cannot give the server with
         load_reserve CPUs kept for the generator; returns what was dropped, with why."""
+        if self.cpus_from:
+            want = self.sweep.get(self.cpus_from) or []
+            gone = [n for n in want if n > ncpus]
+            if gone and len(gone) < len(want):
+                self.sweep[self.cpus_from] = [n for n in want if n <= ncpus]
+                return [{"experiment": self.name, self.cpus_from: gone,
+                         "reason": f"{self.cpus_from} = {', '.join(map(str, gone))} not run: "
+                                   f"{ncpus} CPU(s) here"}]
+            return []
         want = self.sweep.get(CPU_SWEEP)
         if not want:
             return []
@@ -107,6 +144,7 @@ class Experiment:
                 setattr(e, k, ov[k])
         if "sweep" in ov:
             e.sweep.update(ov["sweep"])
+        e.exclude = e.exclude + ov.get("exclude", [])
         if "models" in ov:
             keep = set(ov["models"])
             e.alternatives = [a for a in e.alternatives if a.label in keep or a.model in keep]
@@ -116,7 +154,7 @@ class Experiment:
         return self.warmup + self.duration + 1.0
 
     def estimate_seconds(self) -> float:
-        return len(self.alternatives) * len(self.points()) * self.repetitions * self.trial_seconds()
+        return len(self.runs()) * self.repetitions * self.trial_seconds()
 
 
 def _err(path: Path, fieldname: str, msg: str) -> SchemaError:
@@ -150,19 +188,118 @@ def _int_list(v, path: Path, full: str) -> list[int]:
     return v
 
 
-_TOP = {"experiment", "servers", "tool", "load", "sweep", "run", "report", "suites"}
+_TOP = {"experiment", "servers", "tool", "load", "sweep", "run", "report", "suites", "exclude"}
 _RUN = {"duration", "warmup", "repetitions", "sample_interval", "server_cpus", "load_cpus", "timeout",
-        "load_reserve"}
-_SUITE = _RUN - {"server_cpus", "load_cpus", "load_reserve"} | {"sweep", "models", "skip"}
+        "load_reserve", "cpus_from"}
+_SUITE = _RUN - {"server_cpus", "load_cpus", "load_reserve", "cpus_from"} | {"sweep", "models", "skip",
+                                                                             "exclude"}
+_COMPARE = {"gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+            "lt": lambda a, b: a < b, "le": lambda a, b: a <= b}
+
+
+def point_matches(point: dict[str, Any], cond: dict[str, Any]) -> bool:
+    """Whether a point meets every condition of a table (keys other than sweep variables,
+    like alternatives and reason, are ignored): a value is equality, a list membership, a
+    table of gt/ge/lt/le bounds, all of which must hold."""
+    for k, want in cond.items():
+        if k in ("alternatives", "reason"):
+            continue
+        v = point.get(k)
+        if isinstance(want, dict):
+            if v is None or not all(_COMPARE[op](v, b) for op, b in want.items()):
+                return False
+        elif isinstance(want, list):
+            if v not in want:
+                return False
+        elif v != want:
+            return False
+    return True
+
+
+def describe_condition(cond: dict[str, Any]) -> str:
+    """A table of conditions in words, e.g. 'threads where cutoff = 0 and n > 20'."""
+    sym = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+    parts = []
+    for k, want in cond.items():
+        if k in ("alternatives", "reason"):
+            continue
+        if isinstance(want, dict):
+            parts += [f"{k} {sym[op]} {b}" for op, b in want.items()]
+        elif isinstance(want, list):
+            parts.append(f"{k} in {{{', '.join(map(str, want))}}}")
+        else:
+            parts.append(f"{k} = {want}")
+    who = ", ".join(cond.get("alternatives", [])) or "every alternative"
+    return who + (" where " + " and ".join(parts) if parts else "")
+
+
+def ncpu_here() -> int:
+    """The CPUs this process may run on (its affinity mask, as taskset or a cgroup set it)."""
+    return len(os.sched_getaffinity(0))
+
+
+_RANGE = re.compile(r"^\s*(\d+|ncpu)\s*\.\.\s*(\d+|ncpu)\s*$")
+
+
+def expand_values(v: Any, ncpu: int, path: Path, full: str) -> list[Any]:
+    """A sweep's values with the machine's CPU count filled in: "A..B" is the integers A to B
+    (either end may be "ncpu"), and "ncpu" in a list is the count; duplicates are dropped."""
+    if isinstance(v, str):
+        m = _RANGE.match(v)
+        if not m:
+            raise _err(path, full, f"must be a list of values or a range \"A..B\" (an end may be "
+                       f"ncpu), got {v!r}")
+        lo, hi = (ncpu if x == "ncpu" else int(x) for x in m.groups())
+        if lo > hi:
+            raise _err(path, full, f"range {v!r} is empty here ({ncpu} CPU(s))")
+        return list(range(lo, hi + 1))
+    if not isinstance(v, list) or not v:
+        raise _err(path, full, "must be a non-empty list of values")
+    out: list[Any] = []
+    for x in v:
+        x = ncpu if x == "ncpu" else x
+        if x not in out:
+            out.append(x)
+    return out
+
+
+def _conditions(v: Any, sweep: dict, labels: list[str], path: Path, full: str,
+                extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Validate a table of point conditions (an [[exclude]] or a figure's where)."""
+    if not isinstance(v, dict):
+        raise _err(path, full, "must be a table of conditions on sweep variables")
+    for k, want in v.items():
+        if k in extra:
+            continue
+        if k == "alternatives":
+            names = _str_list(want, path, f"{full}.alternatives")
+            for a in names:
+                if a not in labels:
+                    raise _err(path, f"{full}.alternatives", f"{a!r} is not one of the "
+                               f"alternatives {labels}")
+        elif k == "reason":
+            _get(v, k, str, path, full)
+        elif k not in sweep:
+            raise _err(path, f"{full}.{k}", f"is not a sweep variable; known: {sorted(sweep)}")
+        elif isinstance(want, dict):
+            for op, b in want.items():
+                if op not in _COMPARE or isinstance(b, bool) or not isinstance(b, (int, float)):
+                    raise _err(path, f"{full}.{k}", "a table of bounds takes gt, ge, lt, le with "
+                               f"numbers, got {op} = {b!r}")
+        elif isinstance(want, list) and not want:
+            raise _err(path, f"{full}.{k}", "must be a non-empty list")
+    return v
 
 # The sweep variable that gives the server a number of CPUs (see docs/harness.md, CPU sweep).
 CPU_SWEEP = "server_cpus"
 
 
-def load_experiment(path: Path, models: list | None = None) -> Experiment:
+def load_experiment(path: Path, models: list | None = None, ncpu: int | None = None) -> Experiment:
     """models: the names yard-serve offers, or its --list-models --json entries (then the models
-    whose flags say they take --workers follow a server_cpus sweep)."""
+    whose flags say they take --workers follow a server_cpus sweep). ncpu: the CPU count a sweep's
+    "ncpu" stands for (default: this process's affinity mask)."""
     path = Path(path)
+    ncpu = ncpu or ncpu_here()
     names = [m if isinstance(m, str) else m["name"] for m in models or []]
     scalable = {m["name"] for m in models or [] if isinstance(m, dict)
                 and (m.get("flags") or {}).get("workers")}
@@ -184,6 +321,7 @@ def load_experiment(path: Path, models: list | None = None) -> Experiment:
     alts: list[Alternative] = []
     load: list[str] = []
     app = None
+    list_runtimes = None
     if kind == "server":
         srv = _get(data, "servers", dict, path, "", required=True)
         app = _get(srv, "app", str, path, "servers")
@@ -226,7 +364,18 @@ def load_experiment(path: Path, models: list | None = None) -> Experiment:
                 pre = f"tool.variants[{i}]"
                 label = _get(x, "label", str, path, pre, required=True)
                 argv = _str_list(_get(x, "argv", list, path, pre, required=True), path, pre + ".argv")
-                alts.append(Alternative(label, argv))
+                for k in x:
+                    if k not in ("label", "argv", "runtime"):
+                        raise _err(path, f"{pre}.{k}", "unknown field; expected one of "
+                                   "['argv', 'label', 'runtime']")
+                alts.append(Alternative(label, argv,
+                                        runtime=_get(x, "runtime", str, path, pre)))
+        list_runtimes = tool.get("list_runtimes")
+        if list_runtimes is not None:
+            list_runtimes = _str_list(list_runtimes, path, "tool.list_runtimes")
+        if any(a.runtime for a in alts) and not list_runtimes:
+            raise _err(path, "tool.list_runtimes", "is required when a variant names a runtime "
+                       "(the command that says which runtimes this machine has)")
 
     labels = [a.label for a in alts]
     if len(set(labels)) != len(labels):
@@ -234,8 +383,7 @@ def load_experiment(path: Path, models: list | None = None) -> Experiment:
 
     sweep = _get(data, "sweep", dict, path, "", default={})
     for k, v in sweep.items():
-        if not isinstance(v, list) or not v:
-            raise _err(path, f"sweep.{k}", "must be a non-empty list of values")
+        sweep[k] = expand_values(v, ncpu, path, f"sweep.{k}")
     if CPU_SWEEP in sweep:
         v = sweep[CPU_SWEEP]
         if kind != "server" or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1
@@ -269,6 +417,18 @@ def load_experiment(path: Path, models: list | None = None) -> Experiment:
     reserve = _get(run, "load_reserve", int, path, "run", default=1)
     if reserve < 0:
         raise _err(path, "run.load_reserve", "must be >= 0 CPUs")
+    cpus_from = _get(run, "cpus_from", str, path, "run")
+    if cpus_from is not None:
+        if kind != "tool" or cpus_from not in sweep or not all(
+                isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in sweep[cpus_from]):
+            raise _err(path, "run.cpus_from", "must name a sweep variable of CPU counts >= 1, in a "
+                       "tool experiment")
+
+    exclude = data.get("exclude", [])
+    if not isinstance(exclude, list):
+        raise _err(path, "exclude", "must be an array of tables [[exclude]]")
+    for i, x in enumerate(exclude):
+        _conditions(x, sweep, labels, path, f"exclude[{i}]")
 
     known = {"bin", "duration", "load_threads", *sweep}
     for a in alts:
@@ -314,6 +474,26 @@ def load_experiment(path: Path, models: list | None = None) -> Experiment:
                 raise _err(path, f"{pre}.{k}", f"{v!r} is not one of the alternatives {labels}")
     note = _get(rep, "note", str, path, "report", default="")
 
+    figures = rep.get("figures", [])
+    if not isinstance(figures, list):
+        raise _err(path, "report.figures", "must be an array of tables [[report.figures]]")
+    for i, fg in enumerate(figures):
+        pre = f"report.figures[{i}]"
+        if not isinstance(fg, dict):
+            raise _err(path, pre, "must be a table with at least a metric")
+        for k in fg:
+            if k not in ("metric", "x", "where", "speedup", "title", "log_y"):
+                raise _err(path, f"{pre}.{k}", "unknown field; expected one of "
+                           "['log_y', 'metric', 'speedup', 'title', 'where', 'x']")
+        _get(fg, "metric", str, path, pre, required=True)
+        _get(fg, "title", str, path, pre)
+        _get(fg, "speedup", bool, path, pre)
+        _get(fg, "log_y", bool, path, pre)
+        x = _get(fg, "x", str, path, pre, default=next(iter(sweep), None))
+        if x not in sweep:
+            raise _err(path, f"{pre}.x", f"must be a sweep variable; known: {sorted(sweep)}")
+        fg["x"] = x
+        _conditions(fg.get("where", {}), sweep, labels, path, f"{pre}.where")
     log_y = _get(rep, "log_y", bool, path, "report", default=False)
     table = _str_list(rep.get("table", []), path, "report.table")
     bars_at = _get(rep, "bars_at", dict, path, "report")
@@ -324,9 +504,10 @@ def load_experiment(path: Path, models: list | None = None) -> Experiment:
             if v not in sweep[k]:
                 raise _err(path, f"report.bars_at.{k}", f"{v!r} is not one of sweep.{k} {sweep[k]}")
     for k in rep:
-        if k not in ("plots", "baseline", "log_y", "bars_at", "table", "pairs", "note"):
+        if k not in ("plots", "baseline", "log_y", "bars_at", "table", "pairs", "note", "figures"):
             raise _err(path, f"report.{k}", "unknown field; expected one of "
-                       "['bars_at', 'baseline', 'log_y', 'note', 'pairs', 'plots', 'table']")
+                       "['bars_at', 'baseline', 'figures', 'log_y', 'note', 'pairs', 'plots', "
+                       "'table']")
 
     suites = _get(data, "suites", dict, path, "", default={})
     for sname, ov in suites.items():
@@ -343,8 +524,12 @@ def load_experiment(path: Path, models: list | None = None) -> Experiment:
                 for sk, sv in v.items():
                     if sk not in sweep:
                         raise _err(path, f"suites.{sname}.sweep.{sk}", "is not a sweep variable of [sweep]")
-                    if not isinstance(sv, list) or not sv:
-                        raise _err(path, f"suites.{sname}.sweep.{sk}", "must be a non-empty list")
+                    v[sk] = expand_values(sv, ncpu, path, f"suites.{sname}.sweep.{sk}")
+            elif k == "exclude":
+                if not isinstance(v, list):
+                    raise _err(path, f"suites.{sname}.exclude", "must be an array of tables")
+                for i, x in enumerate(v):
+                    _conditions(x, sweep, labels, path, f"suites.{sname}.exclude[{i}]")
             elif k == "models":
                 _str_list(v, path, f"suites.{sname}.models")
             elif k == "skip":
@@ -360,11 +545,12 @@ def load_experiment(path: Path, models: list | None = None) -> Experiment:
                       load_cpus=lcpus, plots=plots, baseline=baseline, app=app, suites=suites,
                       log_y=log_y, bars_at=bars_at, table=table,
                       timeout=timeout, load_reserve=reserve, baselines=baselines, pairs=pairs,
-                      note=note)
+                      note=note, cpus_from=cpus_from, exclude=exclude,
+                      list_runtimes=list_runtimes, figures=figures)
 
 
-def load_all(directory: Path, models: list | None = None) -> list[Experiment]:
-    return [load_experiment(p, models) for p in sorted(Path(directory).glob("*.toml"))]
+def load_all(directory: Path, models: list | None = None, ncpu: int | None = None) -> list[Experiment]:
+    return [load_experiment(p, models, ncpu) for p in sorted(Path(directory).glob("*.toml"))]
 
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -18,6 +18,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from .experiment import point_matches  # noqa: E402
 from .stats import median_ci, ratio_ci  # noqa: E402
 
 # Metric name -> (label, lower is better?)
@@ -41,6 +42,12 @@ METRICS: dict[str, tuple[str, bool]] = {
     "l1i_misses_per_kinst": ("L1-icache misses per 1000 instructions", True),
     "dtlb_misses_per_kinst": ("dTLB load misses per 1000 instructions", True),
     "itlb_misses_per_kinst": ("iTLB load misses per 1000 instructions", True),
+    # yard-tasks and the Fibonacci peers (tool experiment eve_fib)
+    "min_s": ("time, best repetition (s)", True),
+    "median_s": ("time, median repetition (s)", True),
+    "ns_per_task": ("ns per task (median repetition)", True),
+    "tasks": ("tasks per repetition", True),
+    "steals": ("tasks stolen (one repetition)", True),
     # bench/chat_history.py (the chat_history experiment's load, its "metrics" object)
     "history_idle_p50_us": ("CHATHISTORY p50, idle (µs)", True),
     "history_idle_p99_us": ("CHATHISTORY p99, idle (µs)", True),
@@ -205,6 +212,79 @@ def _figure(exp: dict, trials: list[dict], metrics: list[str]) -> str | None:
             ax.set_ylabel(METRICS.get(m, (m, True))[0])
             ax.grid(True, alpha=0.3)
     fig.suptitle(exp["title"], fontsize=10)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def _figure_spec(exp: dict, trials: list[dict], spec: dict) -> str | None:
+    """One [[report.figures]] entry: its metric against its x, one line per alternative with
+    95% CIs, one panel per combination of the other sweep variables that vary among the
+    trials its where selects. With speedup, each line is T(first x)/T(x) for that
+    alternative (the ratio of medians, its CI from resampling both), beside the ideal."""
+    m, xkey = spec["metric"], spec["x"]
+    sub = [t for t in trials if point_matches(t["point"], spec.get("where") or {})
+           and m in t.get("metrics", {})]
+    if not sub:
+        return None
+    keys = [k for k in exp["sweep"] if k != xkey
+            and len({json.dumps(t["point"].get(k)) for t in sub}) > 1]
+    combos = [c for c in itertools.product(*(exp["sweep"][k] for k in keys))
+              if any(all(t["point"].get(k) == v for k, v in zip(keys, c)) for t in sub)]
+    ncol = min(len(combos), 4)
+    nrow = -(-len(combos) // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(5.2 * ncol, 3.8 * nrow), squeeze=False)
+    for ax in axes.flat[len(combos):]:
+        ax.set_visible(False)
+    styles = ["o-", "s-", "^-", "D-", "v-", "P-", "X-", "*-"]
+    speedup = spec.get("speedup", False)
+    for ci, combo in enumerate(combos):
+        ax = axes[ci // ncol][ci % ncol]
+        panel = [t for t in sub if all(t["point"].get(k) == v for k, v in zip(keys, combo))]
+        xs_panel = []
+        for i, a in enumerate(exp["alternatives"]):
+            by_x = {x: [t["metrics"][m] for t in panel if t["alternative"] == a
+                        and t["point"].get(xkey) == x] for x in exp["sweep"][xkey]}
+            by_x = {x: v for x, v in by_x.items() if v}
+            if not by_x:
+                continue
+            x0 = next(iter(by_x))
+            xs, med, lo, hi = [], [], [], []
+            for x, vals in by_x.items():
+                e = ratio_ci(by_x[x0], vals) if speedup else median_ci(vals)
+                if e.n == 0:
+                    continue
+                xs.append(x)
+                med.append(e.median)
+                lo.append(max(0.0, e.median - e.lo))
+                hi.append(max(0.0, e.hi - e.median))
+            xs_panel += xs
+            # The alternative's own colour and marker in every panel, whoever is missing.
+            ax.errorbar(xs, med, yerr=[lo, hi], fmt=styles[i % len(styles)], capsize=3,
+                        color=f"C{i % 10}", label=a, markersize=4, linewidth=1.2)
+        if speedup and xs_panel:
+            x0 = min(xs_panel)
+            ideal = sorted(set(xs_panel))
+            ax.plot(ideal, [x / x0 for x in ideal], "k:", linewidth=1, label="ideal")
+        if keys:
+            ax.set_title(_pkey(dict(zip(keys, combo))), fontsize=9)
+        ax.set_xlabel(xkey)
+        xs_all = sorted(set(xs_panel))
+        if xs_all and all(isinstance(x, (int, float)) and x > 0 for x in xs_all):
+            if xs_all[-1] / xs_all[0] >= 16:
+                ax.set_xscale("log", base=2)
+            elif len(xs_all) <= 12:
+                ax.set_xticks(xs_all)
+        label = METRICS.get(m, (m, True))[0]
+        ax.set_ylabel(f"speedup over {xkey} = {min(xs_all)} (x)" if speedup and xs_all
+                      else label)
+        if spec.get("log_y") and not speedup and _positive(exp, panel, m):
+            ax.set_yscale("log")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    where = spec.get("where") or {}
+    title = spec.get("title") or f"{exp['title']}: {METRICS.get(m, (m,))[0]}"
+    fig.suptitle(title + (f" ({_pkey(where)})" if where and not spec.get("title") else ""),
+                 fontsize=10)
     fig.tight_layout()
     return _png(fig)
 
@@ -453,6 +533,11 @@ img{max-width:100%}.warn{color:#a00}
 """
 
 
+def _skip_text(s: dict) -> str:
+    what = f"runtime {s['runtime']}" if s.get("runtime") else f"--model {s.get('model')}"
+    return f"{s['experiment']} {s['alternative']} ({what}: {s['reason']})"
+
+
 def write_report(out: Path, meta: dict | None = None) -> Path:
     meta = meta or json.loads((out / "meta.json").read_text())
     trials = load_trials(out)
@@ -490,13 +575,19 @@ def write_report(out: Path, meta: dict | None = None) -> Path:
     skipped = meta.get("skipped") or []
     if skipped:
         parts.append("<p class='warn'>Skipped on this machine: " + "; ".join(
-            html.escape(f"{s['experiment']} {s['alternative']} (--model {s['model']}: "
-                        f"{s['reason']})") for s in skipped) + ".</p>")
+            html.escape(_skip_text(s)) for s in skipped) + ".</p>")
     for exp in meta.get("experiments", []):
         et = [t for t in trials if t["experiment"] == exp["name"]]
         parts.append(f"<section><h2>{html.escape(exp['title'])}</h2>")
         if exp.get("description"):
             parts.append(f"<p>{html.escape(exp['description'])}</p>")
+        if exp.get("excluded"):
+            parts.append("<p>Not run, by design: " + "; ".join(
+                html.escape(x) for x in exp["excluded"]) + ".</p>")
+        mine = [s for s in skipped if s["experiment"] == exp["name"]]
+        if mine:
+            parts.append("<p class='warn'>Not available on this machine, so not run: " + "; ".join(
+                html.escape(_skip_text(s)) for s in mine) + ".</p>")
         gone = [d for d in meta.get("dropped") or [] if d["experiment"] == exp["name"]]
         if gone:
             parts.append("<p class='warn'>Points not run on this machine: " + "; ".join(
@@ -540,7 +631,13 @@ def write_report(out: Path, meta: dict | None = None) -> Path:
             if png:
                 parts.append(f"<img alt='{html.escape(exp['title'])} at one point' "
                              f"src='data:image/png;base64,{png}'>")
-            png = _figure(exp, ok, plot_metrics)
+            specs = exp.get("figures") or []
+            for spec in specs:
+                png = _figure_spec(exp, ok, spec)
+                if png:
+                    alt = spec.get("title") or f"{exp['title']}: {spec['metric']}"
+                    parts.append(f"<img alt='{html.escape(alt)}' src='data:image/png;base64,{png}'>")
+            png = None if specs else _figure(exp, ok, plot_metrics)
             if png:
                 parts.append(f"<img alt='{html.escape(exp['title'])}' src='data:image/png;base64,{png}'>")
             head = "".join(f"<th>{html.escape(METRICS.get(m, (m,))[0])}</th>" for m in table_metrics)

@@ -68,8 +68,10 @@ def run_trial(t: Trial, bin_dir: Path, seq: int) -> dict:
                            "started": time.time(), "status": "ok", "problems": []}
     if t.exp.kind == "tool":
         argv = render(t.alt.argv, values)
-        res = _run_cmd(argv, lcpus, t.exp.timeout)
+        cpus = t.exp.tool_cpus(t.point, os.sched_getaffinity(0))
+        res = _run_cmd(argv, cpus, t.exp.timeout)
         rec["commands"] = {"tool": argv}
+        rec["pinning"] = {"tool_cpus": sorted(cpus)}
         rec["tool"] = res
         if res["rc"] != 0 or res["stdout_json"] is None:
             rec["status"] = "failed"
@@ -263,7 +265,7 @@ def plan(experiments: list[Experiment], seed: int) -> list[Trial]:
     trials: list[Trial] = []
     for e in experiments:
         for rep in range(e.repetitions):
-            block = [Trial(e, a, p, rep) for p in e.points() for a in e.alternatives]
+            block = [Trial(e, a, p, rep) for a, p in e.runs()]
             rng.shuffle(block)
             trials.extend(block)
     return trials
