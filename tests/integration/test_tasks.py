@@ -142,7 +142,8 @@ def test_exact_with_a_task_per_call(runtime):
 def test_deep_recursion_more_tasks_than_stacks(runtime):
     """fib(25) with a task per call: 242,784 coroutines, 15 GiB if each held
     a 64 KiB stack at once. A coroutine gets its stack when it first runs and
-    gives it back when it ends, so the run completes with a few stacks mapped.
+    gives it back when it ends (and a join runs a child that never started
+    on its own stack), so the run completes with a few stacks mapped.
     (Under ThreadSanitizer, where a coroutine costs about half a millisecond,
     fib(18): 8,360 tasks.)"""
     need(runtime)
@@ -154,7 +155,9 @@ def test_deep_recursion_more_tasks_than_stacks(runtime):
     assert f"tasks  {tasks_of(n, 0)} per repetition" in r.stdout, r.stdout
     m = re.search(r"stacks (\d+) coroutine stacks mapped", r.stdout)
     assert m, r.stdout
-    assert 0 < int(m.group(1)) < tasks_of(n, 0) // 10, r.stdout
+    # (0 is possible: a join runs a child nobody stole on its own stack)
+    assert 0 <= int(m.group(1)) < tasks_of(n, 0) // 10, r.stdout
+    assert re.search(r"inlined \d+ children", r.stdout), r.stdout
     if n == 25:
         doc = run_json("fib", 25, "--runtime", runtime, "--workers", 2, "--cutoff", 0,
                        "--repeat", 1, timeout=300)

@@ -472,10 +472,10 @@ static int run(const struct opts *o)
     static double times[MAX_REPEAT], walls[MAX_REPEAT];
     static int64_t steals[MAX_REPEAT];
     bool has_steals = true, correct = true;
-    int64_t result = 0, stacks_mapped = -1;
+    int64_t result = 0, stacks_mapped = -1, inlined = -1;
     uint64_t tasks = 0, fallbacks = 0;
     for (unsigned k = 0; k < o->repeat; k++) {
-        yard_tasks_rep_t rep = {.steals = -1, .stacks_mapped = -1};
+        yard_tasks_rep_t rep = {.steals = -1, .stacks_mapped = -1, .inlined = -1};
         char err[256] = "";
         if (rt->run(&p, &rep, err, sizeof err) != 0) {
             fprintf(stderr, PROG ": %s: %s\n", rt->name, err);
@@ -502,6 +502,8 @@ static int run(const struct opts *o)
             fallbacks = rep.inline_fallbacks;
         if (rep.stacks_mapped > stacks_mapped)
             stacks_mapped = rep.stacks_mapped;
+        if (rep.inlined > inlined)
+            inlined = rep.inlined;
     }
     double min_s = min_d(times, o->repeat), median_s = median_d(times, o->repeat);
     double wall_median = median_d(walls, o->repeat);
@@ -546,8 +548,12 @@ static int run(const struct opts *o)
         if (stacks_mapped >= 0)
             printf("  stacks %" PRId64 " coroutine stacks mapped (most in one repetition)\n",
                    stacks_mapped);
+        if (inlined >= 0)
+            printf("  inlined %" PRId64 " children run by their join on its own stack, never "
+                   "started as coroutines (most in one repetition)\n",
+                   inlined);
         if (fallbacks)
-            printf("  inline %" PRIu64 " spawns ran inline: no thread could be created "
+            printf("  fallbacks %" PRIu64 " spawns ran inline: no thread or task could be made "
                    "(most in one repetition)\n",
                    fallbacks);
     }

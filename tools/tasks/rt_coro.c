@@ -14,8 +14,9 @@
  * Each repetition is one yard_coro_run with `workers` workers. The main
  * coroutine starts the root task and joins it; time_s is that interval,
  * wall_s the whole yard_coro_run (thread start-up and shut-down included).
- * Steals and mapped stacks are yard_coro_get_stats deltas over the same
- * interval. A spawn that fails (out of memory) runs its subtree inline and
+ * Steals, mapped stacks and inlined children (a join that finds its child
+ * not started runs it on its own stack) are yard_coro_get_stats deltas over
+ * the same interval. A spawn that fails (out of memory) runs its subtree inline and
  * is counted as an inline fallback. */
 #include "tasks.h"
 
@@ -192,6 +193,7 @@ static void crun_main(void *arg)
     out->time_s = t1 - t0;
     out->steals = (int64_t)(s1.steals - s0.steals);
     out->stacks_mapped = (int64_t)(s1.stacks_mapped - s0.stacks_mapped);
+    out->inlined = (int64_t)(s1.inlined - s0.inlined);
 }
 
 static int crun(const yard_tasks_params_t *p, bool perms, yard_tasks_rep_t *out, char *err,

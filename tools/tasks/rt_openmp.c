@@ -64,6 +64,7 @@ static int run_openmp(const yard_tasks_params_t *p, yard_tasks_rep_t *out, char 
     out->steals = -1;
     out->inline_fallbacks = 0;
     out->stacks_mapped = -1;
+    out->inlined = -1;
     return 0;
 }
 

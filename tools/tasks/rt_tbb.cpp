@@ -61,6 +61,7 @@ int run_tbb(const yard_tasks_params_t *p, yard_tasks_rep_t *out, char *err, size
     out->steals = -1;
     out->inline_fallbacks = 0;
     out->stacks_mapped = -1;
+    out->inlined = -1;
     return 0;
 }
 

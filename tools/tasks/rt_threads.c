@@ -134,6 +134,7 @@ static int run_threads(const yard_tasks_params_t *p, yard_tasks_rep_t *out, char
     out->time_s = out->wall_s = t1 - t0;
     out->steals = -1;
     out->stacks_mapped = -1;
+    out->inlined = -1;
     return 0;
 }
 

@@ -46,6 +46,7 @@ typedef struct yard_tasks_rep {
     int64_t steals;            /* -1: this runtime cannot tell */
     uint64_t inline_fallbacks; /* spawns that could not get a thread/task and ran inline */
     int64_t stacks_mapped;     /* coroutine stacks mmap'd during the run; -1 if not coro */
+    int64_t inlined;           /* coro: children a join ran on its own stack; -1 if not coro */
 } yard_tasks_rep_t;
 
 typedef struct yard_tasks_runtime {
