@@ -36,6 +36,7 @@ typedef struct yard_config {
     int ring_bufs;      /* uring: receive buffers per ring (a power of two) */
     size_t ring_buf_size; /* uring: bytes per receive buffer */
     int ring_fixed_files; /* uring: register sockets with the ring (1) or not (0) */
+    int background_fib;  /* --background-fib N: fib(N) computed beside the server; 0: off */
 } yard_config_t;
 
 #endif

@@ -40,7 +40,10 @@ typedef struct yard_model {
     /* Optional: NULL when the model can run on this machine, else why not
      * (written into buf): the kernel refuses what it is built on. */
     const char *(*unavailable)(char *buf, size_t len);
-    /* Serve srv->listen_fd until srv->sig_fd reports SIGTERM or SIGINT, then
+    /* Runs --background-fib on its own workers (coro); for the others the
+     * engine runs it on an offload pool beside the model. */
+    bool own_background;
+    /* Serve the listeners (srv->ls) until srv->sig_fd reports SIGTERM or SIGINT, then
      * close every connection, reap every child and return the exit status. */
     int (*serve)(yard_server_t *srv);
 } yard_model_t;

@@ -22,6 +22,7 @@
 
 #include "models.h"
 #include "yard/access.h"
+#include "yard/background.h"
 #include "yard/clock.h"
 #include "yard/conn.h"
 #include "yard/coro.h"
@@ -46,6 +47,9 @@ struct coro_model {
         int reserve_fd; /* each its own: they may run at once on two workers */
         yard_coro_t *co;
     } acc[YARD_MAX_LISTEN];
+    /* --background-fib: Program 1's tasks on these same workers */
+    atomic_int bg_stop;
+    yard_background_stats_t bg_stats;
 };
 
 /* The model's own state of a connection (yard_conn_model). */
@@ -248,10 +252,17 @@ static size_t coro_wait_fewer(void *arg, uint64_t deadline_ns)
     return atomic_load(&cm->nlive);
 }
 
+static void background_main(void *p)
+{
+    struct coro_model *cm = p;
+    yard_background_coro(cm->srv->cfg->background_fib, &cm->bg_stop, &cm->bg_stats);
+}
+
 static void coro_main(void *p)
 {
     struct coro_model *cm = p;
     yard_server_t *srv = cm->srv;
+    yard_coro_t *bg = srv->cfg->background_fib ? yard_coro_spawn(background_main, cm) : NULL;
     int nacc = 0;
     for (; nacc < srv->ls.n; nacc++) {
         cm->acc[nacc].co = yard_coro_spawn(acceptor, &cm->acc[nacc]);
@@ -269,6 +280,12 @@ static void coro_main(void *p)
         yard_coro_join(cm->acc[i].co);
     }
     yard_listen_set_close(&srv->ls);
+    if (bg) {
+        atomic_store(&cm->bg_stop, 1);
+        yard_coro_join(bg);
+        yard_background_log(srv->cfg->background_fib, "as tasks on the coroutine workers",
+                            &cm->bg_stats);
+    }
     yard_drain_conns(&cm->live, &cm->stop, coro_wait_fewer, cm, "connection coroutines");
     /* Returning stops the runtime; coroutines still parked are abandoned. */
 }
@@ -330,5 +347,6 @@ const yard_model_t yard_model_coro = {
                .ipc = "shared memory",
                .error_isolation = "none: a crash ends every connection"},
     .opts = coro_opts,
+    .own_background = true,
     .serve = coro_serve,
 };

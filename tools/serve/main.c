@@ -19,6 +19,7 @@
 
 #include "yard/bus.h"
 #include "yard/app.h"
+#include "yard/background.h"
 #include "yard/clock.h"
 #include "yard/log.h"
 #include "yard/model.h"
@@ -93,6 +94,12 @@ static const yard_opt_t engine_opts[] = {
     {.name = "max-sendq", .form = "BYTES", .type = YARD_OPT_SIZE, ARG(cfg.max_sendq),
      .min = 4096, .max = (long long)1 << 34, .def = "8M",
      .help = "disconnect a peer that lets more than this wait for it ('send queue exceeded')"},
+    {.name = "background-fib", .form = "N", .type = YARD_OPT_INT, ARG(cfg.background_fib),
+     .min = 0, .max = YARD_BACKGROUND_MAX_N, .def = "0",
+     .help = "compute fib(N) over and over beside the connections, as the Eve study's Program "
+             "1 (two tasks per call down to fib(20)), each result checked, and report how many "
+             "at exit: coro runs the tasks on its own workers, every other model on an offload "
+             "pool of --workers (default: CPUs) threads; 0 = off"},
     {.name = "log-level", .form = "LEVEL", .type = YARD_OPT_ENUM, ARG(log_level),
      .choices = log_levels, .def = "warning", .help = "error | warning | info | debug"},
     {.name = "list-apps", .type = YARD_OPT_SWITCH, ARG(list_apps),
@@ -554,7 +561,21 @@ static int serve(const yard_config_t *cfg, const yard_app_t *app, const yard_mod
     fflush(stdout);
     yard_log_info("serving app %s with model %s on %s", app->name, model->name, where);
     log_idle_timeout(app, cfg, idle_given);
+    yard_background_t *bg = NULL;
+    if (cfg->background_fib && !model->own_background) {
+        int threads = cfg->workers > 0 ? cfg->workers : yard_cpus_available();
+        bg = yard_background_pool_start(cfg->background_fib, threads, err, sizeof err);
+        if (!bg) {
+            fprintf(stderr, "%s: %s\n", progname, err);
+            goto out;
+        }
+    }
     status = model->serve(&srv);
+    if (bg) {
+        yard_background_stats_t st;
+        yard_background_pool_stop(bg, &st);
+        yard_background_log(cfg->background_fib, "on an offload pool", &st);
+    }
     yard_log_info("stopped: %lu connections accepted, %lu refused",
                   atomic_load(&srv.shared->accepted), atomic_load(&srv.shared->rejected));
 out:
