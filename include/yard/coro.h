@@ -241,7 +241,8 @@ void yard_coro_chan_close(yard_coro_chan_t *ch);
 struct yard_coro_task;
 
 typedef struct yard_coro_obj {
-    int readers; /* guarded by the runtime's permission lock */
+    atomic_int lock; /* guards the rest; a task takes its objects' locks in address order */
+    int readers;
     int full;
     struct yard_coro_task *wait_head, *wait_tail;
 } yard_coro_obj_t; /* zero-initialise */

@@ -1,21 +1,26 @@
 /* Eve-style tasks with access permissions.
  *
  * A task holds, for the whole of its run, a READ or FULL permission on each
- * object it declared. Grants are decided under one lock for the whole
- * permission table, and all of a task's permissions are granted together or
- * not at all, so there is no lock ordering and no deadlock between tasks.
+ * object it declared. All of a task's permissions are granted together or
+ * not at all, decided while it holds the locks of all its objects, taken in
+ * address order (its permissions are sorted by object when it is made), so
+ * there is no deadlock between tasks and no lock shared by unrelated ones:
+ * two workers granting tasks on different objects touch no common line.
  *
  * A task that cannot start is queued on one object it conflicts with and is
  * retried when that object is released (never spun on). Invariant: a task
- * sits only in the queue of an object that is currently held in a mode that
- * conflicts with it, so every queued task is retried eventually. A new task
- * also queues behind an object's non-empty queue even if its mode would be
- * compatible, so that a stream of readers cannot starve a queued writer. */
+ * sits only in the queue of an object that is held in a mode that conflicts
+ * with it, or behind such a task, so every queued task is retried
+ * eventually: the check and the enqueue happen under that object's lock,
+ * and a release takes the lock. A new task also queues behind an object's
+ * non-empty queue even if its mode would be compatible, so that a stream of
+ * readers cannot starve a queued writer. */
 #include "internal.h"
 
 #include <errno.h>
 #include <sched.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -23,12 +28,22 @@ struct yard_coro_task {
     void (*fn)(void *);
     void *arg;
     yard_coro_finish_t *finish;
-    size_t n;
-    yard_coro_perm_t perms[YARD_CORO_MAX_PERMS];
     struct yard_coro_task *wait_next;
+    size_t n;
+    yard_coro_perm_t perms[]; /* n of them, sorted by object address */
 };
 
-static atomic_int g_perm_lock;
+static void lock_all(const struct yard_coro_task *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        yard_coro__spin_lock(&t->perms[i].obj->lock);
+}
+
+static void unlock_all(const struct yard_coro_task *t)
+{
+    for (size_t i = t->n; i-- > 0;)
+        yard_coro__spin_unlock(&t->perms[i].obj->lock);
+}
 
 static bool compatible(const yard_coro_perm_t *p)
 {
@@ -47,13 +62,19 @@ static void obj_enqueue(yard_coro_obj_t *o, struct yard_coro_task *t)
     o->wait_tail = t;
 }
 
-/* Under the permission lock: grants everything and returns NULL, or returns
- * the object to wait on. `fresh` applies the no-overtaking rule. */
-static yard_coro_obj_t *try_grant(struct yard_coro_task *t, bool fresh)
+/* Grants all of t's permissions and returns true, or queues t on an object
+ * it must wait for and returns false. `fresh` applies the no-overtaking
+ * rule. */
+static bool try_grant(struct yard_coro_task *t, bool fresh)
 {
+    lock_all(t);
     for (size_t i = 0; i < t->n; i++) {
-        if (!compatible(&t->perms[i]) || (fresh && t->perms[i].obj->wait_head))
-            return t->perms[i].obj;
+        yard_coro_obj_t *o = t->perms[i].obj;
+        if (!compatible(&t->perms[i]) || (fresh && o->wait_head)) {
+            obj_enqueue(o, t);
+            unlock_all(t);
+            return false;
+        }
     }
     for (size_t i = 0; i < t->n; i++) {
         if (t->perms[i].mode == YARD_PERM_READ)
@@ -61,40 +82,17 @@ static yard_coro_obj_t *try_grant(struct yard_coro_task *t, bool fresh)
         else
             t->perms[i].obj->full = 1;
     }
-    return NULL;
+    unlock_all(t);
+    return true;
 }
 
 static void task_main(void *arg);
 
-static void start_tasks(struct yard_coro_task *list)
+static void start_task(struct yard_coro_task *t)
 {
-    while (list) {
-        struct yard_coro_task *t = list;
-        list = t->wait_next;
-        if (yard_coro_go(task_main, t) != 0) {
-            fprintf(stderr, "yard_coro: out of memory starting a task\n");
-            abort();
-        }
-    }
-}
-
-/* Under the permission lock: retries o's queue in order. Tasks that still
- * conflict on o stay (in order); tasks that conflict elsewhere move to that
- * object's queue; granted ones are added to *ready. */
-static void retry_queue(yard_coro_obj_t *o, struct yard_coro_task **ready)
-{
-    struct yard_coro_task *t = o->wait_head;
-    o->wait_head = o->wait_tail = NULL;
-    while (t) {
-        struct yard_coro_task *next = t->wait_next;
-        yard_coro_obj_t *blocker = try_grant(t, false);
-        if (blocker) {
-            obj_enqueue(blocker, t);
-        } else {
-            t->wait_next = *ready;
-            *ready = t;
-        }
-        t = next;
+    if (yard_coro_go(task_main, t) != 0) {
+        fprintf(stderr, "yard_coro: out of memory starting a task\n");
+        abort();
     }
 }
 
@@ -113,18 +111,29 @@ static void task_main(void *arg)
 {
     struct yard_coro_task *t = arg;
     t->fn(t->arg);
-    struct yard_coro_task *ready = NULL;
-    yard_coro__spin_lock(&g_perm_lock);
+    /* Release each object and take the tasks queued on it; then retry them
+     * in order (each takes its own objects' locks). */
+    struct yard_coro_task *retry = NULL, **tail = &retry;
     for (size_t i = 0; i < t->n; i++) {
+        yard_coro_obj_t *o = t->perms[i].obj;
+        yard_coro__spin_lock(&o->lock);
         if (t->perms[i].mode == YARD_PERM_READ)
-            t->perms[i].obj->readers--;
+            o->readers--;
         else
-            t->perms[i].obj->full = 0;
+            o->full = 0;
+        if (o->wait_head) {
+            *tail = o->wait_head;
+            tail = &o->wait_tail->wait_next;
+            o->wait_head = o->wait_tail = NULL;
+        }
+        yard_coro__spin_unlock(&o->lock);
     }
-    for (size_t i = 0; i < t->n; i++)
-        retry_queue(t->perms[i].obj, &ready);
-    yard_coro__spin_unlock(&g_perm_lock);
-    start_tasks(ready);
+    while (retry) {
+        struct yard_coro_task *w = retry;
+        retry = w->wait_next;
+        if (try_grant(w, false))
+            start_task(w);
+    }
     yard_coro_finish_t *f = t->finish;
     free(t);
     finish_release(f);
@@ -150,25 +159,25 @@ int yard_coro_task(yard_coro_finish_t *f, const yard_coro_perm_t *perms, size_t 
             if (perms[j].obj == perms[i].obj)
                 return -EINVAL; /* one entry per object: FULL already implies READ */
     }
-    struct yard_coro_task *t = malloc(sizeof(*t));
+    struct yard_coro_task *t =
+        malloc(offsetof(struct yard_coro_task, perms) + nperms * sizeof(yard_coro_perm_t));
     if (!t)
         return -ENOMEM;
     t->fn = fn;
     t->arg = arg;
     t->finish = f;
     t->n = nperms;
-    for (size_t i = 0; i < nperms; i++)
-        t->perms[i] = perms[i];
     t->wait_next = NULL;
+    /* Sorted by object address (insertion sort: at most 16): the lock order. */
+    for (size_t i = 0; i < nperms; i++) {
+        size_t j = i;
+        for (; j > 0 && (uintptr_t)t->perms[j - 1].obj > (uintptr_t)perms[i].obj; j--)
+            t->perms[j] = t->perms[j - 1];
+        t->perms[j] = perms[i];
+    }
     atomic_fetch_add_explicit(&f->pending, 1, memory_order_relaxed);
-
-    yard_coro__spin_lock(&g_perm_lock);
-    yard_coro_obj_t *blocker = try_grant(t, true);
-    if (blocker)
-        obj_enqueue(blocker, t);
-    yard_coro__spin_unlock(&g_perm_lock);
-    if (!blocker)
-        start_tasks(t);
+    if (try_grant(t, true))
+        start_task(t);
     return 0;
 }
 
