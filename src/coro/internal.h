@@ -139,6 +139,11 @@ void yard_coro__netpoll_wake_fenced(void);
  * (and no deadlock) is introduced. */
 yard_coro_t *yard_coro__take_unstarted(bool (*want)(const yard_coro_t *c, void *ctx), void *ctx);
 void yard_coro__run_inline(yard_coro_t *c);
+/* sched.c: blocks of YARD_CORO_SMALL bytes from the calling worker's cache
+ * (malloc/free elsewhere, and always under ASan): a task's record. */
+#define YARD_CORO_SMALL 128
+void *yard_coro__small_alloc(void);
+void yard_coro__small_free(void *b);
 /* sched.c: whether the calling thread is a worker of the running scheduler. */
 bool yard_coro__on_worker(void);
 /* Counted in the stats. */

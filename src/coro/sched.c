@@ -46,6 +46,13 @@
 enum after_switch { ACT_NONE, ACT_YIELD, ACT_PARK, ACT_EXIT };
 
 #define STACK_CACHE_LOCAL 16
+/* Finished descriptors a worker keeps for its next spawns (none under ASan,
+ * so that a use after free is still caught). */
+#ifdef YARD_CORO_ASAN
+#define DESC_CACHE 0u
+#else
+#define DESC_CACHE 64u
+#endif
 #define STACK_CACHE_GLOBAL 256
 #define ALL_STRIPES 16
 #define GLOBAL_QUEUE_EVERY 61
@@ -81,6 +88,10 @@ struct worker {
     bool in_idle_list;
     unsigned ncache;
     yard_coro_stack_t cache[STACK_CACHE_LOCAL];
+    yard_coro_t *free_desc; /* linked through next */
+    unsigned nfree_desc;
+    void *free_small; /* YARD_CORO_SMALL-byte blocks, linked through their first word */
+    unsigned nfree_small;
     _Atomic uint64_t n_spawned, n_finished, n_steals, n_parks, n_sleeps, n_polls, n_inlined;
 };
 
@@ -495,7 +506,52 @@ static void coro_free(yard_coro_t *c)
 {
     if (c->listed)
         all_remove(g_sched, c);
+    struct worker *w = cur_worker();
+    if (w && w->nfree_desc + 1 <= DESC_CACHE) {
+        c->next = w->free_desc;
+        w->free_desc = c;
+        w->nfree_desc++;
+        return;
+    }
     free(c);
+}
+
+void *yard_coro__small_alloc(void)
+{
+    struct worker *w = cur_worker();
+    if (w && w->free_small) {
+        void *b = w->free_small;
+        w->free_small = *(void **)b;
+        w->nfree_small--;
+        return b;
+    }
+    return malloc(YARD_CORO_SMALL);
+}
+
+void yard_coro__small_free(void *b)
+{
+    struct worker *w = cur_worker();
+    if (w && w->nfree_small + 1 <= DESC_CACHE) {
+        *(void **)b = w->free_small;
+        w->free_small = b;
+        w->nfree_small++;
+        return;
+    }
+    free(b);
+}
+
+/* A zeroed descriptor: the worker's cache first (malloc and free were the
+ * largest part of a task's cost once joins ran children inline). */
+static yard_coro_t *desc_new(struct worker *w)
+{
+    if (w && w->free_desc) {
+        yard_coro_t *c = w->free_desc;
+        w->free_desc = c->next;
+        w->nfree_desc--;
+        memset(c, 0, sizeof *c);
+        return c;
+    }
+    return calloc(1, sizeof(yard_coro_t));
 }
 
 static void coro_unref(yard_coro_t *c)
@@ -745,7 +801,8 @@ static yard_coro_t *coro_new(void (*fn)(void *), void *arg, int refs)
         errno = EINVAL;
         return NULL;
     }
-    yard_coro_t *c = calloc(1, sizeof(*c));
+    struct worker *w = cur_worker();
+    yard_coro_t *c = desc_new(w);
     if (!c)
         return NULL;
     c->fn = fn;
@@ -753,7 +810,6 @@ static yard_coro_t *coro_new(void (*fn)(void *), void *arg, int refs)
     yard_heap_node_init(&c->timer);
     atomic_init(&c->state, CS_RUNNABLE);
     atomic_init(&c->refs, refs);
-    struct worker *w = cur_worker();
     if (w)
         COUNT(w, n_spawned);
     else
@@ -916,6 +972,14 @@ static void sched_free(struct sched *s)
     }
     for (unsigned i = 0; i < s->n; i++) {
         struct worker *w = &s->w[i];
+        for (yard_coro_t *c = w->free_desc, *next; c; c = next) {
+            next = c->next;
+            free(c);
+        }
+        for (void *b = w->free_small, *next; b; b = next) {
+            next = *(void **)b;
+            free(b);
+        }
         while (w->ncache)
             yard_coro_stack_free(&w->cache[--w->ncache]);
         deque_destroy(&w->dq);

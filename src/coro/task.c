@@ -135,7 +135,10 @@ static void task_main(void *arg)
             start_task(w);
     }
     yard_coro_finish_t *f = t->finish;
-    free(t);
+    if (offsetof(struct yard_coro_task, perms) + t->n * sizeof(yard_coro_perm_t) <= YARD_CORO_SMALL)
+        yard_coro__small_free(t);
+    else
+        free(t);
     finish_release(f);
 }
 
@@ -159,8 +162,8 @@ int yard_coro_task(yard_coro_finish_t *f, const yard_coro_perm_t *perms, size_t 
             if (perms[j].obj == perms[i].obj)
                 return -EINVAL; /* one entry per object: FULL already implies READ */
     }
-    struct yard_coro_task *t =
-        malloc(offsetof(struct yard_coro_task, perms) + nperms * sizeof(yard_coro_perm_t));
+    size_t size = offsetof(struct yard_coro_task, perms) + nperms * sizeof(yard_coro_perm_t);
+    struct yard_coro_task *t = size <= YARD_CORO_SMALL ? yard_coro__small_alloc() : malloc(size);
     if (!t)
         return -ENOMEM;
     t->fn = fn;
@@ -195,7 +198,11 @@ void yard_coro_finish_wait(yard_coro_finish_t *f)
     while (atomic_load_explicit(&f->pending, memory_order_acquire) > 1 &&
            (c = yard_coro__take_unstarted(is_task_of, f)))
         yard_coro__run_inline(c);
-    finish_release(f); /* the scope's own count */
+    /* The scope's own count. If it is the last, every task has finished
+     * and, having decremented to a non-zero count, touches f no more:
+     * nobody to wake, nothing to wait for. */
+    if (atomic_fetch_sub_explicit(&f->pending, 1, memory_order_acq_rel) == 1)
+        return;
     unsigned v;
     while ((v = atomic_load_explicit(&f->pending, memory_order_acquire)) != 0)
         yard_coro_waitq_wait(&f->q, &f->pending, v, 0);
