@@ -118,8 +118,8 @@ test-tsan: tsan venv
 # Compilers and architectures (issue 21): build/cross-<name>/, one summary
 # line each, then "N passed, N failed". Installs its cross compilers and
 # qemu-user as root; see tests/cross/run and docs/portability.md.
-test-cross: deps venv
-	@tests/cross/run
+test-cross: build venv
+	@CROSS_X86_64_FROM=build tests/cross/run
 cross: test-cross
 
 bench: build peers venv
