@@ -255,11 +255,19 @@ typedef struct yard_coro_perm {
 } yard_coro_perm_t;
 
 typedef struct yard_coro_finish {
-    atomic_uint pending; /* the scope itself + live tasks */
+    /* Live tasks, plus a large bias for the scope itself until its wait:
+     * the owner's own spawns are counted in `local` without an atomic and
+     * added when it waits, in one operation with the bias's removal. */
+    atomic_uint pending;
     atomic_uint released; /* set by whoever dropped pending to 0, once done with the scope */
     yard_coro_waitq_t q;
+    yard_coro_t *owner; /* the coroutine that initialised it (NULL outside one) */
+    unsigned local;     /* tasks the owner spawned into it, not yet in pending */
 } yard_coro_finish_t;
 
+/* The calling coroutine owns the scope: its spawns into it must happen
+ * before its wait (Eve's finish block: spawn, then wait, in one body). Tasks
+ * may spawn into it too, from anywhere, until it is over. */
 void yard_coro_finish_init(yard_coro_finish_t *f);
 /* Spawns fn(arg) as a task of scope f holding perms (copied; at most
  * YARD_CORO_MAX_PERMS, one entry per object). 0, -EINVAL, -ENOMEM. */

@@ -142,11 +142,17 @@ static void task_main(void *arg)
     finish_release(f);
 }
 
+/* The scope's own share of pending until its wait: tasks that finish
+ * before the owner has added its spawns cannot bring pending to 0. */
+#define FINISH_BIAS (1u << 30)
+
 void yard_coro_finish_init(yard_coro_finish_t *f)
 {
-    atomic_init(&f->pending, 1);
+    atomic_init(&f->pending, FINISH_BIAS);
     atomic_init(&f->released, 0);
     f->q = (yard_coro_waitq_t){0};
+    f->owner = yard_coro_self();
+    f->local = 0;
 }
 
 int yard_coro_task(yard_coro_finish_t *f, const yard_coro_perm_t *perms, size_t nperms,
@@ -178,7 +184,10 @@ int yard_coro_task(yard_coro_finish_t *f, const yard_coro_perm_t *perms, size_t 
             t->perms[j] = t->perms[j - 1];
         t->perms[j] = perms[i];
     }
-    atomic_fetch_add_explicit(&f->pending, 1, memory_order_relaxed);
+    if (f->owner && f->owner == yard_coro_self())
+        f->local++; /* added to pending by the owner's wait */
+    else
+        atomic_fetch_add_explicit(&f->pending, 1, memory_order_relaxed);
     if (try_grant(t, true))
         start_task(t);
     return 0;
@@ -195,13 +204,15 @@ void yard_coro_finish_wait(yard_coro_finish_t *f)
      * deque (the last ones spawned): run them here, on our stack. The scope
      * waits for them anyway. */
     yard_coro_t *c;
-    while (atomic_load_explicit(&f->pending, memory_order_acquire) > 1 &&
-           (c = yard_coro__take_unstarted(is_task_of, f)))
+    for (unsigned tries = 0; tries < f->local && (c = yard_coro__take_unstarted(is_task_of, f));
+         tries++)
         yard_coro__run_inline(c);
-    /* The scope's own count. If it is the last, every task has finished
-     * and, having decremented to a non-zero count, touches f no more:
-     * nobody to wake, nothing to wait for. */
-    if (atomic_fetch_sub_explicit(&f->pending, 1, memory_order_acq_rel) == 1)
+    /* Remove the scope's bias and add the owner's spawns in one step. If
+     * that leaves 0, every task has finished and, having decremented to a
+     * non-zero count, touches f no more: nobody to wake, nothing to wait
+     * for. Otherwise the task that brings it to 0 wakes us. */
+    unsigned sub = FINISH_BIAS - f->local;
+    if (atomic_fetch_sub_explicit(&f->pending, sub, memory_order_acq_rel) == sub)
         return;
     unsigned v;
     while ((v = atomic_load_explicit(&f->pending, memory_order_acquire)) != 0)
