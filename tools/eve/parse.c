@@ -233,17 +233,17 @@ typedef eve_node_t *(*stmt_fn)(parser_t *p, void *arg);
 static eve_node_t *try_parse(parser_t *p, stmt_fn fn, void *arg)
 {
     jmp_buf here;
-    jmp_buf *saved = p->recover;
-    int depth = p->depth;
-    size_t start = p->i;
-    if (setjmp(here)) {
-        p->recover = saved;
+    jmp_buf *const saved = p->recover;
+    const int depth = p->depth;
+    const size_t start = p->i;
+    eve_node_t *n = NULL;
+    if (setjmp(here) == 0) {
+        p->recover = &here;
+        n = fn(p, arg);
+    } else {
         p->depth = depth;
         skip_statement(p, start);
-        return NULL;
     }
-    p->recover = &here;
-    eve_node_t *n = fn(p, arg);
     p->recover = saved;
     return n;
 }
@@ -904,6 +904,33 @@ static eve_node_t *parse_top(parser_t *p, void *arg)
     return parse_stmt(p, NULL);
 }
 
+static eve_node_t *parse_program(parser_t *p)
+{
+    eve_node_t *prog = node(p, EVE_N_PROGRAM, (eve_pos_t){1, 1});
+    size_t cap = 0;
+    while (kind(p) != EVE_T_EOF) {
+        if (kind(p) == EVE_T_DEDENT || kind(p) == EVE_T_NEWLINE) {
+            advance(p); /* cannot happen with a well-formed token stream */
+            continue;
+        }
+        eve_node_t *item = try_parse(p, parse_top, NULL);
+        if (item)
+            push(p, &prog->u.program.items.v, &prog->u.program.items.n, &cap, &item,
+                 sizeof item);
+    }
+    return prog;
+}
+
+/* The fatal exit's landing point, in a function of its own: nothing here
+ * lives across the longjmp. */
+static bool parse_guarded(parser_t *p, eve_node_t **out)
+{
+    if (setjmp(p->fatal) != 0)
+        return false;
+    *out = parse_program(p);
+    return true;
+}
+
 eve_node_t *eve_parse(eve_ctx_t *cx, const char *src, size_t len)
 {
     size_t errors_before = cx->nerrors;
@@ -912,22 +939,8 @@ eve_node_t *eve_parse(eve_ctx_t *cx, const char *src, size_t len)
     if (!eve_lex(cx, src, len, &toks, &ntoks))
         return NULL;
     parser_t p = {.cx = cx, .t = toks, .n = ntoks};
-    eve_node_t *volatile prog = NULL;
-    if (setjmp(p.fatal))
-        return NULL;
-    prog = node(&p, EVE_N_PROGRAM, (eve_pos_t){1, 1});
-    size_t cap = 0;
-    while (kind(&p) != EVE_T_EOF) {
-        if (kind(&p) == EVE_T_DEDENT || kind(&p) == EVE_T_NEWLINE) {
-            advance(&p); /* cannot happen with a well-formed token stream */
-            continue;
-        }
-        eve_node_t *item = try_parse(&p, parse_top, NULL);
-        if (item)
-            push(&p, &prog->u.program.items.v, &prog->u.program.items.n, &cap, &item,
-                 sizeof item);
-    }
-    if (cx->nerrors != errors_before)
+    eve_node_t *prog = NULL;
+    if (!parse_guarded(&p, &prog) || cx->nerrors != errors_before)
         return NULL;
     return prog;
 }
