@@ -528,6 +528,23 @@ static void test_nesting_limits(void)
     free(t);
 }
 
+static void test_long_lists(void)
+{
+    /* Lists checked for repeated names are bounded (no quadratic time); the
+     * error is at the 1001st entry, x1000, after 5893 bytes. */
+    size_t cap = 20 * 2000 + 64, len = 0;
+    char *s = malloc(cap);
+    ASSERT(s);
+    len += (size_t)snprintf(s + len, cap - len, "@ [");
+    for (int i = 0; i < 2000; i++)
+        len += (size_t)snprintf(s + len, cap - len, "%sx%d", i ? ", " : "", i);
+    snprintf(s + len, cap - len, "]: pass\n");
+    char err[512];
+    ASSERT(!parse(s, strlen(s), err, sizeof err, NULL));
+    ASSERT_STR_EQ(err, "t.eve:1:5894: error: more than 1000 entries in a permission list");
+    free(s);
+}
+
 static void test_many_errors_capped(void)
 {
     char *s = repeat("", "x = $\n", 1000, "");
@@ -606,6 +623,7 @@ int main(int argc, char **argv)
         {"error_misc", test_error_misc},
         {"several_errors", test_several_errors},
         {"nesting_limits", test_nesting_limits},
+        {"long_lists", test_long_lists},
         {"many_errors_capped", test_many_errors_capped},
         {"examples", test_examples},
         {NULL, NULL},

@@ -19,6 +19,7 @@
 #define EVE_MAX_NESTING 200          /* blocks, brackets and expressions within each other */
 #define EVE_MAX_IDENT 255            /* bytes of one identifier */
 #define EVE_MAX_STRING (1u << 20)    /* bytes of one string literal */
+#define EVE_MAX_LIST 1000            /* names in one permission, parameter or declaration list */
 #define EVE_MAX_DIAGS 20             /* errors kept; further ones are counted */
 #define EVE_MAX_MSG 200              /* bytes of one message */
 #define EVE_MAX_ARENA (512u << 20)   /* bytes one compilation may allocate */

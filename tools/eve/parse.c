@@ -160,6 +160,13 @@ static const char *expect_ident(parser_t *p, const char *what, const char *conte
     return advance(p)->text;
 }
 
+/* Lists whose names are checked for repeats stay short: no quadratic time. */
+static void list_room(parser_t *p, size_t n, const char *what)
+{
+    if (n >= EVE_MAX_LIST)
+        syntax_error_at(p, cur(p)->pos, "more than %d %s", EVE_MAX_LIST, what);
+}
+
 static void enter(parser_t *p, eve_pos_t pos)
 {
     if (++p->depth > EVE_MAX_NESTING) {
@@ -300,6 +307,7 @@ static void parse_params(parser_t *p, eve_params_t *out, bool typed, const char 
     if (accept(p, EVE_T_RPAREN))
         return;
     do {
+        list_room(p, out->n, "parameters");
         eve_param_t prm = {.pos = cur(p)->pos};
         prm.name = expect_ident(p, "a parameter name", NULL);
         for (size_t k = 0; k < out->n; k++)
@@ -323,6 +331,7 @@ static void parse_perms(parser_t *p, eve_perms_t *out)
     if (accept(p, EVE_T_RBRACKET))
         return;
     for (;;) {
+        list_room(p, out->n, "entries in a permission list");
         eve_perm_t pm = {.pos = cur(p)->pos, .kind = EVE_PERM_READ};
         switch (kind(p)) {
         case EVE_T_PLUS: pm.kind = EVE_PERM_FULL; advance(p); break;
@@ -641,6 +650,7 @@ static eve_node_t *parse_var(parser_t *p)
     eve_node_t *n = node(p, EVE_N_VAR, cur(p)->pos);
     size_t cap = 0;
     for (;;) {
+        list_room(p, n->u.var.nnames, "names in one declaration");
         const eve_tok_t *t = cur(p);
         const char *name = expect_ident(p, "a variable name", NULL);
         for (size_t k = 0; k < n->u.var.nnames; k++)
