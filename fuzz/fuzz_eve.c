@@ -2,11 +2,15 @@
  * never crash, hang or overflow the stack (nesting is bounded); a rejected
  * program has at least one error, every one with a position inside the
  * input; the tokens come in source order and end with EOF; an accepted
- * program's dump is deterministic (two dumps of the tree are the same text). */
+ * program's dump is deterministic (two dumps of the tree are the same text).
+ * An accepted program is then checked (tools/eve/check.c): the checker never
+ * crashes, its verdict matches its errors, and every error is positioned
+ * inside the input and sorted by position. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "eve.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -62,6 +66,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         free(d1);
         free(d2);
+        bool ok = eve_check(&cx, prog);
+        if (ok != (cx.nerrors == 0) || (!ok && cx.ndiags == 0))
+            abort();
+        check_positions(&cx, size);
+        for (size_t i = 1; i < cx.ndiags; i++) {
+            eve_pos_t a = cx.diags[i - 1].pos, b = cx.diags[i].pos;
+            if (b.line < a.line || (b.line == a.line && b.col < a.col))
+                abort(); /* not sorted by position */
+        }
     }
     eve_ctx_free(&cx);
     return 0;

@@ -244,9 +244,16 @@ typedef enum {
     EVE_N_LAMBDA,
 } eve_node_kind_t;
 
+struct eve_ty;
+struct eve_sym;
+
 struct eve_node {
     eve_node_kind_t kind;
     eve_pos_t pos;
+    /* Set by the checker (check.h), NULL before: an expression's type, and
+     * the symbol a name (or a call's function, or a declaration) resolved to. */
+    const struct eve_ty *type;
+    struct eve_sym *sym;
     union {
         struct { eve_list_t items; } program;
         struct { const char *path; } import;                   /* dotted */

@@ -1,8 +1,9 @@
 /* yard-eve: the Eve language's compiler (issue 23, docs/eve.md).
  *
  *   yard-eve parse FILE.eve [--dump]   parse; --dump prints the tree
+ *   yard-eve check FILE.eve            parse and check names, types, permissions
  *
- * Later steps add check, build and run: each is one entry of the command
+ * Later steps add build and run: each is one entry of the command
  * table below, with its own function, on the same front end (read_source,
  * eve_parse, print_diags). Exit status: 0 success, 1 a bad program (each
  * error as "file:line:col: error: message" on stderr) or an unreadable
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "eve.h"
 
 #define PROG "yard-eve"
@@ -26,11 +28,14 @@ typedef struct {
 } command_t;
 
 static int cmd_parse(int argc, char **argv);
+static int cmd_check(int argc, char **argv);
 
 static const command_t commands[] = {
     {"parse", cmd_parse, "parse FILE.eve [--dump]",
      "parse FILE.eve; with --dump print its syntax tree as an S-expression"},
-    /* check, build and run: later steps of issue 23 */
+    {"check", cmd_check, "check FILE.eve",
+     "parse FILE.eve and check its names, types and permissions (silent when well-formed)"},
+    /* build and run: later steps of issue 23 */
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -157,6 +162,43 @@ static int cmd_parse(int argc, char **argv)
     return rc;
 }
 
+static int cmd_check(int argc, char **argv)
+{
+    const char *file = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (argv[i][0] == '-' && argv[i][1])
+            return usage_error("check: unknown option '%s'", argv[i]);
+        else if (file)
+            return usage_error("check: one file only ('%s' is a second)", argv[i]);
+        else
+            file = argv[i];
+    }
+    if (!file)
+        return usage_error("check: %s", "which file? usage: " PROG " check FILE.eve");
+    size_t len;
+    char *src = read_source(file, &len);
+    if (!src)
+        return EXIT_BAD_PROGRAM;
+    eve_ctx_t cx;
+    if (!eve_ctx_init(&cx, file)) {
+        fprintf(stderr, PROG ": out of memory\n");
+        free(src);
+        return EXIT_BAD_PROGRAM;
+    }
+    eve_node_t *prog = eve_parse(&cx, src, len);
+    int rc = 0;
+    if (!prog || !eve_check(&cx, prog)) {
+        print_diags(&cx);
+        rc = EXIT_BAD_PROGRAM;
+    }
+    eve_ctx_free(&cx);
+    free(src);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -171,5 +213,5 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < NCOMMANDS; i++)
         if (strcmp(argv[1], commands[i].name) == 0)
             return commands[i].run(argc - 1, argv + 1);
-    return usage_error("unknown command '%s' (commands: parse)", argv[1]);
+    return usage_error("unknown command '%s' (commands: parse, check)", argv[1]);
 }
