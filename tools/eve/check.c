@@ -870,7 +870,6 @@ static int held(chk_t *c, pscope_t *ps, eve_sym_t *sym, const char *path, const 
         }
         if (!sym->shared && eve_ty_is_value(sym->ty))
             return H_IMPLICIT;
-        *shown = sym->name;
         return H_NONE;
     }
     return H_FULL;
@@ -1045,68 +1044,50 @@ static const char *hold_words(int h, const char *name, char *buf, size_t size)
 static void open_perms(chk_t *c, pscope_t *ps, const eve_perms_t *perms, eve_sym_t *loopvar)
 {
     pscope_t *parent = ps->parent;
+    bool spawned = (ps->kind == PS_TASK || ps->kind == PS_PFOR) && ps->in_finish && parent;
     for (size_t i = 0; i < perms->n; i++) {
         const eve_perm_t *pm = &perms->v[i];
         eve_sym_t *s = perm_sym(c, pm);
         if (!s)
             continue;
-        const char *noun = ps_noun(ps);
-        bool capture = pm->kind == EVE_CAPTURE_COPY || pm->kind == EVE_CAPTURE_REF;
-        if (capture && s->shared) {
-            err(c, pm->pos, "'%s' is shared: name it with a permission (%s, +%s or -%s), not %s%s", pm->name,
-                pm->name, pm->name, pm->name, perm_sigil(pm->kind), pm->name);
-            continue;
-        }
-        if (s == loopvar) {
-            if (capture) {
-                err(c, pm->pos, "'%s' is the parallel for's own variable: name it %s, +%s or -%s", pm->name,
-                    pm->name, pm->name, pm->name);
-                continue;
-            }
-            push_grant(c, ps, s, pm->kind, pm->name);
-            continue;
-        }
-        if (pm->kind == EVE_CAPTURE_REF) {
-            bool ok = s->global;
-            if (!ok && (ps->kind == PS_TASK || ps->kind == PS_PFOR) && ps->in_finish && parent) {
-                const char *shown;
-                int h = held(c, parent, s, pm->name, &shown);
-                ok = s->owner == parent ? h >= H_REF : h == H_REF;
-                if (!ok && s->owner == parent) {
-                    char w[EVE_MAX_MSG / 2];
-                    err(c, pm->pos, "the task asks for '&%s' but its parent %s (inside 'finish' a task may ask only "
-                        "for permissions its parent holds)", pm->name, hold_words(h, shown, w, sizeof w));
-                    continue;
-                }
-            }
-            if (!ok) {
-                if (ps->kind == PS_TASK || ps->kind == PS_PFOR)
-                    err(c, pm->pos, "'&%s' refers to a variable the task may outlive: capture a copy (=%s), or "
-                        "spawn the task inside 'finish'", pm->name, pm->name);
-                else
-                    err(c, pm->pos, "'&%s' refers to a variable the %s may outlive: capture a copy (=%s) or "
-                        "make it shared (T@) and name it", pm->name, noun, pm->name);
-                continue;
-            }
-        } else if ((ps->kind == PS_TASK || ps->kind == PS_PFOR) && ps->in_finish && parent) {
-            /* inside finish: only what the parent holds */
-            const char *shown;
-            int h = held(c, parent, s, pm->name, &shown);
-            bool ok;
-            switch (pm->kind) {
-            case EVE_PERM_FULL: ok = h >= H_REF; break;
-            case EVE_PERM_READ: ok = h >= H_IMPLICIT; break;
-            case EVE_CAPTURE_COPY: ok = h >= H_IMPLICIT; break;
-            default: ok = h >= H_NULL; break;
-            }
-            if (!ok) {
-                char w[EVE_MAX_MSG / 2];
-                err(c, pm->pos, "the task asks for '%s%s' but its parent %s (inside 'finish' a task may ask only "
-                    "for permissions its parent holds)", perm_sigil(pm->kind), pm->name,
-                    hold_words(h, shown, w, sizeof w));
-            }
-        }
+        /* A refused entry is still granted as written: one mistake, one error. */
         push_grant(c, ps, s, pm->kind, pm->name);
+        const char *noun = ps_noun(ps), *sigil = perm_sigil(pm->kind), *name = pm->name;
+        bool capture = pm->kind == EVE_CAPTURE_COPY || pm->kind == EVE_CAPTURE_REF;
+        char w[EVE_MAX_MSG / 2];
+        const char *shown = name;
+        int h = spawned ? held(c, parent, s, name, &shown) : H_FULL;
+        if (capture && s->shared) {
+            err(c, pm->pos, "'%s' is shared: name it with a permission (%s, +%s or -%s), not %s%s", name, name,
+                name, name, sigil, name);
+        } else if (s == loopvar) {
+            if (capture)
+                err(c, pm->pos, "'%s' is the parallel for's own variable: name it %s, +%s or -%s", name, name,
+                    name, name);
+        } else if (pm->kind == EVE_CAPTURE_REF) {
+            /* the variable must outlive the scope: a global, or the parent's
+             * own (or its &x) while the parent waits in finish */
+            if (s->global)
+                continue;
+            if (spawned && (s->owner == parent || h == H_REF)) {
+                if (h < H_REF)
+                    err(c, pm->pos, "the task asks for '&%s' but its parent %s (inside 'finish' a task may ask "
+                        "only for permissions its parent holds)", name, hold_words(h, shown, w, sizeof w));
+            } else if (ps->kind == PS_TASK || ps->kind == PS_PFOR) {
+                err(c, pm->pos, "'&%s' refers to a variable the task may outlive: capture a copy (=%s), or "
+                    "spawn the task inside 'finish'", name, name);
+            } else {
+                err(c, pm->pos, "'&%s' refers to a variable the %s may outlive: capture a copy (=%s) or make it "
+                    "shared (T@) and name it", name, noun, name);
+            }
+        } else if (spawned) {
+            /* inside finish: only what the parent holds */
+            bool ok = pm->kind == EVE_PERM_FULL ? h >= H_REF : pm->kind == EVE_PERM_NULL ? h >= H_NULL
+                                                                                            : h >= H_IMPLICIT;
+            if (!ok)
+                err(c, pm->pos, "the task asks for '%s%s' but its parent %s (inside 'finish' a task may ask only "
+                    "for permissions its parent holds)", sigil, name, hold_words(h, shown, w, sizeof w));
+        }
     }
 }
 
@@ -1261,7 +1242,7 @@ static const eve_ty_t *call_value(chk_t *c, eve_node_t *n)
                 callee->sym = self;
                 check_access(c, callee->pos, self, "self", self_mode(m->fn), m->name);
                 if (m->fn)
-                    check_reqs(c, n->pos, m->fn);
+                    check_reqs(c, start_pos(n), m->fn);
                 check_args(c, n, fname, m->ty, m->fn, NULL);
                 return m->ty->ret;
             }
@@ -1269,7 +1250,7 @@ static const eve_ty_t *call_value(chk_t *c, eve_node_t *n)
         if (s && s->kind == EVE_SYM_FUNC) {
             callee->sym = s;
             if (s->fn)
-                check_reqs(c, n->pos, s->fn);
+                check_reqs(c, start_pos(n), s->fn);
             check_args(c, n, fname, s->ty, s->fn, NULL);
             return s->ty->ret;
         }
@@ -1333,7 +1314,7 @@ static const eve_ty_t *call_value(chk_t *c, eve_node_t *n)
             c->pending = saved;
         }
         if (m->fn)
-            check_reqs(c, n->pos, m->fn);
+            check_reqs(c, start_pos(n), m->fn);
         check_args(c, n, mname, m->ty, m->fn, rt);
         return subst(c, m->ty->ret, rt);
     }
