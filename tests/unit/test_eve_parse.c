@@ -449,8 +449,8 @@ static void test_several_errors(void)
         "t.eve:1:9: error: expected ':' after the condition of 'if', found newline",
         "t.eve:3:8: error: expected an expression, found newline",
         "t.eve:5:9: error: expected ',' or ']' in the permission list, found identifier 'b'",
-        "t.eve:6:9: error: expected a name after the permission's sign in the permission list, "
-        "found ']'",
+        ("t.eve:6:9: error: expected a name after the permission's sign in the permission list, "
+         "found ']'"),
         "t.eve:8:15: error: expected an expression, found newline",
     };
     ASSERT_EQ(cx.ndiags, sizeof want / sizeof want[0]);
