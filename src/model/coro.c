@@ -263,6 +263,8 @@ static void coro_main(void *p)
     struct coro_model *cm = p;
     yard_server_t *srv = cm->srv;
     yard_coro_t *bg = srv->cfg->background_fib ? yard_coro_spawn(background_main, cm) : NULL;
+    if (srv->cfg->background_fib && !bg)
+        yard_log_err("coro: cannot start the background computation (out of memory)");
     int nacc = 0;
     for (; nacc < srv->ls.n; nacc++) {
         cm->acc[nacc].co = yard_coro_spawn(acceptor, &cm->acc[nacc]);
