@@ -99,6 +99,16 @@ static inline void *deque_pop(struct deque *d)
     /* seq_cst store then seq_cst load: the owner's claim on slot b must be
      * visible before it reads top, or owner and thief could both take it. */
     atomic_store_explicit(&d->bottom, b, memory_order_seq_cst);
+#if !(defined(__x86_64__) || defined(__i386__))
+    /* C11 orders the two seq_cst accesses, and so does ARMv8 hardware (stlr
+     * then ldar), but qemu-user running an AArch64 binary on an x86 host
+     * does not: it puts a host barrier before a release store and after an
+     * acquire load, none between them, and x86 lets the load pass the
+     * store. test_coro's deque stress test then saw an item taken twice, 8
+     * times in 20 under qemu-aarch64. An explicit fence (dmb ish, an
+     * mfence under qemu) orders them everywhere. */
+    atomic_thread_fence(memory_order_seq_cst);
+#endif
     long long t = atomic_load_explicit(&d->top, memory_order_seq_cst);
     if (t > b) {
         atomic_store_explicit(&d->bottom, b + 1, memory_order_relaxed);

@@ -300,6 +300,7 @@ static void wake_idle_worker(struct sched *s)
 
 static void wake_all_workers(struct sched *s)
 {
+    yard_coro__fence(); /* the caller's store (stopping) before the idle count's load */
     while (atomic_load(&s->nidle))
         wake_idle_worker(s);
     yard_coro__netpoll_wake();
