@@ -9,6 +9,7 @@
  * error as "file:line:col: error: message" on stderr) or an unreadable
  * file, 2 a usage error. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,25 +109,37 @@ static void print_diags(const eve_ctx_t *cx)
         fprintf(stderr, "%s: %zu more errors not shown\n", cx->file, cx->nerrors - cx->ndiags);
 }
 
-static int cmd_parse(int argc, char **argv)
+/* What parse and check share: the command line (one FILE.eve, and --dump
+ * where the command takes it) and the pipeline: read, parse, then check
+ * when asked, then dump when asked. */
+static int front_end(int argc, char **argv, const char *usage_line, bool may_dump, bool check)
 {
-    const char *file = NULL;
-    int dump = 0;
+    const char *cmd = argv[0], *file = NULL;
+    bool dump = false;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--dump") == 0)
-            dump = 1;
+        if (may_dump && strcmp(argv[i], "--dump") == 0)
+            dump = true;
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
             return 0;
-        } else if (argv[i][0] == '-' && argv[i][1])
-            return usage_error("parse: unknown option '%s'", argv[i]);
-        else if (file)
-            return usage_error("parse: one file only ('%s' is a second)", argv[i]);
-        else
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            char fmt[64];
+            snprintf(fmt, sizeof fmt, "%s: unknown option '%%s'", cmd);
+            return usage_error(fmt, argv[i]);
+        } else if (file) {
+            char fmt[64];
+            snprintf(fmt, sizeof fmt, "%s: one file only ('%%s' is a second)", cmd);
+            return usage_error(fmt, argv[i]);
+        } else
             file = argv[i];
     }
-    if (!file)
-        return usage_error("parse: %s", "which file? usage: " PROG " parse FILE.eve [--dump]");
+    if (!file) {
+        char fmt[64];
+        snprintf(fmt, sizeof fmt, "%s: %%s", cmd);
+        char what[160];
+        snprintf(what, sizeof what, "which file? usage: " PROG " %s", usage_line);
+        return usage_error(fmt, what);
+    }
     size_t len;
     char *src = read_source(file, &len);
     if (!src)
@@ -139,7 +152,7 @@ static int cmd_parse(int argc, char **argv)
     }
     eve_node_t *prog = eve_parse(&cx, src, len);
     int rc = 0;
-    if (!prog) {
+    if (!prog || (check && !eve_check(&cx, prog))) {
         print_diags(&cx);
         rc = EXIT_BAD_PROGRAM;
     } else if (dump) {
@@ -162,41 +175,14 @@ static int cmd_parse(int argc, char **argv)
     return rc;
 }
 
+static int cmd_parse(int argc, char **argv)
+{
+    return front_end(argc, argv, commands[0].usage, true, false);
+}
+
 static int cmd_check(int argc, char **argv)
 {
-    const char *file = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (argv[i][0] == '-' && argv[i][1])
-            return usage_error("check: unknown option '%s'", argv[i]);
-        else if (file)
-            return usage_error("check: one file only ('%s' is a second)", argv[i]);
-        else
-            file = argv[i];
-    }
-    if (!file)
-        return usage_error("check: %s", "which file? usage: " PROG " check FILE.eve");
-    size_t len;
-    char *src = read_source(file, &len);
-    if (!src)
-        return EXIT_BAD_PROGRAM;
-    eve_ctx_t cx;
-    if (!eve_ctx_init(&cx, file)) {
-        fprintf(stderr, PROG ": out of memory\n");
-        free(src);
-        return EXIT_BAD_PROGRAM;
-    }
-    eve_node_t *prog = eve_parse(&cx, src, len);
-    int rc = 0;
-    if (!prog || !eve_check(&cx, prog)) {
-        print_diags(&cx);
-        rc = EXIT_BAD_PROGRAM;
-    }
-    eve_ctx_free(&cx);
-    free(src);
-    return rc;
+    return front_end(argc, argv, commands[1].usage, false, true);
 }
 
 int main(int argc, char **argv)
