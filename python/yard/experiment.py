@@ -294,6 +294,13 @@ def _conditions(v: Any, sweep: dict, labels: list[str], path: Path, full: str,
 CPU_SWEEP = "server_cpus"
 
 
+def _known_fields(table: dict, allowed, path: Path, pre: str) -> None:
+    """A table may hold only the allowed fields: the first other one is an error."""
+    for k in table:
+        if k not in allowed:
+            raise _err(path, f"{pre}.{k}", f"unknown field; expected one of {sorted(allowed)}")
+
+
 def load_experiment(path: Path, models: list | None = None, ncpu: int | None = None) -> Experiment:
     """models: the names yard-serve offers, or its --list-models --json entries (then the models
     whose flags say they take --workers follow a server_cpus sweep). ncpu: the CPU count a sweep's
@@ -364,10 +371,7 @@ def load_experiment(path: Path, models: list | None = None, ncpu: int | None = N
                 pre = f"tool.variants[{i}]"
                 label = _get(x, "label", str, path, pre, required=True)
                 argv = _str_list(_get(x, "argv", list, path, pre, required=True), path, pre + ".argv")
-                for k in x:
-                    if k not in ("label", "argv", "runtime"):
-                        raise _err(path, f"{pre}.{k}", "unknown field; expected one of "
-                                   "['argv', 'label', 'runtime']")
+                _known_fields(x, ("label", "argv", "runtime"), path, pre)
                 alts.append(Alternative(label, argv,
                                         runtime=_get(x, "runtime", str, path, pre)))
         list_runtimes = tool.get("list_runtimes")
@@ -396,9 +400,7 @@ def load_experiment(path: Path, models: list | None = None, ncpu: int | None = N
                 a.argv += ["--workers", "{" + CPU_SWEEP + "}"]
 
     run = _get(data, "run", dict, path, "", default={})
-    for k in run:
-        if k not in _RUN:
-            raise _err(path, f"run.{k}", f"unknown field; expected one of {sorted(_RUN)}")
+    _known_fields(run, _RUN, path, "run")
     duration = _get(run, "duration", float, path, "run", default=10.0)
     warmup = _get(run, "warmup", float, path, "run", default=0.0)
     reps = _get(run, "repetitions", int, path, "run", default=3)
@@ -463,10 +465,7 @@ def load_experiment(path: Path, models: list | None = None, ncpu: int | None = N
         pre = f"report.pairs[{i}]"
         if not isinstance(pr, dict):
             raise _err(path, pre, "must be a table with label, alternative and baseline")
-        for k in pr:
-            if k not in ("label", "alternative", "baseline"):
-                raise _err(path, f"{pre}.{k}", "unknown field; expected one of "
-                           "['alternative', 'baseline', 'label']")
+        _known_fields(pr, ("label", "alternative", "baseline"), path, pre)
         _get(pr, "label", str, path, pre, required=True)
         for k in ("alternative", "baseline"):
             v = _get(pr, k, str, path, pre, required=True)
@@ -481,10 +480,7 @@ def load_experiment(path: Path, models: list | None = None, ncpu: int | None = N
         pre = f"report.figures[{i}]"
         if not isinstance(fg, dict):
             raise _err(path, pre, "must be a table with at least a metric")
-        for k in fg:
-            if k not in ("metric", "x", "where", "speedup", "title", "log_y"):
-                raise _err(path, f"{pre}.{k}", "unknown field; expected one of "
-                           "['log_y', 'metric', 'speedup', 'title', 'where', 'x']")
+        _known_fields(fg, ("metric", "x", "where", "speedup", "title", "log_y"), path, pre)
         _get(fg, "metric", str, path, pre, required=True)
         _get(fg, "title", str, path, pre)
         _get(fg, "speedup", bool, path, pre)
@@ -503,11 +499,8 @@ def load_experiment(path: Path, models: list | None = None, ncpu: int | None = N
                 raise _err(path, f"report.bars_at.{k}", f"is not a sweep key; known: {sorted(sweep)}")
             if v not in sweep[k]:
                 raise _err(path, f"report.bars_at.{k}", f"{v!r} is not one of sweep.{k} {sweep[k]}")
-    for k in rep:
-        if k not in ("plots", "baseline", "log_y", "bars_at", "table", "pairs", "note", "figures"):
-            raise _err(path, f"report.{k}", "unknown field; expected one of "
-                       "['bars_at', 'baseline', 'figures', 'log_y', 'note', 'pairs', 'plots', "
-                       "'table']")
+    _known_fields(rep, ("plots", "baseline", "log_y", "bars_at", "table", "pairs", "note", "figures"),
+                  path, "report")
 
     suites = _get(data, "suites", dict, path, "", default={})
     for sname, ov in suites.items():
@@ -515,9 +508,8 @@ def load_experiment(path: Path, models: list | None = None, ncpu: int | None = N
             raise _err(path, f"suites.{sname}", f"unknown suite; expected one of {SUITES}")
         if not isinstance(ov, dict):
             raise _err(path, f"suites.{sname}", "must be a table")
+        _known_fields(ov, _SUITE, path, f"suites.{sname}")
         for k, v in ov.items():
-            if k not in _SUITE:
-                raise _err(path, f"suites.{sname}.{k}", f"unknown field; expected one of {sorted(_SUITE)}")
             if k == "sweep":
                 if not isinstance(v, dict):
                     raise _err(path, f"suites.{sname}.sweep", "must be a table")
