@@ -47,6 +47,7 @@ const eve_lib_entry_t eve_stdlib[] = {
     FUNC(NULL, "to_int", "(value: basic) int"),  /* a string's decimal digits, a char's code */
     FUNC(NULL, "to_float", "(value: basic) float"),
     FUNC(NULL, "range", "(from: int, to: int) vector<int>"),
+    FUNC(NULL, "clock_ns", "() int"), /* a monotonic clock, nanoseconds */
 
     /* modules: `import text` */
     MODULE("text"),
