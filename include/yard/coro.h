@@ -277,4 +277,17 @@ int yard_coro_task(yard_coro_finish_t *f, const yard_coro_perm_t *perms, size_t 
 /* Waits until every task of the scope has finished. May park. */
 void yard_coro_finish_wait(yard_coro_finish_t *f);
 
+/* Permissions for the calling coroutine itself, without a task (an Eve
+ * callback's, or a parent's taken back after a finish). acquire parks until
+ * all n are granted together, by the rules of a task's grant: all or
+ * nothing under the objects' locks, queued FIFO on a conflicting object,
+ * and a fresh request waits behind an object's non-empty queue. perms may
+ * be in any order (a sorted copy is made); at most YARD_CORO_MAX_PERMS, one
+ * entry per object. 0, or -EINVAL (a bad list, or not called from a
+ * coroutine: only a coroutine can wait); it allocates nothing. May park.
+ * release gives them back and starts (or wakes) what was queued on them,
+ * as a finishing task does; it takes the list acquire was given. */
+int yard_coro_perms_acquire(const yard_coro_perm_t *perms, size_t n);
+void yard_coro_perms_release(const yard_coro_perm_t *perms, size_t n);
+
 #endif

@@ -14,7 +14,13 @@
  * eventually: the check and the enqueue happen under that object's lock,
  * and a release takes the lock. A new task also queues behind an object's
  * non-empty queue even if its mode would be compatible, so that a stream of
- * readers cannot starve a queued writer. */
+ * readers cannot starve a queued writer.
+ *
+ * A coroutine may also acquire permissions for itself, without a task
+ * (yard_coro_perms_acquire): its request is the same record, on its own
+ * stack, with no function; being granted wakes it instead of starting a
+ * coroutine, and its release retries the queued requests as a finishing
+ * task's does. */
 #include "internal.h"
 
 #include <errno.h>
@@ -25,7 +31,7 @@
 #include <stdlib.h>
 
 struct yard_coro_task {
-    void (*fn)(void *);
+    void (*fn)(void *); /* NULL: a parked acquirer, arg is its coroutine */
     void *arg;
     yard_coro_finish_t *finish;
     struct yard_coro_task *wait_next;
@@ -88,8 +94,16 @@ static bool try_grant(struct yard_coro_task *t, bool fresh)
 
 static void task_main(void *arg);
 
+/* t has been granted: start its coroutine, or wake the acquirer parked on
+ * it (its only waker: the claim cannot be lost). */
 static void start_task(struct yard_coro_task *t)
 {
+    if (!t->fn) {
+        yard_coro_t *c = t->arg; /* t lives on c's stack: not touched after the wake */
+        if (yard_coro__claim(c))
+            yard_coro__ready(c, 0);
+        return;
+    }
     if (yard_coro_go(task_main, t) != 0) {
         fprintf(stderr, "yard_coro: out of memory starting a task\n");
         abort();
@@ -107,17 +121,17 @@ static void finish_release(yard_coro_finish_t *f)
     }
 }
 
-static void task_main(void *arg)
+/* Releases each permission and takes the requests queued on its object;
+ * then retries them in order (each takes its own objects' locks): those
+ * granted start (or wake), the others queue again. One lock at a time, so
+ * perms need not be sorted. */
+static void release_and_retry(const yard_coro_perm_t *perms, size_t n)
 {
-    struct yard_coro_task *t = arg;
-    t->fn(t->arg);
-    /* Release each object and take the tasks queued on it; then retry them
-     * in order (each takes its own objects' locks). */
     struct yard_coro_task *retry = NULL, **tail = &retry;
-    for (size_t i = 0; i < t->n; i++) {
-        yard_coro_obj_t *o = t->perms[i].obj;
+    for (size_t i = 0; i < n; i++) {
+        yard_coro_obj_t *o = perms[i].obj;
         yard_coro__spin_lock(&o->lock);
-        if (t->perms[i].mode == YARD_PERM_READ)
+        if (perms[i].mode == YARD_PERM_READ)
             o->readers--;
         else
             o->full = 0;
@@ -130,10 +144,17 @@ static void task_main(void *arg)
     }
     while (retry) {
         struct yard_coro_task *w = retry;
-        retry = w->wait_next;
+        retry = w->wait_next; /* before the grant: a granted acquirer may return at once */
         if (try_grant(w, false))
             start_task(w);
     }
+}
+
+static void task_main(void *arg)
+{
+    struct yard_coro_task *t = arg;
+    t->fn(t->arg);
+    release_and_retry(t->perms, t->n);
     yard_coro_finish_t *f = t->finish;
     if (offsetof(struct yard_coro_task, perms) + t->n * sizeof(yard_coro_perm_t) <= YARD_CORO_SMALL)
         yard_coro__small_free(t);
@@ -155,19 +176,40 @@ void yard_coro_finish_init(yard_coro_finish_t *f)
     f->local = 0;
 }
 
+/* A permission list a task or an acquirer may ask for: at most
+ * YARD_CORO_MAX_PERMS entries, each on an object, one entry per object. */
+static bool perms_valid(const yard_coro_perm_t *perms, size_t n)
+{
+    if (n > YARD_CORO_MAX_PERMS || (n && !perms))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (!perms[i].obj || (perms[i].mode != YARD_PERM_READ && perms[i].mode != YARD_PERM_FULL))
+            return false;
+        for (size_t j = 0; j < i; j++)
+            if (perms[j].obj == perms[i].obj)
+                return false; /* one entry per object: FULL already implies READ */
+    }
+    return true;
+}
+
+/* Copies perms into t sorted by object address (insertion sort: at most
+ * 16): the lock order. */
+static void set_perms(struct yard_coro_task *t, const yard_coro_perm_t *perms, size_t n)
+{
+    t->n = n;
+    for (size_t i = 0; i < n; i++) {
+        size_t j = i;
+        for (; j > 0 && (uintptr_t)t->perms[j - 1].obj > (uintptr_t)perms[i].obj; j--)
+            t->perms[j] = t->perms[j - 1];
+        t->perms[j] = perms[i];
+    }
+}
+
 int yard_coro_task(yard_coro_finish_t *f, const yard_coro_perm_t *perms, size_t nperms,
                    void (*fn)(void *), void *arg)
 {
-    if (!f || !fn || nperms > YARD_CORO_MAX_PERMS || (nperms && !perms))
+    if (!f || !fn || !perms_valid(perms, nperms))
         return -EINVAL;
-    for (size_t i = 0; i < nperms; i++) {
-        if (!perms[i].obj ||
-            (perms[i].mode != YARD_PERM_READ && perms[i].mode != YARD_PERM_FULL))
-            return -EINVAL;
-        for (size_t j = 0; j < i; j++)
-            if (perms[j].obj == perms[i].obj)
-                return -EINVAL; /* one entry per object: FULL already implies READ */
-    }
     size_t size = offsetof(struct yard_coro_task, perms) + nperms * sizeof(yard_coro_perm_t);
     struct yard_coro_task *t = size <= YARD_CORO_SMALL ? yard_coro__small_alloc() : malloc(size);
     if (!t)
@@ -175,15 +217,8 @@ int yard_coro_task(yard_coro_finish_t *f, const yard_coro_perm_t *perms, size_t 
     t->fn = fn;
     t->arg = arg;
     t->finish = f;
-    t->n = nperms;
     t->wait_next = NULL;
-    /* Sorted by object address (insertion sort: at most 16): the lock order. */
-    for (size_t i = 0; i < nperms; i++) {
-        size_t j = i;
-        for (; j > 0 && (uintptr_t)t->perms[j - 1].obj > (uintptr_t)perms[i].obj; j--)
-            t->perms[j] = t->perms[j - 1];
-        t->perms[j] = perms[i];
-    }
+    set_perms(t, perms, nperms);
     if (f->owner && f->owner == yard_coro_self())
         f->local++; /* added to pending by the owner's wait */
     else
@@ -222,4 +257,43 @@ void yard_coro_finish_wait(yard_coro_finish_t *f)
     for (unsigned spins = 0; !atomic_load_explicit(&f->released, memory_order_acquire);)
         if (++spins > 64)
             sched_yield();
+}
+
+/* An acquirer's request: a task record with room for the most permissions,
+ * on the acquirer's stack (nothing to allocate). */
+#define ACQUIRE_REQ_SIZE                                                                            \
+    (offsetof(struct yard_coro_task, perms) + YARD_CORO_MAX_PERMS * sizeof(yard_coro_perm_t))
+
+int yard_coro_perms_acquire(const yard_coro_perm_t *perms, size_t n)
+{
+    if (!perms_valid(perms, n))
+        return -EINVAL;
+    if (n == 0)
+        return 0;
+    yard_coro_t *self = yard_coro_self();
+    if (!self)
+        return -EINVAL; /* only a coroutine can wait */
+    union {
+        struct yard_coro_task t;
+        unsigned char room[ACQUIRE_REQ_SIZE];
+    } req;
+    struct yard_coro_task *t = &req.t;
+    t->fn = NULL;
+    t->arg = self;
+    t->finish = NULL;
+    t->wait_next = NULL;
+    set_perms(t, perms, n);
+    /* Ready to be woken before the request is visible to a releaser. */
+    yard_coro__prepare_park(self);
+    if (try_grant(t, true))
+        return 0;
+    /* Queued: a release grants it (the no-overtaking rule no longer
+     * applies once queued, as for a task) and wakes us. */
+    yard_coro__park();
+    return 0;
+}
+
+void yard_coro_perms_release(const yard_coro_perm_t *perms, size_t n)
+{
+    release_and_retry(perms, n);
 }
