@@ -1,4 +1,4 @@
-"""The `yard` command: bench, run, report, list, rig."""
+"""The `yard` command: bench, run, report, list, loc, rig."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from . import rig
+from . import loc, rig
 from .distributed import run_trial_hosts
 from .experiment import (SUITES, Experiment, SchemaError, describe_condition, load_all,
                          load_experiment, render)
@@ -325,6 +325,15 @@ def cmd_list(args, repo: Path) -> int:
     return 0
 
 
+def cmd_loc(args, repo: Path) -> int:
+    try:
+        t = loc.table(repo)
+    except loc.LocError as err:
+        sys.exit(f"yard: loc: {err}")
+    print(json.dumps(t, indent=2) if args.json else loc.text(t))
+    return 0
+
+
 def _load(repo: Path, bin_dir: Path) -> list[Experiment]:
     try:
         return load_all(repo / "experiments", list_models(bin_dir))
@@ -356,6 +365,9 @@ def main(argv: list[str] | None = None) -> int:
     rp = sub.add_parser("report", help="rebuild report.html and the CSVs of a results directory")
     rp.add_argument("dir")
     sub.add_parser("list", help="list the experiments and their suites")
+    lp = sub.add_parser("loc", help="the lines-of-code table: echo, counter and broadcast chat "
+                        "in Eve, the C apps and the peers (docs/harness.md)")
+    lp.add_argument("--json", action="store_true", help="print it as JSON")
     rg = sub.add_parser("rig", help="a test rig on this machine: network namespaces that look like "
                         "a server and N load hosts reachable by ssh (root)")
     rig.add_arguments(rg)
@@ -366,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
         sp.add_argument("--bin-dir", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     return {"bench": cmd_bench, "run": cmd_run, "report": cmd_report, "list": cmd_list,
-            "hosts": cmd_hosts, "rig": lambda a, _repo: rig.cli(a)}[args.cmd](args, repo)
+            "loc": cmd_loc, "hosts": cmd_hosts, "rig": lambda a, _repo: rig.cli(a)}[args.cmd](args, repo)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from .experiment import point_matches  # noqa: E402
+from .loc import html_section as loc_section  # noqa: E402
 from .stats import median_ci, ratio_ci  # noqa: E402
 
 # Metric name -> (label, lower is better?)
@@ -677,6 +678,7 @@ def write_report(out: Path, meta: dict | None = None) -> Path:
                      f"{exp['repetitions']} repetition(s), duration {exp['duration']} s, warm-up "
                      f"{exp['warmup']} s, sample every {exp['sample_interval']} s. One trial's exact commands "
                      f"(the port changes per trial):</p><pre>{html.escape(chr(10).join(cmds))}</pre></section>")
+    parts.append(loc_section())
     parts.append("<p>Raw data: <code>raw/</code> (one JSON per trial), <code>trials.csv</code>, "
                  "<code>summary.csv</code>.</p></body></html>")
     p = out / "report.html"
