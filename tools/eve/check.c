@@ -1050,6 +1050,7 @@ static void open_perms(chk_t *c, pscope_t *ps, const eve_perms_t *perms, eve_sym
         eve_sym_t *s = perm_sym(c, pm);
         if (!s)
             continue;
+        perms->v[i].sym = s; /* for the code generator */
         /* A refused entry is still granted as written: one mistake, one error. */
         push_grant(c, ps, s, pm->kind, pm->name);
         const char *noun = ps_noun(ps), *sigil = perm_sigil(pm->kind), *name = pm->name;

@@ -177,10 +177,13 @@ typedef enum {
     EVE_CAPTURE_REF,
 } eve_perm_kind_t;
 
+struct eve_sym;
+
 typedef struct {
     eve_pos_t pos;
     eve_perm_kind_t kind;
     const char *name;
+    struct eve_sym *sym; /* set by the checker: the variable the path starts at */
 } eve_perm_t;
 
 /* Present, maybe empty ([]), or absent (no list written: has == false). */
