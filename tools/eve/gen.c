@@ -176,8 +176,10 @@ typedef struct {
     char **fins;          /* open finish scopes' C names */
     size_t nfins, capfins;
     const eve_ty_t *ret;  /* the function's result (NULL: void) */
-    const eve_node_t *classes[256];
-    size_t nclasses;
+    sb_t *decls;          /* the function's sequencing temporaries' declarations */
+    int ntemp;
+    struct { const eve_node_t *n; char *c; } ovr[64]; /* operands already evaluated into temporaries */
+    size_t novr;
 } gen_t;
 
 static void *galloc(gen_t *g, size_t n)
@@ -893,6 +895,7 @@ static char *vcell(gen_t *g, frame_t *f, vinfo_t *v)
 /* ---- expressions ------------------------------------------------------------------------------------ */
 
 static char *gx(gen_t *g, const eve_node_t *n);
+static char *new_temp(gen_t *g, const eve_ty_t *t);
 
 static char *lit_string(gen_t *g, const char *bytes, size_t len)
 {
@@ -1209,7 +1212,115 @@ static char *call_value(gen_t *g, const eve_node_t *n)
     return lambda_call(g, n);
 }
 
+/* May evaluating n have an effect a later operand could see (or the other
+ * way round)? Calls, but those of the library that only read. */
+static bool effects(const eve_node_t *n)
+{
+    if (!n)
+        return false;
+    switch (n->kind) {
+    case EVE_N_UNARY:
+        return effects(n->u.unary.operand);
+    case EVE_N_BINARY:
+        return effects(n->u.binary.lhs) || effects(n->u.binary.rhs);
+    case EVE_N_INDEX:
+        return effects(n->u.index.obj) || effects(n->u.index.index);
+    case EVE_N_MEMBER:
+        return effects(n->u.member.obj);
+    case EVE_N_CALL: {
+        for (size_t i = 0; i < n->u.call.args.n; i++)
+            if (effects(n->u.call.args.v[i]))
+                return true;
+        const eve_node_t *c = n->u.call.callee;
+        static const char *const pure[] = {"to_string", "to_int", "to_float", "range", "clock_ns", "size",
+                                           "contains", "substring", "find", "trim"};
+        const char *name = NULL;
+        if (c->kind == EVE_N_NAME && c->sym && c->sym->kind == EVE_SYM_FUNC && !c->sym->decl)
+            name = c->sym->name;
+        else if (c->kind == EVE_N_MEMBER && c->u.member.obj->type && !ty_user(c->u.member.obj->type)) {
+            if (effects(c->u.member.obj))
+                return true;
+            name = c->u.member.name;
+        } else if (c->kind == EVE_N_MEMBER && c->u.member.obj->kind == EVE_N_NAME && c->u.member.obj->sym &&
+                   c->u.member.obj->sym->kind == EVE_SYM_MODULE)
+            name = c->u.member.name;
+        for (size_t i = 0; name && i < sizeof pure / sizeof pure[0]; i++)
+            if (strcmp(name, pure[i]) == 0)
+                return false;
+        return true;
+    }
+    default:
+        return false;
+    }
+}
+
+static bool is_literal(const eve_node_t *n)
+{
+    return n->kind == EVE_N_INT || n->kind == EVE_N_FLOAT || n->kind == EVE_N_CHAR || n->kind == EVE_N_STRING ||
+           n->kind == EVE_N_BOOL;
+}
+
+static char *new_temp(gen_t *g, const eve_ty_t *t)
+{
+    char *name = fmt(g, "t_%d", ++g->ntemp);
+    if (g->decls)
+        sb_printf(g->decls, "    %s%s%s;\n", ctype(g, t), ty_ref(t) ? "" : " ", name);
+    return name;
+}
+
+static char *gx_raw(gen_t *g, const eve_node_t *n);
+
+/* Operands are evaluated left to right, as written: where one may have an
+ * effect, they go into temporaries in order first (C leaves the order of a
+ * call's arguments and of an operator's operands open). */
 static char *gx(gen_t *g, const eve_node_t *n)
+{
+    for (size_t i = g->novr; i-- > 0;)
+        if (g->ovr[i].n == n)
+            return g->ovr[i].c;
+    const eve_node_t *ops[EVE_MAX_LIST + 2];
+    size_t k = 0;
+    if (n->kind == EVE_N_BINARY && n->u.binary.op != EVE_T_ANDAND && n->u.binary.op != EVE_T_OROR) {
+        ops[k++] = n->u.binary.lhs;
+        ops[k++] = n->u.binary.rhs;
+    } else if (n->kind == EVE_N_CALL) {
+        const eve_node_t *c = n->u.call.callee;
+        if (c->kind == EVE_N_MEMBER && !(c->u.member.obj->kind == EVE_N_NAME && c->u.member.obj->sym &&
+                                         (c->u.member.obj->sym->kind == EVE_SYM_MODULE ||
+                                          c->u.member.obj->sym->kind == EVE_SYM_CLASS)))
+            ops[k++] = c->u.member.obj;
+        for (size_t i = 0; i < n->u.call.args.n && k < sizeof ops / sizeof ops[0]; i++)
+            ops[k++] = n->u.call.args.v[i];
+    }
+    /* an effect anywhere, and another operand that could be evaluated before or after it */
+    bool effect = false;
+    size_t nonlit = 0;
+    for (size_t i = 0; i < k; i++) {
+        effect = effect || effects(ops[i]);
+        nonlit += !is_literal(ops[i]);
+    }
+    if (!effect || nonlit < 2 || g->novr + k > sizeof g->ovr / sizeof g->ovr[0])
+        return gx_raw(g, n);
+    sb_t pre = {0};
+    size_t base = g->novr;
+    for (size_t i = 0; i < k; i++) {
+        if (is_literal(ops[i]) || !ops[i]->type)
+            continue;
+        char *v = gx(g, ops[i]);
+        char *t = new_temp(g, ops[i]->type);
+        sb_printf(&pre, "%s = %s, ", t, v);
+        g->ovr[g->novr].n = ops[i];
+        g->ovr[g->novr].c = t;
+        g->novr++;
+    }
+    char *r = gx_raw(g, n);
+    g->novr = base;
+    char *out = fmt(g, "(%s%s)", pre.p ? pre.p : "", r);
+    free(pre.p);
+    return out;
+}
+
+static char *gx_raw(gen_t *g, const eve_node_t *n)
 {
     switch (n->kind) {
     case EVE_N_INT:
@@ -1883,12 +1994,15 @@ typedef struct {
     char **fins;
     size_t nfins, capfins;
     const eve_ty_t *ret;
+    sb_t *decls;
+    size_t novr;
 } saved_t;
 
 static void save(gen_t *g, saved_t *s)
 {
     *s = (saved_t){g->f, g->out, g->ind, g->cl, g->ncl, g->capcl, g->loops, g->nloops, g->caploops,
-                   g->fins, g->nfins, g->capfins, g->ret};
+                   g->fins, g->nfins, g->capfins, g->ret, g->decls, g->novr};
+    g->novr = 0;
     g->cl = NULL;
     g->ncl = g->capcl = 0;
     g->loops = NULL;
@@ -1915,6 +2029,8 @@ static void restore(gen_t *g, const saved_t *s)
     g->nfins = s->nfins;
     g->capfins = s->capfins;
     g->ret = s->ret;
+    g->decls = s->decls;
+    g->novr = s->novr;
 }
 
 /* A parameter (or payload) p arrives as C value `in`: make it the variable. */
@@ -1926,22 +2042,46 @@ static void bind_param(gen_t *g, vinfo_t *v, const char *in, eve_pos_t pos)
      * reference keeps a string or object alive for the call */
 }
 
+#define DECLS_MARK "    /*@decls@*/\n"
+
+/* Puts the sequencing temporaries' declarations where the mark is. */
+static void place_decls(gen_t *g, sb_t *body, sb_t *decls)
+{
+    char *m = body->p ? strstr(body->p, DECLS_MARK) : NULL;
+    if (!m)
+        return;
+    size_t at = (size_t)(m - body->p), ml = strlen(DECLS_MARK);
+    sb_t out = {0};
+    sb_putn(&out, body->p, at);
+    if (decls->p)
+        sb_puts(&out, decls->p);
+    sb_puts(&out, m + ml);
+    if (out.oom)
+        g->failed = true;
+    free(body->p);
+    *body = out;
+    free(decls->p);
+    *decls = (sb_t){0};
+}
+
 /* Emits the C function(s) of a task, parallel for's task, callback or lambda
  * frame into g->funcs (once). */
 static void g_frame_fn(gen_t *g, frame_t *f)
 {
     saved_t sv;
     save(g, &sv);
-    sb_t body = {0};
+    sb_t body = {0}, decls = {0};
     g->f = f;
     g->out = &body;
+    g->decls = &decls;
     g->ind = 1;
     g->ret = NULL;
     emit_env_struct(g, f);
     const eve_node_t *n = f->node;
     if (f->kind == F_TASK || f->kind == F_PFOR) {
         sb_printf(&g->protos, "static void %s(eve_cx_t *cx, void *arg);\n", f->cname);
-        sb_printf(&body, "static void %s_body(eve_cx_t *cx, struct env_%s *e)\n{\n", f->cname, f->cname);
+        sb_printf(&body, "static void %s_body(eve_cx_t *cx, struct env_%s *e)\n{\n" DECLS_MARK, f->cname,
+                  f->cname);
         line(g, "size_t m_ = cx->ntmp;");
         line(g, "(void)e;");
         g_stmts(g, f->kind == F_TASK ? &n->u.task.body : &n->u.for_.body);
@@ -1957,7 +2097,7 @@ static void g_frame_fn(gen_t *g, frame_t *f)
         const eve_list_t *stm = n->kind == EVE_N_ON ? &n->u.on.body : &n->u.handler.body;
         sb_printf(&g->protos, "static void %s(eve_cx_t *cx, void *arg, eve_val_t payload_);\n", f->cname);
         sb_printf(&g->protos, "static void %s_free(void *arg);\n", f->cname);
-        sb_printf(&body, "static void %s(eve_cx_t *cx, void *arg, eve_val_t payload_)\n{\n", f->cname);
+        sb_printf(&body, "static void %s(eve_cx_t *cx, void *arg, eve_val_t payload_)\n{\n" DECLS_MARK, f->cname);
         line(g, "struct env_%s *e = arg;", f->cname);
         line(g, "size_t m_ = cx->ntmp;");
         line(g, "(void)e;");
@@ -1995,7 +2135,7 @@ static void g_frame_fn(gen_t *g, frame_t *f)
         }
         sb_puts(&sig, ")");
         sb_printf(&g->protos, "%s;\n", sig.p);
-        sb_printf(&body, "%s\n{\n", sig.p);
+        sb_printf(&body, "%s\n{\n" DECLS_MARK, sig.p);
         free(sig.p);
         line(g, "size_t m_ = cx->ntmp;");
         line(g, "(void)e;");
@@ -2024,6 +2164,7 @@ static void g_frame_fn(gen_t *g, frame_t *f)
         }
         sb_puts(&body, "}\n\n");
     }
+    place_decls(g, &body, &decls);
     if (body.oom)
         g->failed = true;
     if (body.p)
@@ -2072,9 +2213,10 @@ static void g_func(gen_t *g, const eve_node_t *fn, eve_class_t *cls)
         return;
     saved_t sv;
     save(g, &sv);
-    sb_t body = {0};
+    sb_t body = {0}, decls = {0};
     g->f = f;
     g->out = &body;
+    g->decls = &decls;
     g->ind = 1;
     const struct eve_fninfo *fi = fn->sym ? fn->sym->fn : NULL;
     const eve_ty_t *ret = NULL;
@@ -2111,7 +2253,7 @@ static void g_func(gen_t *g, const eve_node_t *fn, eve_class_t *cls)
         g->failed = true;
     sb_printf(&g->protos, "%s;\n", sig.p ? sig.p : "");
     hash_line(g, fn->pos);
-    sb_printf(&body, "%s\n{\n", sig.p ? sig.p : "");
+    sb_printf(&body, "%s\n{\n" DECLS_MARK, sig.p ? sig.p : "");
     free(sig.p);
     line(g, "size_t m_ = cx->ntmp;");
     if (cls) {
@@ -2131,6 +2273,7 @@ static void g_func(gen_t *g, const eve_node_t *fn, eve_class_t *cls)
     if (ret && ret->kind != EVE_TY_VOID)
         line(g, "return %s; /* not reached: the checker saw a return on every path */", zero(g, ret));
     sb_puts(&body, "}\n\n");
+    place_decls(g, &body, &decls);
     if (body.oom)
         g->failed = true;
     if (body.p)
@@ -2285,10 +2428,12 @@ char *eve_gen_c(eve_ctx_t *cx, const eve_node_t *program, const char *source, co
     /* the top level */
     saved_t sv;
     save(g, &sv);
+    sb_t top_decls = {0};
     g->f = g->top;
     g->out = &top;
+    g->decls = &top_decls;
     g->ind = 1;
-    sb_puts(&top, "static void eve_top(eve_cx_t *cx)\n{\n");
+    sb_puts(&top, "static void eve_top(eve_cx_t *cx)\n{\n" DECLS_MARK);
     line(g, "size_t m_ = cx->ntmp;");
     for (size_t i = 0; i < items->n; i++) {
         const eve_node_t *it = items->v[i];
@@ -2316,6 +2461,7 @@ char *eve_gen_c(eve_ctx_t *cx, const eve_node_t *program, const char *source, co
     drain(g);
     close_scope(g, 0);
     sb_puts(&top, "}\n");
+    place_decls(g, &top, &top_decls);
     restore(g, &sv);
 
     sb_t out = {0};
