@@ -1,5 +1,5 @@
 // Command yard-peer-go is Switchyard's Go reference server: the echo, counter,
-// sink and REST apps written the way a Go programmer would write them, with a
+// sink, REST and broadcast chat apps written the way a Go programmer would write them, with a
 // goroutine per connection and the standard library doing the work.
 //
 // It speaks exactly the protocols of yard-serve so the harness can drive both
@@ -38,9 +38,9 @@ type options struct {
 }
 
 func usage() {
-	fmt.Fprint(os.Stderr, `usage: yard-peer-go --app echo|counter|sink|rest --listen HOST:PORT [flags]
+	fmt.Fprint(os.Stderr, `usage: yard-peer-go --app echo|counter|sink|rest|broadcast --listen HOST:PORT [flags]
 
-  --app NAME          echo, counter, sink or rest (required)
+  --app NAME          echo, counter, sink, rest or broadcast (required)
   --listen HOST:PORT  address to listen on; port 0 picks a free port, IPv6 as [::1]:PORT (required)
   --cluster N         use N CPUs: sets GOMAXPROCS=N (default: $GOMAXPROCS, else all CPUs)
   --out PATH          sink: file the received bytes are appended to (default /dev/null)
@@ -87,11 +87,11 @@ func parseFlags() options {
 		die(2, "unexpected argument %q (flags only; see --help)", fs.Arg(0))
 	}
 	switch o.app {
-	case "echo", "counter", "sink", "rest":
+	case "echo", "counter", "sink", "rest", "broadcast":
 	case "":
-		die(2, "--app is required: echo, counter, sink or rest")
+		die(2, "--app is required: echo, counter, sink, rest or broadcast")
 	default:
-		die(2, "--app %q: expected echo, counter, sink or rest", o.app)
+		die(2, "--app %q: expected echo, counter, sink, rest or broadcast", o.app)
 	}
 	if o.listen == "" {
 		die(2, "--listen is required, as HOST:PORT (e.g. 127.0.0.1:0 or [::1]:0)")
@@ -220,6 +220,8 @@ func main() {
 		handle = serveEcho
 	case "counter":
 		handle = serveCounter
+	case "broadcast":
+		handle = serveBroadcast
 	case "sink":
 		if o.print {
 			// Opened now, so that a bad --out fails before "listening".
