@@ -2,7 +2,8 @@
 // Switchyard's Node.js reference server. One process runs one event loop;
 // --cluster N runs N worker processes behind Node's cluster module, with the
 // shared state (the counter, the REST stores) reached over IPC, as in the
-// REST study. See docs/peers.md.
+// REST study. The broadcast chat's room is one process's Set of sockets, so
+// it runs without --cluster. See docs/peers.md.
 
 const cluster = require('node:cluster');
 const fs = require('node:fs');
@@ -10,11 +11,12 @@ const { parseArgs } = require('node:util');
 const { Primary } = require('./lib/primary');
 const { startWorker } = require('./lib/worker');
 
-const USAGE = `usage: peers/node/run --app echo|counter|sink|rest --listen HOST:PORT [flags]
+const USAGE = `usage: peers/node/run --app echo|counter|sink|rest|broadcast --listen HOST:PORT [flags]
 
-  --app NAME          echo, counter, sink or rest (required)
+  --app NAME          echo, counter, sink, rest or broadcast (required)
   --listen HOST:PORT  address to listen on; port 0 picks a free port, IPv6 as [::1]:PORT (required)
   --cluster N         run N worker processes (node:cluster); without it, one process
+                      (not with broadcast: its room is one process's sockets)
   --out PATH          sink: file the received bytes are appended to (default /dev/null)
   --flush MODE        sink: each (one write per chunk received) or buffered (64 KiB per
                       connection, flushed when full and at close) (default each)
@@ -72,9 +74,12 @@ function parseOptions(argv) {
     process.stdout.write(USAGE);
     process.exit(0);
   }
-  if (!values.app) usageError('--app is required: echo, counter, sink or rest');
-  if (!['echo', 'counter', 'sink', 'rest'].includes(values.app)) {
-    usageError(`--app ${JSON.stringify(values.app)}: expected echo, counter, sink or rest`);
+  if (!values.app) usageError('--app is required: echo, counter, sink, rest or broadcast');
+  if (!['echo', 'counter', 'sink', 'rest', 'broadcast'].includes(values.app)) {
+    usageError(`--app ${JSON.stringify(values.app)}: expected echo, counter, sink, rest or broadcast`);
+  }
+  if (values.app === 'broadcast' && values.cluster !== undefined) {
+    usageError('--cluster: not with --app broadcast (its room is one process\'s Set of sockets)');
   }
   if (!values.listen) usageError('--listen is required, as HOST:PORT (e.g. 127.0.0.1:0)');
   if (!['each', 'buffered'].includes(values.flush)) {

@@ -6,6 +6,11 @@ const fs = require('node:fs');
 const OP_READ = 0x00;
 const OP_INCREMENT = 0x01;
 const SINK_BUFFER = 64 * 1024;
+// Broadcast: the longest line a client may send, its '\n' included (a longer
+// one disconnects it), and the most bytes that may wait to be written to a
+// client (one line more disconnects it: it is not reading).
+const MAX_LINE = 64 * 1024;
+const MAX_QUEUED = 1024 * 1024;
 
 // Echo: the socket piped into itself, with back-pressure from pipe().
 function serveEcho(socket) {
@@ -46,6 +51,55 @@ function serveCounter(socket, counter) {
       }
     });
   });
+}
+
+// Broadcast chat: every line a client sends goes, unchanged, to every other
+// socket in the room (a Set), in the order it was sent. A chunk's complete
+// lines go out in one write per member; a partial line is held until its
+// '\n' arrives.
+function serveBroadcast(socket, room) {
+  let held = []; // the chunks of a partial line
+  let heldLen = 0;
+  room.add(socket);
+  socket.on('close', () => room.delete(socket));
+  socket.on('data', (chunk) => {
+    let end = 0; // chunk[0, end) ends the complete lines
+    let lineLen = heldLen; // the current line's bytes before chunk[end]
+    let tooLong = false;
+    for (let nl = chunk.indexOf(0x0a); nl >= 0; nl = chunk.indexOf(0x0a, end)) {
+      if (lineLen + nl + 1 - end > MAX_LINE) {
+        tooLong = true;
+        break;
+      }
+      end = nl + 1;
+      lineLen = 0;
+    }
+    if (end > 0) {
+      const lines = heldLen === 0 ? chunk.subarray(0, end)
+        : Buffer.concat([...held, chunk.subarray(0, end)]);
+      held = [];
+      heldLen = 0;
+      broadcast(room, socket, lines);
+    }
+    const rest = chunk.length - end;
+    if (tooLong || heldLen + rest >= MAX_LINE) {
+      socket.destroy();
+    } else if (rest > 0) {
+      held.push(chunk.subarray(end));
+      heldLen += rest;
+    }
+  });
+}
+
+function broadcast(room, from, lines) {
+  for (const s of room) {
+    if (s === from || s.destroyed) continue;
+    if (s.writableLength + lines.length > MAX_QUEUED) {
+      s.destroy();
+    } else {
+      s.write(lines);
+    }
+  }
 }
 
 // Sink: every connection appends to one file opened O_APPEND, so each write
@@ -116,4 +170,4 @@ class Sink {
   }
 }
 
-module.exports = { serveEcho, serveCounter, Sink };
+module.exports = { serveEcho, serveCounter, serveBroadcast, Sink };

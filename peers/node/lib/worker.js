@@ -5,7 +5,7 @@
 
 const net = require('node:net');
 const { formatAddress } = require('./addr');
-const { serveEcho, serveCounter, Sink } = require('./apps');
+const { serveEcho, serveCounter, serveBroadcast, Sink } = require('./apps');
 const { localCounter, ipcCounter, ShardedStores, ipc } = require('./shared');
 
 // How long, after SIGTERM, a sink connection may keep delivering bytes that
@@ -37,6 +37,9 @@ function startWorker(opts, shard, shards) {
     } else if (opts.app === 'counter') {
       const counter = clustered ? ipcCounter(channel) : localCounter();
       handle = (s) => serveCounter(s, counter);
+    } else if (opts.app === 'broadcast') {
+      const room = new Set();
+      handle = (s) => serveBroadcast(s, room);
     } else {
       sink = new Sink(opts.out, opts.buffered);
       handle = (s) => sink.serve(s);
