@@ -1,5 +1,5 @@
-%% Switchyard's Erlang/OTP reference server: echo, counter and sink with a
-%% process per connection, and the REST service on inets httpd
+%% Switchyard's Erlang/OTP reference server: echo, counter, sink and the
+%% broadcast chat with a process per connection, and the REST service on inets httpd
 %% (yard_peer_rest). Started by peers/erlang/run; see docs/peers.md.
 -module(yard_peer).
 -export([main/0, counter_loop/1]).
@@ -7,6 +7,11 @@
 -define(SINK_BUFFER, 65536).
 -define(DRAIN_MS, 150).
 -define(ACCEPTORS, 8).
+%% Broadcast: the longest line a client may send, its '\n' included (a longer
+%% one disconnects it), and the bytes that may wait in a socket's queue before
+%% a send to it fails and closes it (the client is not reading).
+-define(CHAT_MAX_LINE, 65536).
+-define(CHAT_MAX_QUEUED, 1048576).
 
 -record(opts, {app, host, port, out = "/dev/null", flush = each,
                bcrypt_cost = 10, longpoll_ms = 5000}).
@@ -32,13 +37,13 @@ usage_error(Fmt, Args) ->
     io:format(standard_error, "yard-peer-erlang: " ++ Fmt ++ "~n", Args),
     erlang:halt(2).
 
-parse([], O = #opts{app = undefined}) -> usage_error("--app is required: echo, counter, sink or rest", []), O;
+parse([], O = #opts{app = undefined}) -> usage_error("--app is required: echo, counter, sink, rest or broadcast", []), O;
 parse([], O = #opts{host = undefined}) -> usage_error("--listen is required, as HOST:PORT", []), O;
 parse([], O) -> O;
 parse(["--app", A | T], O) ->
-    case lists:member(A, ["echo", "counter", "sink", "rest"]) of
+    case lists:member(A, ["echo", "counter", "sink", "rest", "broadcast"]) of
         true -> parse(T, O#opts{app = list_to_atom(A)});
-        false -> usage_error("--app ~p: expected echo, counter, sink or rest", [A])
+        false -> usage_error("--app ~p: expected echo, counter, sink, rest or broadcast", [A])
     end;
 parse(["--listen", L | T], O) ->
     {H, P} = parse_listen(L),
@@ -108,6 +113,9 @@ handler(echo, _) -> fun echo/1;
 handler(counter, _) ->
     register(yard_counter, spawn(fun() -> counter_loop(0) end)),
     fun counter/1;
+handler(broadcast, _) ->
+    {ok, _} = pg:start_link(yard_chat),
+    fun broadcast/1;
 handler(sink, O) ->
     %% Truncate once; each connection then opens the file for appending
     %% (a raw file belongs to the process that opened it).
@@ -180,6 +188,42 @@ count_incs(<<_, T/binary>>, N) -> count_incs(T, N).
 replies(<<>>, _, Acc) -> lists:reverse(Acc);
 replies(<<1, T/binary>>, V, Acc) -> replies(T, V + 1, [<<(V + 1):64/big>> | Acc]);
 replies(<<_, T/binary>>, V, Acc) -> replies(T, V, [<<V:64/big>> | Acc]).
+
+%% Broadcast chat: the room is a pg process group. A client's process joins it
+%% and lets the VM cut its client's bytes into lines ({packet, line}, at most
+%% ?CHAT_MAX_LINE bytes: a longer line arrives cut, without its '\n', and ends
+%% the connection). Each line is sent as a message to the other members'
+%% processes, which write it to their own sockets; pg drops a process from the
+%% group when it exits. A send never waits ({send_timeout, 0}): once more than
+%% ?CHAT_MAX_QUEUED bytes wait in the socket's queue it fails and closes the
+%% socket. A setopts on a socket that just closed fails harmlessly: its
+%% {tcp_closed, S} is on its way.
+broadcast(S) ->
+    ok = pg:join(yard_chat, room, self()),
+    inet:setopts(S, [{packet, line}, {packet_size, ?CHAT_MAX_LINE},
+                     {high_watermark, ?CHAT_MAX_QUEUED}, {low_watermark, ?CHAT_MAX_QUEUED div 2},
+                     {send_timeout, 0}, {send_timeout_close, true}, {active, once}]),
+    member(S).
+
+member(S) ->
+    receive
+        {tcp, S, Line} ->
+            case binary:last(Line) of
+                $\n ->
+                    Self = self(),
+                    [P ! {line, Line} || P <- pg:get_members(yard_chat, room), P =/= Self],
+                    inet:setopts(S, [{active, once}]),
+                    member(S);
+                _ -> gen_tcp:close(S)
+            end;
+        {line, Line} ->
+            case gen_tcp:send(S, Line) of
+                ok -> member(S);
+                {error, _} -> gen_tcp:close(S)
+            end;
+        {tcp_closed, S} -> ok;
+        {tcp_error, S, _} -> gen_tcp:close(S)
+    end.
 
 sink(S, Path, Flush) ->
     {ok, F} = file:open(Path, [append, raw, binary]),
