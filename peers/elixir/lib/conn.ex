@@ -1,6 +1,7 @@
 defmodule YardPeer.Conn do
   @moduledoc """
-  The byte protocols, one process per connection: echo, counter and sink.
+  The byte protocols, one process per connection: echo, counter, sink and
+  the broadcast chat.
   The REST app's connections are `YardPeer.Rest`.
   """
 
@@ -8,6 +9,7 @@ defmodule YardPeer.Conn do
 
   def serve(:echo, sock, _), do: echo(sock)
   def serve(:counter, sock, _), do: YardPeer.Counter.serve(sock)
+  def serve(:broadcast, sock, _), do: YardPeer.Broadcast.serve(sock)
   def serve(:rest, sock, opts), do: YardPeer.Rest.serve(sock, opts)
 
   def serve(:sink, sock, opts) do
@@ -149,4 +151,74 @@ defmodule YardPeer.Counter do
   defp replies(<<>>, _, acc), do: Enum.reverse(acc)
   defp replies(<<1, t::binary>>, v, acc), do: replies(t, v + 1, [<<v + 1::64>> | acc])
   defp replies(<<_, t::binary>>, v, acc), do: replies(t, v, [<<v::64>> | acc])
+end
+
+defmodule YardPeer.Broadcast do
+  @moduledoc """
+  The broadcast chat: every line a client sends goes, unchanged, to every
+  other client, in the order it was sent. The room is a `Registry` with
+  duplicate keys; a connection process registers under `:room` (the registry
+  forgets it when it exits) and sends each of its client's lines to the other
+  members' processes with `Registry.dispatch/3`, each of which writes it to
+  its own socket.
+
+  The VM cuts the bytes into lines (`packet: :line`) up to `@max_line` bytes,
+  the `\\n` included; a longer line arrives cut, without its `\\n`, and ends
+  the connection. A send never waits (`send_timeout: 0`): once more than
+  `@max_queued` bytes wait in a socket's queue it fails and closes the socket
+  (the client is not reading). A setopts on a socket that just closed fails
+  harmlessly: its `:tcp_closed` is on its way.
+  """
+
+  @max_line 65536
+  @max_queued 1_048_576
+
+  def room,
+    do: {Registry, keys: :duplicate, name: __MODULE__, partitions: System.schedulers_online()}
+
+  def serve(sock) do
+    {:ok, _} = Registry.register(__MODULE__, :room, nil)
+
+    :inet.setopts(sock,
+      packet: :line,
+      packet_size: @max_line,
+      high_watermark: @max_queued,
+      low_watermark: div(@max_queued, 2),
+      send_timeout: 0,
+      send_timeout_close: true,
+      active: :once
+    )
+
+    loop(sock)
+  end
+
+  defp loop(sock) do
+    receive do
+      {:tcp, ^sock, line} ->
+        if :binary.last(line) == ?\n do
+          me = self()
+
+          Registry.dispatch(__MODULE__, :room, fn members ->
+            for {pid, _} <- members, pid != me, do: send(pid, {:line, line})
+          end)
+
+          :inet.setopts(sock, active: :once)
+          loop(sock)
+        else
+          :gen_tcp.close(sock)
+        end
+
+      {:line, line} ->
+        case :gen_tcp.send(sock, line) do
+          :ok -> loop(sock)
+          {:error, _} -> :gen_tcp.close(sock)
+        end
+
+      {:tcp_closed, ^sock} ->
+        :ok
+
+      {:tcp_error, ^sock, _} ->
+        :gen_tcp.close(sock)
+    end
+  end
 end

@@ -4,16 +4,18 @@ defmodule YardPeer.Options do
   defstruct app: nil, host: nil, port: nil, out: "/dev/null", flush: :each,
             bcrypt_cost: 10, longpoll_ms: 5000
 
-  @apps ~w(echo counter sink rest)
+  @apps ~w(echo counter sink rest broadcast)
 
   def parse(argv), do: parse(argv, %__MODULE__{})
 
-  defp parse([], %{app: nil}), do: usage("--app is required: echo, counter, sink or rest")
+  defp parse([], %{app: nil}),
+    do: usage("--app is required: echo, counter, sink, rest or broadcast")
   defp parse([], %{host: nil}), do: usage("--listen is required, as HOST:PORT")
   defp parse([], o), do: o
 
   defp parse(["--app", a | t], o) when a in @apps, do: parse(t, %{o | app: String.to_atom(a)})
-  defp parse(["--app", a | _], _), do: usage("--app #{inspect(a)}: expected echo, counter, sink or rest")
+  defp parse(["--app", a | _], _),
+    do: usage("--app #{inspect(a)}: expected echo, counter, sink, rest or broadcast")
 
   defp parse(["--listen", l | t], o) do
     {host, port} = listen(l)

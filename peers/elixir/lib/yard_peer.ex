@@ -1,8 +1,8 @@
 defmodule YardPeer do
   @moduledoc """
-  Switchyard's Elixir reference server: echo, counter, sink and the REST
-  study's service, with only what ships with Elixir and OTP. Started by
-  peers/elixir/run; see docs/peers.md.
+  Switchyard's Elixir reference server: echo, counter, sink, the broadcast
+  chat and the REST study's service, with only what ships with Elixir and
+  OTP. Started by peers/elixir/run; see docs/peers.md.
 
   One supervisor owns a `Task.Supervisor` for the connections and a pool of
   acceptor tasks. An acceptor hands each socket to a fresh connection process
@@ -35,8 +35,11 @@ defmodule YardPeer do
 
     acceptors = max(4, System.schedulers_online())
 
+    room = if opts.app == :broadcast, do: [YardPeer.Broadcast.room()], else: []
+
     children =
       [{Task.Supervisor, name: YardPeer.Conns}] ++
+        room ++
         for i <- 1..acceptors do
           Supervisor.child_spec({Acceptor, {ls, opts}}, id: {Acceptor, i})
         end
