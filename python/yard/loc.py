@@ -552,8 +552,6 @@ def _eve_scaffold(path: str) -> list[Piece]:
             Piece(path, r"on signals terminate")]
 
 
-_NO_PEER_CHAT = ("n/a: no peer has a chat. The peers serve echo, counter, sink and REST "
-                 "(docs/peers.md); the papayaChat experiments compare sinks.")
 _C_SHARED = ("yard-serve's engine (listening, accepting, reading, writing, under every model) "
              "is not counted.")
 _GO_SHARED = "The shared launcher main.go (flags, listen, accept loop, signals) is not counted."
@@ -664,10 +662,46 @@ TABLE: dict[str, dict[str, Cell]] = {
                           [Piece("tests/unit/test_coro_examples.c", r"#define CHAT_CLIENTS\b",
                                  through=r"static void session\(",
                                  what="CHAT_CLIENTS .. session()")])]),
-        "go": Cell(na=_NO_PEER_CHAT),
-        "node": Cell(na=_NO_PEER_CHAT),
-        "erlang": Cell(na=_NO_PEER_CHAT),
-        "elixir": Cell(na=_NO_PEER_CHAT),
+        "go": Cell([Piece("peers/go/broadcast.go")],
+                   "The whole file: the room (a map of members under an RWMutex, read-locked "
+                   "by each broadcast), and per client a reader goroutine (bufio ReadSlice "
+                   "cuts the lines, 64 KiB at most) and a writer goroutine that writes what "
+                   "was queued for it in one writev; a client with 1 MiB unwritten is "
+                   "dropped. " + _GO_SHARED),
+        "node": Cell([Piece("peers/node/lib/apps.js", r"const MAX_LINE\b", what="MAX_LINE"),
+                      Piece("peers/node/lib/apps.js", r"const MAX_QUEUED\b", what="MAX_QUEUED"),
+                      Piece("peers/node/lib/apps.js", r"function serveBroadcast\(",
+                            what="serveBroadcast"),
+                      Piece("peers/node/lib/apps.js", r"function broadcast\(", what="broadcast")],
+                     "In lib/apps.js the two limits, serveBroadcast (the room is a Set; a "
+                     "chunk's complete lines are cut with indexOf and forwarded in one write "
+                     "per member, a partial line held) and broadcast (a member with 1 MiB "
+                     "unwritten is destroyed). The Set itself is made in lib/worker.js. "
+                     + _NODE_SHARED),
+        "erlang": Cell([Piece("peers/erlang/src/yard_peer.erl", r"-define\(CHAT_MAX_LINE\b",
+                              what="CHAT_MAX_LINE"),
+                        Piece("peers/erlang/src/yard_peer.erl", r"-define\(CHAT_MAX_QUEUED\b",
+                              what="CHAT_MAX_QUEUED"),
+                        Piece("peers/erlang/src/yard_peer.erl", r"handler\(broadcast\b",
+                              what="handler(broadcast, _)"),
+                        Piece("peers/erlang/src/yard_peer.erl", r"broadcast\(",
+                              what="broadcast/1"),
+                        Piece("peers/erlang/src/yard_peer.erl", r"member\(", what="member/1")],
+                       "In yard_peer.erl: the two limits, the handler(broadcast, _) clause that "
+                       "starts the pg scope (the room), broadcast/1 (a connection joins the "
+                       "group; the VM cuts lines with {packet, line}) and member/1 (its loop: "
+                       "a line to every other member's process, a member's line to its "
+                       "socket). " + _ERL_SHARED),
+        "elixir": Cell([Piece("peers/elixir/lib/conn.ex", r"\s*def serve\(:broadcast\b",
+                              what="serve(:broadcast, ...)"),
+                        Piece("peers/elixir/lib/conn.ex", r"defmodule YardPeer\.Broadcast\b",
+                              what="YardPeer.Broadcast")],
+                       "In lib/conn.ex: the serve(:broadcast, ...) clause and the whole "
+                       "YardPeer.Broadcast module (the room is a duplicate-key Registry, "
+                       "Registry.dispatch sends a line to the other members' processes; the VM "
+                       "cuts lines with packet: :line). Its start as a child of the "
+                       "supervisor, one line in lib/yard_peer.ex, is not counted. "
+                       + _EX_SHARED),
     },
 }
 

@@ -222,7 +222,18 @@ def test_the_real_table():
     for app in ("echo", "counter", "chat"):
         e = cells[app]["eve"]
         assert 0 < e["count_without"] < e["count"]
-    assert all(cells["chat"][k]["count"] is None for k in ("c", "go", "node", "erlang", "elixir"))
+    # No C app is a broadcast chat; every peer has one (--app broadcast), counted like its
+    # echo and counter: Go's own file whole, the others' definitions.
+    assert cells["chat"]["c"]["count"] is None
+    for k in ("go", "node", "erlang", "elixir"):
+        assert cells["chat"][k]["count"] > 0, k
+    assert [f["path"] for f in cells["chat"]["go"]["files"]] == ["peers/go/broadcast.go"]
+    assert cells["chat"]["go"]["files"][0]["what"] == "whole file"
+    for k, path in (("node", "peers/node/lib/apps.js"),
+                    ("erlang", "peers/erlang/src/yard_peer.erl"),
+                    ("elixir", "peers/elixir/lib/conn.ex")):
+        assert {f["path"] for f in cells["chat"][k]["files"]} == {path}, k
+        assert all(f["what"] != "whole file" for f in cells["chat"][k]["files"]), k
     assert [s["count"] > 0 for s in cells["chat"]["c"]["scale"]] == [True, True]
 
 
