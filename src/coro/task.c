@@ -8,7 +8,9 @@
  * two workers granting tasks on different objects touch no common line.
  *
  * A task that cannot start is queued on one object it conflicts with and is
- * retried when that object is released (never spun on). Invariant: a task
+ * retried when that object is released (never spun on); a release grants the
+ * head of the queue and the ones after it while they can run, and stops at
+ * the first that cannot (retry_queue). Invariant: a task
  * sits only in the queue of an object that is held in a mode that conflicts
  * with it, or behind such a task, so every queued task is retried
  * eventually: the check and the enqueue happen under that object's lock,
@@ -121,13 +123,72 @@ static void finish_release(yard_coro_finish_t *f)
     }
 }
 
-/* Releases each permission and takes the requests queued on its object;
- * then retries them in order (each takes its own objects' locks): those
- * granted start (or wake), the others queue again. One lock at a time, so
- * perms need not be sorted. */
+/* t (taken off o's queue by the caller, so nobody else can reach it) is
+ * granted, or queued again: at the head of o's queue when it conflicts
+ * with o itself (it keeps its place), else at the tail of the queue of the
+ * object it conflicts with. */
+enum { GRANTED, BLOCKED_HERE, BLOCKED_ELSEWHERE };
+
+static int regrant(struct yard_coro_task *t, yard_coro_obj_t *o)
+{
+    lock_all(t);
+    for (size_t i = 0; i < t->n; i++) {
+        yard_coro_obj_t *p = t->perms[i].obj;
+        if (compatible(&t->perms[i]))
+            continue;
+        if (p == o) {
+            t->wait_next = o->wait_head;
+            o->wait_head = t;
+            if (!o->wait_tail)
+                o->wait_tail = t;
+        } else {
+            obj_enqueue(p, t);
+        }
+        unlock_all(t);
+        return p == o ? BLOCKED_HERE : BLOCKED_ELSEWHERE;
+    }
+    for (size_t i = 0; i < t->n; i++) {
+        if (t->perms[i].mode == YARD_PERM_READ)
+            t->perms[i].obj->readers++;
+        else
+            t->perms[i].obj->full = 1;
+    }
+    unlock_all(t);
+    return GRANTED;
+}
+
+/* Grants the requests at the head of o's queue, in order, while they can
+ * run; stops at the first that must still wait for o. So a release costs
+ * what it grants, not the length of the queue: with many requests queued
+ * on one object (a counter every connection writes) retrying them all at
+ * each release made it quadratic. Check and re-queue happen under o's
+ * lock, so a release racing with this cannot be missed: either it sees the
+ * request back in the queue, or the request sees it released. */
+static void retry_queue(yard_coro_obj_t *o)
+{
+    for (;;) {
+        yard_coro__spin_lock(&o->lock);
+        struct yard_coro_task *w = o->wait_head;
+        if (w) {
+            o->wait_head = w->wait_next;
+            if (!o->wait_head)
+                o->wait_tail = NULL;
+        }
+        yard_coro__spin_unlock(&o->lock);
+        if (!w)
+            return;
+        int r = regrant(w, o);
+        if (r == GRANTED)
+            start_task(w); /* an acquirer may return at once: w is not touched after this */
+        else if (r == BLOCKED_HERE)
+            return;
+    }
+}
+
+/* Releases each permission, then retries the requests queued on each
+ * object. One lock at a time, so perms need not be sorted. */
 static void release_and_retry(const yard_coro_perm_t *perms, size_t n)
 {
-    struct yard_coro_task *retry = NULL, **tail = &retry;
     for (size_t i = 0; i < n; i++) {
         yard_coro_obj_t *o = perms[i].obj;
         yard_coro__spin_lock(&o->lock);
@@ -135,19 +196,10 @@ static void release_and_retry(const yard_coro_perm_t *perms, size_t n)
             o->readers--;
         else
             o->full = 0;
-        if (o->wait_head) {
-            *tail = o->wait_head;
-            tail = &o->wait_tail->wait_next;
-            o->wait_head = o->wait_tail = NULL;
-        }
         yard_coro__spin_unlock(&o->lock);
     }
-    while (retry) {
-        struct yard_coro_task *w = retry;
-        retry = w->wait_next; /* before the grant: a granted acquirer may return at once */
-        if (try_grant(w, false))
-            start_task(w);
-    }
+    for (size_t i = 0; i < n; i++)
+        retry_queue(perms[i].obj);
 }
 
 static void task_main(void *arg)
