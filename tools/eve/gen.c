@@ -177,6 +177,7 @@ typedef struct {
     size_t nfins, capfins;
     const eve_ty_t *ret;  /* the function's result (NULL: void) */
     sb_t *decls;          /* the function's sequencing temporaries' declarations */
+    bool made_tmp;        /* the function registers temporaries (else it needs no draining) */
     int ntemp;
     struct { const eve_node_t *n; char *c; } ovr[64]; /* operands already evaluated into temporaries */
     size_t novr;
@@ -926,6 +927,7 @@ static const char *bytes_kind(const eve_ty_t *t)
 
 static char *tmp_owned(gen_t *g, const eve_ty_t *t, const char *owned)
 {
+    g->made_tmp = true;
     return fmt(g, "((%s)eve_tmp(cx, %s))", ctype(g, t), owned);
 }
 
@@ -980,8 +982,10 @@ static char *binop(gen_t *g, eve_tok_kind_t op, const char *a, const char *b, co
         return fmt(g, "((%s) %s (%s))", a, o, b);
     case EVE_T_PLUS:
     case EVE_T_PLUS_ASSIGN:
-        if (str)
+        if (str) {
+            g->made_tmp = true;
             return fmt(g, "eve_tmp_str(cx, eve_str_concat(%s, %s))", a, b);
+        }
         return fmt(g, "((%s) + (%s))", a, b);
     case EVE_T_SLASH:
     case EVE_T_SLASH_ASSIGN:
@@ -1996,13 +2000,15 @@ typedef struct {
     const eve_ty_t *ret;
     sb_t *decls;
     size_t novr;
+    bool made_tmp;
 } saved_t;
 
 static void save(gen_t *g, saved_t *s)
 {
     *s = (saved_t){g->f, g->out, g->ind, g->cl, g->ncl, g->capcl, g->loops, g->nloops, g->caploops,
-                   g->fins, g->nfins, g->capfins, g->ret, g->decls, g->novr};
+                   g->fins, g->nfins, g->capfins, g->ret, g->decls, g->novr, g->made_tmp};
     g->novr = 0;
+    g->made_tmp = false;
     g->cl = NULL;
     g->ncl = g->capcl = 0;
     g->loops = NULL;
@@ -2031,6 +2037,7 @@ static void restore(gen_t *g, const saved_t *s)
     g->ret = s->ret;
     g->decls = s->decls;
     g->novr = s->novr;
+    g->made_tmp = s->made_tmp;
 }
 
 /* A parameter (or payload) p arrives as C value `in`: make it the variable. */
@@ -2044,9 +2051,36 @@ static void bind_param(gen_t *g, vinfo_t *v, const char *in, eve_pos_t pos)
 
 #define DECLS_MARK "    /*@decls@*/\n"
 
-/* Puts the sequencing temporaries' declarations where the mark is. */
+/* Deletes every line of b that contains text (with its indentation). */
+static void delete_lines(sb_t *b, const char *text)
+{
+    if (!b->p)
+        return;
+    size_t w = 0, tl = strlen(text);
+    for (size_t r = 0; r < b->n;) {
+        const char *nl = memchr(b->p + r, '\n', b->n - r);
+        size_t end = nl ? (size_t)(nl - b->p) + 1 : b->n;
+        bool hit = false;
+        for (size_t i = r; i + tl <= end && !hit; i++)
+            hit = memcmp(b->p + i, text, tl) == 0;
+        if (!hit) {
+            memmove(b->p + w, b->p + r, end - r);
+            w += end - r;
+        }
+        r = end;
+    }
+    b->n = w;
+    b->p[w] = 0;
+}
+
+/* Puts the sequencing temporaries' declarations where the mark is; a
+ * function that registers no temporary loses its mark and its drains. */
 static void place_decls(gen_t *g, sb_t *body, sb_t *decls)
 {
+    if (!g->made_tmp) {
+        delete_lines(body, "EVE_DRAIN(cx, m_);");
+        delete_lines(body, "size_t m_ = cx->ntmp;");
+    }
     char *m = body->p ? strstr(body->p, DECLS_MARK) : NULL;
     if (!m)
         return;
