@@ -36,7 +36,11 @@ MODELS = [m for m in os.environ.get("YARD_MODELS", ",".join(ALL_MODELS)).split("
 # our code).
 ALL_PEERS = ["go", "node", "node-cluster", "erlang", "elixir"]
 PEERS = ALL_PEERS if os.environ.get("YARD_PEERS", "1") != "0" else []
-SERVERS = MODELS + PEERS
+# The Eve programs examples/eve/{echo,counter}.eve, compiled by the build
+# (build/bin/eve-echo, eve-counter): the conformance tests run against them
+# too. They take the address as their one argument and no options.
+EVE = ["eve"] if os.environ.get("YARD_EVE", "1") != "0" else []
+SERVERS = MODELS + PEERS + EVE
 
 
 def peer_built(peer: str) -> bool:
@@ -257,6 +261,10 @@ def serve(start_server):
     or, when model names a peer, that peer's launcher."""
 
     def start(app: str, model: str, *flags, listen: str = "127.0.0.1:0", env=None) -> Server:
+        if model == "eve":
+            if flags:
+                pytest.skip(f"the Eve {app} program takes no options ({' '.join(flags)})")
+            return start_server([BIN / f"eve-{app}", listen], env=env)
         if model in ALL_PEERS:
             if not peer_built(model):
                 pytest.skip(f"peer {model} is not built (make peers)")

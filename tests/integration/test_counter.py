@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from conftest import MODELS, PEERS, recv_exactly, recv_until_closed, wait_for
+from conftest import EVE, MODELS, PEERS, recv_exactly, recv_until_closed, wait_for
 
 READ, INCR = b"\x00", b"\x01"
 
@@ -23,7 +23,7 @@ def read_counter(server) -> int:
 
 SYNC = ["atomic", "perms"]
 # Our models in both sync modes; the peers have their own single design.
-VARIANTS = [(m, s) for m in MODELS for s in SYNC] + [(p, None) for p in PEERS]
+VARIANTS = [(m, s) for m in MODELS for s in SYNC] + [(p, None) for p in PEERS + EVE]
 
 
 def start_counter(serve, model, sync):
