@@ -189,6 +189,7 @@ static void retry_queue(yard_coro_obj_t *o)
  * object. One lock at a time, so perms need not be sorted. */
 static void release_and_retry(const yard_coro_perm_t *perms, size_t n)
 {
+    uint32_t queued = 0; /* bit i: perms[i]'s object had requests waiting */
     for (size_t i = 0; i < n; i++) {
         yard_coro_obj_t *o = perms[i].obj;
         yard_coro__spin_lock(&o->lock);
@@ -196,10 +197,16 @@ static void release_and_retry(const yard_coro_perm_t *perms, size_t n)
             o->readers--;
         else
             o->full = 0;
+        if (o->wait_head)
+            queued |= 1u << i;
         yard_coro__spin_unlock(&o->lock);
     }
-    for (size_t i = 0; i < n; i++)
-        retry_queue(perms[i].obj);
+    /* A request queued after our unlock found the object in the state we
+     * left it: it was granted, or it queued behind a conflicting holder
+     * whose release retries it. */
+    for (size_t i = 0; queued && i < n; i++)
+        if (queued & 1u << i)
+            retry_queue(perms[i].obj);
 }
 
 static void task_main(void *arg)

@@ -15,6 +15,8 @@ void eve_cx_init(eve_cx_t *cx)
     cx->ntmp = 0;
     cx->captmp = EVE_TMP_INLINE;
     cx->deferred = NULL;
+    cx->fin_depth = 0;
+    cx->handover = 0;
 }
 
 void eve_cx_done(eve_cx_t *cx)
@@ -59,6 +61,23 @@ void eve_tmp_drain(eve_cx_t *cx, size_t mark)
 size_t rt_perms_normalize(yard_coro_perm_t *out, const yard_coro_perm_t *in, size_t n,
                           const char *pos)
 {
+    /* the common lists, one or two objects, without the general loop */
+    if (n == 1 && in[0].obj) {
+        out[0] = in[0];
+        return 1;
+    }
+    if (n == 2 && in[0].obj && in[1].obj) {
+        if (in[0].obj == in[1].obj) {
+            out[0] = in[0];
+            if (in[1].mode == YARD_PERM_FULL)
+                out[0].mode = YARD_PERM_FULL;
+            return 1;
+        }
+        bool swap = (uintptr_t)in[0].obj > (uintptr_t)in[1].obj;
+        out[0] = in[swap];
+        out[1] = in[!swap];
+        return 2;
+    }
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         if (!in[i].obj)
@@ -161,12 +180,30 @@ static void task_trampoline(void *arg)
         rt_live_dec();
 }
 
+/* Do two normalized (address-ordered) lists name a common object? */
+static bool overlap(const yard_coro_perm_t *a, size_t na, const yard_coro_perm_t *b, size_t nb)
+{
+    size_t i = 0, j = 0;
+    while (i < na && j < nb) {
+        if (a[i].obj == b[j].obj)
+            return true;
+        if ((uintptr_t)a[i].obj < (uintptr_t)b[j].obj)
+            i++;
+        else
+            j++;
+    }
+    return false;
+}
+
 void eve_task_spawn(eve_cx_t *cx, yard_coro_finish_t *f, void *env, const yard_coro_perm_t *perms,
                     size_t n, const char *pos)
 {
-    (void)cx;
     struct task_rec *r = rec_of(env);
     r->nperms = rt_perms_normalize(r->perms, perms, n, pos);
+    /* a child of the innermost open finish asking for what we hold: that
+     * scope's end hands our objects over (eve_finish_end) */
+    if (f && cx->nheld && cx->fin_depth && overlap(r->perms, r->nperms, cx->held, cx->nheld))
+        cx->handover |= cx->fin_depth <= 64 ? 1ull << (cx->fin_depth - 1) : 0;
     if (!f) {
         r->detached = true;
         rt_live_inc();
@@ -181,7 +218,9 @@ void eve_task_spawn(eve_cx_t *cx, yard_coro_finish_t *f, void *env, const yard_c
 
 void eve_finish_begin(eve_cx_t *cx, yard_coro_finish_t *f)
 {
-    (void)cx;
+    cx->fin_depth++;
+    if (cx->fin_depth <= 64)
+        cx->handover &= ~(1ull << (cx->fin_depth - 1));
     yard_coro_finish_init(f);
 }
 
@@ -193,13 +232,23 @@ void eve_finish_begin(eve_cx_t *cx, yard_coro_finish_t *f)
  * those objects, are granted them then) and takes them all back, with
  * eve_acquire's rules, once every child has finished. In between, another
  * task or callback waiting for one of these objects may run first; what
- * the parent holds is unchanged after the finish, not during it. A scope
- * whose owner spawned nothing (f->local: the owner's own spawns, see
- * yard_coro_finish_t) has no children that could have spawned either, so
- * nothing is released. */
+ * the parent holds is unchanged after the finish, not during it.
+ *
+ * Only a scope one of whose tasks asked for an object the parent holds
+ * (eve_task_spawn compares the lists, by object: aliases the checker cannot
+ * see are caught too) hands over; the others just wait. A child can ask
+ * only for a subset of what its parent holds, so a grandchild can need the
+ * grandparent's object only through a child that asked for it too. fib's
+ * tasks, whose objects are their own frame's cells, so never release and
+ * take back their permissions at every level. */
 void eve_finish_end(eve_cx_t *cx, yard_coro_finish_t *f)
 {
-    if (f->local == 0 || cx->nheld == 0) {
+    unsigned d = cx->fin_depth;
+    if (d)
+        cx->fin_depth--;
+    /* past 64 nested scopes every one hands over (the safe side) */
+    bool hand = d > 64 || (d && (cx->handover >> (d - 1) & 1));
+    if (f->local == 0 || cx->nheld == 0 || !hand) {
         yard_coro_finish_wait(f);
         return;
     }

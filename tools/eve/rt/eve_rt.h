@@ -108,6 +108,8 @@ typedef struct eve_cx {
     size_t ntmp, captmp;
     void *tmp_inline[EVE_TMP_INLINE];
     struct eve_deferred *deferred; /* listeners made here, started at eve_cx_done */
+    unsigned fin_depth;            /* finish scopes open in this context */
+    uint64_t handover;             /* bit d-1: scope d got a task asking for an object held here */
 } eve_cx_t;
 
 void eve_cx_init(eve_cx_t *cx);
@@ -166,9 +168,9 @@ void eve_task_spawn(eve_cx_t *cx, yard_coro_finish_t *f, void *env, const yard_c
                     size_t n, const char *pos);
 /* finish: */
 void eve_finish_begin(eve_cx_t *cx, yard_coro_finish_t *f);
-/* Waits for every task of f. If any was spawned and cx holds permissions,
- * releases them first (the parent hands its objects to its subtasks) and
- * reacquires them all after. */
+/* Waits for every task of f. If a task spawned into it asked for an object
+ * cx holds, releases everything cx holds first (the parent hands its
+ * objects to its subtasks) and reacquires it all after. */
 void eve_finish_end(eve_cx_t *cx, yard_coro_finish_t *f);
 
 /* ---- containers (objects) -------------------------------------------------------------- */
