@@ -5,13 +5,16 @@
  * program's dump is deterministic (two dumps of the tree are the same text).
  * An accepted program is then checked (tools/eve/check.c): the checker never
  * crashes, its verdict matches its errors, and every error is positioned
- * inside the input and sorted by position. */
+ * inside the input and sorted by position. A program the checker accepts
+ * goes to the code generator (tools/eve/gen.c), which makes C of the length
+ * it says or refuses with an error, never crashes. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "eve.h"
+#include "gen.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -74,6 +77,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             eve_pos_t a = cx.diags[i - 1].pos, b = cx.diags[i].pos;
             if (b.line < a.line || (b.line == a.line && b.col < a.col))
                 abort(); /* not sorted by position */
+        }
+        if (ok) {
+            /* a checked program: the generator makes C, or refuses with an error */
+            size_t before = cx.nerrors, len = 0;
+            char *c = eve_gen_c(&cx, prog, "fuzz.eve", "fuzz", &len);
+            if (c ? (cx.nerrors != before || strlen(c) != len) : cx.nerrors == before)
+                abort();
+            free(c);
         }
     }
     eve_ctx_free(&cx);

@@ -133,6 +133,22 @@ def test_what_the_generator_refuses_is_an_error(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.parametrize("source, error", [
+    ("class node:\n    next : node\n    v : int\nn : node\nstdout.write_line(to_string(n.v))\n",
+     "prog.eve:2:5: error: class 'node' contains itself (field 'next')"),
+    ("f: () int:\n    w : write_buffer\n    t : timer\n    on t tick [+w]:\n        w = w\n    return 1\n"
+     "stdout.write_line(to_string(f()))\n",
+     "prog.eve:5:9: error: 'w' belongs to an enclosing scope: a task or callback can modify the object, "
+     "not make the variable refer to another one"),
+    ("s : stream\n", "prog.eve:1:1: error: a stream cannot be made by declaring it"),
+])
+def test_the_generator_refuses_with_a_position(tmp_path, source, error):
+    r, out = build(tmp_path, source)
+    assert r.returncode == 1
+    assert f"{tmp_path}/{error}".encode() in r.stderr, r.stderr
+    assert not out.exists()
+
+
 def test_generated_c_is_deterministic_with_line_directives():
     a = run([YARD_EVE, "c", EXAMPLES / "fib.eve"])
     b = run([YARD_EVE, "c", EXAMPLES / "fib.eve"])
