@@ -36,11 +36,12 @@ MODELS = [m for m in os.environ.get("YARD_MODELS", ",".join(ALL_MODELS)).split("
 # our code).
 ALL_PEERS = ["go", "node", "node-cluster", "erlang", "elixir"]
 PEERS = ALL_PEERS if os.environ.get("YARD_PEERS", "1") != "0" else []
+SERVERS = MODELS + PEERS
 # The Eve programs examples/eve/{echo,counter}.eve, compiled by the build
-# (build/bin/eve-echo, eve-counter): the conformance tests run against them
-# too. They take the address as their one argument and no options.
+# (build/bin/eve-echo, eve-counter): the echo and counter conformance tests
+# run against them too, as the server "eve". They take the address as their
+# one argument and no options.
 EVE = ["eve"] if os.environ.get("YARD_EVE", "1") != "0" else []
-SERVERS = MODELS + PEERS + EVE
 
 
 def peer_built(peer: str) -> bool:

@@ -23,7 +23,8 @@ from yard.runner import Trial, plan, run_trial
 
 EXP = REPO / "experiments" / "eve_fib.toml"
 TASKS_RUNTIMES = ["coro-perms", "coro", "threads", "openmp", "tbb"]
-ALL = TASKS_RUNTIMES + ["go", "forkjoin"]
+# eve: examples/eve/fib_bench.eve compiled by yard-eve (issue 23), beside coro-perms
+ALL = ["coro-perms", "eve"] + TASKS_RUNTIMES[1:] + ["go", "forkjoin"]
 
 
 def load(ncpu=4):
@@ -36,7 +37,7 @@ def test_loads_with_every_runtime_and_peer():
     e = load()
     assert e.kind == "tool" and [a.label for a in e.alternatives] == ALL
     assert {a.label: a.runtime for a in e.alternatives} == {
-        **{r: r for r in TASKS_RUNTIMES}, "go": None, "forkjoin": None}
+        **{r: r for r in TASKS_RUNTIMES}, "eve": None, "go": None, "forkjoin": None}
     assert e.cpus_from == "workers"
     assert e.list_runtimes == ["{bin}/yard-tasks", "--list-runtimes", "--json"]
     assert [f["metric"] for f in e.figures] == ["min_s", "min_s", "ns_per_task"]
@@ -67,8 +68,11 @@ def test_full_sweep_trials():
     a = {x.label: x for x in e.alternatives}
     assert a["tbb"].argv[:5] == ["{bin}/yard-tasks", "fib", "{n}", "--runtime", "tbb"]
     assert a["go"].argv[0] == "peers/go/run" and a["forkjoin"].argv[0] == "peers/java/run"
+    assert a["eve"].argv[:3] == ["env", "YARD_EVE_WORKERS={workers}", "{bin}/eve-fib-bench"]
     for x in e.alternatives:
-        assert x.argv[-1] == "--json" and "{workers}" in x.argv and "{cutoff}" in x.argv
+        # eve-fib-bench always prints its JSON record; the others are asked to
+        assert (x.argv[-1] == "--json" or x.label == "eve") and "{cutoff}" in x.argv
+        assert "{workers}" in x.argv or "YARD_EVE_WORKERS={workers}" in x.argv
 
 
 def test_quick_suite_is_short():

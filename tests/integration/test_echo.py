@@ -6,7 +6,10 @@ import threading
 
 import pytest
 
-from conftest import MODELS, SERVERS, recv_exactly, recv_until_closed
+from conftest import EVE, MODELS, SERVERS, recv_exactly, recv_until_closed
+
+# every server, and the echo written in Eve (examples/eve/echo.eve)
+ECHO_SERVERS = SERVERS + EVE
 
 
 def echo_roundtrip(server, payload: bytes) -> bytes:
@@ -32,7 +35,7 @@ def echo_roundtrip(server, payload: bytes) -> bytes:
     return got
 
 
-@pytest.mark.parametrize("model", SERVERS)
+@pytest.mark.parametrize("model", ECHO_SERVERS)
 def test_echo_random_payloads_32_connections(serve, model):
     server = serve("echo", model)
     rng = random.Random(1234)
@@ -64,7 +67,7 @@ def test_echo_ipv6(serve, model):
     assert echo_roundtrip(server, b"over ipv6\n") == b"over ipv6\n"
 
 
-@pytest.mark.parametrize("model", SERVERS)
+@pytest.mark.parametrize("model", ECHO_SERVERS)
 def test_echo_flushes_before_close_on_half_close(serve, model):
     server = serve("echo", model)
     s = server.connect()
