@@ -92,10 +92,7 @@ def mask_c(text: str, go: bool = False) -> str:
             m.comment(i, j)
             i = j
         elif t.startswith("/*", i):
-            j = t.find("*/", i + 2)
-            j = m.n if j < 0 else j + 2
-            m.comment(i, j)
-            i = j
+            i = _block_comment(m, i)
         elif c in "\"'":
             j = _quoted(t, i, c)
             m.literal(i, j)
@@ -108,6 +105,14 @@ def mask_c(text: str, go: bool = False) -> str:
         else:
             i += 1
     return m.text()
+
+
+def _block_comment(m: "_Mask", i: int) -> int:
+    """Masks the /* ... */ comment at i (to the end when unclosed); returns where it ends."""
+    j = m.t.find("*/", i + 2)
+    j = m.n if j < 0 else j + 2
+    m.comment(i, j)
+    return j
 
 
 def mask_go(text: str) -> str:
@@ -157,10 +162,7 @@ def _js_code(m: _Mask, i: int, in_subst: bool) -> int:
             m.comment(i, j)
             i = j
         elif t.startswith("/*", i):
-            j = t.find("*/", i + 2)
-            j = m.n if j < 0 else j + 2
-            m.comment(i, j)
-            i = j
+            i = _block_comment(m, i)
         elif c in "\"'":
             j = _quoted(t, i, c)
             m.literal(i, j)

@@ -1754,6 +1754,27 @@ static void g_assign(gen_t *g, const eve_node_t *n)
         line(g, "%s = %s;", lv, val);
 }
 
+/* A loop's body: break and continue inside it know lp; its locals are
+ * released at its end, and the continue label follows when one jumps to it. */
+static void loop_body(gen_t *g, loop_t lp, const eve_list_t *body)
+{
+    if (g->nloops == g->caploops) {
+        size_t cap = g->caploops ? g->caploops * 2 : 8;
+        loop_t *l = realloc(g->loops, cap * sizeof *l);
+        if (!l) {
+            g->failed = true;
+            return;
+        }
+        g->loops = l;
+        g->caploops = cap;
+    }
+    g->loops[g->nloops++] = lp;
+    g_stmts(g, body);
+    close_scope(g, lp.body);
+    if (g->loops[--g->nloops].continued)
+        line(g, "cont_%d:;", lp.label);
+}
+
 static void g_stmt(gen_t *g, const eve_node_t *n)
 {
     if (g->failed)
@@ -1847,22 +1868,7 @@ static void g_stmt(gen_t *g, const eve_node_t *n)
         drain(g);
         line(g, "if (!w_)");
         line(g, "    break;");
-        loop_t lp = {g->ncl, g->ncl, id, false};
-        if (g->nloops == g->caploops) {
-            size_t cap = g->caploops ? g->caploops * 2 : 8;
-            loop_t *l = realloc(g->loops, cap * sizeof *l);
-            if (!l) {
-                g->failed = true;
-                return;
-            }
-            g->loops = l;
-            g->caploops = cap;
-        }
-        g->loops[g->nloops++] = lp;
-        g_stmts(g, &n->u.while_.body);
-        close_scope(g, lp.body);
-        if (g->loops[--g->nloops].continued)
-            line(g, "cont_%d:;", id);
+        loop_body(g, (loop_t){g->ncl, g->ncl, id, false}, &n->u.while_.body);
         g->ind--;
         line(g, "}");
         break;
@@ -1890,22 +1896,7 @@ static void g_stmt(gen_t *g, const eve_node_t *n)
         decl_local(g, v, fmt(g, "elem_%d", id), n->pos);
         if (!v->cell)
             line(g, "(void)%s;", v->cname);
-        loop_t lp = {outer, g->ncl, id, false};
-        if (g->nloops == g->caploops) {
-            size_t cap = g->caploops ? g->caploops * 2 : 8;
-            loop_t *l = realloc(g->loops, cap * sizeof *l);
-            if (!l) {
-                g->failed = true;
-                return;
-            }
-            g->loops = l;
-            g->caploops = cap;
-        }
-        g->loops[g->nloops++] = lp;
-        g_stmts(g, &n->u.for_.body);
-        close_scope(g, lp.body);
-        if (g->loops[--g->nloops].continued)
-            line(g, "cont_%d:;", id);
+        loop_body(g, (loop_t){outer, g->ncl, id, false}, &n->u.for_.body);
         close_scope(g, outer);
         g->ind--;
         line(g, "%s", close);

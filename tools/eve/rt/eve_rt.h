@@ -17,6 +17,7 @@
 #ifndef YARD_EVE_RT_H
 #define YARD_EVE_RT_H
 
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -38,8 +39,9 @@ struct eve_obj {
     yard_coro_obj_t perm;
 };
 
-/* Statically allocated objects (string literals) never reach 0. */
-#define EVE_RC_IMMORTAL (1L << 60)
+/* Statically allocated objects (string literals) never reach 0 (half the
+ * range of a long: 2^62 where long has 64 bits, 2^30 where it has 32). */
+#define EVE_RC_IMMORTAL (LONG_MAX / 2 + 1)
 #define EVE_OBJ_IMMORTAL_INIT {EVE_RC_IMMORTAL, NULL, {0}}
 
 /* The header of a fresh object of `size` bytes (zeroed past the header),
