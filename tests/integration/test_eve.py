@@ -164,6 +164,22 @@ def test_generated_c_is_deterministic_with_line_directives():
     assert "eve_task_spawn(cx, &fin_" in text and "eve_finish_end(cx, &fin_" in text
 
 
+def test_operands_run_in_the_order_written(tmp_path):
+    """Arguments with effects run left to right, also when one of them is a
+    lambda whose own body has operands to order (an earlier generator let the
+    lambda's reuse the outer call's bookkeeping and printed 3,52)."""
+    r, out = build(tmp_path, "n : int = 0\nnext: () int [+n]:\n    n += 1\n    return n\n"
+                             "pair: (a: int, b: int) string:\n    return to_string(a) + \",\" + to_string(b)\n"
+                             "stdout.write_line(pair(next(), ([+n] (x: int) int: x * 10 + next())(5)))\n"
+                             "v : vector<int>\nv.push(7)\n"
+                             "stdout.write_line(to_string(v.size()) + \" \" + to_string(v.pop()) + \" \" "
+                             "+ to_string(v.size()))\n")
+    assert r.returncode == 0, r.stderr
+    p = run([out])
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == b"1,52\n1 7 0\n"
+
+
 def test_runtime_errors_point_at_the_source(tmp_path):
     r, out = build(tmp_path, "z : int = 0\nif args.size() > 5:\n    z = 1\n"
                              "stdout.write_line(to_string(10 / z))\n")

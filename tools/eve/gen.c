@@ -107,12 +107,10 @@ typedef struct vinfo {
     const char *name;
     eve_pos_t pos;
     const eve_ty_t *ty;
-    bool shared, global;
+    bool global;
     frame_t *decl;
     bool cell;          /* a value variable with a permission cell */
     bool box;           /* ... on the heap */
-    bool param;         /* a function's, method's or lambda's parameter (or self) */
-    bool payload;       /* a callback's parameter */
     bool loopvar;       /* a parallel for's element (in its task's env) */
     bool assigned;      /* the program assigns it (a parameter then needs its own reference) */
     char *cname;
@@ -135,6 +133,7 @@ struct frame {
     const eve_perms_t *perms;
     vinfo_t *loopvar;
     eve_class_t *cls;   /* methods */
+    const eve_ty_t *fty; /* functions and methods: the function type */
     frame_t *hnext;     /* node -> frame hash chain */
 };
 
@@ -179,8 +178,8 @@ typedef struct {
     sb_t *decls;          /* the function's sequencing temporaries' declarations */
     bool made_tmp;        /* the function registers temporaries (else it needs no draining) */
     int ntemp;
-    struct { const eve_node_t *n; char *c; } ovr[64]; /* operands already evaluated into temporaries */
-    size_t novr;
+    struct ovr { const eve_node_t *n; char *c; } *ovr; /* operands already evaluated into temporaries */
+    size_t novr, capovr;
 } gen_t;
 
 static void *galloc(gen_t *g, size_t n)
@@ -538,17 +537,12 @@ static void an_perms(gen_t *g, frame_t *f, const eve_perms_t *p)
     }
 }
 
-static vinfo_t *declare_params(gen_t *g, frame_t *f, const eve_params_t *ps, const eve_ty_t *ft, bool payload)
+/* A lambda's parameters, typed from its function type ft. */
+static void declare_params(gen_t *g, frame_t *f, const eve_params_t *ps, const eve_ty_t *ft)
 {
-    for (size_t i = 0; i < ps->n; i++) {
-        const eve_ty_t *t = ft && ft->kind == EVE_TY_FUNC && i < ft->nparams ? ft->params[i] : ft;
-        vinfo_t *v = vadd(g, ps->v[i].name, ps->v[i].pos, t, f);
-        if (v) {
-            v->param = !payload;
-            v->payload = payload;
-        }
-    }
-    return NULL;
+    for (size_t i = 0; i < ps->n; i++)
+        vadd(g, ps->v[i].name, ps->v[i].pos, ft && ft->kind == EVE_TY_FUNC && i < ft->nparams ? ft->params[i] : NULL,
+             f);
 }
 
 static const eve_ty_t *event_payload(const eve_ty_t *objt, const char *event)
@@ -573,11 +567,8 @@ static void an_callback(gen_t *g, frame_t *f, const eve_node_t *n, const eve_ty_
         return;
     cf->perms = perms;
     const eve_ty_t *pt = event_payload(objt, event);
-    for (size_t i = 0; i < params->n; i++) {
-        vinfo_t *v = vadd(g, params->v[i].name, params->v[i].pos, pt, cf);
-        if (v)
-            v->payload = true;
-    }
+    for (size_t i = 0; i < params->n; i++)
+        vadd(g, params->v[i].name, params->v[i].pos, pt, cf);
     an_perms(g, cf, perms);
     an_stmts(g, cf, body);
 }
@@ -593,7 +584,6 @@ static void an_stmt(gen_t *g, frame_t *f, const eve_node_t *n, size_t finish)
         for (size_t i = 0; i < n->u.var.nnames; i++) {
             vinfo_t *v = vadd(g, n->u.var.names[i], n->pos, t, f);
             if (v) {
-                v->shared = n->u.var.type && n->u.var.type->shared;
                 v->global = global;
                 if (global)
                     v->cname = fmt(g, "g_%s", v->name);
@@ -724,7 +714,7 @@ static void an_expr(gen_t *g, frame_t *f, const eve_node_t *n)
         if (!lf)
             return;
         lf->perms = &n->u.lambda.perms;
-        declare_params(g, lf, &n->u.lambda.params, n->type, false);
+        declare_params(g, lf, &n->u.lambda.params, n->type);
         an_perms(g, lf, &n->u.lambda.perms);
         if (n->u.lambda.expr)
             an_expr(g, lf, n->u.lambda.expr);
@@ -751,7 +741,6 @@ static void an_func(gen_t *g, const eve_node_t *fn, eve_class_t *cls)
                 ft = m->ty;
         vinfo_t *self = vadd(g, "self", fn->pos, NULL, f);
         if (self) {
-            self->param = true;
             eve_ty_t *st = galloc(g, sizeof *st);
             if (st) {
                 st->kind = EVE_TY_CLASS;
@@ -763,12 +752,9 @@ static void an_func(gen_t *g, const eve_node_t *fn, eve_class_t *cls)
     for (size_t i = 0; i < fn->u.func.params.n; i++) {
         const eve_param_t *p = &fn->u.func.params.v[i];
         const eve_ty_t *pt = ft && ft->kind == EVE_TY_FUNC && i < ft->nparams ? ft->params[i] : NULL;
-        vinfo_t *v = vadd(g, p->name, p->pos, pt, f);
-        if (v) {
-            v->param = true;
-            v->shared = p->type && p->type->shared;
-        }
+        vadd(g, p->name, p->pos, pt, f);
     }
+    f->fty = ft;
     an_stmts(g, f, &fn->u.func.body);
 }
 
@@ -801,17 +787,27 @@ static char *posstr(gen_t *g, eve_pos_t pos)
     return fmt(g, "\"%s:%u:%u\"", g->source, (unsigned)pos.line, (unsigned)pos.col);
 }
 
+/* A full heap array arr of *cap elements of `size` bytes, twice as large
+ * (*cap updated); NULL (and g failed, arr untouched) when out of memory. */
+static void *grown(gen_t *g, void *arr, size_t *cap, size_t size)
+{
+    size_t c = *cap ? *cap * 2 : 8;
+    void *p = realloc(arr, c * size);
+    if (!p) {
+        g->failed = true;
+        return NULL;
+    }
+    *cap = c;
+    return p;
+}
+
 static void push_cleanup(gen_t *g, char *code)
 {
     if (g->ncl == g->capcl) {
-        size_t cap = g->capcl ? g->capcl * 2 : 16;
-        cleanup_t *c = realloc(g->cl, cap * sizeof *c);
-        if (!c) {
-            g->failed = true;
+        cleanup_t *c = grown(g, g->cl, &g->capcl, sizeof *c);
+        if (!c)
             return;
-        }
         g->cl = c;
-        g->capcl = cap;
     }
     g->cl[g->ncl++] = (cleanup_t){code};
 }
@@ -1274,6 +1270,26 @@ static char *new_temp(gen_t *g, const eve_ty_t *t)
 
 static char *gx_raw(gen_t *g, const eve_node_t *n);
 
+/* The i-th operand n evaluates, in order: a binary operator's two (not
+ * && and ||, which C already orders), a method's receiver then a call's
+ * arguments; NULL past the last. */
+static const eve_node_t *operand(const eve_node_t *n, size_t i)
+{
+    if (n->kind == EVE_N_BINARY && n->u.binary.op != EVE_T_ANDAND && n->u.binary.op != EVE_T_OROR)
+        return i == 0 ? n->u.binary.lhs : i == 1 ? n->u.binary.rhs : NULL;
+    if (n->kind != EVE_N_CALL)
+        return NULL;
+    const eve_node_t *c = n->u.call.callee;
+    const eve_node_t *obj = c->kind == EVE_N_MEMBER ? c->u.member.obj : NULL;
+    if (obj && !(obj->kind == EVE_N_NAME && obj->sym &&
+                 (obj->sym->kind == EVE_SYM_MODULE || obj->sym->kind == EVE_SYM_CLASS))) {
+        if (i == 0)
+            return obj;
+        i--;
+    }
+    return i < n->u.call.args.n ? n->u.call.args.v[i] : NULL;
+}
+
 /* Operands are evaluated left to right, as written: where one may have an
  * effect, they go into temporaries in order first (C leaves the order of a
  * call's arguments and of an operator's operands open). */
@@ -1282,40 +1298,31 @@ static char *gx(gen_t *g, const eve_node_t *n)
     for (size_t i = g->novr; i-- > 0;)
         if (g->ovr[i].n == n)
             return g->ovr[i].c;
-    const eve_node_t *ops[EVE_MAX_LIST + 2];
-    size_t k = 0;
-    if (n->kind == EVE_N_BINARY && n->u.binary.op != EVE_T_ANDAND && n->u.binary.op != EVE_T_OROR) {
-        ops[k++] = n->u.binary.lhs;
-        ops[k++] = n->u.binary.rhs;
-    } else if (n->kind == EVE_N_CALL) {
-        const eve_node_t *c = n->u.call.callee;
-        if (c->kind == EVE_N_MEMBER && !(c->u.member.obj->kind == EVE_N_NAME && c->u.member.obj->sym &&
-                                         (c->u.member.obj->sym->kind == EVE_SYM_MODULE ||
-                                          c->u.member.obj->sym->kind == EVE_SYM_CLASS)))
-            ops[k++] = c->u.member.obj;
-        for (size_t i = 0; i < n->u.call.args.n && k < sizeof ops / sizeof ops[0]; i++)
-            ops[k++] = n->u.call.args.v[i];
-    }
     /* an effect anywhere, and another operand that could be evaluated before or after it */
     bool effect = false;
     size_t nonlit = 0;
-    for (size_t i = 0; i < k; i++) {
-        effect = effect || effects(ops[i]);
-        nonlit += !is_literal(ops[i]);
+    const eve_node_t *o;
+    for (size_t i = 0; (o = operand(n, i)) != NULL; i++) {
+        effect = effect || effects(o);
+        nonlit += !is_literal(o);
     }
-    if (!effect || nonlit < 2 || g->novr + k > sizeof g->ovr / sizeof g->ovr[0])
+    if (!effect || nonlit < 2)
         return gx_raw(g, n);
     sb_t pre = {0};
     size_t base = g->novr;
-    for (size_t i = 0; i < k; i++) {
-        if (is_literal(ops[i]) || !ops[i]->type)
+    for (size_t i = 0; (o = operand(n, i)) != NULL; i++) {
+        if (is_literal(o) || !o->type)
             continue;
-        char *v = gx(g, ops[i]);
-        char *t = new_temp(g, ops[i]->type);
+        char *v = gx(g, o);
+        char *t = new_temp(g, o->type);
         sb_printf(&pre, "%s = %s, ", t, v);
-        g->ovr[g->novr].n = ops[i];
-        g->ovr[g->novr].c = t;
-        g->novr++;
+        if (g->novr == g->capovr) {
+            struct ovr *a = grown(g, g->ovr, &g->capovr, sizeof *a);
+            if (!a)
+                break;
+            g->ovr = a;
+        }
+        g->ovr[g->novr++] = (struct ovr){o, t};
     }
     char *r = gx_raw(g, n);
     g->novr = base;
@@ -1759,14 +1766,10 @@ static void g_assign(gen_t *g, const eve_node_t *n)
 static void loop_body(gen_t *g, loop_t lp, const eve_list_t *body)
 {
     if (g->nloops == g->caploops) {
-        size_t cap = g->caploops ? g->caploops * 2 : 8;
-        loop_t *l = realloc(g->loops, cap * sizeof *l);
-        if (!l) {
-            g->failed = true;
+        loop_t *l = grown(g, g->loops, &g->caploops, sizeof *l);
+        if (!l)
             return;
-        }
         g->loops = l;
-        g->caploops = cap;
     }
     g->loops[g->nloops++] = lp;
     g_stmts(g, body);
@@ -1930,14 +1933,10 @@ static void g_stmt(gen_t *g, const eve_node_t *n)
         size_t d = g->ncl;
         push_cleanup(g, fmt(g, "eve_finish_end(cx, &%s);", fin));
         if (g->nfins == g->capfins) {
-            size_t cap = g->capfins ? g->capfins * 2 : 8;
-            char **fs = realloc(g->fins, cap * sizeof *fs);
-            if (!fs) {
-                g->failed = true;
+            char **fs = grown(g, g->fins, &g->capfins, sizeof *fs);
+            if (!fs)
                 return;
-            }
             g->fins = fs;
-            g->capfins = cap;
         }
         g->fins[g->nfins++] = fin;
         size_t body = g->ncl;
@@ -1998,7 +1997,6 @@ static void save(gen_t *g, saved_t *s)
 {
     *s = (saved_t){g->f, g->out, g->ind, g->cl, g->ncl, g->capcl, g->loops, g->nloops, g->caploops,
                    g->fins, g->nfins, g->capfins, g->ret, g->decls, g->novr, g->made_tmp};
-    g->novr = 0;
     g->made_tmp = false;
     g->cl = NULL;
     g->ncl = g->capcl = 0;
@@ -2243,19 +2241,8 @@ static void g_func(gen_t *g, const eve_node_t *fn, eve_class_t *cls)
     g->out = &body;
     g->decls = &decls;
     g->ind = 1;
-    const struct eve_fninfo *fi = fn->sym ? fn->sym->fn : NULL;
-    const eve_ty_t *ret = NULL;
-    if (fn->sym && fn->sym->ty && fn->sym->ty->kind == EVE_TY_FUNC)
-        ret = fn->sym->ty->ret;
-    (void)fi;
-    /* parameters' types from the function's type */
-    const eve_ty_t *ft = fn->sym ? fn->sym->ty : NULL;
-    if (cls) {
-        for (eve_member_t *m = cls->members; m; m = m->next)
-            if (m->decl == fn)
-                ft = m->ty;
-        ret = ft ? ft->ret : NULL;
-    }
+    /* the function type an_func found (a method's from its class's member) */
+    const eve_ty_t *ret = f->fty && f->fty->kind == EVE_TY_FUNC ? f->fty->ret : NULL;
     g->ret = ret;
     sb_t sig = {0};
     sb_printf(&sig, "static %s%s%s(eve_cx_t *cx", ctype(g, ret), ty_ref(ret) ? "" : " ", f->cname);
@@ -2516,6 +2503,7 @@ char *eve_gen_c(eve_ctx_t *cx, const eve_node_t *program, const char *source, co
     free(globals.p);
     free(top.p);
     bool failed = g->failed;
+    free(g->ovr);
     free(g);
     if (oom && !failed)
         eve_error(cx, (eve_pos_t){1, 1}, "out of memory generating C");
