@@ -282,6 +282,43 @@ def serve(start_server):
     return start
 
 
+def assert_sheds_and_recovers(srv, clients: int = 80, min_served: int = 20) -> None:
+    """For an echo server started under `prlimit --nofile=48:48`: the clients
+    connect at once; those it cannot take see their connection closed (not a
+    hang: accepted and dropped), it says it is shedding, the ones it took are
+    served, and once they leave a new client is served again."""
+    conns = [socket.create_connection(srv.addr, timeout=10) for _ in range(clients)]
+    served, shed = [], []
+    for i, s in enumerate(conns):
+        s.settimeout(10)
+        msg = b"client %d" % i
+        try:
+            s.sendall(msg)
+            got = s.recv(64)
+        except (ConnectionResetError, BrokenPipeError):
+            got = b""
+        assert got in (msg, b""), got
+        (served if got == msg else shed).append(s)
+    assert shed, "every client was served under a limit of 48 descriptors"
+    assert len(served) >= min_served, \
+        f"only {len(served)} clients served; the server said: {srv.stderr()}"
+    wait_for(lambda: "shedding connections" in srv.stderr(), timeout=10,
+             what="the shedding message")
+    for s in conns:
+        s.close()
+
+    def echo_again() -> bool:
+        try:
+            with socket.create_connection(srv.addr, timeout=5) as s:
+                s.sendall(b"still here")
+                s.settimeout(5)
+                return recv_exactly(s, 10) == b"still here"
+        except OSError:
+            return False  # refused or closed while a slot is not free yet
+
+    wait_for(echo_again, timeout=10, what="an echo after recovery")
+
+
 def recv_exactly(sock: socket.socket, n: int) -> bytes:
     chunks = []
     while n:

@@ -17,6 +17,7 @@
 
 #include "yard/clock.h"
 #include "yard/log.h"
+#include "yard/shed.h"
 
 bool yard_server_admit(yard_server_t *srv, const char *peer)
 {
@@ -36,35 +37,42 @@ void yard_server_release(yard_server_t *srv) { atomic_fetch_sub(&srv->shared->li
 
 int yard_reserve_fd_open(void) { return open("/dev/null", O_RDONLY | O_CLOEXEC); }
 
-bool yard_server_accept_failed(yard_server_t *srv, int listen_fd, int err, int *reserve_fd)
+/* The reserve descriptor's way: one connection, unless another thread takes
+ * the freed slot first. */
+static int shed_with_reserve(int listen_fd, int *reserve_fd)
 {
-    static _Atomic uint64_t last_emfile_log;
-    bool shed_one = false;
-    if (err != EMFILE && err != ENFILE) {
-        yard_log_err("accept: %s", strerror(err));
-        return false;
-    }
-    /* Out of descriptors: the pending connection would keep the listener
-     * readable forever. Spend the reserve descriptor to accept and drop it,
-     * so the client sees a close, not a hang. A reserve lost earlier (another
-     * thread took the descriptor it freed) is taken again first, if one has
-     * been freed since. */
+    int shed = 0;
     if (reserve_fd && *reserve_fd < 0)
-        *reserve_fd = yard_reserve_fd_open();
+        *reserve_fd = yard_reserve_fd_open(); /* lost earlier: take one again if free */
     if (reserve_fd && *reserve_fd >= 0) {
         close(*reserve_fd);
-        int shed = accept(listen_fd, NULL, NULL);
-        if (shed >= 0) {
-            close(shed);
-            shed_one = true;
+        int fd = accept(listen_fd, NULL, NULL);
+        if (fd >= 0) {
+            close(fd);
+            shed = 1;
         }
         *reserve_fd = yard_reserve_fd_open();
     }
+    return shed;
+}
+
+int yard_server_accept_failed(yard_server_t *srv, int listen_fd, int err, int *reserve_fd)
+{
+    static _Atomic uint64_t last_emfile_log;
+    if (err != EMFILE && err != ENFILE) {
+        yard_log_err("accept: %s", strerror(err));
+        return 0;
+    }
+    /* Out of descriptors: the pending connections would keep the listener
+     * readable forever, and their clients waiting. */
+    int shed = yard_shed_pending(listen_fd, YARD_SHED_BUDGET);
+    if (shed < 0)
+        shed = shed_with_reserve(listen_fd, reserve_fd);
     uint64_t now = yard_now_ns(), last = atomic_load(&last_emfile_log);
     if (now - last > YARD_NS_PER_S && atomic_compare_exchange_strong(&last_emfile_log, &last, now))
         yard_log_err("accept: %s: shedding connections", strerror(err));
-    atomic_fetch_add(&srv->shared->rejected, 1);
-    return shed_one;
+    atomic_fetch_add(&srv->shared->rejected, shed > 0 ? (unsigned long)shed : 1ul);
+    return shed;
 }
 
 bool yard_accept_retry(int err)

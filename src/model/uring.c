@@ -98,7 +98,35 @@ typedef struct uring_loop {
     pthread_t tid;
     bool started;
     int status; /* 0, or 1 when the loop could not run */
+    struct uring_startup *startup; /* with several rings; NULL with one */
 } uring_loop_t;
+
+/* Several rings start together: none accepts until every one is set up, or
+ * the connections the first ones accept could take the descriptors the
+ * others' io_uring_setup needs (and one ring refused stops the server). */
+struct uring_startup {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int waiting_for; /* rings not yet set up */
+    bool failed;
+};
+
+/* A ring is set up (ok) or could not be; waits for the others. Returns
+ * whether every ring is. */
+static bool startup_arrive(struct uring_startup *st, bool ok, int rings)
+{
+    pthread_mutex_lock(&st->mu);
+    if (!ok)
+        st->failed = true;
+    st->waiting_for -= rings;
+    if (st->waiting_for <= 0)
+        pthread_cond_broadcast(&st->cv);
+    while (st->waiting_for > 0)
+        pthread_cond_wait(&st->cv, &st->mu);
+    bool all = !st->failed;
+    pthread_mutex_unlock(&st->mu);
+    return all;
+}
 
 /* ---- the ring -------------------------------------------------------- */
 
@@ -460,10 +488,10 @@ static void on_accept(uring_loop_t *l, int i, int res, unsigned flags, uint64_t 
          * multishot accept that stays armed after the error would not look
          * at the backlog again until another connection arrives, and the
          * ones waiting would hang. */
-        int budget = 4096;
+        int budget = YARD_SHED_BUDGET, n;
         if (!yard_accept_retry(-res) && res != -EAGAIN && res != -ECANCELED)
-            while (yard_server_accept_failed(srv, l->ls.fd[i], -res, &l->reserve_fd) &&
-                   (res == -EMFILE || res == -ENFILE) && --budget > 0) {
+            while ((n = yard_server_accept_failed(srv, l->ls.fd[i], -res, &l->reserve_fd)) > 0 &&
+                   (res == -EMFILE || res == -ENFILE) && (budget -= n) > 0) {
             }
         return;
     }
@@ -679,10 +707,12 @@ static void loop_teardown(uring_loop_t *l)
 
 static void loop_main(uring_loop_t *l)
 {
-    if (loop_setup(l) == 0)
-        loop_run(l);
-    else
+    if (loop_setup(l) < 0)
         l->status = 1;
+    if (l->startup && !startup_arrive(l->startup, l->status == 0, 1) && !l->status)
+        l->status = 2; /* another ring could not start: this one does not either */
+    if (l->status == 0)
+        loop_run(l);
     loop_teardown(l);
 }
 
@@ -690,7 +720,7 @@ static void *loop_thread(void *arg)
 {
     uring_loop_t *l = arg;
     loop_main(l);
-    if (l->status)
+    if (l->status == 1)
         kill(getpid(), SIGTERM); /* one loop cannot run: the server stops */
     return NULL;
 }
@@ -715,13 +745,19 @@ static int uring_threads(yard_server_t *srv, uring_loop_t *ls, const yard_listen
         yard_log_err("eventfd: %s", strerror(errno));
         return 1;
     }
+    struct uring_startup startup = {.mu = PTHREAD_MUTEX_INITIALIZER,
+                                    .cv = PTHREAD_COND_INITIALIZER,
+                                    .waiting_for = n};
     int status = 0;
     for (int i = 0; i < n; i++) {
         loop_prepare(&ls[i], srv, i, &sets[i], stop_fd, false);
+        ls[i].startup = &startup;
         int rc = pthread_create(&ls[i].tid, NULL, loop_thread, &ls[i]);
         if (rc != 0) {
             yard_log_err("ring %d: pthread_create: %s", i, strerror(rc));
             status = 1;
+            /* The started rings wait for every ring: let them go (and stop). */
+            startup_arrive(&startup, false, n - i);
             break;
         }
         ls[i].started = true;
@@ -735,7 +771,8 @@ static int uring_threads(yard_server_t *srv, uring_loop_t *ls, const yard_listen
         if (!ls[i].started)
             continue;
         pthread_join(ls[i].tid, NULL);
-        status |= ls[i].status;
+        if (ls[i].status)
+            status = 1;
     }
     close(stop_fd);
     return status;

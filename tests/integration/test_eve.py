@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, ROOT, recv_exactly, wait_for
+from conftest import BIN, ROOT, assert_sheds_and_recovers, recv_exactly, wait_for
 
 EXAMPLES = ROOT / "examples" / "eve"
 YARD_EVE = BIN / "yard-eve"
@@ -253,6 +253,15 @@ def test_sigterm_ends_servers_within_2s(start_server):
         assert server.stop(timeout=2) == 0
         assert time.monotonic() - t0 < 2
         c.close()
+
+
+def test_out_of_descriptors_sheds_connections_and_recovers(start_server):
+    """eve-echo on two workers under RLIMIT_NOFILE 48: the clients it cannot
+    take are closed, not left waiting, and it serves again afterwards."""
+    server = start_server(["prlimit", "--nofile=48:48", BIN / "eve-echo", "127.0.0.1:0"],
+                          env={"YARD_EVE_WORKERS": "2"})
+    assert_sheds_and_recovers(server)
+    assert server.stop() == 0, server.stderr()
 
 
 def test_address_in_use_is_an_error_event(start_server):

@@ -29,6 +29,7 @@ FACILITIES = {
     "OFD locks": r"\bF_OFD_\w+",
     "sched_getaffinity": r"\bsched_[gs]etaffinity\s*\(",
     "cgroups": r"/sys/fs/cgroup|\bcgroup\.procs\b",
+    "close_range": r"\bclose_range\s*\(|\bCLOSE_RANGE_\w+",
 }
 
 FIRST_LINE = re.compile(r"^/\* Linux-only: ([^.]*)\.")
