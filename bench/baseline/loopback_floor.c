@@ -223,5 +223,11 @@ int main(int argc, char **argv)
                "one end, less 2 calls: %.3f us = %.4f s per 100k round trips\n",
                trips, size, conns, both_us, end_us, end_us / 10, call_s * 1e6, less_us,
                less_us / 10);
+    for (long i = 0; i < conns; i++) {
+        close(c[i]);
+        close(s[i]);
+    }
+    free(c);
+    free(s);
     return 0;
 }
