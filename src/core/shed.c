@@ -91,4 +91,3 @@ int yard_shed_pending(int listen_fd, int budget)
     return -1;
 }
 #endif
-
