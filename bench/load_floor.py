@@ -4,13 +4,17 @@
 Interleaves, --reps times: yard-loopback-floor (the kernel's own cost of a
 loopback round trip, both ends in one thread; half of it is one endpoint's
 share, the floor under any closed-loop generator) and each yard-load given
-with --load, closed-loop echo against one server. The server runs on
+with --load, closed loop against one server: --mode echo (16 B, --app echo),
+counter (--app counter, the default read ratio) or http (--scenario
+userinfo against --app rest --bcrypt-cost 4; the floor then uses 160-byte
+messages, about a request's and a response's size). The server runs on
 --server-cpu, everything else on --load-cpu. Prints each round, then the
 medians of generator CPU seconds per 100k round trips and their ratios to
 the first --load (the baseline).
 
-usage: bench/load_floor.py [--model epoll] [--connections 150] [--reps 5]
-                           [--seconds 4] [--load NAME=BIN[:ARGS]] ...
+usage: bench/load_floor.py [--mode echo|counter|http] [--model epoll]
+                           [--connections 150] [--reps 5] [--seconds 4]
+                           [--load NAME=BIN[:ARGS]] ...
 
 Default loads: yard-load --io uring and --io epoll from $YARD_BIN (build/bin).
 Standard library only.
@@ -44,8 +48,16 @@ def run_json(argv, what):
     return json.loads(p.stdout)
 
 
+MODES = {  # yard-serve --app and flags, yard-load's mode arguments, the floor's message size
+    "echo": (["--app", "echo"], ["echo", "--size", "16"], 16),
+    "counter": (["--app", "counter"], ["counter"], 16),
+    "http": (["--app", "rest", "--bcrypt-cost", "4"], ["http", "--scenario", "userinfo"], 160),
+}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mode", default="echo", choices=sorted(MODES))
     ap.add_argument("--model", default="epoll", help="yard-serve --model (default epoll)")
     ap.add_argument("--connections", type=int, default=150)
     ap.add_argument("--reps", type=int, default=5)
@@ -58,7 +70,8 @@ def main():
     loads = a.load or [("uring", str(BIN / "yard-load"), ["--io", "uring"]),
                        ("epoll", str(BIN / "yard-load"), ["--io", "epoll"])]
     pin = ["taskset", "-c", a.load_cpu]
-    srv = subprocess.Popen(["taskset", "-c", a.server_cpu, BIN / "yard-serve", "--app", "echo",
+    app, mode_args, size = MODES[a.mode]
+    srv = subprocess.Popen(["taskset", "-c", a.server_cpu, BIN / "yard-serve", *app,
                             "--model", a.model, "--listen", "127.0.0.1:0"],
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     line = srv.stdout.readline()
@@ -69,11 +82,12 @@ def main():
     try:
         for rep in range(a.reps):
             f = run_json([*pin, BIN / "yard-loopback-floor", "--connections",
-                          str(a.connections), "--rounds", str(a.rounds), "--json"], "the floor")
+                          str(a.connections), "--rounds", str(a.rounds), "--size", str(size),
+                          "--json"], "the floor")
             got["floor"].append(f["one_end_cpu_s_per_100k"])
             cells = [f"floor {f['one_end_cpu_s_per_100k']:.3f}"]
             for name, binary, args in loads:
-                d = run_json([*pin, binary, "echo", *args, "--target", target, "--connections",
+                d = run_json([*pin, binary, *mode_args, *args, "--target", target, "--connections",
                               str(a.connections), "--duration", f"{a.seconds}s", "--json"], name)
                 got.setdefault(name, []).append(d["generator_cpu_s_per_100k"])
                 cells.append(f"{name} {d['generator_cpu_s_per_100k']:.3f} "
@@ -85,7 +99,8 @@ def main():
         srv.wait()
     med = {k: statistics.median(v) for k, v in got.items()}
     base = loads[0][0]
-    print(f"medians, CPU s per 100k round trips ({a.connections} connections, --model {a.model}):")
+    print(f"medians, CPU s per 100k round trips ({a.mode}, {a.connections} connections, "
+          f"--model {a.model}):")
     for k, v in med.items():
         print(f"  {k:12} {v:.3f}  ({v / med[base]:.2f}x {base})")
     print(f"half of {base}: {med[base] / 2:.3f}; the floor is {med['floor'] / med[base]:.2f}x {base}")
