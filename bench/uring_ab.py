@@ -5,7 +5,9 @@ interleaved in random order. For issue 16 (the uring model, yard-load's
 ring) and anything like it.
 
 Servers are yard-serve models (`uring` runs with --workers 1), with extra
-flags after a colon (`uring:--fixed-files off`), or the Go peer (`go`). Loads are `label=PATH/yard-load[:extra flags]`, so an old and a
+flags after a colon (`uring:--fixed-files off`), the Go peer (`go`), or the
+hand-written epoll server of bench/baseline (`baseline`: echo, or a sink
+with --sink /dev/null). Loads are `label=PATH/yard-load[:extra flags]`, so an old and a
 new generator, or --io epoll and --io uring, run against the same servers.
 Per cell it prints medians of: throughput, server CPU per request (us),
 server CPU %, generator CPU % and its CPU seconds per 100k requests, p99.
@@ -31,7 +33,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BIN = ROOT / "build" / "bin"
+BIN = Path(os.environ.get("YARD_BIN", ROOT / "build" / "bin"))
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -51,6 +53,11 @@ def group_cpu(pgid: int) -> float:
 
 def server_argv(spec: str, app: str) -> list[str]:
     name, _, extra = spec.partition(":")
+    if name == "baseline":  # the hand-written epoll server (echo, or sink to /dev/null)
+        if app not in ("echo", "sink"):
+            sys.exit("the baseline server is an echo server or a sink")
+        return [str(BIN / "yard-baseline-echo"), "127.0.0.1:0",
+                *(["--sink", "/dev/null"] if app == "sink" else [])]
     if name == "go":
         return [str(ROOT / "peers" / "go" / "run"), "--app", app, "--listen", "127.0.0.1:0"]
     argv = [str(BIN / "yard-serve"), "--app", app, "--model", name, "--listen", "127.0.0.1:0"]

@@ -5,11 +5,16 @@
  * event, reply written straight back; what cannot be sent at once is kept
  * per connection so the comparison stays byte-exact under pressure.
  *
- * usage: yard-baseline-echo HOST:PORT   (prints "listening HOST:PORT") */
+ * With --sink FILE it is the smallest honest sink instead: what it reads is
+ * appended to FILE (one write per read, like yard-serve's --flush each) and
+ * nothing is sent back; the yardstick for the sink app's CPU.
+ *
+ * usage: yard-baseline-echo HOST:PORT [--sink FILE]   (prints "listening HOST:PORT") */
 #define _GNU_SOURCE /* accept4 */
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -34,8 +39,16 @@ static void die(const char *what)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2 || !strchr(argv[1], ':')) {
-        fprintf(stderr, "usage: yard-baseline-echo IPV4:PORT\n");
+    int sink = -1;
+    if (argc == 4 && !strcmp(argv[2], "--sink")) {
+        sink = open(argv[3], O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (sink < 0)
+            die(argv[3]);
+    } else if (argc != 2) {
+        argc = 0;
+    }
+    if (argc == 0 || !strchr(argv[1], ':')) {
+        fprintf(stderr, "usage: yard-baseline-echo IPV4:PORT [--sink FILE]\n");
         return 2;
     }
     char host[64];
@@ -116,6 +129,17 @@ int main(int argc, char **argv)
                 free(p->data);
                 *p = (struct pending){0};
                 close(fd);
+                continue;
+            }
+            if (sink >= 0) {
+                for (ssize_t off = 0; off < r;) {
+                    ssize_t k = write(sink, buf + off, (size_t)(r - off));
+                    if (k < 0 && errno == EINTR)
+                        continue;
+                    if (k <= 0)
+                        die("writing the sink file");
+                    off += k;
+                }
                 continue;
             }
             ssize_t w = send(fd, buf, (size_t)r, MSG_NOSIGNAL);
