@@ -91,8 +91,14 @@ int main(int argc, char **argv)
         int n = epoll_wait(ep, events, 256, -1);
         for (int i = 0; i < n; i++) {
             int fd = events[i].data.fd;
-            if (fd == sfd)
+            if (fd == sfd) { /* SIGTERM or SIGINT: give everything back and exit 0 */
+                for (size_t k = 0; k < npend; k++)
+                    free(pend[k].data);
+                free(pend);
+                if (sink >= 0)
+                    close(sink);
                 return 0;
+            }
             if (fd == lfd) {
                 int c;
                 while ((c = accept4(lfd, NULL, NULL, SOCK_NONBLOCK)) >= 0) {
