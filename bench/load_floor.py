@@ -56,16 +56,22 @@ MODES = {  # yard-serve --app and flags, yard-load's mode arguments, the floor's
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mode", default="echo", choices=sorted(MODES))
+    ap = argparse.ArgumentParser(description=__doc__.split("usage:")[0].strip(),
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mode", default="echo", choices=sorted(MODES),
+                    help="what the generators send (default echo)")
     ap.add_argument("--model", default="epoll", help="yard-serve --model (default epoll)")
-    ap.add_argument("--connections", type=int, default=150)
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--seconds", type=float, default=4)
-    ap.add_argument("--rounds", type=int, default=2000, help="the floor's rounds per connection")
-    ap.add_argument("--server-cpu", default="0")
-    ap.add_argument("--load-cpu", default="1")
-    ap.add_argument("--load", action="append", type=parse_load, metavar="NAME=BIN[:ARGS]")
+    ap.add_argument("--connections", type=int, default=150, help="default 150")
+    ap.add_argument("--reps", type=int, default=5, help="interleaved rounds (default 5)")
+    ap.add_argument("--seconds", type=float, default=4, help="per yard-load run (default 4)")
+    ap.add_argument("--rounds", type=int, default=2000,
+                    help="the floor's round trips per connection (default 2000)")
+    ap.add_argument("--server-cpu", default="0", help="default 0")
+    ap.add_argument("--load-cpu", default="1", help="the floor's and the loads' CPU (default 1)")
+    ap.add_argument("--load", action="append", type=parse_load, metavar="NAME=BIN[:ARGS]",
+                    help="a yard-load to measure, with extra arguments after a colon; "
+                         "repeatable; the first is the baseline of the ratios "
+                         "(default: $YARD_BIN/yard-load with --io uring, then --io epoll)")
     a = ap.parse_args()
     loads = a.load or [("uring", str(BIN / "yard-load"), ["--io", "uring"]),
                        ("epoll", str(BIN / "yard-load"), ["--io", "epoll"])]
