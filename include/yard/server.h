@@ -9,6 +9,7 @@
 #include "yard/app.h"
 #include "yard/config.h"
 #include "yard/model.h"
+#include "yard/shed.h"
 #include "yard/shm.h"
 
 /* Counters that live in shared memory so that every process and thread of
@@ -67,15 +68,11 @@ void yard_server_release(yard_server_t *srv);
  * logged; running out of descriptors sheds the connection instead of leaving
  * it to spin the loop). The new fd is blocking unless nonblock is set. */
 int yard_server_accept(yard_server_t *srv, int listen_fd, bool nonblock, int *reserve_fd);
-int yard_reserve_fd_open(void);
 /* Accept failed with err (also for models that accept elsewhere: a
  * completion). Running out of descriptors sheds the connections pending at
- * the listener, up to YARD_SHED_BUDGET, from a descriptor table no other
- * thread allocates from (or, where that is unavailable, one with the
- * reserve descriptor); logged at most once a second. Returns how many were
- * shed. Other errors are logged and return 0. The listener must be
- * non-blocking. */
-#define YARD_SHED_BUDGET 4096
+ * the listener, up to YARD_SHED_BUDGET (yard_shed, yard/shed.h); logged at
+ * most once a second. Returns how many were shed. Other errors are logged
+ * and return 0. The listener must be non-blocking. */
 int yard_server_accept_failed(yard_server_t *srv, int listen_fd, int err, int *reserve_fd);
 /* True for the accept errors that only mean "try again" (EINTR, a
  * connection that was aborted before it was accepted). */

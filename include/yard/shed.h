@@ -14,4 +14,18 @@
  * time to start a thread and copy the descriptor table). */
 int yard_shed_pending(int listen_fd, int budget);
 
+/* At most this many connections shed at a time. */
+#define YARD_SHED_BUDGET 4096
+
+/* A descriptor kept open for yard_shed's fallback (/dev/null), or -1. */
+int yard_reserve_fd_open(void);
+
+/* What a loop out of descriptors calls: yard_shed_pending, or where that
+ * cannot be done, the reserve descriptor's way, one connection per
+ * accept, until none is pending or the budget is spent (another thread may
+ * take the slot the reserve frees: then fewer). *reserve_fd is reopened
+ * afterwards, and first if an earlier fallback lost it; reserve_fd may be
+ * NULL. Returns how many connections were shed. */
+int yard_shed(int listen_fd, int budget, int *reserve_fd);
+
 #endif

@@ -4,7 +4,6 @@
 #include "yard/server.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -17,7 +16,6 @@
 
 #include "yard/clock.h"
 #include "yard/log.h"
-#include "yard/shed.h"
 
 bool yard_server_admit(yard_server_t *srv, const char *peer)
 {
@@ -35,27 +33,6 @@ bool yard_server_admit(yard_server_t *srv, const char *peer)
 
 void yard_server_release(yard_server_t *srv) { atomic_fetch_sub(&srv->shared->live_conns, 1); }
 
-int yard_reserve_fd_open(void) { return open("/dev/null", O_RDONLY | O_CLOEXEC); }
-
-/* The reserve descriptor's way: one connection, unless another thread takes
- * the freed slot first. */
-static int shed_with_reserve(int listen_fd, int *reserve_fd)
-{
-    int shed = 0;
-    if (reserve_fd && *reserve_fd < 0)
-        *reserve_fd = yard_reserve_fd_open(); /* lost earlier: take one again if free */
-    if (reserve_fd && *reserve_fd >= 0) {
-        close(*reserve_fd);
-        int fd = accept(listen_fd, NULL, NULL);
-        if (fd >= 0) {
-            close(fd);
-            shed = 1;
-        }
-        *reserve_fd = yard_reserve_fd_open();
-    }
-    return shed;
-}
-
 int yard_server_accept_failed(yard_server_t *srv, int listen_fd, int err, int *reserve_fd)
 {
     static _Atomic uint64_t last_emfile_log;
@@ -65,9 +42,7 @@ int yard_server_accept_failed(yard_server_t *srv, int listen_fd, int err, int *r
     }
     /* Out of descriptors: the pending connections would keep the listener
      * readable forever, and their clients waiting. */
-    int shed = yard_shed_pending(listen_fd, YARD_SHED_BUDGET);
-    if (shed < 0)
-        shed = shed_with_reserve(listen_fd, reserve_fd);
+    int shed = yard_shed(listen_fd, YARD_SHED_BUDGET, reserve_fd);
     uint64_t now = yard_now_ns(), last = atomic_load(&last_emfile_log);
     if (now - last > YARD_NS_PER_S && atomic_compare_exchange_strong(&last_emfile_log, &last, now))
         yard_log_err("accept: %s: shedding connections", strerror(err));

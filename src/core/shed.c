@@ -15,14 +15,15 @@
  * taken by anyone else; the pending connections are closed, so their
  * clients see a close, not a hang. The thread ends with the shedding, so
  * the copy never keeps a listener open after the server closed it. Where
- * that is unavailable (another kernel, or ENFILE), callers spend a reserve
- * descriptor as before. */
+ * that is unavailable (another kernel, or ENFILE), yard_shed spends a
+ * reserve descriptor instead. */
 
 #define _GNU_SOURCE /* accept4, close_range */
 
 #include "yard/shed.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -91,3 +92,26 @@ int yard_shed_pending(int listen_fd, int budget)
     return -1;
 }
 #endif
+
+int yard_reserve_fd_open(void) { return open("/dev/null", O_RDONLY | O_CLOEXEC); }
+
+int yard_shed(int listen_fd, int budget, int *reserve_fd)
+{
+    int shed = yard_shed_pending(listen_fd, budget);
+    if (shed >= 0 || !reserve_fd)
+        return shed < 0 ? 0 : shed;
+    shed = 0;
+    if (*reserve_fd < 0)
+        *reserve_fd = yard_reserve_fd_open(); /* lost earlier: take one again if free */
+    while (*reserve_fd >= 0 && shed < budget) {
+        close(*reserve_fd);
+        int fd = accept(listen_fd, NULL, NULL);
+        if (fd >= 0)
+            close(fd);
+        *reserve_fd = yard_reserve_fd_open();
+        if (fd < 0)
+            break;
+        shed++;
+    }
+    return shed;
+}

@@ -488,11 +488,8 @@ static void on_accept(uring_loop_t *l, int i, int res, unsigned flags, uint64_t 
          * multishot accept that stays armed after the error would not look
          * at the backlog again until another connection arrives, and the
          * ones waiting would hang. */
-        int budget = YARD_SHED_BUDGET, n;
         if (!yard_accept_retry(-res) && res != -EAGAIN && res != -ECANCELED)
-            while ((n = yard_server_accept_failed(srv, l->ls.fd[i], -res, &l->reserve_fd)) > 0 &&
-                   (res == -EMFILE || res == -ENFILE) && (budget -= n) > 0) {
-            }
+            yard_server_accept_failed(srv, l->ls.fd[i], -res, &l->reserve_fd);
         return;
     }
     char peer[YARD_ADDR_STRLEN];

@@ -5,7 +5,6 @@
 #include "rt_internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,8 +20,6 @@
 /* After an accept error that is not "nothing to accept" (descriptors
  * exhausted, say): wait this long before trying again, instead of spinning. */
 #define ACCEPT_RETRY_NS (100u * 1000000u)
-/* At most this many pending connections shed at a time. */
-#define SHED_BUDGET 4096
 /* A listener's wait for a connection also ends after this long: a backstop
  * for a close that raced with the start of the wait. */
 #define ACCEPT_WAIT_NS (1000u * 1000000u)
@@ -391,9 +388,9 @@ static void accept_loop(eve_listener_t *l, int fd)
 {
     /* Out of descriptors, the pending connections would keep the listener
      * readable forever: they are accepted and closed, so their clients see
-     * a close, not a hang. Where yard_shed_pending cannot, this spare
-     * descriptor, given back for a moment, accepts one. */
-    int reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
+     * a close, not a hang (yard_shed; this spare descriptor is its
+     * fallback). */
+    int reserve = yard_reserve_fd_open();
     while (!atomic_load_explicit(&l->closed, memory_order_acquire)) {
         int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (c >= 0) {
@@ -411,27 +408,9 @@ static void accept_loop(eve_listener_t *l, int fd)
         if (atomic_load_explicit(&l->closed, memory_order_acquire))
             break; /* shut down by eve_listener_close: EINVAL */
         accept_complain(e);
-        /* Shed every pending connection from a private descriptor table
-         * (no other thread can take what it frees); where that cannot be
-         * done, one with the reserve descriptor. */
-        bool shed = false;
-        if (e == EMFILE || e == ENFILE) {
-            int n = yard_shed_pending(fd, SHED_BUDGET);
-            shed = n > 0;
-            if (n >= 0)
-                e = 0; /* done, or nothing was pending */
-        }
-        if ((e == EMFILE || e == ENFILE) && reserve < 0)
-            reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if ((e == EMFILE || e == ENFILE) && reserve >= 0) {
-            close(reserve);
-            int drop = accept(fd, NULL, NULL);
-            if (drop >= 0) {
-                close(drop);
-                shed = true;
-            }
-            reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        }
+        /* Shed every pending connection (yard_shed: from a private
+         * descriptor table, or with the reserve descriptor). */
+        bool shed = (e == EMFILE || e == ENFILE) && yard_shed(fd, YARD_SHED_BUDGET, &reserve) > 0;
         if (shed)
             yard_coro_yield(); /* progress: the next accept may succeed */
         else
