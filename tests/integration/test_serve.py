@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from conftest import BIN, MODELS, assert_sheds_and_recovers, model_args, recv_exactly, wait_for
+from conftest import (BIN, MODELS, assert_sheds_and_recovers, echo_eventually_ok, echo_ok, model_args,
+                      recv_exactly, wait_for)
 
 SERVE = BIN / "yard-serve"
 
@@ -36,21 +37,6 @@ def group_rss_kib(pgid: int) -> int:
         except (OSError, ProcessLookupError):
             continue
     return total
-
-
-def echo_ok(server, msg=b"still here") -> bool:
-    with server.connect(timeout=5) as s:
-        s.sendall(msg)
-        return recv_exactly(s, len(msg)) == msg
-
-
-def echo_eventually_ok(server) -> bool:
-    """For wait_for: a connection refused because a slot is not free yet
-    counts as "not yet", not as a failure."""
-    try:
-        return echo_ok(server)
-    except (OSError, AssertionError):
-        return False
 
 
 # --- the command line -------------------------------------------------------
