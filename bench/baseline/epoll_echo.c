@@ -18,6 +18,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,18 +40,14 @@ static void die(const char *what)
 
 int main(int argc, char **argv)
 {
-    int sink = -1;
-    if (argc == 4 && !strcmp(argv[2], "--sink")) {
-        sink = open(argv[3], O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-        if (sink < 0)
-            die(argv[3]);
-    } else if (argc != 2) {
-        argc = 0;
-    }
-    if (argc == 0 || !strchr(argv[1], ':')) {
+    bool sinking = argc == 4 && !strcmp(argv[2], "--sink");
+    if ((argc != 2 && !sinking) || !strchr(argv[1], ':')) {
         fprintf(stderr, "usage: yard-baseline-echo IPV4:PORT [--sink FILE]\n");
         return 2;
     }
+    int sink = sinking ? open(argv[3], O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
+    if (sinking && sink < 0)
+        die(argv[3]);
     char host[64];
     snprintf(host, sizeof host, "%.*s", (int)(strrchr(argv[1], ':') - argv[1]), argv[1]);
     struct sockaddr_in sa = {.sin_family = AF_INET,
