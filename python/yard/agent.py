@@ -4,7 +4,7 @@ It speaks JSON lines: one request per line on stdin, one answer per line on stdo
 
   {"op": "time"}                          -> {"op": "time", "t": <this host's time.time()>,
                                               "pid": <the agent's>}
-  {"op": "serve", "argv": [...], "cpus": [...], "interval": s, "name": "..."}
+  {"op": "serve", "argv": [...], "cpus": [...], "interval": s, "name": "tag"}
                                           -> {"op": "serve", "target": "HOST:PORT"} or
                                              {"op": "serve", "error": "..."}
   {"op": "sample"}                        -> {"op": "sample"}   (the server's sampling starts)
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -100,8 +101,11 @@ class Agent:
     def serve(self, req: dict) -> dict:
         if self.server is not None:
             return {"op": "serve", "error": "a server is already running"}
+        # The group carries the agent's pid (cgroup.OWNED_NAME): if the agent is killed, the
+        # next group made on this host, or `yard rig down`, removes it.
+        tag = re.sub(r"[^A-Za-z0-9_.-]", "_", str(req.get("name") or "server"))[:64]
         self.server = MeasuredServer(req["argv"], set(req.get("cpus") or []),
-                                     req.get("name", f"yard-agent-{os.getpid()}"),
+                                     f"yard-{os.getpid()}-{tag}",
                                      float(req.get("interval", 0.5)), orphan_dies=True)
         target = self.server.start()
         if target is None:

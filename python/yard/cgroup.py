@@ -17,12 +17,17 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import signal
 import time
 from pathlib import Path
 
 CG_ROOT = Path("/sys/fs/cgroup")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+# Every group the harness makes is named yard-<pid of its maker>-<tag>, so that a group whose
+# maker died without removing it (an agent killed by SIGKILL) can be found and removed.
+OWNED_NAME = re.compile(r"^yard-(\d+)-")
+V1_CONTROLLERS = ("cpuacct", "memory", "pids")
 
 
 def _read(path: Path) -> str:
@@ -239,13 +244,63 @@ class GroupProc(Group):
         return total * 1_000_000_000 // CLK_TCK
 
     def describe(self) -> dict:
+        why = "; ".join(getattr(self, "errors", [])) or f"no cgroup hierarchy at {CG_ROOT}"
         return {"kind": "proc", "exact_cpu": False,
-                "note": "no cgroup could be made: /proc walk with a child subreaper; CPU of "
-                        "descendants is counted once they are reaped, at clock-tick resolution"}
+                "note": f"no cgroup could be made ({why}): /proc walk with a child subreaper; "
+                        "CPU of descendants is counted once they are reaped, at clock-tick "
+                        "resolution"}
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def _group_dirs(root: Path) -> list[Path]:
+    """The directories under which the harness makes its groups: the v2 root, or each v1
+    controller it uses."""
+    if (root / "cgroup.controllers").exists():
+        return [root]
+    return [root / c for c in V1_CONTROLLERS if (root / c).is_dir()]
+
+
+def sweep_orphans(root: Path = CG_ROOT) -> list[str]:
+    """Remove the groups whose maker is gone (named yard-<pid>-..., that pid no longer
+    running), killing anything still in them first; returns the paths removed. A maker that
+    exits normally removes its own group: this is for one that was killed."""
+    removed = []
+    for parent in _group_dirs(root):
+        try:
+            names = os.listdir(parent)
+        except OSError:
+            continue
+        for name in names:
+            m = OWNED_NAME.match(name)
+            if not m or _pid_alive(int(m.group(1))):
+                continue
+            path = parent / name
+            try:
+                for pid in _read(path / "cgroup.procs").split():
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except OSError:
+                        pass
+                _rmdir_retry(path)
+                removed.append(str(path))
+            except OSError:
+                pass  # gone meanwhile, or not ours to remove: left as it is
+    return removed
 
 
 def make_group(name: str, prefer: str = "auto") -> Group:
-    """Make a cgroup for one trial. prefer: auto|v2|v1|proc."""
+    """Make a cgroup for one trial. prefer: auto|v2|v1|proc. Groups of makers that died
+    without removing theirs are removed first."""
+    sweep_orphans()
     errors = []
     if prefer in ("auto", "v2") and (CG_ROOT / "cgroup.controllers").exists():
         try:

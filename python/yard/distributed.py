@@ -11,7 +11,6 @@ host inside the measured window (the warm-up dropped by time) and keeps every ho
 from __future__ import annotations
 
 import math
-import os
 import time
 from typing import Any
 
@@ -71,7 +70,7 @@ def run_trial_hosts(t, hosts: Hosts, seq: int) -> dict:
         rec["clock"] = {n: {"offset_s": s.offset_s, "rtt_s": s.rtt_s} for n, s in sessions.items()}
         srv = sessions[srv_host.name]
         ans = srv.ask({"op": "serve", "argv": server_argv, "cpus": server_cpus,
-                       "interval": exp.sample_interval, "name": f"yard-{os.getpid()}-{seq}"},
+                       "interval": exp.sample_interval, "name": f"trial{seq}"},
                       timeout=30)
         if "target" not in ans:
             rec["status"] = "failed"

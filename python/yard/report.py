@@ -560,6 +560,10 @@ def write_report(out: Path, meta: dict | None = None) -> Path:
     if any('"exact_cpu": false' in c for c in cg):
         parts.append("<p class='warn'>No cgroup could be created: CPU was measured by a /proc "
                      "walk and is approximate.</p>")
+    unmeasured = [t for t in trials if t.get("cpu_unmeasured")]
+    if unmeasured:
+        parts.append(f"<p class='warn'>{len(unmeasured)} trial(s) have no server CPU figure: "
+                     f"{html.escape(unmeasured[0]['cpu_unmeasured'])}.</p>")
     hosts = meta.get("hosts")
     if hosts:
         srv = hosts["server"]

@@ -37,6 +37,8 @@ import sys
 import time
 from pathlib import Path
 
+from .cgroup import sweep_orphans
+
 PREFIX = "yard-rig-"
 NET_NS = "yard-rig-net"
 SERVER = "server"
@@ -143,8 +145,8 @@ def _require_root() -> None:
 
 
 def _require_tools() -> None:
-    need = {"ip": "iproute2", "tc": "iproute2", "ssh-keygen": "openssh-client",
-            SSHD: "openssh-server"}
+    need = {"ip": "iproute2", "tc": "iproute2", "nsenter": "util-linux",
+            "ssh-keygen": "openssh-client", SSHD: "openssh-server"}
     missing = [f"{tool} (Debian package {pkg})" for tool, pkg in need.items()
                if not shutil.which(tool)]
     if missing:
@@ -674,8 +676,11 @@ class _Builder:
         sd = Path(h["sshd_dir"])
         log = open(sd / "sshd.log", "ab")
         try:
-            # sshd forks into the background once listening; the launcher exits.
-            return subprocess.Popen(["ip", "netns", "exec", h["netns"], SSHD,
+            # sshd forks into the background once listening; the launcher exits. nsenter
+            # joins the host's network namespace only: `ip netns exec` would also mount a
+            # fresh /sys for it, without /sys/fs/cgroup's hierarchies, and every agent on the
+            # host would then measure its server by the /proc walk instead of a cgroup.
+            return subprocess.Popen(["nsenter", f"--net=/run/netns/{h['netns']}", "--", SSHD,
                                      "-f", str(sd / "sshd_config"), "-E", str(sd / "sshd.log")],
                                     stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                     start_new_session=True)
@@ -835,6 +840,10 @@ def _teardown(st: dict, state_dir: Path, scan: bool, remove_dir: bool = True) ->
     gone = [n for n in namespaces if n not in left]
     if gone:
         removed.append(f"namespaces {', '.join(gone)} (with their bridge, veth links and qdiscs)")
+    # The agents just killed could not remove their servers' cgroups.
+    groups = sweep_orphans()
+    if groups:
+        removed.append(f"cgroups {', '.join(groups)}")
     if remove_dir and state_dir.exists():
         shutil.rmtree(state_dir)
         removed.append(f"state dir {state_dir} (key pair, host keys, hosts file)")

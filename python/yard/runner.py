@@ -171,13 +171,28 @@ def _judge_generator(rec: dict, server_cores: int) -> None:
                                f"{seen} of its {server_cores} core(s): the generator set the figure")
 
 
+def _cpu_unmeasured(rec: dict) -> str | None:
+    """Why the server's CPU is not a figure, or None. Only a cgroup counts every task exactly;
+    the /proc walk (cgroup kind "proc") reads whole clock ticks of the processes it still
+    finds, so a zero from it means "not seen", never "no CPU" (a server that served any
+    message used some)."""
+    tot, cg = rec.get("totals") or {}, rec.get("cgroup") or {}
+    if not tot.get("wall_s") or cg.get("exact_cpu", True) or tot.get("cpu_s", 0) > 0:
+        return None
+    return ("the server's CPU could not be measured on its host: the /proc walk read 0 s "
+            f"({cg.get('note', 'no cgroup')})")
+
+
 def _metrics(rec: dict) -> dict[str, float]:
     m: dict[str, float] = {}
     samples = rec.get("samples", [])
     mean, cv = cpu_mean_cv([s["cpu_pct"] for s in samples])
     m["cpu_mean_pct"], m["cpu_cv"] = mean, cv
     tot = rec.get("totals", {})
-    if tot.get("wall_s"):
+    unmeasured = _cpu_unmeasured(rec)
+    if unmeasured:
+        rec["cpu_unmeasured"] = unmeasured
+    if tot.get("wall_s") and not unmeasured:
         m["cpu_s"] = tot["cpu_s"]
         m["cpu_pct_total"] = 100.0 * tot["cpu_s"] / tot["wall_s"]
         # read(2) calls per second from /proc/PID/io syscr, over the window up to the sample

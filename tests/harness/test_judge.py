@@ -1,6 +1,7 @@
-"""The harness's verdict on a saturated generator: invalid only when the server had room."""
+"""The harness's verdicts on a trial: a saturated generator (invalid only when the server had
+room), and a server CPU that could not be measured."""
 
-from yard.runner import SERVER_BUSY_PCT, _judge_generator
+from yard.runner import SERVER_BUSY_PCT, _judge_generator, _metrics
 
 
 def trial(server_pct, *, saturated=True, behind=False, gen=97.0):
@@ -53,3 +54,21 @@ def test_a_valid_generator_or_a_failed_trial_is_left_alone():
     rec["status"] = "failed"
     _judge_generator(rec, 1)
     assert rec["status"] == "failed" and rec["problems"] == []
+
+
+PROC_GROUP = {"kind": "proc", "exact_cpu": False, "note": "no cgroup could be made (test)"}
+
+
+def test_a_zero_from_the_proc_walk_is_no_figure_and_says_why():
+    rec = {"cgroup": PROC_GROUP, "totals": {"wall_s": 2.0, "cpu_s": 0.0},
+           "load": {"stdout_json": {"messages": 1000}}}
+    m = _metrics(rec)
+    assert "cpu_s" not in m and "cpu_pct_total" not in m and "cpu_us_per_msg" not in m
+    assert "could not be measured" in rec["cpu_unmeasured"]
+    assert "no cgroup could be made (test)" in rec["cpu_unmeasured"]
+
+
+def test_a_cgroups_zero_and_the_walks_nonzero_are_figures():
+    for cg, cpu in ((PROC_GROUP, 0.2), ({"kind": "v1", "exact_cpu": True}, 0.0)):
+        rec = {"cgroup": cg, "totals": {"wall_s": 2.0, "cpu_s": cpu}}
+        assert _metrics(rec)["cpu_s"] == cpu and "cpu_unmeasured" not in rec
