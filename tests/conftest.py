@@ -3,7 +3,8 @@ conditions, check that no server process outlives its test.
 
 Binaries come from $YARD_BIN (default build/bin), so the same tests run
 against the release, ASan and TSan builds. $YARD_MODELS restricts the models
-(comma-separated) a parameterised test runs under.
+(comma-separated) a parameterised test runs under: the variants, and how a
+test picks some with @pytest.mark.models(...), are in tests/variants.py.
 """
 
 from __future__ import annotations
@@ -22,13 +23,15 @@ from typing import Callable
 
 import pytest
 
+import variants
+from variants import models
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(os.environ.get("YARD_BIN", ROOT / "build" / "bin"))
-# epoll-poll: the epoll model's loop over poll(2) (--poller poll), so every test that
-# runs the event loop runs it over both pollers.
-ALL_MODELS = ["fork", "thread", "epoll", "epoll-poll", "reactors", "reactors-procs", "coro",
-              "uring"]
-MODELS = [m for m in os.environ.get("YARD_MODELS", ",".join(ALL_MODELS)).split(",") if m]
+# The default sweep of tests/variants.py's table, and the part of it
+# $YARD_MODELS selects: what a test "under every model" runs.
+ALL_MODELS = variants.ALL_MODELS
+MODELS = variants.models()
 
 # The reference peers (peers/<name>/run) speak the same echo, counter and
 # sink protocols; the conformance tests run against them too (SERVERS).
@@ -59,20 +62,9 @@ LISTENING = re.compile(rb"^listening (\S+):(\d+)((?: \S+:\d+)*)\n$")
 
 
 def model_args(model: str) -> list[str]:
-    """The yard-serve flags for a model name used in test ids."""
-    if model == "reactors-procs":
-        return ["--model", "reactors", "--procs", "--workers", "2"]
-    if model == "epoll-poll":
-        return ["--model", "epoll", "--poller", "poll"]
-    if model == "reactors-poll":
-        return ["--model", "reactors", "--workers", "2", "--poller", "poll"]
-    if model == "fork-pair":  # chat only: papayaChat's RECV/SEND process pair
-        return ["--model", "fork", "--pair"]
-    if model in ("reactors", "coro", "uring"):
-        return ["--model", model, "--workers", "2"]
-    if model == "uring-1":  # one ring on the main thread
-        return ["--model", "uring", "--workers", "1"]
-    return ["--model", model]
+    """The yard-serve flags for a variant's name (a test id): --model and the
+    flags of its row in tests/variants.py."""
+    return variants.variant(model).args
 
 
 _UNAVAILABLE: dict[str, str | None] = {}
@@ -81,7 +73,7 @@ _UNAVAILABLE: dict[str, str | None] = {}
 def model_unavailable(model: str) -> str | None:
     """Why yard-serve says a model cannot run on this machine (io_uring
     refused by the kernel, a seccomp profile...), or None."""
-    name = model_args(model)[1]
+    name = variants.variant(model).model
     if name not in _UNAVAILABLE:
         out = subprocess.run([str(BIN / "yard-serve"), "--list-models", "--json"],
                              capture_output=True, text=True, check=True)
@@ -94,7 +86,37 @@ def skip_unavailable(model: str) -> None:
     """Skip, with the reason printed, a test of a model this machine cannot run."""
     why = model_unavailable(model) if model not in ALL_PEERS else None
     if why:
-        pytest.skip(f"--model {model_args(model)[1]} is unavailable here: {why}")
+        pytest.skip(f"--model {variants.variant(model).model} is unavailable here: {why}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register @pytest.mark.models (pytest_generate_tests below) and
+    @pytest.mark.timing (tests/pytest-suite)."""
+    config.addinivalue_line(  # pytest-xdist's, named here for runs without it
+        "markers", "xdist_group(name): tests of one group run on one worker, one at a time")
+    config.addinivalue_line(
+        "markers", "timing: the test asserts on elapsed time, a rate or a share of a CPU, "
+        "which other tests running beside it would skew: tests/pytest-suite runs these alone, "
+        "after the parallel phase")
+    config.addinivalue_line(
+        "markers", "models(*traits, names=None, extra=(), exclude=(), by_model=False): run "
+        "the test once per variant of tests/variants.py that variants.models() selects with "
+        "these arguments and $YARD_MODELS, as its model argument")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """@pytest.mark.models(...) parametrizes the test's model argument with
+    variants.models(...). First, so that the model leads the test id
+    (test_x[epoll-2]) beside the test's other parameters, as when it was a
+    parametrize mark of its own."""
+    marker = metafunc.definition.get_closest_marker("models")
+    if marker is None:
+        return
+    if "model" not in metafunc.fixturenames:
+        raise pytest.UsageError(f"{metafunc.definition.nodeid}: @pytest.mark.models needs "
+                                "a 'model' argument to parametrize")
+    metafunc.parametrize("model", models(*marker.args, **marker.kwargs))
 
 
 def wait_for(cond: Callable[[], object], timeout: float = 10.0, what: str = "condition",

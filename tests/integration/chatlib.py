@@ -12,11 +12,11 @@ import time
 
 import pytest
 
-from conftest import BIN, MODELS, model_args
+from conftest import BIN, model_args
 
 CHAT = BIN / "yard-chat"
-# The chat tests' models: every model, and papayaChat's fork --pair.
-CHAT_MODELS = MODELS + (["fork-pair"] if "fork" in MODELS else [])
+# The chat tests run under every model and papayaChat's fork --pair too:
+# @pytest.mark.models(extra=["fork-pair"]) (tests/variants.py).
 
 
 def accounts_fixture(*names):

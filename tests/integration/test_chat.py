@@ -12,13 +12,13 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from chatlib import CHAT, Irc, add_account, chat_starter, login_pass, login_sasl
-from conftest import BIN, MODELS
+from conftest import BIN
 
 pytestmark = pytest.mark.usefixtures("yard_chat_built")
 
 NUSERS = 50
-# The chat app also runs as papayaChat did: a RECV and a SEND process per client.
-CHAT_MODELS = MODELS + (["fork-pair"] if "fork" in MODELS else [])
+# The tests under every model run fork-pair too (extra=["fork-pair"]): the
+# chat app as papayaChat ran it, a RECV and a SEND process per client.
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def chat(start_server, accounts, tmp_path):
     return chat_starter(start_server, accounts, tmp_path)
 
 
-@pytest.mark.parametrize("model", CHAT_MODELS)
+@pytest.mark.models(extra=["fork-pair"])
 def test_login_with_pass_and_sasl(chat, model):
     srv, _ = chat(model)
     a = login_pass(srv.port, "u1", "pw-u1")
@@ -116,7 +116,7 @@ def test_commands_before_login_and_bad_input(chat):
     assert s.wait_closed()
 
 
-@pytest.mark.parametrize("model", CHAT_MODELS)
+@pytest.mark.models(extra=["fork-pair"])
 def test_fan_out_50_clients_3_channels(chat, model):
     """50 clients in 3 channels, each sends 200 messages: every member gets
     every message of its channel exactly once, all in the same order, with the
@@ -174,7 +174,7 @@ def test_fan_out_50_clients_3_channels(chat, model):
         c.close()
 
 
-@pytest.mark.parametrize("model", CHAT_MODELS)
+@pytest.mark.models(extra=["fork-pair"])
 def test_offline_catch_up(chat, model):
     srv, _ = chat(model)
     a = login_pass(srv.port, "u5", "pw-u5")
@@ -221,7 +221,7 @@ def test_echo_message_and_private_messages(chat):
     b.expect(r" 404 u8 #e ")
 
 
-@pytest.mark.parametrize("model", CHAT_MODELS)
+@pytest.mark.models(extra=["fork-pair"])
 def test_crash_safety_with_fsync_always(chat, model, tmp_path):
     """kill -9 the whole server while clients send; after a restart every
     message echoed back to its sender is in the log exactly once, and the log
@@ -298,7 +298,8 @@ def test_torn_tail_is_cut_and_reported(chat):
     assert ids == list(range(1, 9))  # a join, five messages; a join, one message
 
 
-@pytest.mark.parametrize("model", ["fork", "fork-pair", "epoll", "coro", "uring"])
+# The processes (fork, its pair), one loop, coroutines and completions.
+@pytest.mark.models(names=["fork", "fork-pair", "epoll", "coro", "uring"])
 def test_yard_load_chat_counts_every_delivery(chat, model):
     """yard-load chat: 20 members, 400 messages at 400/s; every other member
     gets each one (19 x 400 deliveries), none lost."""

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from chatlib import CHAT_MODELS, Irc, accounts_fixture, chat_fixture, login_pass, login_sasl
+from chatlib import Irc, accounts_fixture, chat_fixture, login_pass, login_sasl
 
 pytestmark = pytest.mark.usefixtures("yard_chat_built")
 
@@ -28,7 +28,7 @@ def join(c, nick, chan):
     c.expect(rf" 366 {nick} {chan} ")
 
 
-@pytest.mark.parametrize("model", CHAT_MODELS)
+@pytest.mark.models(extra=["fork-pair"])
 def test_guests_register_talk_and_change_nicks(chat, model):
     srv, _ = chat(model, "--guests")
     ana = login_sasl(srv.port, "ana", "pw-ana", caps="sasl account-tag extended-join")
@@ -110,7 +110,7 @@ def test_without_guests_nick_and_user_are_refused(chat):
     assert c.wait_closed()
 
 
-@pytest.mark.parametrize("model", ["epoll", "fork", "thread"])
+@pytest.mark.models(names=["epoll", "fork", "thread"])
 def test_guest_limits_channels_and_addresses(chat, model):
     srv, _ = chat(model, "--guests", "--guests-may-create-channels", "off",
                   "--guests-per-addr", "2")
@@ -202,7 +202,7 @@ def test_a_third_party_irc_library_as_guest_and_account(chat):
     account_conn.close()
 
 
-@pytest.mark.parametrize("model", CHAT_MODELS)
+@pytest.mark.models(extra=["fork-pair"])
 def test_a_guest_logs_in_and_becomes_the_account(chat, model):
     """SASL (after CAP REQ sasl) or PASS account:password turn a guest into the account, in
     the channels it is in; the members hear the nick change; a wrong password leaves a

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from chatlib import CHAT, CHAT_MODELS, accounts_fixture, chat_fixture, login_pass, login_sasl
+from chatlib import CHAT, accounts_fixture, chat_fixture, login_pass, login_sasl
 
 pytestmark = pytest.mark.usefixtures("yard_chat_built")
 
@@ -44,7 +44,7 @@ def targets(c, t1, t2, limit):
         names.append(m.group(1))
 
 
-@pytest.mark.parametrize("model", CHAT_MODELS)
+@pytest.mark.models(extra=["fork-pair"])
 def test_chathistory(chat, model):
     srv, data = chat(model)
     ana = login_pass(srv.port, "ana", "pw-ana")

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from chatlib import CHAT, add_account, login_pass
-from conftest import BIN, MODELS, ROOT, model_args, skip_unavailable, wait_for
+from conftest import BIN, ROOT, model_args, skip_unavailable, wait_for
 
 pytestmark = pytest.mark.usefixtures("yard_chat_built")
 
@@ -190,7 +190,7 @@ def client_env(home: Path) -> dict[str, str]:
 
 
 # epoll, and uring, the model most unlike the others in how it does its I/O.
-@pytest.mark.parametrize("model", [m for m in ("epoll", "uring") if m in MODELS])
+@pytest.mark.models(names=["epoll", "uring"])
 def test_irssi_and_weechat_talk_with_the_documented_commands(start_server, tmux, tmp_path, model):
     require_programs("tmux", "irssi", "weechat")
     skip_unavailable(model)

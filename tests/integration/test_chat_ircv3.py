@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from chatlib import CHAT, CHAT_MODELS, accounts_fixture, chat_fixture, login_pass, login_sasl
+from chatlib import CHAT, accounts_fixture, chat_fixture, login_pass, login_sasl
 
 pytestmark = pytest.mark.usefixtures("yard_chat_built")
 
@@ -40,7 +40,7 @@ def tags_of(line):
     return dict(t.split("=", 1) for t in m.group(1).split(";")) if m else {}
 
 
-@pytest.mark.parametrize("model", CHAT_MODELS)
+@pytest.mark.models(extra=["fork-pair"])
 def test_tags_extended_join_and_away_notify(chat, model):
     srv, data = chat(model)
     ana = login_sasl(srv.port, "ana", "pw-ana",
@@ -105,7 +105,7 @@ def test_join_replay_is_a_batch(chat):
         c.close()
 
 
-@pytest.mark.parametrize("model", CHAT_MODELS)
+@pytest.mark.models(extra=["fork-pair"])
 def test_read_marker(chat, model):
     """draft/read-marker: MARKREAD moves the account's marker forward only, every connection
     of the account with the capability hears it, JOIN says where it is, and it survives a
@@ -142,7 +142,7 @@ def test_read_marker(chat, model):
     c.close()
 
 
-@pytest.mark.parametrize("model", CHAT_MODELS)
+@pytest.mark.models(extra=["fork-pair"])
 def test_away_members_on_join(chat, model):
     """away-notify and JOIN: an away account that joins is told as away after its JOIN, and a
     client that joins hears which members are away, after NAMES."""
@@ -168,7 +168,7 @@ def test_away_members_on_join(chat, model):
         c.close()
 
 
-@pytest.mark.parametrize("model", CHAT_MODELS)
+@pytest.mark.models(extra=["fork-pair"])
 def test_client_only_tags_and_tagmsg(chat, model):
     """message-tags: a client's '+' tags are kept with its message (in the log) and relayed
     to the clients that take tags; the server's own tags cannot be forged; TAGMSG carries

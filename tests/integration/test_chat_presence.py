@@ -10,8 +10,7 @@ import subprocess
 
 import pytest
 
-from chatlib import CHAT, CHAT_MODELS, Irc, accounts_fixture, chat_fixture, login_device, login_pass
-from conftest import MODELS
+from chatlib import CHAT, Irc, accounts_fixture, chat_fixture, login_device, login_pass
 
 pytestmark = pytest.mark.usefixtures("yard_chat_built")
 
@@ -36,7 +35,7 @@ def presence_lines(lines, who):
             any(f" {cmd} " in ln or ln.endswith(f" {cmd}") for cmd in ("JOIN", "PART", "QUIT"))]
 
 
-@pytest.mark.parametrize("model", CHAT_MODELS)
+@pytest.mark.models(extra=["fork-pair"])
 def test_members_hear_joins_parts_and_quits(chat, model):
     srv, _ = chat(model)
     ana = login_pass(srv.port, "ana", "pw-ana")
@@ -79,10 +78,8 @@ def test_members_hear_joins_parts_and_quits(chat, model):
 
 
 
-@pytest.mark.parametrize("model", ["epoll", "thread"])
+@pytest.mark.models(names=["epoll", "thread"])
 def test_an_account_is_one_member_however_many_connections(chat, model):
-    if model not in MODELS:
-        pytest.skip(f"{model} not in YARD_MODELS")
     srv, _ = chat(model)
     ana = login_pass(srv.port, "ana", "pw-ana")
     cy = login_pass(srv.port, "cy", "pw-cy")
@@ -149,7 +146,7 @@ def test_presence_is_in_the_log_but_not_in_replays_and_a_stop_is_no_quit(chat):
         c.close()
 
 
-@pytest.mark.parametrize("model", CHAT_MODELS)
+@pytest.mark.models(extra=["fork-pair"])
 def test_a_stop_says_error_to_every_client(chat, model):
     """SIGTERM: every client, logged in or not, gets ERROR :Server shutting down, then
     the end of the connection; the server exits 0."""

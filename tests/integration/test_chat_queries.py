@@ -4,7 +4,7 @@ LUSERS, VERSION, TIME."""
 
 import pytest
 
-from chatlib import (CHAT_MODELS, Irc, accounts_fixture, chat_fixture, login_device, login_pass,
+from chatlib import (Irc, accounts_fixture, chat_fixture, login_device, login_pass,
                      login_sasl)
 from conftest import wait_for
 
@@ -14,7 +14,7 @@ accounts = accounts_fixture("ana", "bo", "cy")
 chat = chat_fixture()
 
 
-@pytest.mark.parametrize("model", CHAT_MODELS)
+@pytest.mark.models(extra=["fork-pair"])
 def test_whois_ison_userhost_and_away(chat, model):
     srv, _ = chat(model)
     a = login_pass(srv.port, "ana", "pw-ana")
@@ -157,7 +157,7 @@ def test_cap_ls_values_only_for_302_isupport_and_user_modes(chat):
     a.close()
 
 
-@pytest.mark.parametrize("model", CHAT_MODELS)
+@pytest.mark.models(extra=["fork-pair"])
 def test_a_silent_client_is_pinged_and_closed_one_that_answers_stays(chat, model):
     srv, _ = chat(model, "--ping-interval-ms", "300", "--ping-timeout-ms", "400")
     silent = login_pass(srv.port, "ana", "pw-ana")
@@ -188,7 +188,7 @@ def test_ping_interval_zero_never_pings(chat):
     b.close()
 
 
-@pytest.mark.parametrize("model", CHAT_MODELS)
+@pytest.mark.models(extra=["fork-pair"])
 def test_a_client_that_closes_is_gone_though_the_ping_timer_is_armed(chat, model):
     # The liveness timer only watches an idle connection: it must not keep one whose
     # client has closed (it did, until the timer fired minutes later).
@@ -206,7 +206,7 @@ def test_a_client_that_closes_is_gone_though_the_ping_timer_is_armed(chat, model
     a.close()
 
 
-@pytest.mark.parametrize("model", CHAT_MODELS)
+@pytest.mark.models(extra=["fork-pair"])
 def test_whowas_remembers_an_account_once_its_last_connection_ends(chat, model):
     srv, _ = chat(model)
     a = login_pass(srv.port, "ana", "pw-ana")

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from conftest import EVE, MODELS, SERVERS, recv_exactly, recv_until_closed
+from conftest import EVE, SERVERS, recv_exactly, recv_until_closed
 
 # every server, and the echo written in Eve (examples/eve/echo.eve)
 ECHO_SERVERS = SERVERS + EVE
@@ -60,7 +60,7 @@ def test_echo_random_payloads_32_connections(serve, model):
         assert results[i] == p, f"payload {i} ({len(p)} bytes) came back different"
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.models()
 def test_echo_ipv6(serve, model):
     server = serve("echo", model, listen="[::1]:0")
     assert server.family == socket.AF_INET6
@@ -78,7 +78,7 @@ def test_echo_flushes_before_close_on_half_close(serve, model):
     s.close()
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.models()
 def test_many_sequential_connections(serve, model):
     """Connections come and go; nothing leaks or stalls."""
     server = serve("echo", model)

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import BIN, MODELS, skip_unavailable
+from conftest import BIN, skip_unavailable
 
 
 def echoes(family: int, host: str, port: int) -> bool:
@@ -34,7 +34,7 @@ def echoes(family: int, host: str, port: int) -> bool:
         return got == b"dual \xe2\x9c\x93"
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.models()
 def test_ipv6_any_is_dual_stack_unless_ipv6_only(serve, model):
     skip_unavailable(model)
     srv = serve("echo", model, listen="[::]:0")
@@ -46,7 +46,7 @@ def test_ipv6_any_is_dual_stack_unless_ipv6_only(serve, model):
     assert not echoes(socket.AF_INET, "127.0.0.1", only.port)
 
 
-@pytest.mark.parametrize("model", [m for m in ("epoll", "fork", "reactors") if m in MODELS])
+@pytest.mark.models(names=["epoll", "fork", "reactors"])
 def test_ipv4_any_is_ipv4_only(serve, model):
     srv = serve("echo", model, listen="0.0.0.0:0")
     assert (srv.host, srv.family) == ("0.0.0.0", socket.AF_INET)
@@ -87,7 +87,7 @@ def serve_argv(model: str, listen: str, *flags) -> list:
     return [BIN / "yard-serve", "--app", "echo", *model_args(model), "--listen", listen, *flags]
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.models()
 def test_localhost_listens_on_every_address_it_names(start_server, tmp_path, model):
     skip_unavailable(model)
     srv = start_server(with_hosts(tmp_path, serve_argv(model, "localhost:0")))

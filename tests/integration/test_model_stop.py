@@ -36,10 +36,8 @@ def echo_once(srv, data=b"ping\n") -> bytes:
         return got
 
 
-DRAIN_MODELS = [m for m in ("thread", "coro") if m in MODELS]
-
-
-@pytest.mark.parametrize("model", DRAIN_MODELS)
+# The models that drain their connections on SIGTERM (the module's docstring).
+@pytest.mark.models(names=["thread", "coro"])
 def test_stop_drains_idle_connections(serve, model):
     srv = serve("echo", model)
     clients = [srv.connect() for _ in range(3)]
@@ -59,7 +57,7 @@ def test_stop_drains_idle_connections(serve, model):
     assert "still running at exit" not in srv.stderr()
 
 
-@pytest.mark.parametrize("model", DRAIN_MODELS)
+@pytest.mark.models(names=["thread", "coro"])
 def test_stop_names_connections_past_the_grace_period(serve, model):
     # A bcrypt hash of cost 16 takes seconds (4 s on the CI machine): the
     # connection is inside a job when the stop comes, and no shutdown() can

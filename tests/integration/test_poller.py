@@ -1,20 +1,19 @@
 """--poller epoll|poll for the event-loop models: the same loop over another readiness
-system call. Every model-parameterised test runs epoll-poll (conftest.ALL_MODELS); here
-reactors over poll, many connections on one poll set, and the flag's usage errors."""
+system call. Every model-parameterised test runs epoll-poll (the default sweep of
+tests/variants.py); here reactors over poll, many connections on one poll set, and the
+flag's usage errors."""
 
 import socket
 import subprocess
 
 import pytest
 
-from conftest import BIN, MODELS, recv_exactly
-
-# The loop models over poll, where their model is among YARD_MODELS (TSan runs reactors).
-POLL_MODELS = [m for m, base in (("epoll-poll", "epoll"), ("reactors-poll", "reactors"))
-               if base in MODELS]
+from conftest import BIN, recv_exactly
 
 
-@pytest.mark.parametrize("model", POLL_MODELS)
+# The variants over poll, each where its model is among YARD_MODELS: epoll-poll
+# where epoll is (the ASan run), reactors-poll where reactors is (the TSan run).
+@pytest.mark.models("poll", extra=["reactors-poll"], by_model=True)
 def test_echo_over_poll_with_many_connections(serve, model):
     """600 connections open at once, each echoing its own bytes, then half of them closed
     and the rest used again: entries leave the poll set as connections go."""
@@ -33,7 +32,7 @@ def test_echo_over_poll_with_many_connections(serve, model):
         s.close()
 
 
-@pytest.mark.parametrize("model", POLL_MODELS)
+@pytest.mark.models("poll", extra=["reactors-poll"], by_model=True)
 def test_counter_over_poll_is_exact(serve, model):
     server = serve("counter", model)
     socks = [server.connect(timeout=30) for _ in range(8)]

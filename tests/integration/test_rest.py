@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import MODELS, wait_for
+from conftest import wait_for
 
 FLAGS = ("--bcrypt-cost", "4", "--longpoll-ms", "300")
 
@@ -80,7 +80,7 @@ def get(path: str, extra: bytes = b"") -> bytes:
     return b"GET " + path.encode() + b" HTTP/1.1\r\nHost: t\r\n" + extra + b"\r\n"
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.models()
 def test_routes_with_curl(serve, model):
     srv = serve("rest", model, *FLAGS)
     st, body, h = curl(srv, "GET", "/")
@@ -110,7 +110,7 @@ def test_routes_with_curl(serve, model):
     assert (st, body) == (200, b"OK")
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.models()
 def test_pipelined_in_order(serve, model):
     srv = serve("rest", model, *FLAGS)
     raw = (post("/user/set/p", b'{"v": 1}') + get("/user/get/p")
@@ -126,7 +126,7 @@ def test_pipelined_in_order(serve, model):
     assert got[4][1]["connection"] == "close"
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.models()
 def test_http10_and_connection_close(serve, model):
     srv = serve("rest", model, *FLAGS)
     for raw in (b"GET / HTTP/1.0\r\n\r\n", get("/", b"Connection: close\r\n")):
@@ -146,7 +146,7 @@ def test_http10_and_connection_close(serve, model):
         assert [(r[0], r[1]["connection"], r[2]) for r in got] == [(200, "keep-alive", b"OK")] * 3
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.models()
 def test_errors_close_and_server_survives(serve, model):
     srv = serve("rest", model, *FLAGS)
     cases = [
@@ -172,7 +172,7 @@ def test_errors_close_and_server_survives(serve, model):
     assert exchange(srv, get("/"))[0][0] == 200
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.models()
 def test_slowloris_gets_408(serve, model):
     srv = serve("rest", model, *FLAGS, "--request-timeout-ms", "400")
     with srv.connect() as s:
@@ -185,7 +185,7 @@ def test_slowloris_gets_408(serve, model):
     assert exchange(srv, get("/"))[0][0] == 200
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.models()
 def test_longpoll_waits(serve, model):
     srv = serve("rest", model, *FLAGS)
     t0 = time.monotonic()
@@ -217,7 +217,7 @@ def test_concurrent_longpolls_do_not_block_the_loop(serve):
     assert elapsed < 5.0, f"20 long polls took {elapsed:.2f}s"
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.models()
 def test_stores_shared_between_connections(serve, model):
     srv = serve("rest", model, *FLAGS)
     # Many connections, so that fork children and reactor processes differ.
@@ -232,7 +232,7 @@ def test_stores_shared_between_connections(serve, model):
         assert (st, body) == (200, b"OK")
 
 
-@pytest.mark.parametrize("model", ["epoll", "thread"])
+@pytest.mark.models(names=["epoll", "thread"])
 def test_store_full_is_507(serve, model):
     srv = serve("rest", model, *FLAGS, "--store-entries", "16")
     codes = [exchange(srv, post(f"/user/set/f{i}", b"{}"))[0][0] for i in range(18)]
@@ -240,7 +240,7 @@ def test_store_full_is_507(serve, model):
     assert exchange(srv, post("/user/set/f0", b'{"again": 1}'))[0][0] == 200  # update in place
 
 
-@pytest.mark.parametrize("model", ["epoll"])
+@pytest.mark.models(names=["epoll"])
 def test_expect_continue(serve, model):
     srv = serve("rest", model, *FLAGS)
     with srv.connect() as s:
@@ -264,7 +264,7 @@ def test_bad_request_timeout_is_refused(tmp_path):
     assert b"--request-timeout-ms: expected a whole number" in p.stderr
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.models()
 def test_longpoll_not_late_after_idle(serve, model):
     """A long poll armed after the server sat idle answers on time: the loop
     must not measure the timer against a clock reading from before the idle
@@ -287,7 +287,7 @@ def idle_log_line(srv) -> str:
                     what="the idle timeout start-up line")
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.models()
 def test_idle_timeout_closes_silent_keeps_active(serve, model):
     """A connection that says nothing is closed once it has been silent for
     --idle-timeout; one that keeps sending requests on the same keep-alive
@@ -326,7 +326,7 @@ def test_idle_timeout_closes_silent_keeps_active(serve, model):
                          for ln in srv.stderr().splitlines()), what="the close is logged")
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.models()
 def test_idle_timeout_default_is_60s(serve, model):
     """Without --idle-timeout the rest app's own default applies; the
     start-up line says how long and where it came from (waiting 60 s for
@@ -342,7 +342,7 @@ def test_idle_timeout_flag_replaces_the_default(serve):
     assert "idle timeout 90s (from --idle-timeout)" in idle_log_line(srv)
 
 
-@pytest.mark.parametrize("model", ["epoll", "fork"])
+@pytest.mark.models(names=["epoll", "fork"])
 def test_idle_timeout_0_turns_the_default_off(serve, model):
     srv = serve("rest", model, *FLAGS, "--idle-timeout", "0", "--log-level", "info")
     assert "idle timeout off (--idle-timeout 0)" in idle_log_line(srv)
@@ -360,7 +360,7 @@ def pw_body(pw: str) -> bytes:
 TOO_LONG = b"Password longer than 72 bytes (bcrypt uses only the first 72)"
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.models()
 def test_password_over_72_bytes_is_refused(serve, model):
     """bcrypt reads 72 bytes of a password at most, so a longer one would
     verify by its prefix: set and verify refuse it (400, connection kept),
@@ -398,7 +398,8 @@ def test_password_over_72_bytes_is_refused(serve, model):
 
 # --- a job that outlasts the idle timeout --------------------------------------
 
-@pytest.mark.parametrize("model", ["epoll", "reactors", "coro", "uring"])
+# The models whose jobs run on an offload pool, beside the loop; one variant of each.
+@pytest.mark.models("plain", "offload")
 def test_job_longer_than_the_idle_timeout(serve, model):
     """A password hash that takes longer than --idle-timeout: the connection
     waiting for it is not idle (it gets its answer), and the loop goes on

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from conftest import (BIN, MODELS, assert_sheds_and_recovers, echo_eventually_ok, echo_ok, model_args,
-                      recv_exactly, wait_for)
+from conftest import (BIN, assert_sheds_and_recovers, echo_eventually_ok, echo_ok, model_args,
+                      recv_exactly, skip_unavailable, wait_for)
 
 SERVE = BIN / "yard-serve"
 
@@ -117,7 +117,7 @@ def test_usage_errors_exit_2_with_a_clear_message(args, needle):
     assert r.stdout == b""
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.models()
 def test_port_in_use_is_a_clear_error(model):
     blocker = socket.socket()
     blocker.bind(("127.0.0.1", 0))
@@ -158,7 +158,7 @@ def test_list_apps_json():
 # --- stopping -----------------------------------------------------------------
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.models()
 def test_signal_stops_within_2s_and_leaves_no_process(serve, model, sig):
     server = serve("echo", model)
     conns = [server.connect() for _ in range(5)]
@@ -181,7 +181,7 @@ def test_signal_stops_within_2s_and_leaves_no_process(serve, model, sig):
 
 # --- limits and bad clients ---------------------------------------------------
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.models()
 def test_max_conns_is_honoured(serve, model):
     server = serve("echo", model, "--max-conns", "2")
     a, b = server.connect(), server.connect()
@@ -205,7 +205,7 @@ def test_max_conns_is_honoured(serve, model):
     assert "--max-conns 2 reached" in server.stderr()
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.models()
 def test_idle_timeout_closes_idle_connections(serve, model):
     server = serve("echo", model, "--idle-timeout", "300ms", "--log-level", "info")
     idle = server.connect()
@@ -217,7 +217,7 @@ def test_idle_timeout_closes_idle_connections(serve, model):
     wait_for(lambda: "idle timeout" in server.stderr(), what="the close is logged")
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.models()
 def test_abrupt_disconnect_mid_message_costs_one_connection(serve, model):
     server = serve("counter", model)
     for _ in range(20):
@@ -232,7 +232,7 @@ def test_abrupt_disconnect_mid_message_costs_one_connection(serve, model):
     assert value <= 20 * 1000
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.models()
 def test_flooding_client_that_never_reads_is_contained(serve, model):
     """A client that sends 10 MB without reading is held back (backpressure),
     costs bounded memory, and does not stall the others."""
@@ -258,7 +258,7 @@ def test_flooding_client_that_never_reads_is_contained(serve, model):
     assert echo_ok(server)
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.models()
 def test_silent_clients_do_not_block_others(serve, model):
     server = serve("echo", model)
     silent = [server.connect() for _ in range(50)]
@@ -268,7 +268,7 @@ def test_silent_clients_do_not_block_others(serve, model):
     assert echo_ok(server)
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.models()
 def test_garbage_bytes_are_just_bytes_to_echo(serve, model):
     server = serve("echo", model)
     garbage = bytes(range(256)) * 64 + b"\xff\xfe\x00\r\n" * 1000
@@ -279,23 +279,17 @@ def test_garbage_bytes_are_just_bytes_to_echo(serve, model):
 
 # --- running out of descriptors ---------------------------------------------
 
-# Every model whose server process accepts (fork's parent hands each
-# connection to a child and keeps no descriptor for it), with one accepting
-# loop and with several sharing one descriptor table: there another loop's
-# accept must not be able to take the descriptor a shedding loop frees
-# (docs/architecture.md, "Limits").
-SHED_MODELS = [m for m in ("epoll", "thread", "coro-1", "coro", "reactors", "uring-1", "uring")
-               if m.split("-")[0] in MODELS]
-
-
-@pytest.mark.parametrize("model", SHED_MODELS)
+# Every model whose one server process accepts and serves (fork's parent
+# hands each connection to a child and keeps no descriptor for it; reactors
+# --procs is a process per loop), with one accepting loop (coro-1, uring-1)
+# and with several sharing one descriptor table: there another loop's accept
+# must not be able to take the descriptor a shedding loop frees
+# (docs/architecture.md, "Limits"). The poller changes none of that.
+@pytest.mark.models(exclude=["multi_process", "poll"], extra=["coro-1", "uring-1"])
 def test_out_of_descriptors_sheds_connections_and_recovers(start_server, model):
     """With RLIMIT_NOFILE at 48 (conftest.assert_sheds_and_recovers)."""
-    from conftest import skip_unavailable
-    base = model.split("-")[0]
-    skip_unavailable(base)
-    flags = ["--model", "coro", "--workers", "1"] if model == "coro-1" else model_args(model)
-    srv = start_server(["prlimit", "--nofile=48:48", SERVE, "--app", "echo", *flags,
+    skip_unavailable(model)
+    srv = start_server(["prlimit", "--nofile=48:48", SERVE, "--app", "echo", *model_args(model),
                         "--listen", "127.0.0.1:0"])
     assert_sheds_and_recovers(srv)
     assert srv.stop() == 0, srv.stderr()

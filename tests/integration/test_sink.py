@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from conftest import BIN, MODELS, SERVERS, server_has_read, wait_for
+from conftest import BIN, SERVERS, server_has_read, wait_for
 
 
 def line(conn: int, seq: int) -> bytes:
@@ -52,7 +52,7 @@ def test_sink_writes_exactly_what_was_sent(serve, model, flush, tmp_path):
 
 
 @pytest.mark.parametrize("flush", ["each", "buffered"])
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.models()
 def test_sink_keeps_lines_whole(serve, model, flush, tmp_path):
     """Our sink's extra promise: a line is never split between two writes,
     so the file is an interleaving of the connections' whole lines."""

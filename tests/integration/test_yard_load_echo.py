@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from conftest import BIN, MODELS, wait_for
+from conftest import BIN, wait_for
 
 LOAD = BIN / "yard-load"
 JSON_FIELDS = {"throughput_per_s", "latency_us", "messages", "errors", "mode", "connections",
@@ -22,7 +22,7 @@ def load(*args, timeout=60):
                           stdin=subprocess.DEVNULL)
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.models()
 def test_echo_counts_every_round_trip(serve, model):
     server = serve("echo", model)
     r = load("echo", "--target", f"127.0.0.1:{server.port}", "--connections", 20,

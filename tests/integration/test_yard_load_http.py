@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from conftest import BIN, MODELS, scripted_server
+from conftest import BIN, scripted_server
 
 LOAD = BIN / "yard-load"
 REST_FLAGS = ("--bcrypt-cost", "4", "--longpoll-ms", "200")
@@ -27,7 +27,7 @@ def consistent(d):
     return eps
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.models()
 def test_userinfo_and_password_under_every_model(serve, model):
     srv = serve("rest", model, *REST_FLAGS)
     rc, d, err = load_json("--target", f"127.0.0.1:{srv.port}", "--users", 6, "--messages", 40,

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from conftest import BIN, MODELS, wait_for
+from conftest import BIN, wait_for
 
 LOAD = BIN / "yard-load"
 
@@ -17,7 +17,7 @@ def load_json(*args, timeout=60):
     return r.returncode, (json.loads(r.stdout) if r.stdout else None), r.stderr
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.models()
 def test_counter_mode_ends_with_an_exact_count(serve, model):
     server = serve("counter", model)
     rc, d, err = load_json("counter", "--target", f"127.0.0.1:{server.port}", "--connections", 16,

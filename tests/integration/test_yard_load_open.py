@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, MODELS, wait_for
+from conftest import BIN, wait_for
 
 LOAD = BIN / "yard-load"
 
@@ -112,7 +112,7 @@ def test_open_loop_with_a_message_count(serve):
     assert 0.15 < d["duration_s"] < 1.0
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.models()
 def test_pipelined_echo_is_byte_exact(serve, model):
     server = serve("echo", model)
     rc, d, err = load_json("echo", "--target", f"127.0.0.1:{server.port}", "--connections", 8,
