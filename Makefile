@@ -3,9 +3,11 @@
 # Python venv in .venv/, Go and npm modules for the peers).
 #
 #   make            build everything (release with debug info) into build/
-#   make test       every test: C unit tests, fuzz corpora, integration tests,
-#                   then the C suite and integration tests under ASan+UBSan,
-#                   and the threaded code under TSan
+#   make check      the release build, its C unit tests and fuzz corpora, and the
+#                   integration tests in parallel (docs/testing.md)
+#   make test       every test: make check, then the C suite and integration
+#                   tests under ASan+UBSan, the threaded code under TSan, and
+#                   make test-cross
 #   make test-cross gcc and clang, and i386, AArch64 (qemu) and s390x (qemu):
 #                   build, unit tests, fuzz corpora, logs across architectures
 #                   (part of make test; about 3 minutes; docs/portability.md)
@@ -29,9 +31,13 @@ APT_PACKAGES := build-essential cmake ninja-build pkg-config python3 python3-ven
 APT_IF_NO_COMMAND := node:nodejs npm:npm
 
 PYTEST := $(VENV)/bin/pytest
-PYTEST_FLAGS ?= -q -p no:cacheprovider
+# The pytest suites run through tests/pytest-suite: in parallel on YARD_TEST_JOBS
+# workers (default twice the cores), then the tests marked timing alone.
+SUITE := tests/pytest-suite
+NPROC := $(shell nproc)
 
-.PHONY: all build setup deps venv peers test test-unit test-integration test-asan test-tsan test-cross cross \
+.PHONY: all build setup deps venv peers check test test-unit test-integration test-asan test-tsan \
+	test-cross cross \
 	bench fuzz asan tsan debug clean
 
 all: build
@@ -72,14 +78,17 @@ $(VENV)/.stamp: tests/requirements.txt $(wildcard python/pyproject.toml)
 peers: deps
 	@if [ -f peers/Makefile ]; then $(MAKE) --no-print-directory -C peers; fi
 
-test: build peers venv test-unit test-integration test-asan test-tsan test-cross
+check: build peers venv test-unit test-integration
+	@echo "make check: the release build's suites passed"
+
+test: check test-asan test-tsan test-cross
 	@echo "make test: all suites passed"
 
 test-unit: build
-	@ctest --test-dir build --output-on-failure
+	@ctest --test-dir build -j $(NPROC) --output-on-failure
 
 test-integration: build peers venv
-	@$(PYTEST) $(PYTEST_FLAGS) tests
+	@$(SUITE) tests
 
 # The C suite and the integration tests against the ASan+UBSan binaries.
 # The C suite's test_effects runs every model (thread, reactors and its
@@ -89,10 +98,10 @@ test-integration: build peers venv
 # model under ASan in the integration tests too was about 2 more minutes of
 # make test, which issue 21 keeps under 20.
 test-asan: asan venv
-	@ctest --test-dir build/asan --output-on-failure
+	@ctest --test-dir build/asan -j $(NPROC) --output-on-failure
 	@YARD_BIN=$(CURDIR)/build/asan/bin YARD_PEERS=0 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
 		YARD_MODELS=fork,epoll,coro,uring \
-		UBSAN_OPTIONS=print_stacktrace=1 $(PYTEST) $(PYTEST_FLAGS) tests/integration \
+		UBSAN_OPTIONS=print_stacktrace=1 $(SUITE) tests/integration \
 		-k "not peers and not load_benchmark"
 
 # Code with threads under TSan: the C suite, and the threaded models.
@@ -102,10 +111,10 @@ test-asan: asan venv
 # (pthread_atfork in src/chat/chatlog.c), which TSan cannot know.
 test-tsan: tsan venv
 	@TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/tsan.supp \
-		ctest --test-dir build/tsan --output-on-failure
+		ctest --test-dir build/tsan -j $(NPROC) --output-on-failure
 	@TSAN_OPTIONS=die_after_fork=0:suppressions=$(CURDIR)/tests/tsan.supp \
 		YARD_BIN=$(CURDIR)/build/tsan/bin YARD_MODELS=thread,reactors,coro,uring YARD_PEERS=0 \
-		$(PYTEST) $(PYTEST_FLAGS) tests/integration/test_echo.py tests/integration/test_counter.py \
+		$(SUITE) tests/integration/test_echo.py tests/integration/test_counter.py \
 		tests/integration/test_serve.py tests/integration/test_sink.py tests/integration/test_rest.py \
 		tests/integration/test_yard_load_open.py tests/integration/test_chat.py \
 		tests/integration/test_chat_hardening.py tests/integration/test_logging.py \

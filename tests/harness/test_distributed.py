@@ -16,6 +16,7 @@ import harness_paths  # noqa: F401
 from harness_paths import BIN, REPO
 
 from yard import rig as yrig  # noqa: E402
+from yard.cgroup import make_group  # noqa: E402
 
 DELAY_MS = 2      # per direction on every host's link, where the kernel has netem
 RATE_BITS = 4_000_000  # every link shaped to 4 Mbit/s (tbf), which every kernel here has
@@ -25,6 +26,7 @@ pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="the rig needs root (network namespaces)"),
     pytest.mark.skipif(not Path("/usr/sbin/sshd").exists(), reason="needs openssh-server"),
     pytest.mark.skipif(not (BIN / "yard-load").exists(), reason=f"needs {BIN}/yard-load"),
+    pytest.mark.xdist_group("rig"),  # one rig per machine: with test_rig.py, one at a time
 ]
 
 
@@ -44,6 +46,7 @@ def rig():
     so)."""
     state = Path(f"/run/yard-dist-test-{os.getpid()}")
     delay = f"{DELAY_MS}ms"
+    before = yard_groups()
     try:
         try:
             hosts = yrig.up(2, delay=delay, rate=f"{RATE_BITS}bit", state_dir=state)
@@ -58,11 +61,37 @@ def rig():
         left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
         assert "yard-rig" not in left, left
         assert not state.exists()
+        # Nothing an agent made outlives the rig, its cgroups included (tests running beside
+        # this one may have groups of their own meanwhile: only the new dead ones count).
+        assert not {g for g in yard_groups() - before if not alive_maker(g)}
+
+
+def _local_group_kind():
+    g = make_group(f"yard-{os.getpid()}-probe")
+    g.cleanup()
+    return g.kind
+
+
+LOCAL_GROUP_KIND = _local_group_kind() if os.geteuid() == 0 else None
+
+
+def yard_groups():
+    """The harness's cgroups (yard-<pid>-...) present on this machine."""
+    return {str(d) for d in Path("/sys/fs/cgroup").glob("**/yard-[0-9]*-*") if d.is_dir()}
 
 
 def ns_pids(ns):
     r = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True)
     return [int(x) for x in r.stdout.split()]
+
+
+def alive_maker(group):
+    pid = int(Path(group).name.split("-")[1])
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
 
 
 def comm(pid):
@@ -85,6 +114,7 @@ def smoke_run(tmp_path, experiment, hosts):
     return trials(tmp_path)
 
 
+@pytest.mark.timing  # every host starts its load within 50 ms of the agreed time
 def test_sync_then_a_distributed_echo_run_merges_exactly(rig, tmp_path):
     _, hosts, delay = rig
     p = yard("hosts", "check", hosts)
@@ -119,7 +149,9 @@ def test_sync_then_a_distributed_echo_run_merges_exactly(rig, tmp_path):
         assert merged["latency_us"]["mean"] >= conns / cap * 1e6, (merged, cap)
         if delay:  # every round trip crosses two delayed host links
             assert merged["latency_us"]["min"] >= 2 * DELAY_MS * 1000 * 0.95, merged
-        # The server was measured on its host: its cgroup's CPU and its clean exit.
+        # The server was measured on its host: in a cgroup wherever this machine can make
+        # one (as a local trial would be), its CPU, and its clean exit.
+        assert t["cgroup"]["kind"] == LOCAL_GROUP_KIND, t["cgroup"]
         assert t["server_exit"] == 0 and t["metrics"]["cpu_s"] > 0
         assert t["commands"]["server"][t["commands"]["server"].index("--listen") + 1] \
             .startswith("198.18.0.1:")

@@ -10,9 +10,12 @@ import pytest
 
 from harness_paths import BIN, REPO
 
-pytestmark = pytest.mark.skipif(
-    not ((BIN / "yard-serve").exists() and (BIN / "yard-load").exists()),
-    reason=f"needs yard-serve and yard-load in {BIN}")
+pytestmark = [
+    pytest.mark.skipif(not ((BIN / "yard-serve").exists() and (BIN / "yard-load").exists()),
+                       reason=f"needs yard-serve and yard-load in {BIN}"),
+    # A benchmark run: its trials are valid only when server and load have their CPUs.
+    pytest.mark.timing,
+]
 
 
 def test_bench_smoke(tmp_path):

@@ -39,7 +39,10 @@ def _why_skip() -> str | None:
 SKIP = _why_skip()
 if SKIP:
     print(f"tests/harness/test_rig.py: skipped: {SKIP}", file=sys.stderr)
-pytestmark = pytest.mark.skipif(SKIP is not None, reason=SKIP or "")
+# One rig per machine (its lock, its yard-rig-* namespaces): in a parallel run every test
+# that makes one runs on the same worker, one after another (tests/parallel.py).
+pytestmark = [pytest.mark.skipif(SKIP is not None, reason=SKIP or ""),
+              pytest.mark.xdist_group("rig")]
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO / "python")}
 ENV.pop(rig.HOOK_ENV, None)

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from yard.cgroup import make_group
+from yard.cgroup import GroupProc, make_group, sweep_orphans
 from yard.sampler import Sampler
 from yard.stats import cpu_mean_cv
 
@@ -74,6 +74,7 @@ def run_in_group(code: str, interval: float = 0.5):
         g.cleanup()
 
 
+@pytest.mark.timing  # needs half a core to itself
 def test_half_core_is_measured_at_50_percent():
     _, samples, totals = run_in_group(HALF_CORE.format(secs=5))
     overall = 100.0 * totals["cpu_s"] / totals["wall_s"]
@@ -93,6 +94,25 @@ def test_short_lived_children_are_measured_completely():
     assert n >= 8
     assert expected * 0.97 <= totals["cpu_s"] <= expected + 0.25, (n, totals["cpu_s"])
     assert max(s["procs"] for s in samples) >= 1
+
+
+def test_a_group_whose_maker_died_is_swept_and_a_living_makers_is_kept():
+    g = make_group(f"yard-{os.getpid()}-mine")
+    if isinstance(g, GroupProc):
+        pytest.skip("no cgroup can be made here")
+    parent = (getattr(g, "cpu", None) or g.path).parent
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    orphan = parent / f"yard-{dead.pid}-orphan"
+    orphan.mkdir()
+    try:
+        assert str(orphan) in sweep_orphans()
+        assert not orphan.exists()
+        assert (parent / f"yard-{os.getpid()}-mine").exists()
+    finally:
+        if orphan.exists():
+            orphan.rmdir()
+        g.cleanup()
 
 
 def test_cgroup_is_removed_after_cleanup():

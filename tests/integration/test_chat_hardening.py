@@ -19,11 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from chatlib import CHAT, Irc, add_account, chat_starter, login_pass
-from conftest import MODELS, wait_for
+from conftest import wait_for
 
 pytestmark = pytest.mark.usefixtures("yard_chat_built")
-
-CHAT_MODELS = MODELS + (["fork-pair"] if "fork" in MODELS else [])
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +63,8 @@ def pass_attempt(port, name, password, source=None, timeout=20.0):
 
 # ---- abuse hole 1: bad logins from one address -------------------------------
 
-@pytest.mark.parametrize("model", [m for m in ["epoll", "thread", "fork", "coro", "uring"] if m in MODELS])
+@pytest.mark.timing
+@pytest.mark.models(names=["epoll", "thread", "fork", "coro", "uring"])
 def test_a_login_flood_from_one_address_does_not_delay_another(chat, model):
     """100 connections from 127.0.0.1 hammer wrong passwords; a real user on
     127.0.0.2 logs in meanwhile in under 2 s (before: 16.6 s). The flood gets
@@ -196,6 +195,7 @@ def test_connections_that_have_not_logged_in_are_capped_per_address(chat):
 
 # ---- abuse hole 5: timing tells which accounts exist -------------------------
 
+@pytest.mark.timing
 def test_unknown_and_existing_accounts_fail_in_the_same_time(chat):
     """Failure times for an existing account (bcrypt cost 12) and an unknown
     one differ by less than 20 ms (before: ~134 ms, no overlap). Compared
@@ -351,7 +351,7 @@ def test_flood_rate_and_burst_are_flags(chat):
 
 # ---- what real clients showed --------------------------------------------------
 
-@pytest.mark.parametrize("model", CHAT_MODELS)
+@pytest.mark.models(extra=["fork-pair"])
 def test_topic_changes_reach_every_member_and_survive_a_restart(chat, model):
     srv, data = chat(model)
     a = login_pass(srv.port, "u1", "pw-u1")
@@ -409,7 +409,7 @@ def test_names_and_who_list_an_account_once(chat):
     assert sorted(who) == ["u1", "u2"]
 
 
-@pytest.mark.parametrize("model", CHAT_MODELS)
+@pytest.mark.models(extra=["fork-pair"])
 def test_every_device_of_an_account_catches_up_once(chat, model):
     """The phone stays in the channel; the laptop leaves, 20 messages pass,
     and it comes back: it gets exactly those 20, once (before: nothing, as

@@ -4,6 +4,7 @@ yard-serve --app rest --model epoll without a single failure."""
 from __future__ import annotations
 
 import csv
+import importlib.util
 import subprocess
 import sys
 
@@ -11,7 +12,10 @@ import pytest
 
 from conftest import ROOT
 
-pytest.importorskip("locust", reason="the locust package is not installed (pip install locust)")
+# Looked up, not imported: importing locust monkey-patches the whole test process with gevent
+# (sockets, threads, subprocess pipes), which breaks other tests and pytest-xdist's workers.
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("locust") is None,
+                                reason="the locust package is not installed (pip install locust)")
 
 
 def test_locust_scenarios_have_no_failures(serve, tmp_path):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-import select
 import signal
 import socket
 import struct
@@ -23,7 +22,7 @@ import time
 
 import pytest
 
-from conftest import (BIN, LISTENING, MODELS, SANITIZER_MARKERS, model_args,
+from conftest import (BIN, LISTENING, SANITIZER_MARKERS, model_args, models,
                       process_group_alive, read_line, recv_exactly)
 
 BAD = b"\x02"  # neither read (0x00) nor increment (0x01): the connection is closed
@@ -35,9 +34,6 @@ CLOSED = re.compile(rb"^\S+ warning: \S+: connection closed: ", re.M)
 SUPPRESSED = re.compile(rb"suppressed (\d+) similar messages like "
                         rb"\"%s: connection closed: %s\"")
 DROPPED = re.compile(rb"(\d+) log lines dropped")
-# Models that are one process: their log queue is flushed at exit. Forked
-# children leave by _exit() and take what they still queue with them.
-ONE_PROCESS = [m for m in MODELS if m not in ("fork", "reactors-procs")]
 
 
 class UnreadServer:
@@ -71,13 +67,7 @@ class UnreadServer:
 
         def drain():
             while True:
-                try:
-                    chunk = os.read(fd, 65536)
-                except BlockingIOError:
-                    # The pipe is non-blocking when another test module has
-                    # imported locust (gevent patches subprocess): wait for it.
-                    select.select([fd], [], [], 0.05)
-                    continue
+                chunk = os.read(fd, 65536)
                 if not chunk:
                     return
                 self._chunks.append(chunk)
@@ -188,7 +178,8 @@ def no_sanitizer_report(err: bytes) -> None:
 # queued or dropped instead of waited for. At warning level (the default)
 # the rate limit keeps the pipe from filling; test_suppressed_warnings_are_
 # counted floods every model at that level too.
-UNREAD_CASES = [(m, "debug") for m in MODELS] + [("epoll", "warning")] * ("epoll" in MODELS)
+UNREAD_CASES = ([(m, "debug") for m in models()]
+                + [(m, "warning") for m in models(names=["epoll"])])
 
 
 @pytest.mark.parametrize("model, level", UNREAD_CASES)
@@ -201,7 +192,7 @@ def test_unread_stderr_does_not_stop_the_server(unread_server, model, level):
     no_sanitizer_report(server.stderr_closed(5))
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.models()
 def test_suppressed_warnings_are_counted(unread_server, model):
     """Every warning is either written or counted in a "suppressed N similar
     messages" line, across processes too; and far fewer are written."""
@@ -220,7 +211,9 @@ def test_suppressed_warnings_are_counted(unread_server, model):
     assert not DROPPED.search(err), "nothing needed dropping once rate-limited"
 
 
-@pytest.mark.parametrize("model", ONE_PROCESS)
+# The models that are one process: their log queue is flushed at exit. Forked
+# children leave by _exit() and take what they still queue with them.
+@pytest.mark.models(exclude=["multi_process"])
 def test_dropped_lines_are_counted_once_stderr_drains(unread_server, model):
     """At debug level the pipe and the 64 KiB queue fill; the lines that fit
     nowhere are counted, and the count is written at the next line after the

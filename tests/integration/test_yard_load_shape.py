@@ -88,6 +88,7 @@ def in_window(reads, t0, t1):
     return [n for t, n in reads if t0 <= t <= t1]
 
 
+@pytest.mark.timing  # writes per second, within a few percent
 def test_write_size_64_arrives_as_64_byte_writes_at_the_bandwidth(recorder):
     # 256 kbit/s = 32,000 B/s: a 64-byte write every 2 ms per connection, spread evenly, so a
     # reader that keeps up sees one write per read.
@@ -109,6 +110,7 @@ def test_write_size_64_arrives_as_64_byte_writes_at_the_bandwidth(recorder):
              == d["bytes_sent"], timeout=5, what="every byte sent read by the server")
 
 
+@pytest.mark.timing  # writes per second, within a few percent
 def test_default_writes_are_whole_messages_each_millisecond(recorder):
     """Without the new flags, what rate did before: one write per tick of the whole messages
     due (16 messages of 8 bytes at 1 Mbit/s), so reads are whole messages."""
@@ -120,6 +122,7 @@ def test_default_writes_are_whole_messages_each_millisecond(recorder):
     assert 700 < d["writes_per_conn_per_s"] < 1050
 
 
+@pytest.mark.timing  # writes per second, within a few percent
 def test_pacing_tcpkali_gives_its_writes_per_second_byte_granular(recorder):
     """The documented figure: 1e9 / (1,080,000 + 5,000 x connections) writes/s per connection,
     909 at 4 connections; tcpkali itself made 903 here (docs/load.md). Its writes carry every
@@ -141,6 +144,7 @@ def test_pacing_tcpkali_gives_its_writes_per_second_byte_granular(recorder):
         assert sum(1 for n in sizes if n % 8) > len(sizes) / 2, "reads are whole messages"
 
 
+@pytest.mark.timing  # writes per second, within a few percent
 def test_pacing_tcpkali_slows_with_connections_as_tcpkali_did():
     """The cycle grows by 5 us per connection, as tcpkali's did (723 writes/s per connection
     at 64, 925 at 1): the JSON figure follows the documented formula."""
