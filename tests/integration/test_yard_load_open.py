@@ -75,6 +75,7 @@ def test_stall_open_loop_shows_it_closed_loop_hides_it(serve, io):
     assert abs(opened["achieved_rate"] - 2000) / 2000 < 0.05
 
 
+@pytest.mark.timing  # 3000 requests due in one second, every one sent on time
 def test_open_loop_keeps_its_rate(serve):
     server = serve("echo", "epoll")
     rc, d, err = load_json("echo", "--target", f"127.0.0.1:{server.port}", "--connections", 10,
