@@ -66,6 +66,14 @@ def rig():
         assert not {g for g in yard_groups() - before if not alive_maker(g)}
 
 
+@pytest.fixture(scope="module")
+def synced_rig(rig):
+    """The rig with this build on every host: synced once for the tests that only need it
+    there (the first test checks the sync itself, from a rig without it)."""
+    yard("hosts", "sync", rig[1], check=True)
+    return rig
+
+
 def _local_group_kind():
     g = make_group(f"yard-{os.getpid()}-probe")
     g.cleanup()
@@ -159,9 +167,8 @@ def test_sync_then_a_distributed_echo_run_merges_exactly(rig, tmp_path):
     assert "Distributed run" in html and "<h4>Load hosts</h4>" in html
 
 
-def test_a_distributed_rest_run(rig, tmp_path):
-    _, hosts, delay = rig
-    yard("hosts", "sync", hosts, check=True)
+def test_a_distributed_rest_run(synced_rig, tmp_path):
+    _, hosts, delay = synced_rig
     ts = smoke_run(tmp_path, "rest_scaling", hosts)
     assert {t["alternative"] for t in ts} == {"epoll", "coro"}
     for t in ts:
@@ -173,12 +180,11 @@ def test_a_distributed_rest_run(rig, tmp_path):
             assert merged["latency_us"]["min"] >= 2 * DELAY_MS * 1000 * 0.95
 
 
-def test_latency_includes_the_rigs_delay(rig, tmp_path):
-    _, hosts, delay = rig
+def test_latency_includes_the_rigs_delay(synced_rig, tmp_path):
+    _, hosts, delay = synced_rig
     if not delay:
         pytest.skip("this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM), so the rig cannot "
                     "add delay; the shaped-rate bound of the echo test runs instead")
-    yard("hosts", "sync", hosts, check=True)
     for t in smoke_run(tmp_path, "echo_scaling", hosts):
         for r in t["hosts"].values():
             assert r["latency_us"]["min"] >= 2 * DELAY_MS * 1000 * 0.95, r
@@ -204,10 +210,9 @@ repetitions = 1
     return exp
 
 
-def test_a_host_under_its_target_rate_makes_the_trial_invalid(rig, tmp_path):
+def test_a_host_under_its_target_rate_makes_the_trial_invalid(synced_rig, tmp_path):
     # 40,000 echoes/s per host cannot cross a 4 Mbit/s link (about 7,400 of these packets/s).
-    _, hosts, _ = rig
-    yard("hosts", "sync", hosts, check=True)
+    _, hosts, _ = synced_rig
     exp = echo_experiment(tmp_path, "overrate", ["--connections", "8", "--rate", "40000"], 2)
     p = yard("--quiet", "--results-dir", tmp_path, "run", exp, "--hosts", hosts)
     ts = trials(tmp_path)
@@ -216,8 +221,8 @@ def test_a_host_under_its_target_rate_makes_the_trial_invalid(rig, tmp_path):
     assert "invalid" in p.stderr
 
 
-def test_an_unreachable_host_is_named(rig, tmp_path):
-    _, hosts, _ = rig
+def test_an_unreachable_host_is_named(synced_rig, tmp_path):
+    _, hosts, _ = synced_rig
     bad = tmp_path / "hosts.toml"
     text = hosts.read_text()
     # load2's sshd is not on port 2222
@@ -230,9 +235,8 @@ def test_an_unreachable_host_is_named(rig, tmp_path):
     assert p.returncode == 1 and "host load2" in p.stderr and "unreachable" in p.stderr
 
 
-def test_a_load_host_dying_mid_run_fails_the_trial_and_leaves_nothing(rig, tmp_path):
-    state, hosts, _ = rig
-    yard("hosts", "sync", hosts, check=True)
+def test_a_load_host_dying_mid_run_fails_the_trial_and_leaves_nothing(synced_rig, tmp_path):
+    state, hosts, _ = synced_rig
     exp = echo_experiment(tmp_path, "long_echo", ["--connections", "4"], 20)
     run = subprocess.Popen([sys.executable, "-m", "yard.cli", "--quiet", "--results-dir",
                             str(tmp_path), "run", str(exp), "--hosts", str(hosts)], cwd=REPO,

@@ -11,6 +11,7 @@ import subprocess
 import pytest
 
 from chatlib import CHAT, Irc, accounts_fixture, chat_fixture, login_device, login_pass
+from conftest import wait_for
 
 pytestmark = pytest.mark.usefixtures("yard_chat_built")
 
@@ -123,6 +124,9 @@ def test_presence_is_in_the_log_but_not_in_replays_and_a_stop_is_no_quit(chat):
     ana = login_pass(srv.port, "ana", "pw-ana")
     bo = login_pass(srv.port, "bo", "pw-bo")
     join(ana, "ana", "#r")
+    # A presence record is appended behind the reply (yard_chatlog_defer): bo joins once
+    # ana's is in the log, or bo, already a member when it is told, hears ana join too.
+    wait_for(lambda: [r["type"] for r in dump(data)] == ["join"], what="ana's JOIN in the log")
     join(bo, "bo", "#r")
     ana.expect(r"^:bo!bo@yard JOIN #r$")
     bo.send("PART #r")
