@@ -31,6 +31,7 @@ def smoke_settings():
 
 
 @needs_bins
+@pytest.mark.timing  # the load sent and persisted at its rates, within 2%
 def test_smoke_run_measures_history_and_persistence(tmp_path):
     smoke, point = smoke_settings()
     duration = smoke["duration"]

@@ -49,6 +49,7 @@ def test_counter_duration(serve):
     assert 0.25 < d["duration_s"] < 1.5
 
 
+@pytest.mark.timing  # the achieved rate within 2%
 def test_rate_64_connections_at_1mbps_deliver_64mbps_to_a_sink(serve, tmp_path):
     out = tmp_path / "sink.out"
     server = serve("sink", "epoll", "--out", out)
@@ -66,6 +67,7 @@ def test_rate_64_connections_at_1mbps_deliver_64mbps_to_a_sink(serve, tmp_path):
     assert content == b"message\n" * (len(content) // 8)
 
 
+@pytest.mark.timing  # the achieved rate within 5%
 def test_rate_msg_rate_and_custom_message(serve, tmp_path):
     out = tmp_path / "sink.out"
     server = serve("sink", "thread", "--out", out)
