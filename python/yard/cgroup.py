@@ -251,9 +251,14 @@ class GroupProc(Group):
                         "resolution"}
 
 
-def _pid_alive(pid: int) -> bool:
+def maker_alive(name: str) -> bool | None:
+    """Whether the process that made the group of this name (yard-<pid>-...) still runs;
+    None for a name that is not of that form (not the harness's)."""
+    m = OWNED_NAME.match(name)
+    if not m:
+        return None
     try:
-        os.kill(pid, 0)
+        os.kill(int(m.group(1)), 0)
         return True
     except ProcessLookupError:
         return False
@@ -280,8 +285,7 @@ def sweep_orphans(root: Path = CG_ROOT) -> list[str]:
         except OSError:
             continue
         for name in names:
-            m = OWNED_NAME.match(name)
-            if not m or _pid_alive(int(m.group(1))):
+            if maker_alive(name) is not False:
                 continue
             path = parent / name
             try:

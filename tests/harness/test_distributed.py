@@ -16,7 +16,7 @@ import harness_paths  # noqa: F401
 from harness_paths import BIN, REPO
 
 from yard import rig as yrig  # noqa: E402
-from yard.cgroup import make_group  # noqa: E402
+from yard.cgroup import make_group, maker_alive  # noqa: E402
 
 DELAY_MS = 2      # per direction on every host's link, where the kernel has netem
 RATE_BITS = 4_000_000  # every link shaped to 4 Mbit/s (tbf), which every kernel here has
@@ -63,7 +63,7 @@ def rig():
         assert not state.exists()
         # Nothing an agent made outlives the rig, its cgroups included (tests running beside
         # this one may have groups of their own meanwhile: only the new dead ones count).
-        assert not {g for g in yard_groups() - before if not alive_maker(g)}
+        assert not {g for g in yard_groups() - before if not maker_alive(Path(g).name)}
 
 
 @pytest.fixture(scope="module")
@@ -91,15 +91,6 @@ def yard_groups():
 def ns_pids(ns):
     r = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True)
     return [int(x) for x in r.stdout.split()]
-
-
-def alive_maker(group):
-    pid = int(Path(group).name.split("-")[1])
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
 
 
 def comm(pid):
