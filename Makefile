@@ -30,9 +30,9 @@ APT_PACKAGES := build-essential cmake ninja-build pkg-config python3 python3-ven
 # package conflicts with it): install Debian's only when the commands are missing.
 APT_IF_NO_COMMAND := node:nodejs npm:npm
 
-PYTEST := $(VENV)/bin/pytest
-# The pytest suites run through tests/pytest-suite: in parallel on YARD_TEST_JOBS
-# workers (default twice the cores), then the tests marked timing alone.
+# The pytest suites run through tests/pytest-suite (with $(VENV)/bin/pytest): in
+# parallel on YARD_TEST_JOBS workers (default twice the cores), then the tests
+# marked timing alone.
 SUITE := tests/pytest-suite
 NPROC := $(shell nproc)
 
