@@ -141,7 +141,7 @@ def test_sync_then_a_distributed_echo_run_merges_exactly(rig, tmp_path):
         # The server's shaped link carries every reply: at most the rate's worth of packets
         # (its bucket too) in the window, and by Little's law, with every connection always
         # waiting, the mean latency is at least connections / that throughput.
-        conns = 2 * 8  # smoke: 8 connections on each load host
+        conns = 2 * t["point"]["connections"]  # the smoke's connections, on each load host
         cap = (RATE_BITS / 8 * t["load"]["stdout_json"]["window_s"] + 2 * 65536 + 3000) \
             / WIRE_BYTES / t["load"]["stdout_json"]["window_s"]
         assert merged["throughput_per_s"] <= cap, (merged, cap)
