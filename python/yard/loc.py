@@ -544,6 +544,13 @@ COLUMNS = [("eve", "Eve"), ("c", "C (yard-serve app)"), ("go", "Go peer"),
            ("node", "Node peer"), ("erlang", "Erlang peer"), ("elixir", "Elixir peer")]
 ROWS = [("echo", "echo"), ("counter", "counter"), ("chat", "broadcast chat")]
 
+# The chat service's files (apps/chat/: one module per concern, a header each).
+_CHAT_FILES = ("chat.h", "session.c", "session.h", "commands.c", "commands.h", "register.c",
+               "register.h", "guard.c", "guard.h", "guest.c", "guest.h", "channel.c",
+               "channel.h", "chanop.c", "chanop.h", "message.c", "message.h", "relay.c",
+               "relay.h", "history.c", "history.h", "query.c", "query.h", "jobs.c", "jobs.h",
+               "state.c", "state.h", "init.c")
+
 _EVE_SCAFFOLD = "without the listener, the `listening` line, the error exit and SIGTERM"
 
 
@@ -650,15 +657,13 @@ TABLE: dict[str, dict[str, Cell]] = {
                     "`listening` line, the error exit and the SIGTERM exit.",
                     without=_eve_scaffold("examples/eve/chat.eve"),
                     without_label=_EVE_SCAFFOLD),
-        "c": Cell(na="n/a: no C app is a broadcast chat. apps/chat.c is an IRC-compatible "
+        "c": Cell(na="n/a: no C app is a broadcast chat. apps/chat/ is an IRC-compatible "
                      "service (accounts, channels, durable history, catch-up), not comparable; "
                      "the closest C is the coro runtime's rendering of Eve's chat in a unit "
                      "test, which has fixed 16-byte messages over socketpairs and no listener.",
-                  scale=[("the IRC-compatible chat service (apps/chat.c, chat_state.c, "
-                          "chat_guard.c and their headers)",
-                          [Piece("apps/chat.c"), Piece("apps/chat_state.c"),
-                           Piece("apps/chat_state.h"), Piece("apps/chat_guard.c"),
-                           Piece("apps/chat_guard.h")]),
+                  scale=[("the IRC-compatible chat service (apps/chat/, its sources and "
+                          "headers)",
+                          [Piece(f"apps/chat/{name}") for name in _CHAT_FILES]),
                          ("the broadcast chat's server side in tests/unit/test_coro_examples.c "
                           "(CHAT_CLIENTS through session())",
                           [Piece("tests/unit/test_coro_examples.c", r"#define CHAT_CLIENTS\b",

@@ -5,7 +5,7 @@
 #include <netinet/in.h>
 #include <string.h>
 
-#include "../../apps/chat_guard.h"
+#include "../../apps/chat/guard.h"
 #include "test.h"
 #include "yard/clock.h"
 

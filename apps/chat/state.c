@@ -1,5 +1,5 @@
-/* The chat app's shared state (apps/chat_state.h). */
-#include "chat_state.h"
+/* The chat app's shared state (state.h). */
+#include "state.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
-/* The chat service's login limits (apps/chat_guard.h). */
-#include "chat_guard.h"
+/* The chat service's login limits (guard.h). */
+#include "guard.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,0 +1,406 @@
+/* Channels and membership: JOIN, PART, NAMES, TOPIC (channel.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "channel.h"
+#include "history.h"
+#include "jobs.h"
+#include "query.h"
+#include "relay.h"
+#include "session.h"
+#include "yard/clock.h"
+#include "yard/log.h"
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp((const char *)a, (const char *)b);
+}
+
+/* The accounts in channel c, each once however many connections it has
+ * there, sorted by their casefolded name: n entries of CHAT_NAME_MAX + 1
+ * bytes (the account's spelling), or NULL when there is none or no memory
+ * (*nomem says which). */
+char (*chat_members_of(struct chat_app *app, int c, size_t *n, bool *nomem))[CHAT_NAME_MAX + 1]
+{
+    *n = 0;
+    *nomem = false;
+    chat_lock(app->cs);
+    size_t cap = app->cs->chans[c].used ? app->cs->chans[c].members : 0;
+    char(*v)[CHAT_NAME_MAX + 1] = cap ? malloc(cap * sizeof *v) : NULL;
+    for (unsigned i = 0; v && i < chat_member_end(app->cs) && *n < cap; i++) {
+        struct chat_member *m = chat_member_at(app->cs, (int)i);
+        if (m->used && chat_is_in(app->cs, (int)i, c))
+            snprintf(v[(*n)++], sizeof v[0], "%s", m->account);
+    }
+    chat_unlock(app->cs);
+    if (cap && !v) {
+        *nomem = true;
+        return NULL;
+    }
+    /* Sort by the casefolded name with the spelling after it, then keep the
+     * first of each run of one account. */
+    char(*keyed)[2 * (CHAT_NAME_MAX + 1)] = *n ? malloc(*n * sizeof *keyed) : NULL;
+    if (*n && !keyed) {
+        free(v);
+        *nomem = true;
+        return NULL;
+    }
+    for (size_t i = 0; i < *n; i++) {
+        size_t len = strlen(v[i]);
+        chat_casefold(keyed[i], v[i], len);
+        memcpy(keyed[i] + len + 1, v[i], len + 1);
+    }
+    qsort(keyed, *n, sizeof *keyed, name_cmp);
+    size_t out = 0;
+    for (size_t i = 0; i < *n; i++) {
+        if (out && strcmp(keyed[i], keyed[i - 1]) == 0)
+            continue;
+        snprintf(v[out++], sizeof v[0], "%s", keyed[i] + strlen(keyed[i]) + 1);
+    }
+    free(keyed);
+    *n = out;
+    return v;
+}
+
+/* A member's prefix in NAMES and WHO: the highest rank's, or with
+ * multi-prefix every rank's. */
+const char *chat_rank_prefix(int rank, const struct session *s)
+{
+    bool all = s->caps & CAP_MULTI_PREFIX;
+    if (rank & CHAT_RANK_OP)
+        return all && (rank & CHAT_RANK_VOICE) ? "@+" : "@";
+    return rank & CHAT_RANK_VOICE ? "+" : "";
+}
+
+/* The ranks of channel c's record (none when it has no record). */
+void chat_ranks_of(struct chat_app *app, int c, struct chat_chanrec *rec)
+{
+    chat_lock(app->cs);
+    if (!chat_chan_get(app->cs, app->cs->chans[c].key, rec))
+        rec->nranks = 0;
+    chat_unlock(app->cs);
+}
+
+int chat_rank_in(const struct chat_chanrec *rec, const char *account)
+{
+    char key[CHAT_NAME_MAX + 1];
+    chat_casefold(key, account, strnlen(account, CHAT_NAME_MAX));
+    return chat_rank_of(rec, key);
+}
+
+void chat_names(struct chat_app *app, struct session *s, yard_fx_t *fx, int c, const char *name)
+{
+    size_t n;
+    bool nomem;
+    char(*who_is)[CHAT_NAME_MAX + 1] = chat_members_of(app, c, &n, &nomem);
+    if (nomem)
+        fx->nomem = true;
+    struct chat_chanrec rec;
+    chat_ranks_of(app, c, &rec);
+    char line[LINE_MAX_MSG];
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *pre = chat_rank_prefix(chat_rank_in(&rec, who_is[i]), s);
+        size_t pn = strlen(pre), an = strlen(who_is[i]);
+        if (len + pn + an + 1 > 400) {
+            chat_numeric(fx, s, 353, "= %s :%.*s", name, (int)len, line);
+            len = 0;
+        }
+        if (len)
+            line[len++] = ' ';
+        memcpy(line + len, pre, pn);
+        memcpy(line + len + pn, who_is[i], an);
+        len += pn + an;
+    }
+    free(who_is);
+    if (len)
+        chat_numeric(fx, s, 353, "= %s :%.*s", name, (int)len, line);
+    chat_numeric(fx, s, 366, "%s :End of /NAMES list.", name);
+}
+
+void chat_topic_reply(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                      const char *name, const char *key)
+{
+    char topic[CHAT_TOPIC_MAX + 1], by[CHAT_NAME_MAX + 1];
+    int64_t at;
+    if (!chat_topic_get(app->cs, key, topic, by, &at)) {
+        chat_numeric(fx, s, 331, "%s :No topic is set", name);
+        return;
+    }
+    chat_numeric(fx, s, 332, "%s :%s", name, topic);
+    chat_numeric(fx, s, 333, "%s %s!%s@" SERVER " %lld", name, by, by, (long long)at);
+}
+
+/* Replay what this device of the account missed in this channel: the
+ * messages after its read position up to what this connection has already
+ * relayed (s->seen), the newest replay_max of them. true when a replay job
+ * was started (replay_done finishes it). */
+static bool replay_start(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *name,
+                         const char *key)
+{
+    bool known;
+    uint64_t from = chat_pos_get(app->cs, s->account, s->client, key, &known);
+    if (!known || from >= s->seen) {
+        chat_pos_set(app->cs, s->account, s->client, key, s->seen);
+        return false;
+    }
+    struct replay_job *j = &s->rp;
+    j->log = app->log;
+    snprintf(j->name, sizeof j->name, "%s", name);
+    snprintf(j->key, sizeof j->key, "%s", key);
+    j->from = from;
+    j->upto = s->seen;
+    j->max = app->set->replay_max;
+    yard_fx_io(fx, chat_replay_job_run, j);
+    return true;
+}
+
+void chat_replay_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    struct replay_job *j = &s->rp;
+    if (j->rc == -ENOMEM && !j->total) {
+        chat_sendf(fx, ":" SERVER " NOTICE %s :The history of %s cannot be read now; nothing was "
+                  "replayed",
+              j->name, j->name);
+    } else if (j->rc < 0) {
+        yard_log_err("chat: replaying %s for %s: %s", j->name, s->account, strerror(-j->rc));
+        chat_sendf(fx, ":" SERVER " NOTICE %s :Part of the history of %s is damaged; what could be "
+                  "read is replayed",
+              j->name, j->name);
+    }
+    if (j->total > j->shown)
+        chat_sendf(fx, ":" SERVER " NOTICE %s :%llu older messages of %s were not replayed "
+                  "(--replay-max %u)",
+              j->name, (unsigned long long)(j->total - j->shown), j->name, j->max);
+    /* With batch, the replay is one chathistory batch (its reference new
+     * for this connection, like a CHATHISTORY answer's). */
+    char ref[32] = "";
+    if ((s->caps & CAP_BATCH) && j->recs_len) {
+        snprintf(ref, sizeof ref, "r%llu", (unsigned long long)++s->batches);
+        chat_sendf(fx, ":" SERVER " BATCH +%s chathistory %s", ref, j->name);
+    }
+    yard_chatlog_rec_t r;
+    for (size_t at = 0; at < j->recs_len; at += r.len)
+        if (yard_logrec_decode(j->recs + at, j->recs_len - at, &r) != YARD_LOGREC_COMPLETE)
+            break;
+        else
+            chat_relay(fx, s, &r, chat_unguest(&r), ref);
+    if (ref[0])
+        chat_sendf(fx, ":" SERVER " BATCH -%s", ref);
+    free(j->recs);
+    j->recs = NULL;
+    j->recs_len = 0;
+    chat_pos_set(app->cs, s->account, s->client, j->key, j->upto);
+}
+
+/* +i, +k and +l, under the lock: 0 when the account may join the channel
+ * (live as c, or else named by fold), or the numeric that refuses it. The
+ * channel's operators pass (it is theirs, and a +i channel that emptied
+ * would otherwise be closed to everyone for good). */
+static int join_refusal(struct chat_app *app, struct session *s, int c, const char *fold,
+                        const char *key_given)
+{
+    chat_state_t *cs = app->cs;
+    struct chat_chanrec rec;
+    uint32_t modes = 0, limit = 0;
+    const char *want = "";
+    if (c >= 0) {
+        modes = cs->chans[c].modes;
+        limit = cs->chans[c].limit;
+        want = cs->chans[c].chkey;
+    } else if (chat_chan_get(cs, fold, &rec)) {
+        modes = rec.modes;
+        limit = rec.limit;
+        want = rec.key;
+    }
+    if ((modes & CHAT_MODE_REG_JOIN) && s->guest)
+        return 477;
+    if (c < 0 && s->guest && !app->set->guests_create && !chat_chan_get(cs, fold, &rec))
+        return 403; /* a new channel, and guests may not make one */
+    if (!(modes & CHAT_MODE_I) && !want[0] && !limit)
+        return 0;
+    if (chat_chan_rank(cs, fold, s->account_key) & CHAT_RANK_OP)
+        return 0;
+    if ((modes & CHAT_MODE_I) && !(c >= 0 && chat_invited(cs, c, s->account_key)))
+        return 473;
+    if (want[0] && (!key_given || strcmp(key_given, want)))
+        return 475;
+    if (limit && c >= 0 && chat_channel_accounts(cs, c) >= limit)
+        return 471;
+    return 0;
+}
+
+static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *name,
+                     const char *key_given)
+{
+    if (!chat_valid_channel(name)) {
+        chat_numeric(fx, s, 403, "%s :No such channel", name);
+        return;
+    }
+    chat_catch_up(app, s, fx);
+    if (fx->close)
+        return;
+    char fold[CHAT_CHAN_MAX + 1];
+    chat_casefold(fold, name, strlen(name));
+    chat_lock(app->cs);
+    int c = chat_channel_find(app->cs, name, strlen(name), false);
+    bool already = c >= 0 && chat_is_in(app->cs, s->slot, c);
+    /* The account's limit counts its channels over all its connections,
+     * this one included (a new channel is one more). */
+    bool over = !already && chat_account_channels(app->cs, s->account_key, c) + (c < 0) >
+                                app->set->channels_per_account;
+    int refused = already || over ? 0 : join_refusal(app, s, c, fold, key_given);
+    bool unranked = false; /* a new channel whose record could not be stored */
+    if (!already && !over && !refused && c < 0) {
+        c = chat_channel_find(app->cs, name, strlen(name), true);
+        if (c >= 0)
+            unranked = !chat_chan_load(app->cs, c, s->guest ? NULL : s->account_key,
+                                       yard_wall_ns() / (int64_t)YARD_NS_PER_S);
+    }
+    if (refused) {
+        chat_unlock(app->cs);
+        if (refused == 477)
+            chat_numeric(fx, s, 477, "%s :Cannot join channel (+R): log in to an account to join",
+                         name);
+        else if (refused == 403)
+            chat_numeric(fx, s, 403, "%s :No such channel (guests may not create channels here)",
+                         name);
+        else
+            chat_numeric(fx, s, refused, "%s :Cannot join channel (%s)", name,
+                         refused == 473 ? "+i" : refused == 475 ? "+k" : "+l");
+        return;
+    }
+    /* An account with several connections is one member: the others hear
+     * of its first connection in, not of the ones after. */
+    bool first = c >= 0 && !over && !already && !chat_account_in_elsewhere(app, s, c);
+    if (c >= 0 && !over)
+        chat_set_in(app->cs, s->slot, c, true);
+    char shown[CHAT_CHAN_MAX + 1], key[CHAT_CHAN_MAX + 1];
+    if (c >= 0) {
+        strcpy(shown, app->cs->chans[c].name);
+        strcpy(key, app->cs->chans[c].key);
+    }
+    chat_unlock(app->cs);
+    if (over) {
+        chat_numeric(fx, s, 405, "%s :You have joined too many channels (CHANLIMIT %u)", name,
+                     app->set->channels_per_account);
+        return;
+    }
+    if (c == -2) {
+        chat_numeric(fx, s, 405, "%s :The server holds no more channels (--max-channels)", name);
+        return;
+    }
+    if (already)
+        return;
+    if (unranked)
+        yard_log_limited(YARD_LOG_WARN, "chat: %s has no operator: DIR/channels has no slot "
+                                        "left for it (every slot on its path is in use)",
+                         shown);
+    if (first) {
+        /* An account that is away joins as away: after its JOIN, members
+         * with away-notify hear its AWAY in this channel. */
+        yard_chatlog_entry_t ev[2];
+        struct presence me;
+        unsigned n = 0;
+        chat_presence_ev(&ev[n++], YARD_LOGREC_JOIN, s->sender, shown, s->realname);
+        if (__atomic_load_n(&app->cs->away, __ATOMIC_RELAXED)) {
+            chat_presence_of(app, s->account, &me, NULL, 0);
+            if (me.away)
+                chat_presence_ev(&ev[n++], YARD_LOGREC_AWAY, s->sender, shown, me.away_msg);
+        }
+        chat_presence_put(app, ev, n);
+    }
+    if (s->caps & CAP_EXTENDED_JOIN)
+        chat_sendf(fx, ":%s!%s@" SERVER " JOIN %s %s :%s", s->account, s->account, shown,
+                   s->guest ? "*" : s->account, s->realname[0] ? s->realname : s->account);
+    else
+        chat_sendf(fx, ":%s!%s@" SERVER " JOIN %s", s->account, s->account, shown);
+    chat_topic_reply(app, s, fx, shown, key);
+    chat_names(app, s, fx, c, shown);
+    if ((s->caps & CAP_AWAY_NOTIFY) && __atomic_load_n(&app->cs->away, __ATOMIC_RELAXED))
+        chat_away_of_members(app, s, fx, c);
+    if (s->guest) /* no account: no read marker, no position to replay from */
+        return;
+    if (s->caps & CAP_READ_MARKER) {
+        char mark[80];
+        chat_marker_text(app, s, key, mark, sizeof mark);
+        chat_sendf(fx, ":" SERVER " MARKREAD %s %s", shown, mark);
+    }
+    replay_start(app, s, fx, shown, key);
+}
+
+/* Join the channels of a comma list in turn; one whose replay runs as a
+ * job leaves the rest in s->join_rest, for after it. */
+void chat_join_list(struct chat_app *app, struct session *s, yard_fx_t *fx, char *list,
+                    char *keys)
+{
+    char *save = NULL, *ksave = NULL;
+    char *k = keys ? strtok_r(keys, ",", &ksave) : NULL;
+    for (char *t = strtok_r(list, ",", &save); t;
+         t = strtok_r(NULL, ",", &save), k = k ? strtok_r(NULL, ",", &ksave) : NULL) {
+        join_one(app, s, fx, t, k);
+        if (fx->job) {
+            const char *rest = strtok_r(NULL, "", &save);
+            const char *krest = k ? strtok_r(NULL, "", &ksave) : NULL;
+            snprintf(s->join_rest, sizeof s->join_rest, "%s", rest ? rest : "");
+            snprintf(s->join_keys, sizeof s->join_keys, "%s", krest ? krest : "");
+            return;
+        }
+    }
+    s->join_rest[0] = 0;
+    s->join_keys[0] = 0;
+}
+
+/* The live channel ch's name as first created; false if it was freed since. */
+bool chat_channel_name(struct chat_app *app, int ch, char out[CHAT_CHAN_MAX + 1])
+{
+    chat_lock(app->cs);
+    bool live = app->cs->chans[ch].used;
+    if (live)
+        strcpy(out, app->cs->chans[ch].name);
+    chat_unlock(app->cs);
+    return live;
+}
+
+int chat_channel_of(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *name,
+                    bool need_member)
+{
+    chat_lock(app->cs);
+    int c = chat_channel_find(app->cs, name, strlen(name), false);
+    bool in = c >= 0 && chat_is_in(app->cs, s->slot, c);
+    chat_unlock(app->cs);
+    if (c < 0) {
+        chat_numeric(fx, s, 403, "%s :No such channel", name);
+        return -1;
+    }
+    if (need_member && !in) {
+        chat_numeric(fx, s, 442, "%s :You're not on that channel", name);
+        return -1;
+    }
+    return c;
+}
+
+void chat_part_one(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *name,
+                   const char *why)
+{
+    int c = chat_channel_of(app, s, fx, name, true);
+    if (c < 0)
+        return;
+    chat_catch_up(app, s, fx);
+    if (fx->close)
+        return;
+    chat_lock(app->cs);
+    char shown[CHAT_CHAN_MAX + 1];
+    strcpy(shown, app->cs->chans[c].name);
+    bool last = !chat_account_in_elsewhere(app, s, c); /* of the account's connections */
+    chat_set_in(app->cs, s->slot, c, false); /* the last one out frees the slot */
+    chat_unlock(app->cs);
+    chat_sendf(fx, ":%s!%s@" SERVER " PART %s :%s", s->account, s->account, shown, why ? why : "");
+    if (last) {
+        yard_chatlog_entry_t ev;
+        chat_presence_ev(&ev, YARD_LOGREC_PART, s->sender, shown, why ? why : "");
+        chat_presence_put(app, &ev, 1);
+    }
+}

@@ -1,0 +1,370 @@
+/* Channel operators: MODE, KICK, INVITE (chanop.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "channel.h"
+#include "chanop.h"
+#include "message.h"
+#include "query.h"
+#include "relay.h"
+#include "session.h"
+#include "yard/clock.h"
+
+/* The channel modes without a parameter, by letter; 0 for any other. */
+static uint32_t flag_mode(char f)
+{
+    switch (f) {
+    case 'M': return CHAT_MODE_REG_SPEAK;
+    case 'R': return CHAT_MODE_REG_JOIN;
+    case 'i': return CHAT_MODE_I;
+    case 'm': return CHAT_MODE_M;
+    case 'n': return CHAT_MODE_N;
+    case 't': return CHAT_MODE_T;
+    default: return 0;
+    }
+}
+
+/* 324 (and 329): the channel's modes; its key only to its members. */
+static void mode_reply(struct chat_app *app, struct session *s, yard_fx_t *fx, int ch, bool in)
+{
+    struct chat_chanrec rec;
+    chat_lock(app->cs);
+    char shown[CHAT_CHAN_MAX + 1];
+    strcpy(shown, app->cs->chans[ch].name);
+    bool have = chat_chan_get(app->cs, app->cs->chans[ch].key, &rec);
+    if (!have) { /* no record (DIR/channels was full): the live copy */
+        memset(&rec, 0, sizeof rec);
+        rec.modes = app->cs->chans[ch].modes;
+        rec.limit = app->cs->chans[ch].limit;
+        memcpy(rec.key, app->cs->chans[ch].chkey, sizeof rec.key);
+    }
+    chat_unlock(app->cs);
+    char flags[16], params[80] = "";
+    size_t n = 0;
+    flags[n++] = '+';
+    for (const char *f = "MRiklmnt"; *f; f++) { /* in ASCII order, as servers list them */
+        if (*f == 'k' && rec.key[0]) {
+            flags[n++] = 'k';
+            snprintf(params, sizeof params, " %s", in ? rec.key : "*");
+        } else if (*f == 'l' && rec.limit) {
+            flags[n++] = 'l';
+            snprintf(params + strlen(params), sizeof params - strlen(params), " %u", rec.limit);
+        } else if (rec.modes & flag_mode(*f)) {
+            flags[n++] = *f;
+        }
+    }
+    flags[n] = 0;
+    chat_numeric(fx, s, 324, "%s %s%s", shown, flags, params);
+    if (have)
+        chat_numeric(fx, s, 329, "%s %lld", shown, (long long)rec.created_s);
+}
+
+/* A connection of the account (or the guest) named by key that is in
+ * channel ch, its name's spelling in out (under the lock); -1 when none of
+ * its connections is in it. */
+static int member_in(struct chat_app *app, int ch, const char *key, char out[CHAT_NAME_MAX + 1])
+{
+    for (unsigned i = 0; i < chat_member_end(app->cs); i++) {
+        struct chat_member *mb = chat_member_at(app->cs, (int)i);
+        if (mb->used && !strcmp(mb->key, key) && chat_is_in(app->cs, (int)i, ch)) {
+            strcpy(out, mb->account);
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+/* A +k key: 1..23 bytes, none of them a space, a comma, a colon first or
+ * a control character. */
+static bool valid_chankey(const char *k)
+{
+    size_t n = strlen(k);
+    if (!n || n > CHAT_CHANKEY_MAX || k[0] == ':')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)k[i] <= ' ' || k[i] == ',' || k[i] == 0x7f)
+            return false;
+    return true;
+}
+
+/* The changes one MODE made, as they are told: "+o-t" and its parameters. */
+struct mode_change {
+    char flags[64];
+    size_t nflags;
+    char params[MODES_MAX * (CHAT_NAME_MAX + 2) + 16];
+    bool on; /* the sign flags ends with */
+};
+
+static void change_add(struct mode_change *mc, bool on, char flag, const char *param)
+{
+    if (mc->nflags + 3 >= sizeof mc->flags)
+        return;
+    if (!mc->nflags || mc->on != on)
+        mc->flags[mc->nflags++] = on ? '+' : '-';
+    mc->on = on;
+    mc->flags[mc->nflags++] = flag;
+    mc->flags[mc->nflags] = 0;
+    if (param) {
+        size_t used = strlen(mc->params);
+        snprintf(mc->params + used, sizeof mc->params - used, " %s", param);
+    }
+}
+
+/* One +o/-o/+v/-v on nick: the rank goes to (or from) the account. Under
+ * the lock. */
+static void mode_rank(struct chat_app *app, struct session *s, yard_fx_t *fx, int ch,
+                      struct chat_chanrec *rec, struct mode_change *mc, bool on, char flag,
+                      const char *nick)
+{
+    char key[CHAT_NAME_MAX + 1], spelled[CHAT_NAME_MAX + 1];
+    size_t len = strlen(nick);
+    const char *shown = app->cs->chans[ch].name;
+    chat_casefold(key, nick, len > CHAT_NAME_MAX ? CHAT_NAME_MAX : len);
+    int bit = flag == 'o' ? CHAT_RANK_OP : CHAT_RANK_VOICE;
+    int holder = len <= CHAT_NAME_MAX ? member_in(app, ch, key, spelled) : -1;
+    bool present = holder >= 0;
+    if (on && present && chat_member_at(app->cs, holder)->guest) {
+        /* Ranks are kept by name across restarts; a guest's name is not its own. */
+        chat_numeric(fx, s, 696, "%s %c %s :A guest cannot hold a rank (log in to an account)", shown,
+                     flag, nick);
+        return;
+    }
+    /* A rank is given to a member; it may be taken from an account that is
+     * not there (ranks are kept while one is away). */
+    if (!present && !(!on && (chat_rank_of(rec, key) & bit))) {
+        chat_numeric(fx, s, 441, "%s %s :They aren't on that channel", nick, shown);
+        return;
+    }
+    if (!present)
+        snprintf(spelled, sizeof spelled, "%s", nick);
+    if (!!(chat_rank_of(rec, key) & bit) == on)
+        return; /* nothing changes */
+    if (!chat_rank_set(rec, key, bit, on)) {
+        chat_numeric(fx, s, 696, "%s %c %s :The channel has no room for more ranks (%d accounts)",
+                     shown, flag, nick, CHAT_RANKS_MAX);
+        return;
+    }
+    change_add(mc, on, flag, spelled);
+}
+
+/* MODE #chan [changes [parameters]]: a query, a list query, or changes by
+ * an operator. The changes are kept in DIR/channels, then told to every
+ * member through the log (a mode record), the setter included. */
+void chat_chan_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    int ch = chat_channel_of(app, s, fx, m->params[0], false);
+    if (ch < 0)
+        return;
+    chat_lock(app->cs);
+    bool in = chat_is_in(app->cs, s->slot, ch);
+    chat_unlock(app->cs);
+    if (m->n == 1) {
+        mode_reply(app, s, fx, ch, in);
+        return;
+    }
+    /* The list queries a client sends on JOIN (irssi waits for each end
+     * before it calls the channel synced): bans, exceptions and invite
+     * exceptions are not kept here, so the lists are empty. */
+    const char *q = m->params[1] + (m->params[1][0] == '+');
+    if (m->n == 2 && (!strcmp(q, "b") || !strcmp(q, "e") || !strcmp(q, "I"))) {
+        int code = q[0] == 'b' ? 368 : q[0] == 'e' ? 349 : 347;
+        const char *what = q[0] == 'b' ? "ban" : q[0] == 'e' ? "exception" : "invite";
+        chat_numeric(fx, s, code, "%s :End of channel %s list", m->params[0], what);
+        return;
+    }
+    if (!in) {
+        chat_numeric(fx, s, 442, "%s :You're not on that channel", m->params[0]);
+        return;
+    }
+    chat_lock(app->cs);
+    chat_state_t *cs = app->cs;
+    char shown[CHAT_CHAN_MAX + 1], key[CHAT_CHAN_MAX + 1];
+    strcpy(shown, cs->chans[ch].name);
+    strcpy(key, cs->chans[ch].key);
+    struct chat_chanrec rec;
+    if (!chat_chan_get(cs, key, &rec) || !(chat_rank_of(&rec, s->account_key) & CHAT_RANK_OP)) {
+        chat_unlock(cs);
+        chat_numeric(fx, s, 482, "%s :You're not channel operator", shown);
+        return;
+    }
+    struct mode_change mc = {.nflags = 0};
+    bool on = true;
+    int arg = 2, with_param = 0;
+    for (const char *p = m->params[1]; *p; p++) {
+        char f = *p;
+        if (f == '+' || f == '-') {
+            on = f == '+';
+            continue;
+        }
+        uint32_t bit = flag_mode(f);
+        if (bit) {
+            if (!!(rec.modes & bit) != on) {
+                rec.modes ^= bit;
+                change_add(&mc, on, f, NULL);
+            }
+            continue;
+        }
+        bool takes = f == 'o' || f == 'v' || f == 'k' || (f == 'l' && on);
+        if (!takes && f != 'l') {
+            chat_numeric(fx, s, 472, "%c :is an unknown mode char to me (modes: MRiklmnotv)", f);
+            continue;
+        }
+        const char *param = NULL;
+        if (takes) {
+            if (arg >= m->n || with_param == MODES_MAX) {
+                if (f != 'k' || on) /* -k may come without its key */
+                    chat_numeric(fx, s, 696, "%s %c * :%s", shown, f,
+                                 arg >= m->n ? "This mode needs a parameter"
+                                        : "Too many changes with a parameter (MODES)");
+                if (f != 'k' || on)
+                    continue;
+            } else {
+                param = m->params[arg++];
+                with_param++;
+            }
+        }
+        if (f == 'o' || f == 'v') {
+            mode_rank(app, s, fx, ch, &rec, &mc, on, f, param);
+        } else if (f == 'k' && on) {
+            if (!valid_chankey(param)) {
+                chat_numeric(fx, s, 696, "%s k %s :A key is 1-%d characters, no spaces or commas",
+                             shown, param, CHAT_CHANKEY_MAX);
+            } else if (strcmp(rec.key, param)) {
+                snprintf(rec.key, sizeof rec.key, "%s", param);
+                change_add(&mc, true, 'k', param);
+            }
+        } else if (f == 'k') {
+            if (rec.key[0]) {
+                rec.key[0] = 0;
+                change_add(&mc, false, 'k', "*");
+            }
+        } else if (on) { /* +l */
+            char *end;
+            errno = 0;
+            unsigned long v = strtoul(param, &end, 10);
+            if (errno || *end || end == param || param[0] == '-' || !v || v > 1000000) {
+                chat_numeric(fx, s, 696, "%s l %s :A limit is a number of members, 1 to 1000000",
+                             shown, param);
+            } else if (rec.limit != v) {
+                rec.limit = (uint32_t)v;
+                change_add(&mc, true, 'l', param);
+            }
+        } else if (rec.limit) { /* -l */
+            rec.limit = 0;
+            change_add(&mc, false, 'l', NULL);
+        }
+    }
+    bool kept = !mc.nflags || chat_chan_put(cs, key, &rec, yard_wall_ns() / (int64_t)YARD_NS_PER_S);
+    chat_unlock(cs);
+    if (!mc.nflags)
+        return;
+    if (!kept) {
+        chat_numeric(fx, s, 482, "%s :The modes were not changed: the server keeps no more channels",
+                     shown);
+        return;
+    }
+    yard_chatlog_entry_t ev;
+    char text[sizeof mc.flags + sizeof mc.params];
+    snprintf(text, sizeof text, "%s%s", mc.flags, mc.params);
+    chat_presence_ev(&ev, YARD_LOGREC_MODE, s->sender, shown, text);
+    chat_presence_put(app, &ev, 1);
+}
+
+/* KICK #chan nick[,nick] [:reason]: an operator takes every connection of
+ * each account out of the channel; the members and the kicked hear it
+ * through the log (a kick record, "nick reason"). */
+void chat_kick(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    if (m->n < 2) {
+        chat_numeric(fx, s, 461, "KICK :Not enough parameters");
+        return;
+    }
+    int ch = chat_channel_of(app, s, fx, m->params[0], true);
+    if (ch < 0)
+        return;
+    char shown[CHAT_CHAN_MAX + 1];
+    chat_lock(app->cs);
+    strcpy(shown, app->cs->chans[ch].name);
+    bool op = chat_chan_rank(app->cs, app->cs->chans[ch].key, s->account_key) & CHAT_RANK_OP;
+    chat_unlock(app->cs);
+    if (!op) {
+        chat_numeric(fx, s, 482, "%s :You're not channel operator", shown);
+        return;
+    }
+    const char *why = m->n > 2 && m->params[2][0] ? m->params[2] : s->account;
+    size_t wn = chat_utf8_cut(why, strlen(why), KICK_REASON_MAX);
+    char *targets[TARGMAX], *first_dropped;
+    int dropped;
+    int n = chat_split_targets(m->params[1], targets, TARGMAX, &dropped, &first_dropped);
+    if (dropped)
+        chat_numeric(fx, s, 407, "%s :Too many targets: at most %d (TARGMAX)", first_dropped, TARGMAX);
+    yard_chatlog_entry_t ev[TARGMAX];
+    unsigned nev = 0;
+    for (int i = 0; i < n; i++) {
+        char key[CHAT_NAME_MAX + 1], spelled[CHAT_NAME_MAX + 1], text[CHAT_NAME_MAX + 2 + KICK_REASON_MAX];
+        size_t len = strlen(targets[i]);
+        bool found = false;
+        chat_casefold(key, targets[i], len > CHAT_NAME_MAX ? CHAT_NAME_MAX : len);
+        chat_lock(app->cs);
+        /* The channel may have emptied (a kick of oneself, the last member) */
+        if (len <= CHAT_NAME_MAX && app->cs->chans[ch].used &&
+            member_in(app, ch, key, spelled) >= 0)
+            found = chat_account_leave(app->cs, key, ch) > 0;
+        chat_unlock(app->cs);
+        if (!found) {
+            chat_numeric(fx, s, 441, "%s %s :They aren't on that channel", targets[i], shown);
+            continue;
+        }
+        snprintf(text, sizeof text, "%s %.*s", spelled, (int)wn, why);
+        chat_presence_ev(&ev[nev++], YARD_LOGREC_KICK, s->sender, shown, text);
+    }
+    chat_charge(s, n);
+    if (nev)
+        chat_presence_put(app, ev, nev);
+}
+
+/* INVITE nick #chan: a member (an operator, when the channel is +i) lets
+ * an account join past +i while the channel stays live; the account hears
+ * it through the log (an invite record). */
+void chat_invite(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    if (m->n < 2) {
+        chat_numeric(fx, s, 461, "INVITE :Not enough parameters");
+        return;
+    }
+    const char *nick = m->params[0];
+    int ch = chat_channel_of(app, s, fx, m->params[1], true);
+    if (ch < 0)
+        return;
+    struct presence p;
+    chat_presence_of(app, nick, &p, NULL, 0);
+    if (!p.online) {
+        chat_numeric(fx, s, 401, "%s :No such nick/channel", nick);
+        return;
+    }
+    char key[CHAT_NAME_MAX + 1], spelled[CHAT_NAME_MAX + 1], shown[CHAT_CHAN_MAX + 1];
+    chat_casefold(key, p.account, strlen(p.account));
+    chat_lock(app->cs);
+    strcpy(shown, app->cs->chans[ch].name);
+    bool there = member_in(app, ch, key, spelled) >= 0;
+    bool allowed = !(app->cs->chans[ch].modes & CHAT_MODE_I) ||
+                   (chat_chan_rank(app->cs, app->cs->chans[ch].key, s->account_key) &
+                    CHAT_RANK_OP);
+    if (!there && allowed)
+        chat_invite_add(app->cs, ch, key);
+    chat_unlock(app->cs);
+    if (there) {
+        chat_numeric(fx, s, 443, "%s %s :is already on channel", p.account, shown);
+        return;
+    }
+    if (!allowed) {
+        chat_numeric(fx, s, 482, "%s :You're not channel operator (+i)", shown);
+        return;
+    }
+    chat_numeric(fx, s, 341, "%s %s", p.account, shown);
+    yard_chatlog_entry_t ev;
+    chat_presence_ev(&ev, YARD_LOGREC_INVITE, s->sender, p.account, shown);
+    chat_presence_put(app, &ev, 1);
+}

@@ -1,0 +1,151 @@
+/* Guests, with --guests (guest.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "guest.h"
+#include "jobs.h"
+#include "register.h"
+#include "relay.h"
+#include "session.h"
+
+void chat_nick_check(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *nick)
+{
+    s->nj.dir = app->set->data_dir;
+    snprintf(s->nj.nick, sizeof s->nj.nick, "%s", nick);
+    s->nick_checking = true;
+    yard_fx_io(fx, chat_nick_job_run, &s->nj);
+}
+
+/* A guest registers with the nick checked free of accounts: a member slot
+ * of its own, unless somebody has the nick or its address has its share. */
+static void become_guest(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    char key[CHAT_NAME_MAX + 1];
+    chat_casefold(key, s->nick, strlen(s->nick));
+    chat_lock(app->cs);
+    bool taken = chat_member_named(app->cs, key) >= 0; /* by a guest or an account */
+    bool crowded = !taken && chat_guests_from(app->cs, s->addr.b) >= app->set->guests_per_addr;
+    s->slot = taken || crowded ? -1 : chat_member_add(app->cs, s->nick);
+    if (s->slot >= 0) {
+        struct chat_member *m = chat_member_at(app->cs, s->slot);
+        m->guest = true;
+        memcpy(m->addr, s->addr.b, sizeof m->addr);
+    }
+    chat_unlock(app->cs);
+    if (taken) {
+        s->got_nick = false;
+        chat_numeric(fx, s, 433, "%s :Nickname is already in use", s->nick);
+        return;
+    }
+    if (crowded) {
+        char where[64];
+        chat_addr_text(&s->addr, where, sizeof where);
+        chat_sendf(fx, "ERROR :Closing Link: too many guests from %s (--guests-per-addr %u)", where,
+                   app->set->guests_per_addr);
+        yard_fx_close(fx, NULL);
+        return;
+    }
+    s->guest = true;
+    snprintf(s->account, sizeof s->account, "%s", s->nick);
+    /* s->client keeps USER's name: the device, should the guest log in */
+    snprintf(s->sender, sizeof s->sender, "~%s", s->nick);
+    chat_ready(app, s, fx);
+}
+
+/* A guest's nick change, checked free of accounts: told to the guest at
+ * once and to the members of its channels through the log (a nick record
+ * per channel, told once however many are shared). */
+static void guest_rename(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                         const char *nick)
+{
+    char key[CHAT_NAME_MAX + 1];
+    chat_casefold(key, nick, strlen(nick));
+    chat_lock(app->cs);
+    int holder = chat_member_named(app->cs, key);
+    bool free_nick = holder < 0 || holder == s->slot; /* a change of case is ours to make */
+    yard_chatlog_entry_t *ev = NULL;
+    unsigned n = 0;
+    if (free_nick) {
+        ev = chat_events_per_channel(app->cs, chat_member_at(app->cs, s->slot)->chans,
+                                     YARD_LOGREC_NICK, s->sender, nick, &n);
+        chat_member_rename(app->cs, s->slot, nick);
+    }
+    chat_unlock(app->cs);
+    if (!free_nick) {
+        chat_numeric(fx, s, 433, "%s :Nickname is already in use", nick);
+        return;
+    }
+    chat_sendf(fx, ":%s!%s@" SERVER " NICK :%s", s->account, s->account, nick);
+    snprintf(s->account, sizeof s->account, "%s", nick);
+    snprintf(s->nick, sizeof s->nick, "%s", nick);
+    memcpy(s->account_key, key, sizeof s->account_key);
+    snprintf(s->sender, sizeof s->sender, "~%s", nick);
+    if (n)
+        chat_presence_put(app, ev, n);
+    free(ev);
+}
+
+/* A guest logged in (SASL, or PASS account:password): it becomes the
+ * account, in the channels it is in; the others hear its nick change when
+ * the account's name differs from the guest's nick. */
+void chat_guest_logs_in(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                        const char *account, bool sasl)
+{
+    char key[CHAT_NAME_MAX + 1];
+    chat_casefold(key, account, strlen(account));
+    bool renamed = strcmp(s->account, account) != 0;
+    yard_chatlog_entry_t *ev = NULL;
+    unsigned n = 0;
+    chat_lock(app->cs);
+    struct chat_member *me = chat_member_at(app->cs, s->slot);
+    if (renamed)
+        ev = chat_events_per_channel(app->cs, me->chans, YARD_LOGREC_NICK, s->sender, account, &n);
+    me->guest = false;
+    memset(me->addr, 0, sizeof me->addr);
+    chat_member_rename(app->cs, s->slot, account);
+    chat_unlock(app->cs);
+    if (renamed)
+        chat_sendf(fx, ":%s!%s@" SERVER " NICK :%s", s->account, s->account, account);
+    s->guest = false;
+    s->sasl_done = true;
+    snprintf(s->account, sizeof s->account, "%s", account);
+    snprintf(s->nick, sizeof s->nick, "%s", account);
+    memcpy(s->account_key, key, sizeof s->account_key);
+    snprintf(s->sender, sizeof s->sender, "%s", account);
+    chat_numeric(fx, s, 900, "%s!%s@" SERVER " %s :You are now logged in as %s", s->account,
+                 s->account, s->account, s->account);
+    if (sasl)
+        chat_numeric(fx, s, 903, ":SASL authentication successful");
+    if (n)
+        chat_presence_put(app, ev, n);
+    free(ev);
+}
+
+void chat_nick_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    s->nick_checking = false;
+    const char *nick = s->nj.nick;
+    if (s->nj.reserved) {
+        if (s->state != ST_READY)
+            s->got_nick = false; /* (and the numeric is addressed to "*") */
+        chat_numeric(fx, s, 433, "%s :Nickname is reserved for an account: log in with SASL PLAIN "
+                            "or PASS to use it, or choose another",
+                nick);
+        return;
+    }
+    if (s->state == ST_READY) {
+        if (s->guest)
+            guest_rename(app, s, fx, nick);
+        return;
+    }
+    if (strcmp(nick, s->nick)) { /* another NICK came meanwhile: check that one */
+        chat_nick_check(app, s, fx, s->nick);
+        return;
+    }
+    if (s->state == ST_NEW && !s->have_pass && !s->sasl_done)
+        become_guest(app, s, fx);
+    else
+        chat_try_register(app, s, fx); /* credentials came meanwhile */
+}

@@ -1,0 +1,255 @@
+/* CHATHISTORY and read markers (history.h). */
+#define _DEFAULT_SOURCE /* timegm, strptime */
+#define _XOPEN_SOURCE 700 /* strptime */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "history.h"
+#include "jobs.h"
+#include "relay.h"
+#include "session.h"
+#include "yard/log.h"
+
+/* The account's marker of target (casefolded): "timestamp=..." or "*". */
+void chat_marker_text(struct chat_app *app, struct session *s, const char *key, char *out,
+                      size_t cap)
+{
+    bool known;
+    uint64_t ns = chat_pos_get(app->cs, s->account_key, MARKER_CLIENT, key, &known);
+    if (!known || !ns) {
+        snprintf(out, cap, "*");
+        return;
+    }
+    char t[40];
+    chat_format_time(t, sizeof t, (int64_t)ns);
+    snprintf(out, cap, "timestamp=%s", t);
+}
+
+/* The result: a chathistory batch (with batch; the lines alone without). */
+void chat_history_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    struct hist_job *j = &s->hist;
+    (void)app;
+    if (j->rc < 0) {
+        yard_log_err("chat: CHATHISTORY of %s for %s: %s", j->name, s->account, strerror(-j->rc));
+        chat_sendf(fx, ":" SERVER " FAIL CHATHISTORY MESSAGE_ERROR %s :The history cannot be read "
+                  "now",
+              j->name);
+    } else if (j->sub == HIST_TARGETS) { /* oldest of the latest first */
+        char ref[32] = "";
+        if (s->caps & CAP_BATCH) {
+            snprintf(ref, sizeof ref, "h%llu", (unsigned long long)++s->batches);
+            chat_sendf(fx, ":" SERVER " BATCH +%s draft/chathistory-targets", ref);
+        }
+        for (unsigned i = j->ntargets; i-- > 0;) {
+            char t[40];
+            chat_format_time(t, sizeof t, j->targets[i].latest_ns);
+            chat_sendf(fx, "%s%s%s:" SERVER " CHATHISTORY TARGETS %s %s", ref[0] ? "@batch=" : "", ref,
+                       ref[0] ? " " : "", j->targets[i].name, t);
+        }
+        if (ref[0])
+            chat_sendf(fx, ":" SERVER " BATCH -%s", ref);
+    } else {
+        char ref[32] = "";
+        if (s->caps & CAP_BATCH) {
+            snprintf(ref, sizeof ref, "h%llu", (unsigned long long)++s->batches);
+            chat_sendf(fx, ":" SERVER " BATCH +%s chathistory %s", ref, j->name);
+        }
+        for (unsigned i = 0; i < j->n; i++) {
+            yard_chatlog_rec_t r;
+            if (yard_logrec_decode(j->recs + j->at[i], j->recs_len - j->at[i], &r) ==
+                YARD_LOGREC_COMPLETE)
+                chat_relay(fx, s, &r, chat_unguest(&r), ref);
+        }
+        if (ref[0])
+            chat_sendf(fx, ":" SERVER " BATCH -%s", ref);
+    }
+    free(j->recs);
+    free(j->at);
+    free(j->chans);
+    free(j->targets);
+    j->recs = NULL;
+    j->at = NULL;
+    j->chans = NULL;
+    j->targets = NULL;
+    j->recs_cap = 0;
+}
+
+/* msgid=N, timestamp=YYYY-MM-DDThh:mm:ss[.sss]Z, or * (when star). */
+static bool hist_parse_ref(const char *t, bool star, struct hist_ref *r)
+{
+    memset(r, 0, sizeof *r);
+    if (star && !strcmp(t, "*")) {
+        r->any = true;
+        return true;
+    }
+    if (!strncmp(t, "msgid=", 6)) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(t + 6, &end, 10);
+        r->id = v;
+        return !errno && *end == 0 && end != t + 6 && v > 0;
+    }
+    if (strncmp(t, "timestamp=", 10) != 0)
+        return false;
+    struct tm tm = {0};
+    const char *p = strptime(t + 10, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (!p)
+        return false;
+    long ms = 0;
+    if (*p == '.') {
+        int digits = 0;
+        for (p++; *p >= '0' && *p <= '9'; p++, digits++)
+            if (digits < 3)
+                ms = ms * 10 + (*p - '0');
+        for (; digits < 3 && digits > 0; digits++)
+            ms *= 10;
+    }
+    if (strcmp(p, "Z") != 0)
+        return false;
+    r->by_time = true;
+    r->ts_ns = (int64_t)timegm(&tm) * 1000000000 + (int64_t)ms * 1000000;
+    return true;
+}
+
+/* MARKREAD target [timestamp=T]: the account's read marker of target, or
+ * move it forward (never back). A move goes through the log, so every
+ * connection of the account hears it, in any process. */
+void chat_markread(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                   const yard_irc_msg_t *m)
+{
+    const char *target = m->n ? m->params[0] : "";
+    size_t tn = strlen(target);
+    bool chan = target[0] == '#' || target[0] == '&';
+    if (s->guest) {
+        chat_sendf(fx, ":" SERVER " FAIL MARKREAD ACCOUNT_REQUIRED %s :Read markers are kept for "
+                  "accounts; log in to keep one",
+              tn ? target : "*");
+        return;
+    }
+    if (!tn || tn > CHAT_CHAN_MAX || (chan ? !chat_valid_channel(target)
+                                           : !yard_account_name_valid(target, tn))) {
+        chat_sendf(fx, ":" SERVER " FAIL MARKREAD INVALID_PARAMS %s :Give a channel or nick, and "
+                  "optionally timestamp=YYYY-MM-DDThh:mm:ss.sssZ",
+              tn ? target : "*");
+        return;
+    }
+    char key[CHAT_CHAN_MAX + 1], now[80];
+    chat_casefold(key, target, tn);
+    if (m->n < 2) {
+        chat_marker_text(app, s, key, now, sizeof now);
+        chat_sendf(fx, ":" SERVER " MARKREAD %s %s", target, now);
+        return;
+    }
+    struct hist_ref ref;
+    if (!hist_parse_ref(m->params[1], false, &ref) || !ref.by_time || ref.ts_ns <= 0) {
+        chat_sendf(fx, ":" SERVER " FAIL MARKREAD INVALID_PARAMS %s :The timestamp is "
+                  "timestamp=YYYY-MM-DDThh:mm:ss.sssZ",
+              target);
+        return;
+    }
+    bool known;
+    uint64_t was = chat_pos_get(app->cs, s->account_key, MARKER_CLIENT, key, &known);
+    if (known && was >= (uint64_t)ref.ts_ns) { /* not back: the current one is the answer */
+        chat_marker_text(app, s, key, now, sizeof now);
+        chat_sendf(fx, ":" SERVER " MARKREAD %s %s", target, now);
+        return;
+    }
+    chat_pos_set(app->cs, s->account_key, MARKER_CLIENT, key, (uint64_t)ref.ts_ns);
+    char t[40];
+    chat_format_time(t, sizeof t, ref.ts_ns);
+    yard_chatlog_entry_t ev;
+    chat_presence_ev(&ev, YARD_LOGREC_READ, s->sender, target, t);
+    chat_presence_put(app, &ev, 1);
+}
+
+void chat_chathistory(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                      const yard_irc_msg_t *m)
+{
+    static const char *const subs[] = {"LATEST", "BEFORE", "AFTER", "AROUND", "BETWEEN",
+                                       "TARGETS"};
+    const char *sub = m->n ? m->params[0] : "";
+    int k = 0;
+    while (k < 6 && strcasecmp(sub, subs[k]) != 0)
+        k++;
+    if (k == 6) {
+        chat_sendf(fx, ":" SERVER " FAIL CHATHISTORY UNKNOWN_COMMAND %s :Unknown subcommand",
+                   m->n ? sub : "*");
+        return;
+    }
+    int need = k == HIST_BETWEEN ? 5 : 4;
+    struct hist_job *j = &s->hist;
+    memset(j, 0, sizeof *j);
+    if (k == HIST_TARGETS) { /* TARGETS timestamp=T1 timestamp=T2 limit */
+        char *tend = NULL;
+        long tl = m->n >= 4 ? strtol(m->params[3], &tend, 10) : 0;
+        if (m->n < 4 || !hist_parse_ref(m->params[1], false, &j->a) || !j->a.by_time ||
+            !hist_parse_ref(m->params[2], false, &j->b) || !j->b.by_time || !tend || *tend ||
+            tl < 1) {
+            chat_sendf(fx, ":" SERVER " FAIL CHATHISTORY INVALID_PARAMS TARGETS :Give two "
+                      "timestamps and a limit of 1 to %d",
+                  HISTORY_MAX);
+            return;
+        }
+        /* The channels one is in now: only their history is one's to list. */
+        chat_lock(app->cs);
+        unsigned cap = chat_account_channels(app->cs, s->account_key, -1) + 1;
+        j->chans = malloc(cap * sizeof *j->chans);
+        for (unsigned c = 0; j->chans && c < app->cs->nchan && j->nchans < cap; c++)
+            if (app->cs->chans[c].used && chat_is_in(app->cs, s->slot, (int)c))
+                strcpy(j->chans[j->nchans++], app->cs->chans[c].key);
+        chat_unlock(app->cs);
+        if (!j->chans) {
+            fx->nomem = true;
+            return;
+        }
+        j->log = app->log;
+        j->sub = k;
+        j->limit = tl > HISTORY_MAX ? HISTORY_MAX : (unsigned)tl;
+        strcpy(j->me, s->guest ? "" : s->account_key); /* a guest: channels only */
+        strcpy(j->name, "*");
+        yard_fx_io(fx, chat_history_job_run, j);
+        return;
+    }
+    char *end = NULL;
+    long limit = m->n >= need ? strtol(m->params[need - 1], &end, 10) : 0;
+    bool star = k == HIST_LATEST || k == HIST_BETWEEN;
+    if (m->n < need || !hist_parse_ref(m->params[2], star, &j->a) ||
+        (k == HIST_BETWEEN && !hist_parse_ref(m->params[3], true, &j->b)) || !end || *end ||
+        limit < 1 || (j->a.any && k != HIST_LATEST)) {
+        chat_sendf(fx, ":" SERVER " FAIL CHATHISTORY INVALID_PARAMS %s :Give a target, %s and a "
+                  "limit of 1 to %d",
+              subs[k], k == HIST_BETWEEN ? "two references" : "a reference", HISTORY_MAX);
+        return;
+    }
+    const char *target = m->params[1];
+    size_t tn = strlen(target);
+    j->channel = target[0] == '#' || target[0] == '&';
+    bool ok = tn <= CHAT_CHAN_MAX;
+    if (ok && j->channel) {
+        chat_lock(app->cs);
+        int c = chat_channel_find(app->cs, target, tn, false);
+        ok = c >= 0 && chat_is_in(app->cs, s->slot, c);
+        chat_unlock(app->cs);
+    } else if (ok) { /* a private conversation: an account's (a guest has none kept) */
+        ok = !s->guest && yard_account_name_valid(target, tn);
+    }
+    if (!ok) { /* a channel one is not in looks like one that does not exist */
+        chat_sendf(fx, ":" SERVER " FAIL CHATHISTORY INVALID_TARGET %s %s :No such channel or nick, "
+                  "or you are not in that channel",
+              subs[k], target);
+        return;
+    }
+    j->log = app->log;
+    j->sub = k;
+    j->limit = limit > HISTORY_MAX ? HISTORY_MAX : (unsigned)limit;
+    memcpy(j->name, target, tn + 1);
+    chat_casefold(j->key, target, tn);
+    strcpy(j->me, s->account_key);
+    yard_fx_io(fx, chat_history_job_run, j);
+}

@@ -1,0 +1,342 @@
+/* The chat's jobs, run by the engine away from the callbacks (jobs.h). */
+#define _DEFAULT_SOURCE /* explicit_bzero */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "relay.h"
+
+#define DEFAULT_COST 12 /* yard-chat account add's, for a server without accounts */
+
+void chat_read_job_run(void *arg)
+{
+    struct read_job *j = arg;
+    j->n = yard_chatlog_read(j->log, &j->cur, j->buf, sizeof j->buf);
+}
+
+void chat_post_job_run(void *arg)
+{
+    struct post_job *j = arg;
+    bool appended = false;
+    for (int i = 0; i < j->n; i++) {
+        if (j->t[i].person) {
+            char hash[YARD_BCRYPT_LEN + 1], canon[CHAT_NAME_MAX + 1];
+            if (yard_accounts_lookup(j->dir, j->t[i].name, strlen(j->t[i].name), hash, canon,
+                                     NULL) != 0) {
+                j->t[i].rc = POST_NO_SUCH_NICK;
+                continue;
+            }
+            snprintf(j->t[i].name, sizeof j->t[i].name, "%s", canon);
+        }
+        int64_t ts;
+        const char *text = j->text;
+        size_t len = j->t[i].text_len;
+        char tagged[CLIENT_TAGS_MAX + 1 + LINE_MAX_MSG + 1];
+        if (j->tags_len) { /* the tags, a NUL, the text (include/yard/proto_logrec.h) */
+            memcpy(tagged, j->tags, j->tags_len);
+            tagged[j->tags_len] = 0;
+            memcpy(tagged + j->tags_len + 1, j->text, len);
+            text = tagged;
+            len += j->tags_len + 1;
+        }
+        j->t[i].rc = yard_chatlog_append(j->log, j->type, j->sender, strlen(j->sender),
+                                         j->t[i].name, strlen(j->t[i].name), text, len,
+                                         &j->t[i].id, &ts);
+        appended |= j->t[i].rc == 0;
+    }
+    /* The log syncs itself per --fsync; read positions are a shared file
+     * mapping (a crash of any process keeps them) flushed at shutdown, and
+     * pushed along here when every message must be durable. */
+    if (appended && j->sync_state)
+        chat_state_sync(j->cs);
+}
+
+/* The newest max matching records of [from + 1, upto], found in one pass
+ * that keeps their ids in a ring, then copied in a second. */
+void chat_replay_job_run(void *arg)
+{
+    struct replay_job *j = arg;
+    j->recs = NULL;
+    j->recs_len = 0;
+    j->total = j->shown = 0;
+    j->rc = 0;
+    uint64_t *ids = j->max ? calloc(j->max, sizeof *ids) : NULL;
+    yard_chatlog_iter_t *it = NULL;
+    if ((j->max && !ids) || yard_chatlog_iter_open(j->log, j->from + 1, &it) < 0) {
+        free(ids);
+        j->rc = -ENOMEM;
+        return;
+    }
+    yard_chatlog_rec_t r;
+    char target[CHAT_CHAN_MAX + 1];
+    int rc;
+    while ((rc = yard_chatlog_next(it, &r)) == 1 && r.id <= j->upto) {
+        if (r.target_len > CHAT_CHAN_MAX ||
+            (r.type != YARD_LOGREC_MESSAGE && r.type != YARD_LOGREC_NOTICE))
+            continue;
+        chat_casefold(target, r.target, r.target_len);
+        if (strcmp(target, j->key) != 0)
+            continue;
+        if (j->max)
+            ids[j->total % j->max] = r.id;
+        j->total++;
+    }
+    yard_chatlog_iter_close(it);
+    j->rc = rc < 0 ? rc : 0;
+    j->shown = j->total < j->max ? j->total : j->max;
+    uint64_t first = j->shown ? ids[(j->total - j->shown) % j->max] : 0;
+    free(ids);
+    if (!j->shown)
+        return;
+    size_t cap = 0;
+    uint64_t got = 0;
+    if (yard_chatlog_iter_open(j->log, first, &it) < 0) {
+        j->shown = 0;
+        j->rc = -ENOMEM;
+        return;
+    }
+    while (got < j->shown && yard_chatlog_next(it, &r) == 1 && r.id <= j->upto) {
+        if (r.target_len > CHAT_CHAN_MAX ||
+            (r.type != YARD_LOGREC_MESSAGE && r.type != YARD_LOGREC_NOTICE))
+            continue;
+        chat_casefold(target, r.target, r.target_len);
+        if (strcmp(target, j->key) != 0)
+            continue;
+        if (j->recs_len + r.len > cap) {
+            size_t ncap = cap ? 2 * cap : 16 * YARD_LOGREC_MAX;
+            while (ncap < j->recs_len + r.len)
+                ncap *= 2;
+            uint8_t *g = realloc(j->recs, ncap);
+            if (!g) {
+                j->rc = -ENOMEM;
+                break;
+            }
+            j->recs = g;
+            cap = ncap;
+        }
+        long w = yard_logrec_encode(&r, j->recs + j->recs_len, cap - j->recs_len);
+        if (w < 0) {
+            j->rc = (int)w;
+            break;
+        }
+        j->recs_len += (size_t)w;
+        got++;
+    }
+    yard_chatlog_iter_close(it);
+    j->shown = got;
+}
+
+void chat_auth_job_run(void *arg)
+{
+    struct auth_job *j = arg;
+    char hash[YARD_BCRYPT_LEN + 1];
+    int max_cost = 0;
+    int rc = yard_accounts_lookup(j->dir, j->account, strlen(j->account), hash, j->canon,
+                                  &max_cost);
+    /* An unknown account is checked anyway, against a hash as dear as the
+     * dearest account's, so timing does not tell which accounts exist. */
+    if (rc != 0)
+        yard_bcrypt_dummy(j->dummy_template, max_cost ? max_cost : DEFAULT_COST, hash);
+    bool ok = yard_bcrypt_verify(j->password, hash, &j->cd);
+    j->ok = ok && rc == 0;
+    explicit_bzero(j->password, sizeof j->password);
+}
+
+void chat_nick_job_run(void *arg)
+{
+    struct nick_job *j = arg;
+    char hash[YARD_BCRYPT_LEN + 1], canon[CHAT_NAME_MAX + 1];
+    int rc = yard_accounts_lookup(j->dir, j->nick, strlen(j->nick), hash, canon, NULL);
+    j->reserved = rc != -ENOENT; /* an error too: a nick that cannot be checked is not free */
+}
+
+/* Is this record one of the conversation's messages? */
+static bool hist_match(const struct hist_job *j, const yard_chatlog_rec_t *r)
+{
+    yard_chatlog_rec_t g = *r; /* a guest's name without its '~' */
+    chat_unguest(&g);
+    r = &g;
+    if ((r->type != YARD_LOGREC_MESSAGE && r->type != YARD_LOGREC_NOTICE) ||
+        r->target_len > CHAT_CHAN_MAX || r->sender_len > CHAT_NAME_MAX)
+        return false;
+    char target[CHAT_CHAN_MAX + 1], sender[CHAT_NAME_MAX + 1];
+    chat_casefold(target, r->target, r->target_len);
+    if (j->channel)
+        return !strcmp(target, j->key);
+    chat_casefold(sender, r->sender, r->sender_len);
+    return (!strcmp(sender, j->me) && !strcmp(target, j->key)) ||
+           (!strcmp(sender, j->key) && !strcmp(target, j->me));
+}
+
+static int hist_take(const yard_chatlog_rec_t *r, void *arg)
+{
+    struct hist_job *j = arg;
+    if (j->stop_id && (j->down ? r->id <= j->stop_id : r->id >= j->stop_id))
+        return 1;
+    if (!hist_match(j, r))
+        return 0;
+    if (j->recs_len + r->len > j->recs_cap || !j->at) {
+        size_t cap = j->recs_cap ? 2 * j->recs_cap : 64 * 1024;
+        while (cap < j->recs_len + r->len)
+            cap *= 2;
+        uint8_t *g = realloc(j->recs, cap);
+        size_t *a = j->at ? j->at : malloc(HISTORY_MAX * sizeof *a);
+        if (!g || !a) {
+            if (g)
+                j->recs = g;
+            if (!j->at)
+                free(a);
+            j->rc = -ENOMEM;
+            return 1;
+        }
+        j->recs = g;
+        j->at = a;
+        j->recs_cap = cap;
+    }
+    long w = yard_logrec_encode(r, j->recs + j->recs_len, j->recs_cap - j->recs_len);
+    if (w < 0) {
+        j->rc = (int)w;
+        return 1;
+    }
+    j->at[j->n++] = j->recs_len;
+    j->recs_len += (size_t)w;
+    return --j->want == 0;
+}
+
+/* Take up to want matching records walking from id from in direction dir,
+ * stopping at stop_id (exclusive, 0: none); they end up in id order. */
+static void hist_walk(struct hist_job *j, uint64_t from, int dir, uint64_t stop_id, unsigned want)
+{
+    if (!want || j->rc < 0)
+        return;
+    uint32_t h[2] = {yard_chatlog_target_hash(j->key, strlen(j->key)),
+                     yard_chatlog_target_hash(j->me, strlen(j->me))};
+    unsigned first = j->n;
+    j->down = dir < 0;
+    j->stop_id = stop_id;
+    j->want = want;
+    int rc = yard_chatlog_seek(j->log, from, dir, h, j->channel ? 1 : 2, hist_take, j);
+    if (rc < 0 && j->rc == 0)
+        j->rc = rc;
+    if (dir < 0) /* newest first: turn them round */
+        for (unsigned a = first, b = j->n; a + 1 < b; a++, b--) {
+            size_t t = j->at[a];
+            j->at[a] = j->at[b - 1];
+            j->at[b - 1] = t;
+        }
+}
+
+/* A reference's id: msgid=N is N; timestamp=T is the first record at or
+ * after T (after: the first after it). */
+static uint64_t hist_id(struct hist_job *j, const struct hist_ref *r, bool after)
+{
+    if (!r->by_time)
+        return r->id;
+    return yard_chatlog_id_at(j->log, r->ts_ns + (after ? 1 : 0));
+}
+
+/* TARGETS: each record of the window, newest first; a conversation's
+ * first record seen is its latest. */
+static int hist_target_take(const yard_chatlog_rec_t *r, void *arg)
+{
+    struct hist_job *j = arg;
+    if (r->id < j->low_id)
+        return 1;
+    yard_chatlog_rec_t g = *r; /* a guest's name without its '~' */
+    chat_unguest(&g);
+    r = &g;
+    if ((r->type != YARD_LOGREC_MESSAGE && r->type != YARD_LOGREC_NOTICE) ||
+        r->target_len > CHAT_CHAN_MAX || r->sender_len > CHAT_NAME_MAX)
+        return 0;
+    char target[CHAT_CHAN_MAX + 1], sender[CHAT_NAME_MAX + 1], key[CHAT_CHAN_MAX + 1];
+    const char *name;
+    size_t len;
+    chat_casefold(target, r->target, r->target_len);
+    chat_casefold(sender, r->sender, r->sender_len);
+    if (target[0] == '#' || target[0] == '&') {
+        bool mine = false;
+        for (unsigned i = 0; i < j->nchans && !mine; i++)
+            mine = !strcmp(j->chans[i], target);
+        if (!mine)
+            return 0;
+        strcpy(key, target);
+        name = r->target;
+        len = r->target_len;
+    } else if (!strcmp(sender, j->me)) { /* I wrote to them */
+        strcpy(key, target);
+        name = r->target;
+        len = r->target_len;
+    } else if (!strcmp(target, j->me)) { /* they wrote to me */
+        strcpy(key, sender);
+        name = r->sender;
+        len = r->sender_len;
+    } else {
+        return 0;
+    }
+    for (unsigned i = 0; i < j->ntargets; i++)
+        if (!strcmp(j->targets[i].key, key))
+            return 0; /* seen: that one was later */
+    struct hist_target *t = &j->targets[j->ntargets++];
+    memcpy(t->name, name, len);
+    t->name[len] = 0;
+    strcpy(t->key, key);
+    t->latest_ns = r->ts_ns;
+    return j->ntargets == j->limit;
+}
+
+void chat_history_job_run(void *arg)
+{
+    struct hist_job *j = arg;
+    j->rc = 0;
+    if (j->sub == HIST_TARGETS) { /* the window between the two times, newest first */
+        int64_t lo = j->a.ts_ns < j->b.ts_ns ? j->a.ts_ns : j->b.ts_ns,
+                hi = j->a.ts_ns < j->b.ts_ns ? j->b.ts_ns : j->a.ts_ns;
+        j->ntargets = 0;
+        j->targets = malloc(j->limit * sizeof *j->targets);
+        if (!j->targets) {
+            j->rc = -ENOMEM;
+            return;
+        }
+        j->low_id = yard_chatlog_id_at(j->log, lo);
+        uint64_t top = yard_chatlog_id_at(j->log, hi);
+        if (top > j->low_id) {
+            int rc = yard_chatlog_seek(j->log, top - 1, -1, NULL, 0, hist_target_take, j);
+            if (rc < 0)
+                j->rc = rc;
+        }
+        return;
+    }
+    j->n = 0;
+    j->recs_len = 0;
+    uint64_t a, b;
+    switch (j->sub) {
+    case HIST_LATEST: /* the newest, after the reference if one is given */
+        hist_walk(j, UINT64_MAX, -1,
+                  j->a.any ? 0 : j->a.by_time ? hist_id(j, &j->a, true) - 1 : j->a.id, j->limit);
+        break;
+    case HIST_BEFORE:
+        a = hist_id(j, &j->a, false);
+        if (a > 1)
+            hist_walk(j, a - 1, -1, 0, j->limit);
+        break;
+    case HIST_AFTER:
+        a = hist_id(j, &j->a, true);
+        hist_walk(j, j->a.by_time ? a : a + 1, 1, 0, j->limit);
+        break;
+    case HIST_AROUND: /* the reference and those before it, then those after */
+        a = hist_id(j, &j->a, false);
+        hist_walk(j, a, -1, 0, (j->limit + 1) / 2);
+        hist_walk(j, a + 1, 1, 0, j->limit - j->n);
+        break;
+    case HIST_BETWEEN:
+        a = hist_id(j, &j->a, false);
+        b = hist_id(j, &j->b, false);
+        if (a < b)
+            hist_walk(j, j->a.by_time ? a : a + 1, 1, b, j->limit);
+        else if (a > 1)
+            hist_walk(j, a - 1, -1, b ? b : 0, j->limit);
+        break;
+    }
+}

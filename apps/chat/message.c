@@ -1,0 +1,208 @@
+/* PRIVMSG, NOTICE, TAGMSG and the post job's two ends (message.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "jobs.h"
+#include "message.h"
+#include "query.h"
+#include "relay.h"
+#include "session.h"
+#include "yard/log.h"
+
+/* A post: the message's targets, checked here, go into the post job. */
+void chat_post_begin(struct chat_app *app, struct session *s, int type, const char *text)
+{
+    struct post_job *j = &s->post;
+    j->log = app->log;
+    j->cs = app->cs;
+    j->dir = app->set->data_dir;
+    j->sender = s->sender;
+    j->sync_state = app->set->fsync_mode == YARD_CHATLOG_FSYNC_ALWAYS;
+    j->type = type;
+    j->n = 0;
+    j->tags_len = 0;
+    snprintf(j->text, sizeof j->text, "%s", text);
+}
+
+void chat_post_target(struct session *s, const char *name, bool person)
+{
+    struct post_job *j = &s->post;
+    /* What fits the relayed line ":acc!acc@yard PRIVMSG target :text\r\n". */
+    size_t room = LINE_MAX_MSG - 2 - (1 + 2 * strlen(s->account) + 2 + strlen(SERVER) + 1 + 7 +
+                                      1 + strlen(name) + 2);
+    snprintf(j->t[j->n].name, sizeof j->t[j->n].name, "%s", name);
+    j->t[j->n].person = person;
+    j->t[j->n].text_len = chat_utf8_cut(j->text, strlen(j->text), room);
+    j->t[j->n].rc = 0;
+    j->n++;
+}
+
+/* Hand the post to the engine's I/O (nothing to do without targets). */
+void chat_post_start(struct session *s, yard_fx_t *fx)
+{
+    if (!s->post.n)
+        return;
+    s->posting = true;
+    yard_fx_io(fx, chat_post_job_run, &s->post);
+}
+
+/* The appends are done: what this connection sent is its own (not echoed
+ * back unless asked), and everyone hears of the news. */
+void chat_post_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    struct post_job *j = &s->post;
+    int delivered = 0;
+    uint64_t last = 0;
+    for (int i = 0; i < j->n; i++) {
+        if (j->t[i].rc == POST_NO_SUCH_NICK) {
+            if (j->type != YARD_LOGREC_NOTICE)
+                chat_numeric(fx, s, 401, "%s :No such nick/channel", j->t[i].name);
+        } else if (j->t[i].rc < 0) {
+            yard_log_err("chat: appending to the log: %s", strerror(-j->t[i].rc));
+            chat_sendf(fx, ":" SERVER " NOTICE %s :Message not delivered: the server cannot store it "
+                      "(%s)",
+                  s->account, strerror(-j->t[i].rc));
+        } else {
+            chat_own_push(s, j->t[i].id);
+            last = j->t[i].id;
+            delivered++;
+        }
+    }
+    s->posting = false;
+    if (j->type != YARD_LOGREC_TOPIC)
+        chat_charge(s, delivered);
+    if (last)
+        yard_bus_publish(app->bus, 0, last);
+}
+
+/* Split a comma list of targets in place: each target once (compared
+ * casefolded), at most max of them; the rest are counted in *dropped (the
+ * first of them in *first_dropped). Returns how many there are. */
+int chat_split_targets(char *list, char **out, int max, int *dropped, char **first_dropped)
+{
+    int n = 0;
+    *dropped = 0;
+    *first_dropped = NULL;
+    char keys[TARGMAX][CHAT_CHAN_MAX + 1];
+    char *save = NULL;
+    for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        char k[CHAT_CHAN_MAX + 1];
+        size_t len = strlen(t);
+        chat_casefold(k, t, len > CHAT_CHAN_MAX ? CHAT_CHAN_MAX : len);
+        bool dup = false;
+        for (int i = 0; i < n && !dup; i++)
+            dup = strcmp(keys[i], k) == 0;
+        if (dup)
+            continue;
+        if (n == max) {
+            if (!(*dropped)++)
+                *first_dropped = t;
+            continue;
+        }
+        strcpy(keys[n], k);
+        out[n++] = t;
+    }
+    return n;
+}
+
+void chat_message(struct chat_app *app, struct session *s, yard_fx_t *fx, const yard_irc_msg_t *m,
+                  int type)
+{
+    bool tagmsg = type == YARD_LOGREC_TAGMSG;
+    bool notice = type == YARD_LOGREC_NOTICE || tagmsg; /* never answered with an error */
+    if (m->n < 1) {
+        if (!notice)
+            chat_numeric(fx, s, 411, ":No recipient given (%s)", m->cmd);
+        return;
+    }
+    if (!tagmsg && (m->n < 2 || !m->params[1][0])) {
+        if (!notice)
+            chat_numeric(fx, s, 412, ":No text to send");
+        return;
+    }
+    /* message-tags: the client-only tags (the '+' ones) are kept with the
+     * message and relayed to the clients that take tags */
+    char ctags[CLIENT_TAGS_MAX + 1];
+    long ctn = m->tags && (s->caps & CAP_MESSAGE_TAGS)
+                   ? yard_irc_client_tags(m->tags, ctags, sizeof ctags)
+                   : 0;
+    if (ctn < 0) {
+        chat_numeric(fx, s, 417, ":Input line was too long (client-only tags: at most %d bytes)",
+                     CLIENT_TAGS_MAX);
+        return;
+    }
+    if (tagmsg && !ctn)
+        return; /* a TAGMSG without tags tells nothing */
+    char *targets[TARGMAX], *first_dropped;
+    int dropped;
+    int n = chat_split_targets(m->params[0], targets, TARGMAX, &dropped, &first_dropped);
+    if (dropped && !notice)
+        chat_numeric(fx, s, 407, "%s :Too many targets: at most %d (TARGMAX); %d not sent to",
+                     first_dropped, TARGMAX, dropped);
+    chat_post_begin(app, s, type, tagmsg ? "" : m->params[1]);
+    memcpy(s->post.tags, ctags, (size_t)ctn);
+    s->post.tags_len = (size_t)ctn;
+    for (int i = 0; i < n; i++) {
+        char *t = targets[i];
+        if (t[0] == '#' || t[0] == '&') {
+            chat_lock(app->cs);
+            int c = chat_channel_find(app->cs, t, strlen(t), false);
+            bool in = c >= 0 && chat_is_in(app->cs, s->slot, c);
+            char shown[CHAT_CHAN_MAX + 1] = "";
+            uint32_t modes = c >= 0 ? app->cs->chans[c].modes : 0;
+            /* +m: the voiced and the operators speak (a rank is read only then) */
+            bool muted = (modes & CHAT_MODE_M) &&
+                         !chat_chan_rank(app->cs, app->cs->chans[c].key, s->account_key);
+            bool guest_muted = (modes & CHAT_MODE_REG_SPEAK) && s->guest;
+            if (c >= 0)
+                strcpy(shown, app->cs->chans[c].name);
+            chat_unlock(app->cs);
+            if (c < 0) {
+                if (!notice)
+                    chat_numeric(fx, s, 403, "%s :No such channel", t);
+            } else if (!in && (modes & CHAT_MODE_N)) {
+                if (!notice)
+                    chat_numeric(fx, s, 404, "%s :Cannot send to channel (+n: join it first)", t);
+            } else if (muted) {
+                if (!notice)
+                    chat_numeric(fx, s, 404, "%s :Cannot send to channel (+m: you need voice)", t);
+            } else if (guest_muted) {
+                if (!notice)
+                    chat_numeric(fx, s, 404, "%s :Cannot send to channel (+M: log in to an account "
+                                        "to speak)",
+                            t);
+            } else {
+                chat_post_target(s, shown, false);
+            }
+            continue;
+        }
+        if (!yard_account_name_valid(t, strlen(t))) {
+            if (!notice)
+                chat_numeric(fx, s, 401, "%s :No such nick/channel", t);
+            continue;
+        }
+        if (type == YARD_LOGREC_MESSAGE && __atomic_load_n(&app->cs->away, __ATOMIC_RELAXED)) { /* a person who is away: say so; it still goes */
+            struct presence p;
+            chat_presence_of(app, t, &p, NULL, 0);
+            if (p.away)
+                chat_numeric(fx, s, 301, "%s :%s", p.account, p.away_msg);
+        }
+        /* With --guests, a connected guest is its nick; anyone else is
+         * looked up as an account by the job. */
+        char spelled[CHAT_NAME_MAX + 1] = "";
+        if (app->set->guests) {
+            char key[CHAT_NAME_MAX + 1];
+            chat_casefold(key, t, strlen(t));
+            chat_lock(app->cs);
+            int g = chat_member_named(app->cs, key);
+            if (g >= 0 && chat_member_at(app->cs, g)->guest)
+                strcpy(spelled, chat_member_at(app->cs, g)->account);
+            chat_unlock(app->cs);
+        }
+        if (spelled[0])
+            chat_post_target(s, spelled, false);
+        else
+            chat_post_target(s, t, true);
+    }
+    chat_post_start(s, fx);
+}

@@ -1,0 +1,256 @@
+/* Queries: who is here, and what the server is (query.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "channel.h"
+#include "query.h"
+#include "relay.h"
+#include "session.h"
+#include "yard/clock.h"
+
+void chat_presence_of(struct chat_app *app, const char *nick, struct presence *p, char *chans,
+                      size_t chans_cap)
+{
+    memset(p, 0, sizeof *p);
+    char key[CHAT_NAME_MAX + 1], other[CHAT_NAME_MAX + 1];
+    size_t len = strlen(nick);
+    if (len > CHAT_NAME_MAX)
+        return;
+    chat_casefold(key, nick, len);
+    if (chans)
+        chans[0] = 0;
+    size_t used = 0;
+    bool all_away = true;
+    uint64_t latest = 0;
+    chat_lock(app->cs);
+    uint64_t seen[(CHAT_CHANNELS_LIMIT + 63) / 64] = {0};
+    for (unsigned i = 0; i < chat_member_end(app->cs); i++) {
+        struct chat_member *m = chat_member_at(app->cs, (int)i);
+        if (!m->used)
+            continue;
+        chat_casefold(other, m->account, strlen(m->account));
+        if (strcmp(key, other))
+            continue;
+        p->online = true;
+        p->guest = m->guest;
+        snprintf(p->account, sizeof p->account, "%s", m->account);
+        all_away = all_away && m->away;
+        if (m->away && m->away_at >= latest) {
+            latest = m->away_at;
+            snprintf(p->away_msg, sizeof p->away_msg, "%s", m->away_msg);
+        }
+        for (unsigned c = 0; chans && c < app->cs->nchan; c++) {
+            if (!app->cs->chans[c].used || !chat_is_in(app->cs, (int)i, (int)c) ||
+                (seen[c / 64] >> (c % 64) & 1))
+                continue;
+            seen[c / 64] |= 1ull << (c % 64);
+            int rank = chat_chan_rank(app->cs, app->cs->chans[c].key, key);
+            const char *pre = rank & CHAT_RANK_OP ? "@" : rank ? "+" : "";
+            size_t n = strlen(pre) + strlen(app->cs->chans[c].name);
+            if (used + n + 2 <= chans_cap) {
+                snprintf(chans + used, chans_cap - used, "%s%s%s", used ? " " : "", pre,
+                         app->cs->chans[c].name);
+                used += n + (used ? 1 : 0);
+            }
+        }
+    }
+    chat_unlock(app->cs);
+    p->away = p->online && all_away;
+}
+
+/* away-notify, for a client that joins channel c: the members who are away
+ * (only looked for while anybody is). */
+void chat_away_of_members(struct chat_app *app, struct session *s, yard_fx_t *fx, int c)
+{
+    size_t n;
+    bool nomem;
+    char(*who_is)[CHAT_NAME_MAX + 1] = chat_members_of(app, c, &n, &nomem);
+    if (nomem)
+        fx->nomem = true;
+    for (size_t i = 0; i < n; i++) {
+        struct presence p;
+        if (!strcasecmp(who_is[i], s->account))
+            continue;
+        chat_presence_of(app, who_is[i], &p, NULL, 0);
+        if (p.away)
+            chat_sendf(fx, ":%s!%s@" SERVER " AWAY :%s", p.account, p.account, p.away_msg);
+    }
+    free(who_is);
+}
+
+void chat_whois_reply(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *nick)
+{
+    struct presence p;
+    char chans[400];
+    chat_presence_of(app, nick, &p, chans, sizeof chans);
+    if (!p.online) {
+        chat_numeric(fx, s, 401, "%s :No such nick/channel", nick);
+    } else {
+        chat_numeric(fx, s, 311, "%s %s " SERVER " * :%s", p.account, p.account, p.account);
+        if (chans[0])
+            chat_numeric(fx, s, 319, "%s :%s", p.account, chans);
+        chat_numeric(fx, s, 312, "%s " SERVER " :Switchyard chat", p.account);
+        if (p.away)
+            chat_numeric(fx, s, 301, "%s :%s", p.account, p.away_msg);
+        if (!p.guest) /* a guest is logged in as nobody */
+            chat_numeric(fx, s, 330, "%s %s :is logged in as", p.account, p.account);
+    }
+    chat_numeric(fx, s, 318, "%s :End of /WHOIS list.", p.online ? p.account : nick);
+}
+
+/* WHOWAS: the newest of the last CHAT_WHOWAS_MAX departures (an account's
+ * last connection ending), whether or not it is back online. */
+void chat_whowas_reply(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *nick)
+{
+    struct chat_gone g;
+    bool found = false;
+    if (strlen(nick) <= CHAT_NAME_MAX) {
+        chat_lock(app->cs);
+        found = chat_whowas(app->cs, nick, &g);
+        chat_unlock(app->cs);
+    }
+    if (!found) {
+        chat_numeric(fx, s, 406, "%s :There was no such nickname", nick);
+    } else {
+        char when[64];
+        chat_format_time(when, sizeof when, g.at_s * (int64_t)YARD_NS_PER_S);
+        chat_numeric(fx, s, 314, "%s %s " SERVER " * :%s", g.account, g.account, g.account);
+        chat_numeric(fx, s, 312, "%s " SERVER " :%s", g.account, when);
+    }
+    chat_numeric(fx, s, 369, "%s :End of WHOWAS", found ? g.account : nick);
+}
+
+/* ISON and USERHOST: the online ones among the nicks given (USERHOST: at
+ * most five, "nick=+nick@host", '-' when away). */
+void chat_ison(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m,
+               bool userhost)
+{
+    char out[400];
+    size_t len = 0;
+    int asked = 0;
+    out[0] = 0;
+    for (int i = 0; i < m->n; i++) {
+        char *save = NULL;
+        for (char *t = strtok_r(m->params[i], " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+            if (userhost && asked == 5)
+                break;
+            asked++;
+            struct presence p;
+            chat_presence_of(app, t, &p, NULL, 0);
+            if (!p.online)
+                continue;
+            int w = userhost ? snprintf(out + len, sizeof out - len, "%s%s=%c%s@" SERVER,
+                                        len ? " " : "", p.account, p.away ? '-' : '+', p.account)
+                             : snprintf(out + len, sizeof out - len, "%s%s", len ? " " : "",
+                                        p.account);
+            if (w < 0 || (size_t)w >= sizeof out - len) {
+                out[len] = 0;
+                break;
+            }
+            len += (size_t)w;
+        }
+    }
+    chat_charge(s, asked);
+    chat_numeric(fx, s, userhost ? 302 : 303, ":%s", out);
+}
+
+/* Defer one AWAY record per channel the account is in (any connection). */
+static void away_notify(struct chat_app *app, struct session *s, const char *msg)
+{
+    chat_state_t *cs = app->cs;
+    uint64_t bits[(CHAT_CHANNELS_LIMIT + 63) / 64] = {0};
+    unsigned n;
+    chat_lock(cs);
+    chat_account_others(cs, s->account_key, -1, bits);
+    yard_chatlog_entry_t *ev = chat_events_per_channel(cs, bits, YARD_LOGREC_AWAY, s->sender, msg, &n);
+    chat_unlock(cs);
+    if (n)
+        chat_presence_put(app, ev, n);
+    free(ev);
+}
+
+void chat_away(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    const char *msg = m->n ? m->params[0] : "";
+    size_t len = chat_utf8_cut(msg, strlen(msg), CHAT_AWAY_MAX);
+    struct presence before, after;
+    chat_presence_of(app, s->account, &before, NULL, 0);
+    chat_lock(app->cs);
+    struct chat_member *me = chat_member_at(app->cs, s->slot);
+    if ((len > 0) != me->away) /* atomic: PRIVMSG reads it without the lock */
+        __atomic_add_fetch(&app->cs->away, len > 0 ? 1u : (unsigned)-1, __ATOMIC_RELAXED);
+    me->away = len > 0;
+    me->away_at = fx->now_ns;
+    memcpy(me->away_msg, msg, len);
+    me->away_msg[len] = 0;
+    chat_unlock(app->cs);
+    /* away-notify: the account's state (away when every connection is) or
+     * its message changed: one record per channel it is in, told once. */
+    chat_presence_of(app, s->account, &after, NULL, 0);
+    if (before.away != after.away || (after.away && strcmp(before.away_msg, after.away_msg)))
+        away_notify(app, s, after.away ? after.away_msg : "");
+    if (len)
+        chat_numeric(fx, s, 306, ":You have been marked as being away");
+    else
+        chat_numeric(fx, s, 305, ":You are no longer marked as being away");
+}
+
+/* LIST [#a,#b]: every live channel (or those named) with its members
+ * (accounts, each once) and topic. */
+void chat_list(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    chat_numeric(fx, s, 321, "Channel :Users  Name");
+    for (unsigned c = 0; c < app->cs->nchan; c++) {
+        char shown[CHAT_CHAN_MAX + 1], key[CHAT_CHAN_MAX + 1];
+        chat_lock(app->cs);
+        bool used = app->cs->chans[c].used;
+        if (used) {
+            strcpy(shown, app->cs->chans[c].name);
+            strcpy(key, app->cs->chans[c].key);
+        }
+        chat_unlock(app->cs);
+        if (!used)
+            continue;
+        if (m->n >= 1 && m->params[0][0]) { /* only the channels named */
+            bool named = false;
+            char want[CHAT_CHAN_MAX + 1];
+            const char *p = m->params[0];
+            while (*p && !named) {
+                size_t n = strcspn(p, ",");
+                if (n <= CHAT_CHAN_MAX) {
+                    chat_casefold(want, p, n);
+                    named = !strcmp(want, key);
+                }
+                p += n + (p[n] == ',');
+            }
+            if (!named)
+                continue;
+        }
+        size_t n;
+        bool nomem;
+        free(chat_members_of(app, (int)c, &n, &nomem));
+        if (nomem)
+            fx->nomem = true;
+        char topic[CHAT_TOPIC_MAX + 1], by[CHAT_NAME_MAX + 1];
+        int64_t at;
+        if (!chat_topic_get(app->cs, key, topic, by, &at))
+            topic[0] = 0;
+        chat_numeric(fx, s, 322, "%s %zu :%s", shown, n, topic);
+    }
+    chat_numeric(fx, s, 323, ":End of /LIST");
+}
+
+void chat_lusers(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    unsigned conns = 0;
+    chat_lock(app->cs);
+    for (unsigned i = 0; i < chat_member_end(app->cs); i++)
+        conns += chat_member_at(app->cs, (int)i)->used;
+    unsigned chans = app->cs->live_chans;
+    chat_unlock(app->cs);
+    chat_numeric(fx, s, 251, ":There are %u users and 0 invisible on 1 servers", conns);
+    chat_numeric(fx, s, 254, "%u :channels formed", chans);
+    chat_numeric(fx, s, 255, ":I have %u clients and 0 servers", conns);
+}

@@ -1,0 +1,386 @@
+/* Registration and login (register.h). */
+#define _DEFAULT_SOURCE /* explicit_bzero */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "guest.h"
+#include "jobs.h"
+#include "register.h"
+#include "session.h"
+#include "yard/clock.h"
+
+#define CHECK_RETRY_NS (50 * YARD_NS_PER_MS) /* a login waiting for its address's turn */
+
+/* The IRCv3 capabilities' names, in CAP LS's order. */
+static const struct {
+    const char *name;
+    unsigned bit;
+} cap_names[] = {
+    {"account-tag", CAP_ACCOUNT_TAG}, {"away-notify", CAP_AWAY_NOTIFY},
+    {"batch", CAP_BATCH},             {"draft/chathistory", CAP_CHATHISTORY},
+    {"draft/read-marker", CAP_READ_MARKER}, {"echo-message", CAP_ECHO},
+    {"extended-join", CAP_EXTENDED_JOIN}, {"message-tags", CAP_MESSAGE_TAGS},
+    {"multi-prefix", CAP_MULTI_PREFIX},   {"sasl", CAP_SASL},               {"server-time", CAP_TIME},
+};
+#define NCAPS (sizeof cap_names / sizeof cap_names[0])
+
+void chat_forget_wait(struct session *s)
+{
+    explicit_bzero(s->wait_password, sizeof s->wait_password);
+    s->wait_account[0] = 0;
+}
+
+/* A login that is refused before any check (the limits): answered at once. */
+static void refuse_login(struct session *s, yard_fx_t *fx, bool sasl, const char *why)
+{
+    s->state = ST_NEW;
+    chat_forget_wait(s);
+    if (sasl) {
+        chat_numeric(fx, s, 904, ":SASL authentication failed: %s", why);
+        return;
+    }
+    chat_sendf(fx, "ERROR :Closing Link: %s", why);
+    yard_fx_close(fx, NULL);
+}
+
+/* Check a password, within the login limits (guard.h). */
+void chat_start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                     const char *account, size_t alen, const char *password, size_t plen,
+                     bool sasl)
+{
+    if (alen > CHAT_NAME_MAX)
+        alen = CHAT_NAME_MAX;
+    if (plen > YARD_ACCOUNT_PASSWORD_MAX)
+        plen = YARD_ACCOUNT_PASSWORD_MAX;
+    char key[CHAT_NAME_MAX + 1];
+    chat_casefold(key, account, alen);
+    uint64_t ticket, retry_ns;
+    int v = chat_guard_check_begin(app->guard, &s->addr, key, fx->now_ns, &ticket, &retry_ns);
+    char why[200], where[64];
+    unsigned long long wait_s = (retry_ns + YARD_NS_PER_S - 1) / YARD_NS_PER_S;
+    switch (v) {
+    case CHAT_GUARD_OK:
+        break;
+    case CHAT_GUARD_WAIT:
+        /* The address has its share of checks in flight: this one waits its
+         * turn (reading nothing meanwhile), within the registration time. */
+        if (s->wait_account != account) {
+            snprintf(s->wait_account, sizeof s->wait_account, "%.*s", (int)alen, account);
+            snprintf(s->wait_password, sizeof s->wait_password, "%.*s", (int)plen, password);
+        }
+        if (s->state == ST_READY) { /* a guest logging in: no waiting in line */
+            refuse_login(s, fx, true, "the server is busy checking other logins; try again in "
+                                      "a few seconds");
+            return;
+        }
+        s->wait_sasl = sasl;
+        s->state = ST_WAIT;
+        yard_fx_wake_at(fx, fx->now_ns + CHECK_RETRY_NS < s->register_by
+                                ? fx->now_ns + CHECK_RETRY_NS
+                                : s->register_by);
+        return;
+    case CHAT_GUARD_BUSY:
+        refuse_login(s, fx, sasl, "the server is busy checking other logins; try again in a few "
+                                  "seconds");
+        return;
+    case CHAT_GUARD_ADDR_LIMIT:
+        chat_addr_text(&s->addr, where, sizeof where);
+        snprintf(why, sizeof why, "too many failed logins from %s; try again in %llu s", where,
+                 wait_s);
+        s->failures++;
+        refuse_login(s, fx, sasl, why);
+        return;
+    default: /* CHAT_GUARD_ACCOUNT_LIMIT */
+        snprintf(why, sizeof why, "too many failed logins for %s; try again in %llu s", key,
+                 wait_s);
+        s->failures++;
+        refuse_login(s, fx, sasl, why);
+        return;
+    }
+    struct auth_job *j = calloc(1, sizeof *j);
+    if (!j) {
+        chat_guard_check_end(app->guard, ticket, &s->addr, key, false, fx->now_ns);
+        fx->nomem = true;
+        return;
+    }
+    s->check_ticket = ticket;
+    s->check_at = fx->now_ns;
+    memcpy(s->check_key, key, sizeof key);
+    j->dir = app->set->data_dir;
+    memcpy(j->dummy_template, app->dummy_template, sizeof j->dummy_template);
+    j->sasl = sasl;
+    snprintf(j->account, sizeof j->account, "%.*s", (int)alen, account);
+    snprintf(j->password, sizeof j->password, "%.*s", (int)plen, password);
+    chat_forget_wait(s);
+    s->job = j;
+    if (s->state != ST_READY) /* a guest logging in goes on relaying meanwhile */
+        s->state = ST_AUTH;
+    yard_fx_offload(fx, chat_auth_job_run, j);
+}
+
+/* The check in flight is over (its job is done). */
+void chat_end_check(struct chat_app *app, struct session *s, bool ok, uint64_t now_ns)
+{
+    if (!s->check_ticket)
+        return;
+    chat_guard_check_end(app->guard, s->check_ticket, &s->addr, s->check_key, ok, now_ns);
+    s->check_ticket = 0;
+}
+
+static void welcome(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    chat_numeric(fx, s, 1, ":Welcome to the yard chat, %s", s->account);
+    chat_numeric(fx, s, 2, ":Your host is " SERVER ", running Switchyard 0.1.0");
+    chat_numeric(fx, s, 3, ":This server speaks an IRC subset; see docs/chat.md");
+    chat_numeric(fx, s, 4, SERVER " 0.1.0 iw MRiklmnotv klov");
+    chat_numeric(fx, s, 5, "NETWORK=Switchyard CASEMAPPING=rfc1459 CHANTYPES=#& PREFIX=(ov)@+ "
+                      "CHANMODES=,k,l,MRimnt MODES=%d NICKLEN=%d CHANNELLEN=%d TOPICLEN=%d "
+                      "KICKLEN=%d AWAYLEN=%d :are supported by this server",
+            MODES_MAX, CHAT_NAME_MAX, CHAT_CHAN_MAX, CHAT_TOPIC_MAX, KICK_REASON_MAX,
+            CHAT_AWAY_MAX);
+    chat_numeric(fx, s, 5, "CHANLIMIT=#&:%u CHATHISTORY=%d MSGREFTYPES=msgid,timestamp "
+                      "TARGMAX=PRIVMSG:%d,NOTICE:%d,WHOIS:%d,USERHOST:5,KICK:%d :are supported "
+                      "by this server",
+            app->set->channels_per_account, HISTORY_MAX, TARGMAX, TARGMAX, TARGMAX, TARGMAX);
+    if (app->motd[0]) {
+        chat_numeric(fx, s, 375, ":- " SERVER " Message of the day -");
+        char copy[sizeof app->motd];
+        strcpy(copy, app->motd);
+        char *save = NULL;
+        for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+            chat_numeric(fx, s, 372, ":- %.400s", l);
+        chat_numeric(fx, s, 376, ":End of /MOTD command.");
+    } else {
+        chat_numeric(fx, s, 422, ":MOTD File is missing");
+    }
+}
+
+/* Logged in: take a member slot and start relaying from the log's end. */
+static void become_ready(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    chat_lock(app->cs);
+    s->slot = chat_member_add(app->cs, s->account);
+    chat_unlock(app->cs);
+    snprintf(s->sender, sizeof s->sender, "%s", s->account);
+    chat_ready(app, s, fx);
+}
+
+/* The member slot is taken (or not: s->slot < 0): relay from the log's end. */
+void chat_ready(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    if (s->slot < 0) {
+        chat_sendf(fx, "ERROR :Closing Link: the server is full");
+        yard_fx_close(fx, NULL);
+        return;
+    }
+    s->state = ST_READY;
+    chat_guard_leave(app->guard, s->enter_ticket);
+    s->enter_ticket = 0;
+    chat_casefold(s->account_key, s->account, strlen(s->account));
+    s->seen = yard_chatlog_cursor_end(app->log, &s->cur);
+    s->heard_ns = fx->now_ns;
+    /* the registration timeout is over: the timer now watches liveness */
+    yard_fx_wake_idle(fx,
+                      app->set->ping_interval_ns ? fx->now_ns + app->set->ping_interval_ns : 0);
+    welcome(app, s, fx);
+    yard_fx_watch(fx, app->bus, 0, s->seen);
+}
+
+/* NICK, USER and (PASS or SASL) are in, and CAP negotiation is over. */
+void chat_try_register(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    if (s->state != ST_NEW || !s->got_nick || !s->got_user || s->cap_active || s->pending_fail)
+        return;
+    if (s->sasl_done) {
+        if (strcasecmp(s->nick, s->account) != 0) {
+            /* The nick is the account's name: tell the client so. */
+            chat_sendf(fx, ":%s!%s@" SERVER " NICK %s", s->nick, s->account, s->account);
+        }
+        become_ready(app, s, fx);
+        return;
+    }
+    if (!s->have_pass && app->set->guests) {
+        if (!s->nick_checking) /* a guest, unless the nick is an account's */
+            chat_nick_check(app, s, fx, s->nick);
+        return;
+    }
+    if (!s->have_pass) {
+        chat_numeric(fx, s, 464, ":Password required: log in with SASL PLAIN or PASS (your nick is "
+                            "your account)");
+        chat_sendf(fx, "ERROR :Closing Link: not logged in");
+        yard_fx_close(fx, NULL);
+        return;
+    }
+    chat_start_auth(app, s, fx, s->nick, strlen(s->nick), s->pass, strlen(s->pass), false);
+    explicit_bzero(s->pass, sizeof s->pass);
+    s->have_pass = false;
+}
+
+void chat_auth_done(struct chat_app *app, struct session *s, struct auth_job *j, yard_fx_t *fx)
+{
+    s->job = NULL;
+    if (s->state != ST_READY)
+        s->state = ST_NEW;
+    chat_end_check(app, s, j->ok, fx->now_ns);
+    if (j->ok && s->guest) {
+        chat_guest_logs_in(app, s, fx, j->canon, j->sasl);
+    } else if (j->ok) {
+        snprintf(s->account, sizeof s->account, "%s", j->canon);
+        if (j->sasl) {
+            s->sasl_done = true;
+            chat_numeric(fx, s, 900, "%s!%s@" SERVER " %s :You are now logged in as %s", s->account,
+                         s->account, s->account, s->account);
+            chat_numeric(fx, s, 903, ":SASL authentication successful");
+        } else {
+            s->sasl_done = true; /* the same from here on */
+        }
+        chat_try_register(app, s, fx);
+    } else {
+        /* Slow down guessing: the answer waits 1 s per failure so far (at
+         * most 10 s), on top of bcrypt's own cost. */
+        s->failures++;
+        uint64_t delay = (uint64_t)(s->failures < 10 ? s->failures : 10) * YARD_NS_PER_S;
+        s->fail_until = fx->now_ns + delay;
+        s->pending_fail = j->sasl || s->guest ? 904 : 464; /* a guest stays a guest */
+        yard_fx_wake_at(fx, s->fail_until);
+    }
+    free(j);
+}
+
+void chat_cap(struct chat_app *app, struct session *s, yard_fx_t *fx, const yard_irc_msg_t *m)
+{
+    const char *sub = m->n ? m->params[0] : "";
+    if (!strcasecmp(sub, "LS") || !strcasecmp(sub, "LIST")) {
+        if (s->state != ST_READY)
+            s->cap_active = true;
+        bool ls = !strcasecmp(sub, "LS");
+        /* Values (sasl=PLAIN) only for clients that said they read them:
+         * CAP LS 302. */
+        bool values = ls && m->n > 1 && atoi(m->params[1]) >= 302;
+        char names[400];
+        size_t n = 0;
+        names[0] = 0;
+        for (size_t i = 0; i < NCAPS; i++)
+            if (ls || (s->caps & cap_names[i].bit))
+                n += (size_t)snprintf(names + n, sizeof names - n, "%s%s%s", n ? " " : "",
+                                      cap_names[i].name,
+                                      values && cap_names[i].bit == CAP_SASL ? "=PLAIN" : "");
+        chat_sendf(fx, ":" SERVER " CAP %s %s :%s", chat_who(s), ls ? "LS" : "LIST", names);
+    } else if (!strcasecmp(sub, "REQ")) {
+        if (s->state != ST_READY)
+            s->cap_active = true;
+        const char *list = m->n > 1 ? m->params[1] : "";
+        char copy[512];
+        snprintf(copy, sizeof copy, "%s", list);
+        unsigned caps = s->caps;
+        bool ok = true;
+        char *save = NULL;
+        for (char *c = strtok_r(copy, " ", &save); c && ok; c = strtok_r(NULL, " ", &save)) {
+            bool off = c[0] == '-';
+            const char *name = off ? c + 1 : c;
+            size_t i = 0;
+            while (i < NCAPS && strcmp(name, cap_names[i].name) != 0)
+                i++;
+            if (i == NCAPS)
+                ok = false; /* all or nothing */
+            else if (off)
+                caps &= ~cap_names[i].bit;
+            else
+                caps |= cap_names[i].bit;
+        }
+        if (ok)
+            s->caps = caps;
+        chat_sendf(fx, ":" SERVER " CAP %s %s :%s", chat_who(s), ok ? "ACK" : "NAK", list);
+    } else if (!strcasecmp(sub, "END")) {
+        s->cap_active = false;
+        chat_try_register(app, s, fx);
+    } else {
+        chat_numeric(fx, s, 410, "%s :Invalid CAP command", sub);
+    }
+}
+
+/* A device's client id: letters, digits, '-', '_' and '.', lower case. */
+void chat_set_client(struct session *s, const char *id, size_t len)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < len && o < CHAT_CLIENT_MAX; i++) {
+        char c = id[i];
+        if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.')
+            s->client[o++] = c;
+        else if (c >= 'A' && c <= 'Z')
+            s->client[o++] = (char)(c - 'A' + 'a');
+    }
+    s->client[o] = 0;
+}
+
+void chat_authenticate(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                       const yard_irc_msg_t *m)
+{
+    if ((s->state == ST_READY && !s->guest) || s->sasl_done) {
+        chat_numeric(fx, s, 907, ":You have already authenticated using SASL");
+        return;
+    }
+    if (s->guest && !(s->caps & CAP_SASL)) {
+        chat_numeric(fx, s, 904, ":SASL authentication failed: ask for the sasl capability first "
+                            "(CAP REQ :sasl), or log in with PASS account:password");
+        return;
+    }
+    if (m->n < 1) {
+        chat_numeric(fx, s, 461, "AUTHENTICATE :Not enough parameters");
+        return;
+    }
+    const char *arg = m->params[0];
+    if (!s->sasl_plain) {
+        if (!strcmp(arg, "*")) {
+            chat_numeric(fx, s, 906, ":SASL authentication aborted");
+        } else if (strcasecmp(arg, "PLAIN") != 0) {
+            chat_numeric(fx, s, 908, "PLAIN :are available SASL mechanisms");
+            chat_numeric(fx, s, 904, ":SASL authentication failed");
+        } else {
+            s->sasl_plain = true;
+            s->sasl_len = 0;
+            chat_sendf(fx, "AUTHENTICATE +");
+        }
+        return;
+    }
+    if (!strcmp(arg, "*")) {
+        s->sasl_plain = false;
+        chat_numeric(fx, s, 906, ":SASL authentication aborted");
+        return;
+    }
+    /* The payload comes in 400-byte pieces; a shorter one (or "+") ends it. */
+    size_t n = strcmp(arg, "+") ? strlen(arg) : 0;
+    if (s->sasl_len + n >= sizeof s->sasl_buf) {
+        s->sasl_plain = false;
+        chat_numeric(fx, s, 905, ":SASL message too long");
+        return;
+    }
+    memcpy(s->sasl_buf + s->sasl_len, arg, n);
+    s->sasl_len += n;
+    if (n == 400)
+        return;
+    s->sasl_plain = false;
+    char plain[768];
+    long len = yard_b64decode(s->sasl_buf, s->sasl_len, plain, sizeof plain);
+    explicit_bzero(s->sasl_buf, sizeof s->sasl_buf);
+    const char *user, *pass;
+    size_t ulen, plen;
+    if (len <= 0 || !yard_sasl_plain_split(plain, (size_t)len, &user, &ulen, &pass, &plen)) {
+        chat_numeric(fx, s, 904, ":SASL authentication failed (malformed PLAIN)");
+        explicit_bzero(plain, sizeof plain);
+        return;
+    }
+    /* "alice@phone": the account alice, from the device called phone. */
+    const char *at = memchr(user, '@', ulen);
+    if (at) {
+        chat_set_client(s, at + 1, (size_t)(user + ulen - at - 1));
+        s->client_from_sasl = true;
+        ulen = (size_t)(at - user);
+    }
+    chat_start_auth(app, s, fx, user, ulen, pass, plen, true);
+    explicit_bzero(plain, sizeof plain);
+}

@@ -1,0 +1,23 @@
+/* Registration and login (register.c): CAP negotiation, PASS, NICK and
+ * USER before registration, SASL PLAIN (AUTHENTICATE), the password check
+ * (an offloaded bcrypt job) within the login limits (guard.h), the delayed
+ * answer to a failed login, and the welcome once a connection is in. */
+#ifndef YARD_CHAT_REGISTER_H
+#define YARD_CHAT_REGISTER_H
+
+#include "session.h"
+
+void chat_forget_wait(struct session *s);
+void chat_start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                     const char *account, size_t alen, const char *password, size_t plen,
+                     bool sasl);
+void chat_end_check(struct chat_app *app, struct session *s, bool ok, uint64_t now_ns);
+void chat_ready(struct chat_app *app, struct session *s, yard_fx_t *fx);
+void chat_try_register(struct chat_app *app, struct session *s, yard_fx_t *fx);
+void chat_auth_done(struct chat_app *app, struct session *s, struct auth_job *j, yard_fx_t *fx);
+void chat_cap(struct chat_app *app, struct session *s, yard_fx_t *fx, const yard_irc_msg_t *m);
+void chat_set_client(struct session *s, const char *id, size_t len);
+void chat_authenticate(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                       const yard_irc_msg_t *m);
+
+#endif

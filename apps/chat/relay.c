@@ -1,0 +1,501 @@
+/* The log and the news: what a chat connection hears (relay.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jobs.h"
+#include "relay.h"
+#include "session.h"
+#include "yard/hash.h"
+#include "yard/log.h"
+
+#define NEWS_BATCH 1024 /* records relayed per news call before yielding */
+
+static bool is_presence(int type)
+{
+    return type == YARD_LOGREC_JOIN || type == YARD_LOGREC_PART || type == YARD_LOGREC_QUIT ||
+           type == YARD_LOGREC_AWAY || type == YARD_LOGREC_NICK;
+}
+
+void chat_own_push(struct session *s, uint64_t id)
+{
+    if (s->own_len == OWN_RING) { /* forget the oldest: it will be relayed back once */
+        s->own_head = (s->own_head + 1) % OWN_RING;
+        s->own_len--;
+    }
+    s->own[(s->own_head + s->own_len) % OWN_RING] = id;
+    s->own_len++;
+}
+
+/* Is id one this connection sent? Ids come in order, so the ring's front
+ * is the only candidate (older fronts were passed). */
+static bool own_pop(struct session *s, uint64_t id)
+{
+    while (s->own_len && s->own[s->own_head] < id) {
+        s->own_head = (s->own_head + 1) % OWN_RING;
+        s->own_len--;
+    }
+    if (s->own_len && s->own[s->own_head] == id) {
+        s->own_head = (s->own_head + 1) % OWN_RING;
+        s->own_len--;
+        return true;
+    }
+    return false;
+}
+
+/* A message record's text may start with its sender's client-only tags,
+ * ended by a NUL (a client's text never holds one: such a line gets 421):
+ * *r is left with the text after it. */
+static void split_client_tags(yard_chatlog_rec_t *r, const char **tags, size_t *tags_len)
+{
+    const char *nul = memchr(r->text, 0, r->text_len);
+    *tags = NULL;
+    *tags_len = 0;
+    if (!nul)
+        return;
+    *tags = r->text;
+    *tags_len = (size_t)(nul - r->text);
+    r->text_len -= *tags_len + 1;
+    r->text = nul + 1;
+}
+
+/* A guest's records name it "~nick" (include/yard/proto_logrec.h): take
+ * the '~' off the record's sender, and say whether it was there. */
+bool chat_unguest(yard_chatlog_rec_t *r)
+{
+    if (r->sender_len < 2 || r->sender[0] != '~')
+        return false;
+    r->sender++;
+    r->sender_len--;
+    return true;
+}
+
+/* The tags a connection asked for on a relayed record: server-time, msgid
+ * (message-tags; the log's id, the same for everyone), account
+ * (account-tag; every sender is an account), the batch it is part of, and
+ * a message's client-only tags (message-tags): "" or "@... " ending in a
+ * space. */
+static void tags_with(const struct session *s, const yard_chatlog_rec_t *r, bool guest,
+                      const char *batch, const char *ctags, size_t ctags_len, char *out,
+                      size_t cap)
+{
+    size_t n = 0;
+    out[0] = 0;
+#define TAG(...) n += (size_t)snprintf(out + n, n < cap ? cap - n : 0, __VA_ARGS__)
+    if (s->caps & CAP_TIME) {
+        char t[40];
+        chat_format_time(t, sizeof t, r->ts_ns);
+        TAG("%ctime=%s", n ? ';' : '@', t);
+    }
+    if (s->caps & CAP_MESSAGE_TAGS)
+        TAG("%cmsgid=%llu", n ? ';' : '@', (unsigned long long)r->id);
+    if ((s->caps & CAP_ACCOUNT_TAG) && !guest) /* a guest has no account: no tag */
+        TAG("%caccount=%.*s", n ? ';' : '@', (int)r->sender_len, r->sender);
+    if (batch && batch[0])
+        TAG("%cbatch=%s", n ? ';' : '@', batch);
+    if (ctags_len && (s->caps & CAP_MESSAGE_TAGS))
+        TAG("%c%.*s", n ? ';' : '@', (int)ctags_len, ctags);
+    if (n)
+        TAG(" ");
+#undef TAG
+    if (n >= cap)
+        out[0] = 0; /* cannot happen with the sizes used: no tags rather than half */
+}
+
+/* tags_with, for a record without client-only tags. */
+static void tags_for(const struct session *s, const yard_chatlog_rec_t *r, bool guest,
+                     const char *batch, char *out, size_t cap)
+{
+    tags_with(s, r, guest, batch, NULL, 0, out, cap);
+}
+
+void chat_relay(yard_fx_t *fx, const struct session *s, const yard_chatlog_rec_t *r,
+                bool guest, const char *batch)
+{
+    const char *cmd = r->type == YARD_LOGREC_NOTICE  ? "NOTICE"
+                      : r->type == YARD_LOGREC_TOPIC ? "TOPIC"
+                                                     : "PRIVMSG";
+    const char *ctags = NULL;
+    size_t ctags_len = 0;
+    yard_chatlog_rec_t msg;
+    if (r->type != YARD_LOGREC_TOPIC) {
+        msg = *r;
+        split_client_tags(&msg, &ctags, &ctags_len);
+        r = &msg;
+    }
+    char tags[CLIENT_TAGS_MAX + 300];
+    if (r->type == YARD_LOGREC_TAGMSG) { /* only tags: for clients that take them */
+        if (!(s->caps & CAP_MESSAGE_TAGS))
+            return;
+        tags_with(s, r, guest, batch, ctags, ctags_len, tags, sizeof tags);
+        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " TAGMSG %.*s", tags, (int)r->sender_len, r->sender,
+                   (int)r->sender_len, r->sender, (int)r->target_len, r->target);
+        return;
+    }
+    /* Text is stored without control characters (chat_data removes them),
+     * but a log written before that rule may hold some. */
+    char clean[YARD_LOGREC_TEXT_MAX + 1];
+    yard_chatlog_rec_t copy;
+    if (yard_irc_has_controls(r->text, r->text_len)) {
+        copy = *r;
+        memcpy(clean, r->text, r->text_len);
+        copy.text_len = yard_irc_strip_controls(clean, r->text_len);
+        copy.text = clean;
+        r = &copy;
+    }
+    tags_with(s, r, guest, batch, ctags, ctags_len, tags, sizeof tags);
+    chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " %s %.*s :%.*s", tags, (int)r->sender_len, r->sender,
+               (int)r->sender_len, r->sender, cmd, (int)r->target_len, r->target, (int)r->text_len,
+               r->text);
+}
+
+/* Is this record for this connection, and through which channel? */
+static bool for_me(struct chat_app *app, struct session *s, const yard_chatlog_rec_t *r,
+                   char *chan_key)
+{
+    chan_key[0] = 0;
+    char target[CHAT_CHAN_MAX + 1];
+    if (r->target_len > CHAT_CHAN_MAX)
+        return false;
+    chat_casefold(target, r->target, r->target_len);
+    if (target[0] == '#' || target[0] == '&') {
+        chat_lock(app->cs);
+        int c = chat_channel_find(app->cs, r->target, r->target_len, false);
+        bool in = c >= 0 && chat_is_in(app->cs, s->slot, c);
+        chat_unlock(app->cs);
+        if (in)
+            strcpy(chan_key, target);
+        return in;
+    }
+    return strcmp(target, s->account_key) == 0;
+}
+
+/* A join, part or quit of another account in a channel this connection
+ * is in. An account's own presence is never relayed to it: its connection
+ * that joined or left was answered directly, and the log has a join only
+ * when the account's first connection joins, a part or quit only when its
+ * last one leaves. */
+static void presence_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                           const yard_chatlog_rec_t *r, bool guest)
+{
+    char sender[CHAT_NAME_MAX + 1], key[CHAT_CHAN_MAX + 1];
+    if (r->sender_len > CHAT_NAME_MAX)
+        return;
+    chat_casefold(sender, r->sender, r->sender_len);
+    bool grouped = r->type == YARD_LOGREC_QUIT || r->type == YARD_LOGREC_AWAY ||
+                   r->type == YARD_LOGREC_NICK;
+    if (grouped) { /* one record per channel: told once */
+        /* Consecutive records of one sender, type and text: one change
+         * (two changes in a row differ in their text: away, back) */
+        uint64_t text_hash = yard_fnv1a(YARD_FNV1A_INIT, r->text, r->text_len);
+        if (r->id != s->group_id + 1 || r->type != s->group_type ||
+            text_hash != s->group_text || strcmp(sender, s->group_key) != 0) {
+            strcpy(s->group_key, sender); /* a new departure or away change */
+            s->group_type = r->type;
+            s->group_text = text_hash;
+            s->group_told = false;
+        }
+        s->group_id = r->id;
+        if (s->group_told)
+            return;
+    }
+    if (r->type == YARD_LOGREC_AWAY && !(s->caps & CAP_AWAY_NOTIFY))
+        return;
+    if (!strcmp(sender, s->account_key) || !for_me(app, s, r, key))
+        return;
+    if (r->type == YARD_LOGREC_NICK && r->text_len <= CHAT_NAME_MAX) {
+        char to[CHAT_NAME_MAX + 1];
+        chat_casefold(to, r->text, r->text_len);
+        if (!strcmp(to, s->account_key))
+            return; /* the guest that changed its nick: told at once */
+    }
+    char tags[200], why[YARD_CHATLOG_DEFER_TEXT];
+    tags_for(s, r, guest, NULL, tags, sizeof tags);
+    size_t wn = r->text_len < sizeof why ? r->text_len : sizeof why - 1;
+    memcpy(why, r->text, wn);
+    wn = yard_irc_strip_controls(why, wn);
+    why[wn] = 0;
+    int sn = (int)r->sender_len, tn = (int)r->target_len;
+    if (r->type == YARD_LOGREC_JOIN && !wn) { /* no realname: the account's name */
+        memcpy(why, r->sender, r->sender_len);
+        why[r->sender_len] = 0;
+    }
+    s->group_told = grouped;
+    /* extended-join: a join record's text is USER's realname */
+    if (r->type == YARD_LOGREC_JOIN && (s->caps & CAP_EXTENDED_JOIN))
+        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " JOIN %.*s %.*s :%s", tags, sn, r->sender, sn,
+                   r->sender, tn, r->target, guest ? 1 : sn, guest ? "*" : r->sender, why);
+    else if (r->type == YARD_LOGREC_JOIN)
+        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " JOIN %.*s", tags, sn, r->sender, sn, r->sender, tn,
+                   r->target);
+    else if (r->type == YARD_LOGREC_PART)
+        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " PART %.*s%s%s", tags, sn, r->sender, sn, r->sender,
+                   tn, r->target, wn ? " :" : "", why);
+    else if (r->type == YARD_LOGREC_AWAY)
+        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " AWAY%s%s", tags, sn, r->sender, sn, r->sender,
+                   wn ? " :" : "", why);
+    else if (r->type == YARD_LOGREC_NICK)
+        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " NICK :%s", tags, sn, r->sender, sn, r->sender, why);
+    else
+        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " QUIT :%s", tags, sn, r->sender, sn, r->sender, why);
+}
+
+/* A MODE or KICK in a channel this connection is in (its setter's
+ * included), a KICK of its account, or an INVITE of its account. */
+static void chanop_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                         const yard_chatlog_rec_t *r, bool guest)
+{
+    char key[CHAT_CHAN_MAX + 1], tags[200], text[YARD_CHATLOG_DEFER_TEXT];
+    bool to_me = for_me(app, s, r, key);
+    size_t tn = r->text_len < sizeof text ? r->text_len : sizeof text - 1;
+    memcpy(text, r->text, tn);
+    tn = yard_irc_strip_controls(text, tn);
+    text[tn] = 0;
+    int sn = (int)r->sender_len;
+    if (r->type == YARD_LOGREC_KICK) {
+        /* "nick reason": the kicked account is out of the channel already,
+         * so it hears the kick as its account's */
+        size_t vn = strcspn(text, " ");
+        char victim[CHAT_NAME_MAX + 1];
+        if (vn > CHAT_NAME_MAX)
+            return;
+        chat_casefold(victim, text, vn);
+        if (!to_me && strcmp(victim, s->account_key))
+            return;
+        tags_for(s, r, guest, NULL, tags, sizeof tags);
+        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " KICK %.*s %.*s :%s", tags, sn, r->sender, sn,
+                   r->sender, (int)r->target_len, r->target, (int)vn, text,
+                   text[vn] ? text + vn + 1 : "");
+        return;
+    }
+    if (!to_me)
+        return;
+    tags_for(s, r, guest, NULL, tags, sizeof tags);
+    if (r->type == YARD_LOGREC_MODE)
+        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " MODE %.*s %s", tags, sn, r->sender, sn, r->sender,
+                   (int)r->target_len, r->target, text);
+    else
+        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " INVITE %s %s", tags, sn, r->sender, sn, r->sender,
+                   s->account, text);
+}
+
+/* A read marker of this connection's account moved: tell it (all its
+ * connections with the capability, the one that moved it included). */
+static void marker_relay(struct session *s, yard_fx_t *fx, const yard_chatlog_rec_t *r)
+{
+    char sender[CHAT_NAME_MAX + 1];
+    if (!(s->caps & CAP_READ_MARKER) || r->sender_len > CHAT_NAME_MAX)
+        return;
+    chat_casefold(sender, r->sender, r->sender_len);
+    if (!strcmp(sender, s->account_key))
+        chat_sendf(fx, ":" SERVER " MARKREAD %.*s timestamp=%.*s", (int)r->target_len, r->target,
+                   (int)r->text_len, r->text);
+}
+
+/* Read positions move once per channel per batch of relayed records, not
+ * once per record: each move takes the shared lock. */
+struct pos_batch {
+    struct {
+        char key[CHAT_CHAN_MAX + 1];
+        uint64_t id;
+    } at[8];
+    int n;
+};
+
+static void pos_flush(struct chat_app *app, struct session *s, struct pos_batch *pb)
+{
+    for (int i = 0; i < pb->n; i++)
+        chat_pos_set(app->cs, s->account, s->client, pb->at[i].key, pb->at[i].id);
+    pb->n = 0;
+}
+
+static void pos_note(struct chat_app *app, struct session *s, struct pos_batch *pb,
+                     const char *key, uint64_t id)
+{
+    for (int i = 0; i < pb->n; i++)
+        if (strcmp(pb->at[i].key, key) == 0) {
+            pb->at[i].id = id;
+            return;
+        }
+    if (pb->n == (int)(sizeof pb->at / sizeof pb->at[0]))
+        pos_flush(app, s, pb);
+    strcpy(pb->at[pb->n].key, key);
+    pb->at[pb->n++].id = id;
+}
+
+/* The log cannot be read for this connection: it cannot go on relaying,
+ * and must not spin on the same record. `yard-chat log verify` says where. */
+static void log_unreadable(struct session *s, yard_fx_t *fx, int err)
+{
+    yard_log_err("chat: reading the log for %s after id %llu: %s", s->account,
+                 (unsigned long long)s->seen, strerror(-err));
+    chat_sendf(fx, "ERROR :Closing Link: the server cannot read its log");
+    yard_fx_close(fx, NULL);
+}
+
+/* Relay the records of one read at s->cur; *count grows by those taken.
+ * 0, or -EBADMSG on committed bytes that do not decode. */
+static int relay_read(struct chat_app *app, struct session *s, yard_fx_t *fx, const uint8_t *buf,
+                      size_t len, int *count)
+{
+    yard_chatlog_rec_t r;
+    struct pos_batch pos = {0};
+    size_t at = 0;
+    int rc;
+    while ((rc = yard_chatlog_take(&s->cur, buf, len, &at, &r)) == 1) {
+        ++*count;
+        if (r.id <= s->seen)
+            continue;
+        s->seen = r.id;
+        bool guest = chat_unguest(&r);
+        if (r.type == YARD_LOGREC_READ) {
+            marker_relay(s, fx, &r);
+            continue;
+        }
+        if (is_presence(r.type)) {
+            presence_relay(app, s, fx, &r, guest);
+            continue;
+        }
+        if (r.type == YARD_LOGREC_MODE || r.type == YARD_LOGREC_KICK ||
+            r.type == YARD_LOGREC_INVITE) {
+            chanop_relay(app, s, fx, &r, guest);
+            continue;
+        }
+        char key[CHAT_CHAN_MAX + 1];
+        bool mine = own_pop(s, r.id);
+        bool to_me = for_me(app, s, &r, key);
+        /* echo-message: the sender sees its message, a private one too. A
+         * topic change goes to every member, its setter included. */
+        if (r.type == YARD_LOGREC_TOPIC ? to_me : mine ? (s->caps & CAP_ECHO) != 0 : to_me)
+            chat_relay(fx, s, &r, guest, NULL);
+        if (to_me && key[0] && r.type != YARD_LOGREC_TAGMSG && !s->guest)
+            pos_note(app, s, &pos, key, r.id);
+    }
+    pos_flush(app, s, &pos);
+    return rc < 0 ? rc : 0;
+}
+
+/* Relay what the log's tail holds past s->seen, NEWS_BATCH records at
+ * most: 0, -EAGAIN when the rest is not in the tail (a read job's work),
+ * or -EBADMSG after closing the connection. */
+static int relay_tail(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    int n = 0;
+    while (n < NEWS_BATCH) {
+        long got = yard_chatlog_read_tail(app->log, &s->cur, s->rd.buf, sizeof s->rd.buf);
+        if (got == -EAGAIN)
+            return -EAGAIN;
+        if (got <= 0)
+            break;
+        int rc = relay_read(app, s, fx, s->rd.buf, (size_t)got, &n);
+        if (rc < 0) {
+            log_unreadable(s, fx, rc);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+/* Before this connection joins or leaves a channel, it relays what is
+ * already in the log: what happened before it joined is not news to it
+ * afterwards (the NAMES it gets shows it), and what was said before it left
+ * is still its to hear. */
+void chat_catch_up(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    if (!s->posting)
+        relay_tail(app, s, fx); /* a connection further behind reads on as before */
+}
+
+/* Relay what the log holds past s->seen, then watch from there. What is in
+ * the log's tail is read from memory; a connection further behind reads
+ * the files in a job (read_done goes on from there). */
+void chat_news(void *state, void *session, yard_fx_t *fx)
+{
+    struct chat_app *app = state;
+    struct session *s = session;
+    if (s->state != ST_READY || s->posting)
+        return; /* after the post: its ids must be known as ours first */
+    int rc = relay_tail(app, s, fx);
+    if (rc == -EAGAIN) {
+        s->rd.log = app->log;
+        s->rd.cur = s->cur;
+        yard_fx_io(fx, chat_read_job_run, &s->rd);
+        return;
+    }
+    if (rc == 0)
+        yard_fx_watch(fx, app->bus, 0, s->seen);
+}
+
+void chat_read_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    struct read_job *j = &s->rd;
+    s->cur = j->cur; /* the read placed it (or moved it to the next segment) */
+    int n = 0, rc = j->n < 0 ? (int)j->n : relay_read(app, s, fx, j->buf, (size_t)j->n, &n);
+    if (rc < 0) {
+        log_unreadable(s, fx, rc);
+        return;
+    }
+    yard_fx_watch(fx, app->bus, 0, s->seen); /* news goes on from here */
+}
+
+/* Presence (a member joining, leaving, quitting) goes through the log like
+ * a message, so that everyone sees it in the log's one order. Callbacks
+ * may not do I/O, so they defer the records (yard_chatlog_defer): the next
+ * append, a post's included, writes them first, and the log's writer
+ * thread writes them when nobody posts. */
+void chat_presence_ev(yard_chatlog_entry_t *e, int type, const char *sender,
+                      const char *target, const char *text)
+{
+    e->type = type;
+    snprintf(e->sender, sizeof e->sender, "%s", sender);
+    snprintf(e->target, sizeof e->target, "%s", target);
+    e->text_len = (uint16_t)chat_utf8_cut(text, strlen(text), sizeof e->text - 1);
+    memcpy(e->text, text, e->text_len);
+    e->text[e->text_len] = 0;
+}
+
+void chat_presence_put(struct chat_app *app, yard_chatlog_entry_t *ev, unsigned n)
+{
+    static const char *const what[] = {
+        [YARD_LOGREC_JOIN] = "joined", [YARD_LOGREC_PART] = "left", [YARD_LOGREC_QUIT] = "left",
+        [YARD_LOGREC_AWAY] = "went away or came back in", [YARD_LOGREC_MODE] = "changed the modes of",
+        [YARD_LOGREC_KICK] = "kicked somebody out of", [YARD_LOGREC_INVITE] = "invited"};
+    if (!yard_chatlog_defer(app->log, ev, n))
+        yard_log_limited(YARD_LOG_WARN, "chat: that %s %s %s is not told: the queue for the log "
+                                        "is full (is the disk stalled?)",
+                         ev[0].sender,
+                         ev[0].type >= 0 && ev[0].type < (int)(sizeof what / sizeof what[0]) &&
+                                 what[ev[0].type]
+                             ? what[ev[0].type]
+                             : "changed",
+                         ev[0].target);
+}
+
+/* One record of type per channel set in bits (cs->words words), from
+ * sender with text, under the lock: an array of *n to presence_put and
+ * free (NULL when there is none, or no memory). */
+yard_chatlog_entry_t *chat_events_per_channel(chat_state_t *cs, const uint64_t *bits, int type,
+                                              const char *sender, const char *text,
+                                              unsigned *n)
+{
+    unsigned count = 0;
+    *n = 0;
+    for (unsigned w = 0; w < cs->words; w++)
+        count += (unsigned)__builtin_popcountll(bits[w]);
+    yard_chatlog_entry_t *ev = count ? malloc(count * sizeof *ev) : NULL;
+    for (unsigned w = 0; ev && w < cs->words; w++)
+        for (uint64_t b = bits[w]; b; b &= b - 1)
+            chat_presence_ev(&ev[(*n)++], type, sender,
+                             cs->chans[w * 64 + (unsigned)__builtin_ctzll(b)].name, text);
+    return ev;
+}
+
+/* Is the account in channel c through a connection other than slot? Under
+ * the lock. */
+bool chat_account_in_elsewhere(struct chat_app *app, const struct session *s, int c)
+{
+    uint64_t bits[(CHAT_CHANNELS_LIMIT + 63) / 64] = {0};
+    chat_account_others(app->cs, s->account_key, s->slot, bits);
+    return bits[c / 64] >> (c % 64) & 1;
+}

@@ -1,0 +1,31 @@
+/* The log and the news (relay.c): what a connection hears. When the bus
+ * says the log grew, a connection reads it on from where it was (the tail
+ * in shared memory, or the files in a read job when it fell behind) and
+ * relays what is for it: messages of its channels and to its account (with
+ * the tags it asked for), presence (joins, parts, quits, away, nick
+ * changes: told once per change), MODE, KICK and INVITE records, and its
+ * account's read markers; its read positions move as it relays. Also the
+ * presence records themselves: a callback may not write the log, so it
+ * defers them (chat_presence_put) and the next append or the log's writer
+ * thread writes them. */
+#ifndef YARD_CHAT_RELAY_H
+#define YARD_CHAT_RELAY_H
+
+#include "session.h"
+
+void chat_own_push(struct session *s, uint64_t id);
+bool chat_unguest(yard_chatlog_rec_t *r);
+void chat_relay(yard_fx_t *fx, const struct session *s, const yard_chatlog_rec_t *r,
+                bool guest, const char *batch);
+void chat_catch_up(struct chat_app *app, struct session *s, yard_fx_t *fx);
+void chat_news(void *state, void *session, yard_fx_t *fx);
+void chat_read_done(struct chat_app *app, struct session *s, yard_fx_t *fx);
+void chat_presence_ev(yard_chatlog_entry_t *e, int type, const char *sender,
+                      const char *target, const char *text);
+void chat_presence_put(struct chat_app *app, yard_chatlog_entry_t *ev, unsigned n);
+yard_chatlog_entry_t *chat_events_per_channel(chat_state_t *cs, const uint64_t *bits, int type,
+                                              const char *sender, const char *text,
+                                              unsigned *n);
+bool chat_account_in_elsewhere(struct chat_app *app, const struct session *s, int c);
+
+#endif

@@ -1,0 +1,316 @@
+/* A chat connection's callbacks and its output helpers (session.h). */
+#define _DEFAULT_SOURCE /* explicit_bzero */
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "channel.h"
+#include "commands.h"
+#include "guest.h"
+#include "history.h"
+#include "message.h"
+#include "register.h"
+#include "relay.h"
+#include "session.h"
+#include "yard/clock.h"
+
+void chat_sendf(yard_fx_t *fx, const char *fmt, ...)
+{
+    char line[LINE_MAX_MSG + LINE_MAX_TAGS + 4];
+    bool cut;
+    va_list ap;
+    va_start(ap, fmt);
+    size_t n = yard_irc_vline(line, sizeof line, &cut, fmt, ap);
+    va_end(ap);
+    if (n)
+        yard_fx_send(fx, line, n);
+}
+
+/* Whom a numeric is addressed to: the account, or the nick given so far. */
+const char *chat_who(const struct session *s)
+{
+    return s->state == ST_READY ? s->account : s->got_nick ? s->nick : "*";
+}
+
+void chat_numeric(yard_fx_t *fx, const struct session *s, int code, const char *fmt, ...)
+{
+    char rest[LINE_MAX_MSG];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rest, sizeof rest, fmt, ap);
+    va_end(ap);
+    chat_sendf(fx, ":" SERVER " %03d %s %s", code, chat_who(s), rest);
+}
+
+void chat_format_time(char *out, size_t cap, int64_t ns)
+{
+    time_t secs = (time_t)(ns / 1000000000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    size_t n = strftime(out, cap, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + n, cap - n, ".%03dZ", (int)(ns / 1000000 % 1000));
+}
+
+bool chat_valid_channel(const char *c)
+{
+    size_t n = strlen(c);
+    if (n < 2 || n > CHAT_CHAN_MAX || (c[0] != '#' && c[0] != '&'))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (c[i] == ' ' || c[i] == ',' || c[i] == 7 || c[i] == ':' || (unsigned char)c[i] < 32)
+            return false;
+    return true;
+}
+
+/* The length of text[0..len) cut to at most max bytes, never inside a UTF-8
+ * sequence. */
+size_t chat_utf8_cut(const char *text, size_t len, size_t max)
+{
+    if (len <= max)
+        return len;
+    len = max;
+    while (len > 0 && ((unsigned char)text[len] & 0xC0) == 0x80)
+        len--;
+    return len;
+}
+
+/* Flood control charges every delivered target (the line itself paid for
+ * the first), so a list of targets cannot multiply one token. */
+void chat_charge(struct session *s, int targets)
+{
+    if (targets > 1)
+        s->tokens -= targets - 1;
+}
+
+void chat_job_done(void *state, void *session, void *arg, yard_fx_t *fx)
+{
+    struct chat_app *app = state;
+    struct session *s = session;
+    if (arg == &s->post) {
+        chat_post_done(app, s, fx);
+    } else if (arg == &s->rd) {
+        chat_read_done(app, s, fx);
+    } else if (arg == &s->hist) {
+        chat_history_done(app, s, fx);
+    } else if (arg == &s->nj) {
+        chat_nick_done(app, s, fx);
+    } else if (arg == &s->rp) {
+        chat_replay_done(app, s, fx);
+        char rest[sizeof s->join_rest], keys[sizeof s->join_keys];
+        memcpy(rest, s->join_rest, sizeof rest);
+        memcpy(keys, s->join_keys, sizeof keys);
+        chat_join_list(app, s, fx, rest, keys); /* the JOIN's other channels */
+    } else {
+        chat_auth_done(app, s, arg, fx);
+    }
+}
+
+void chat_open(void *state, void *session, yard_fx_t *fx)
+{
+    struct chat_app *app = state;
+    struct session *s = session;
+    s->slot = -1;
+    s->tokens = app->set->flood_burst;
+    s->tokens_at = fx->now_ns;
+    s->register_by = fx->now_ns + app->set->register_timeout_ns;
+    chat_addr_of(fx->peer, &s->addr);
+    int v = chat_guard_enter(app->guard, &s->addr, fx->now_ns, &s->enter_ticket);
+    if (v != CHAT_GUARD_OK) {
+        char where[64];
+        chat_addr_text(&s->addr, where, sizeof where);
+        if (v == CHAT_GUARD_TOO_MANY)
+            chat_sendf(fx, "ERROR :Closing Link: too many connections from %s have not logged in "
+                      "(at most %u)",
+                  where, app->set->unregistered_per_addr);
+        else
+            chat_sendf(fx, "ERROR :Closing Link: the server is busy; try again later");
+        yard_fx_close(fx, NULL);
+        return;
+    }
+    yard_fx_wake_at(fx, s->register_by);
+}
+
+/* A logged-in client silent for --ping-interval-ms gets a PING; one that
+ * stays silent --ping-timeout-ms more is closed. Sending anything counts as
+ * an answer, so the timer is only looked at when it fires (nothing is
+ * re-armed per line): it wakes when the next of the two could be due. */
+static void liveness(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    const struct chat_settings *set = app->set;
+    if (!set->ping_interval_ns)
+        return;
+    uint64_t now = fx->now_ns;
+    if (s->pinged_ns && now >= s->pinged_ns + set->ping_timeout_ns) {
+        snprintf(s->quit_reason, sizeof s->quit_reason, "Ping timeout: %llu seconds",
+                 (unsigned long long)((now - s->heard_ns) / YARD_NS_PER_S));
+        chat_sendf(fx, "ERROR :Closing Link: %s (%s)", s->account, s->quit_reason);
+        yard_fx_close(fx, NULL);
+        return;
+    }
+    if (!s->pinged_ns && now >= s->heard_ns + set->ping_interval_ns) {
+        chat_sendf(fx, "PING :" SERVER);
+        s->pinged_ns = now;
+    }
+    yard_fx_wake_idle(fx, s->pinged_ns ? s->pinged_ns + set->ping_timeout_ns
+                                       : s->heard_ns + set->ping_interval_ns);
+}
+
+void chat_timer(void *state, void *session, yard_fx_t *fx)
+{
+    struct chat_app *app = state;
+    struct session *s = session;
+    if (s->pending_fail && fx->now_ns >= s->fail_until) {
+        int code = s->pending_fail;
+        s->pending_fail = 0;
+        if (code == 904) {
+            chat_numeric(fx, s, 904, ":SASL authentication failed");
+            chat_try_register(app, s, fx); /* NICK and USER may be waiting */
+        } else {
+            chat_numeric(fx, s, 464, ":Password incorrect");
+            chat_sendf(fx, "ERROR :Closing Link: password incorrect");
+            yard_fx_close(fx, NULL);
+            return;
+        }
+        if (s->state != ST_READY)
+            yard_fx_wake_at(fx, s->register_by);
+        else
+            liveness(app, s, fx); /* a guest's failed login: its timer watches it again */
+        return;
+    }
+    if (s->state == ST_WAIT && fx->now_ns < s->register_by) {
+        chat_start_auth(app, s, fx, s->wait_account, strlen(s->wait_account), s->wait_password,
+                        strlen(s->wait_password), s->wait_sasl);
+        if (s->state == ST_NEW && !fx->close)
+            yard_fx_wake_at(fx, s->register_by); /* refused at once (904): time goes on */
+        return;
+    }
+    if (s->state != ST_READY) {
+        chat_sendf(fx, "ERROR :Closing Link: registration timed out");
+        yard_fx_close(fx, NULL);
+        return;
+    }
+    /* Otherwise: a flood-control pause is over (the engine offers the
+     * waiting input again), or it is time to look at liveness. */
+    liveness(app, s, fx);
+}
+
+size_t chat_data(void *state, void *session, const uint8_t *in, size_t n, yard_fx_t *fx)
+{
+    struct chat_app *app = state;
+    struct session *s = session;
+    size_t used = 0;
+    s->heard_ns = fx->now_ns; /* any line is a sign of life (the timer checks lazily) */
+    s->pinged_ns = 0;
+    /* Refill the flood bucket. */
+    double dt = (double)(fx->now_ns - s->tokens_at) / 1e9, rate = app->set->flood_rate,
+           burst = app->set->flood_burst;
+    s->tokens_at = fx->now_ns;
+    s->tokens = s->tokens + dt * rate > burst ? burst : s->tokens + dt * rate;
+    while (used < n && !fx->close && !fx->job && !s->pending_fail && s->state != ST_WAIT) {
+        const char *p = (const char *)in + used;
+        size_t left = n - used;
+        if (s->discarding) {
+            /* The rest of an overlong line, up to its end (a CR or a LF). */
+            size_t end = 0;
+            while (end < left && p[end] != '\n' && p[end] != '\r')
+                end++;
+            used += end < left ? end + 1 : left;
+            s->discarding = end == left;
+            continue;
+        }
+        size_t start = 0, len = 0, u = 0;
+        int f = yard_irc_frame(p, left, &start, &len, &u);
+        if (f == YARD_IRC_NEED) {
+            used += u;
+            break; /* wait for the rest of the line */
+        }
+        if (f != YARD_IRC_LINE) {
+            chat_numeric(fx, s, 417, ":Input line was too long");
+            s->discarding = f == YARD_IRC_TOOLONG_OPEN;
+            used += u;
+            continue;
+        }
+        if (memchr(p + start, 0, len)) {
+            chat_numeric(fx, s, 421, "* :Line contains a NUL byte");
+            used += u;
+            continue;
+        }
+        if (s->state == ST_READY && rate > 0) {
+            if (s->tokens < 1) {
+                /* Flooding: stop reading this client until a token is due
+                 * (a list of targets may have taken the bucket below 0). */
+                yard_fx_wake_at(fx, fx->now_ns + (uint64_t)((1 - s->tokens) * 1e9 / rate));
+                break;
+            }
+            s->tokens -= 1;
+        }
+        used += u;
+        char line[LINE_MAX_MSG + LINE_MAX_TAGS + 2];
+        memcpy(line, p + start, len);
+        line[len] = 0;
+        /* Nothing a terminal would act on reaches the log or another client:
+         * ESC, other C0 controls than IRC's formatting codes and CTCP's
+         * 0x01, DEL, C1. */
+        len = yard_irc_strip_controls(line, len);
+        yard_irc_msg_t m;
+        if (yard_irc_parse(line, &m))
+            chat_command(app, s, fx, &m);
+        else
+            chat_numeric(fx, s, 421, "* :Not a command");
+    }
+    /* At the end of input the engine drops what is left, unless a job
+     * (a post) stopped the loop: then the rest comes after it. */
+    return used;
+}
+
+void chat_close(void *state, void *session)
+{
+    struct chat_app *app = state;
+    struct session *s = session;
+    if (s->slot >= 0) {
+        /* The members who shared a channel with it hear that it left: a
+         * quit when this was the account's last connection, else a part
+         * for each channel none of its other connections is in. Not when
+         * the server is stopping: everybody is leaving then, and nobody
+         * is left to tell. */
+        yard_chatlog_entry_t *ev = NULL;
+        unsigned n = 0;
+        const char *why = s->quit_reason[0] ? s->quit_reason : "Connection closed";
+        chat_lock(app->cs);
+        if (!yard_stopping()) {
+            chat_state_t *cs = app->cs;
+            uint64_t others[(CHAT_CHANNELS_LIMIT + 63) / 64] = {0};
+            uint64_t left[(CHAT_CHANNELS_LIMIT + 63) / 64];
+            bool online = chat_account_others(cs, s->account_key, s->slot, others);
+            struct chat_member *me = chat_member_at(cs, s->slot);
+            for (unsigned w = 0; w < cs->words; w++)
+                left[w] = me->chans[w] & ~others[w];
+            ev = chat_events_per_channel(cs, left, online ? YARD_LOGREC_PART : YARD_LOGREC_QUIT,
+                                         s->sender, why, &n);
+        }
+        chat_member_remove(app->cs, s->slot, yard_wall_ns() / (int64_t)YARD_NS_PER_S);
+        chat_unlock(app->cs);
+        if (n)
+            chat_presence_put(app, ev, n);
+        free(ev);
+    }
+    free(s->rp.recs); /* a replay whose job_done did not run */
+    free(s->hist.recs); /* a CHATHISTORY's, likewise */
+    free(s->hist.at);
+    free(s->hist.chans);
+    free(s->hist.targets);
+    chat_guard_leave(app->guard, s->enter_ticket);
+    /* A job is never running here (the engine waits for it), but its
+     * job_done may not have run: its check is over either way. close has
+     * no clock of the engine's; the check's start is a time no later than
+     * now, which is all the limits need (their time never runs backwards). */
+    if (s->job)
+        chat_end_check(app, s, s->job->ok, s->check_at);
+    free(s->job);
+    explicit_bzero(s->pass, sizeof s->pass);
+    chat_forget_wait(s);
+}

@@ -1,0 +1,92 @@
+/* A connection of the chat (session.c): its state (struct session), the
+ * app's callbacks that the engine calls for it (open, data, timer, job_done,
+ * close; news is relay.h's), the line splitting and flood control of its
+ * input, and the helpers every module answers it with (sendf, numeric). */
+#ifndef YARD_CHAT_SESSION_H
+#define YARD_CHAT_SESSION_H
+
+#include "jobs.h"
+
+#define OWN_RING 1024
+
+struct session {
+    int state;
+    bool cap_active;   /* CAP LS/REQ seen: registration waits for CAP END */
+    unsigned caps;     /* CAP_* negotiated */
+    uint64_t batches;  /* batch references handed out */
+    bool umode_i, umode_w; /* user modes: kept and shown, nothing more */
+    bool sasl_plain;   /* AUTHENTICATE PLAIN accepted, payload expected */
+    bool sasl_done;
+    bool got_nick, got_user, have_pass;
+    bool discarding;   /* inside an overlong line */
+    char nick[CHAT_NAME_MAX + 1];
+    char pass[YARD_ACCOUNT_PASSWORD_MAX + 1];
+    char sasl_buf[1024];
+    size_t sasl_len;
+    char account[CHAT_NAME_MAX + 1];
+    char account_key[CHAT_NAME_MAX + 1];
+    char client[CHAT_CLIENT_MAX + 1]; /* the device: "alice@phone", or USER's name */
+    char realname[CHAT_REALNAME_MAX + 1]; /* USER's, shown by extended-join */
+    bool client_from_sasl;
+    bool guest;              /* --guests: a nick, no account (s->account holds the nick) */
+    char sender[CHAT_NAME_MAX + 2]; /* as the log names it: the account, or "~" and the guest's nick */
+    bool nick_checking;      /* a nick job is in flight */
+    struct nick_job nj;
+    int slot;
+    chat_addr_t addr;        /* the source address the login limits count */
+    uint64_t enter_ticket;   /* counted as not logged in yet */
+    uint64_t check_ticket;   /* a password check in flight */
+    uint64_t check_at;       /* when it began (fx->now_ns) */
+    char check_key[CHAT_NAME_MAX + 1]; /* its account, casefolded */
+    uint64_t register_by;    /* the registration timeout */
+    uint64_t heard_ns;       /* when the client last sent anything */
+    char quit_reason[600]; /* what the others are told when it goes ("": the default) */
+    /* The quit or away records relayed last: one departure's (or away
+     * change's) records, one per channel, are consecutive, and a member who
+     * shares several of those channels is told once. */
+    uint64_t group_id;
+    int group_type;
+    uint64_t group_text; /* a hash of its text */
+    char group_key[CHAT_NAME_MAX + 1];
+    bool group_told;
+    uint64_t pinged_ns;      /* when the server PINGed it, unanswered (0: none) */
+    /* ST_WAIT: the login to check once the address has its turn. */
+    char wait_account[CHAT_NAME_MAX + 1];
+    char wait_password[YARD_ACCOUNT_PASSWORD_MAX + 1];
+    bool wait_sasl;
+    unsigned failures;
+    uint64_t fail_until; /* a failed login's answer waits until then */
+    int pending_fail;    /* 0, or 904 / 464: the answer to give at fail_until */
+    struct auth_job *job;
+    yard_chatlog_cursor_t cur; /* where relaying goes on (past seen) */
+    uint64_t seen;       /* last log id relayed (or skipped) */
+    bool posting;        /* a post job is in flight: news waits for its ids */
+    struct post_job post;
+    struct read_job rd;
+    struct replay_job rp;
+    struct hist_job hist;
+    char join_rest[LINE_MAX_MSG + 1]; /* JOIN's channels still to join after a replay */
+    char join_keys[LINE_MAX_MSG + 1]; /* ... and their keys */
+    uint64_t own[OWN_RING]; /* ids this connection appended, oldest first */
+    unsigned own_head, own_len;
+    double tokens;
+    uint64_t tokens_at;
+};
+
+void chat_sendf(yard_fx_t *fx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A numeric reply to this connection: ":yard NNN <who> ...". */
+void chat_numeric(yard_fx_t *fx, const struct session *s, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+const char *chat_who(const struct session *s);
+void chat_format_time(char *out, size_t cap, int64_t ns);
+bool chat_valid_channel(const char *c);
+size_t chat_utf8_cut(const char *text, size_t len, size_t max);
+void chat_charge(struct session *s, int targets);
+void chat_job_done(void *state, void *session, void *arg, yard_fx_t *fx);
+void chat_open(void *state, void *session, yard_fx_t *fx);
+void chat_timer(void *state, void *session, yard_fx_t *fx);
+size_t chat_data(void *state, void *session, const uint8_t *in, size_t n, yard_fx_t *fx);
+void chat_close(void *state, void *session);
+
+#endif
