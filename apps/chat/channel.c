@@ -7,6 +7,7 @@
 #include "channel.h"
 #include "history.h"
 #include "jobs.h"
+#include "message.h"
 #include "query.h"
 #include "relay.h"
 #include "session.h"
@@ -90,7 +91,7 @@ int chat_rank_in(const struct chat_chanrec *rec, const char *account)
     return chat_rank_of(rec, key);
 }
 
-void chat_names(struct chat_app *app, struct session *s, yard_fx_t *fx, int c, const char *name)
+static void names(struct chat_app *app, struct session *s, yard_fx_t *fx, int c, const char *name)
 {
     size_t n;
     bool nomem;
@@ -120,8 +121,8 @@ void chat_names(struct chat_app *app, struct session *s, yard_fx_t *fx, int c, c
     chat_numeric(fx, s, 366, "%s :End of /NAMES list.", name);
 }
 
-void chat_topic_reply(struct chat_app *app, struct session *s, yard_fx_t *fx,
-                      const char *name, const char *key)
+static void topic_reply(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                        const char *name, const char *key)
 {
     char topic[CHAT_TOPIC_MAX + 1], by[CHAT_NAME_MAX + 1];
     int64_t at;
@@ -317,8 +318,8 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
                    s->guest ? "*" : s->account, s->realname[0] ? s->realname : s->account);
     else
         chat_sendf(fx, ":%s!%s@" SERVER " JOIN %s", s->account, s->account, shown);
-    chat_topic_reply(app, s, fx, shown, key);
-    chat_names(app, s, fx, c, shown);
+    topic_reply(app, s, fx, shown, key);
+    names(app, s, fx, c, shown);
     if ((s->caps & CAP_AWAY_NOTIFY) && __atomic_load_n(&app->cs->away, __ATOMIC_RELAXED))
         chat_away_of_members(app, s, fx, c);
     if (s->guest) /* no account: no read marker, no position to replay from */
@@ -382,8 +383,8 @@ int chat_channel_of(struct chat_app *app, struct session *s, yard_fx_t *fx, cons
     return c;
 }
 
-void chat_part_one(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *name,
-                   const char *why)
+static void part_one(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *name,
+                     const char *why)
 {
     int c = chat_channel_of(app, s, fx, name, true);
     if (c < 0)
@@ -403,4 +404,95 @@ void chat_part_one(struct chat_app *app, struct session *s, yard_fx_t *fx, const
         chat_presence_ev(&ev, YARD_LOGREC_PART, s->sender, shown, why ? why : "");
         chat_presence_put(app, &ev, 1);
     }
+}
+
+/* JOIN #a,#b [keys], or JOIN 0: leave every channel. */
+void chat_cmd_join(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    if (!strcmp(m->params[0], "0")) { /* leave every channel */
+        for (unsigned i = 0; i < app->cs->nchan; i++) {
+            chat_lock(app->cs);
+            bool in = app->cs->chans[i].used && chat_is_in(app->cs, s->slot, (int)i);
+            char name[CHAT_CHAN_MAX + 1];
+            strcpy(name, app->cs->chans[i].name);
+            chat_unlock(app->cs);
+            if (in)
+                part_one(app, s, fx, name, "Left all channels");
+        }
+        return;
+    }
+    int n = 0; /* as strtok_r counts them: empty names are skipped */
+    for (const char *p = m->params[0]; *p; p++)
+        n += *p != ',' && (p == m->params[0] || p[-1] == ',');
+    chat_charge(s, n);
+    chat_join_list(app, s, fx, m->params[0], m->n > 1 ? m->params[1] : NULL);
+}
+
+/* PART #a,#b [:reason] */
+void chat_cmd_part(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    char *save = NULL;
+    int n = 0;
+    for (char *t = strtok_r(m->params[0], ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        part_one(app, s, fx, t, m->n > 1 ? m->params[1] : NULL);
+        n++;
+    }
+    chat_charge(s, n);
+}
+
+/* NAMES #a,#b */
+void chat_cmd_names(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    char *save = NULL;
+    int n = 0;
+    for (char *t = strtok_r(m->params[0], ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        char shown[CHAT_CHAN_MAX + 1];
+        int ch = chat_channel_of(app, s, fx, t, false);
+        if (ch >= 0 && chat_channel_name(app, ch, shown))
+            names(app, s, fx, ch, shown);
+        n++;
+    }
+    chat_charge(s, n);
+}
+
+/* TOPIC #chan [:topic]: the topic, or a change (by an operator when +t). */
+void chat_cmd_topic(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    int ch = chat_channel_of(app, s, fx, m->params[0], m->n > 1);
+    if (ch < 0)
+        return;
+    chat_lock(app->cs);
+    char shown[CHAT_CHAN_MAX + 1], key[CHAT_CHAN_MAX + 1];
+    strcpy(shown, app->cs->chans[ch].name);
+    strcpy(key, app->cs->chans[ch].key);
+    chat_unlock(app->cs);
+    if (m->n == 1) {
+        topic_reply(app, s, fx, shown, key);
+        return;
+    }
+    chat_lock(app->cs);
+    bool locked = (app->cs->chans[ch].modes & CHAT_MODE_T) &&
+                  !(chat_chan_rank(app->cs, key, s->account_key) & CHAT_RANK_OP);
+    chat_unlock(app->cs);
+    if (locked) {
+        chat_numeric(fx, s, 482, "%s :You're not channel operator (+t)", shown);
+        return;
+    }
+    /* The change goes through the log like a message: every member
+     * sees it, in the log's order, and the topic outlives a restart. */
+    const char *text = m->params[1];
+    size_t len = chat_utf8_cut(text, strlen(text), CHAT_TOPIC_MAX);
+    char topic[CHAT_TOPIC_MAX + 1];
+    memcpy(topic, text, len);
+    topic[len] = 0;
+    if (!chat_topic_set(app->cs, key, topic, len, s->account,
+                        yard_wall_ns() / (int64_t)YARD_NS_PER_S)) {
+        chat_sendf(fx, ":" SERVER " NOTICE %s :The topic of %s was not set: the server holds no "
+                       "more topics",
+                   s->account, shown);
+        return;
+    }
+    chat_post_begin(app, s, YARD_LOGREC_TOPIC, topic);
+    chat_post_target(s, shown, false);
+    chat_post_start(s, fx);
 }

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "channel.h"
 #include "chanop.h"
@@ -149,10 +150,84 @@ static void mode_rank(struct chat_app *app, struct session *s, yard_fx_t *fx, in
     change_add(mc, on, flag, spelled);
 }
 
+/* The changes of MODE #chan changes [parameters] applied to rec and noted
+ * in mc, each one refused answered; under the lock. */
+static void mode_changes(struct chat_app *app, struct session *s, yard_fx_t *fx, int ch,
+                         const char *shown, const yard_irc_msg_t *m, struct chat_chanrec *rec,
+                         struct mode_change *mc)
+{
+    bool on = true;
+    int arg = 2, with_param = 0;
+    for (const char *p = m->params[1]; *p; p++) {
+        char f = *p;
+        if (f == '+' || f == '-') {
+            on = f == '+';
+            continue;
+        }
+        uint32_t bit = flag_mode(f);
+        if (bit) {
+            if (!!(rec->modes & bit) != on) {
+                rec->modes ^= bit;
+                change_add(mc, on, f, NULL);
+            }
+            continue;
+        }
+        bool takes = f == 'o' || f == 'v' || f == 'k' || (f == 'l' && on);
+        if (!takes && f != 'l') {
+            chat_numeric(fx, s, 472, "%c :is an unknown mode char to me (modes: MRiklmnotv)", f);
+            continue;
+        }
+        const char *param = NULL;
+        if (takes) {
+            if (arg >= m->n || with_param == MODES_MAX) {
+                if (f != 'k' || on) /* -k may come without its key */
+                    chat_numeric(fx, s, 696, "%s %c * :%s", shown, f,
+                                 arg >= m->n ? "This mode needs a parameter"
+                                        : "Too many changes with a parameter (MODES)");
+                if (f != 'k' || on)
+                    continue;
+            } else {
+                param = m->params[arg++];
+                with_param++;
+            }
+        }
+        if (f == 'o' || f == 'v') {
+            mode_rank(app, s, fx, ch, rec, mc, on, f, param);
+        } else if (f == 'k' && on) {
+            if (!valid_chankey(param)) {
+                chat_numeric(fx, s, 696, "%s k %s :A key is 1-%d characters, no spaces or commas",
+                             shown, param, CHAT_CHANKEY_MAX);
+            } else if (strcmp(rec->key, param)) {
+                snprintf(rec->key, sizeof rec->key, "%s", param);
+                change_add(mc, true, 'k', param);
+            }
+        } else if (f == 'k') {
+            if (rec->key[0]) {
+                rec->key[0] = 0;
+                change_add(mc, false, 'k', "*");
+            }
+        } else if (on) { /* +l */
+            char *end;
+            errno = 0;
+            unsigned long v = strtoul(param, &end, 10);
+            if (errno || *end || end == param || param[0] == '-' || !v || v > 1000000) {
+                chat_numeric(fx, s, 696, "%s l %s :A limit is a number of members, 1 to 1000000",
+                             shown, param);
+            } else if (rec->limit != v) {
+                rec->limit = (uint32_t)v;
+                change_add(mc, true, 'l', param);
+            }
+        } else if (rec->limit) { /* -l */
+            rec->limit = 0;
+            change_add(mc, false, 'l', NULL);
+        }
+    }
+}
+
 /* MODE #chan [changes [parameters]]: a query, a list query, or changes by
  * an operator. The changes are kept in DIR/channels, then told to every
  * member through the log (a mode record), the setter included. */
-void chat_chan_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+static void chan_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
     int ch = chat_channel_of(app, s, fx, m->params[0], false);
     if (ch < 0)
@@ -190,72 +265,7 @@ void chat_chan_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
         return;
     }
     struct mode_change mc = {.nflags = 0};
-    bool on = true;
-    int arg = 2, with_param = 0;
-    for (const char *p = m->params[1]; *p; p++) {
-        char f = *p;
-        if (f == '+' || f == '-') {
-            on = f == '+';
-            continue;
-        }
-        uint32_t bit = flag_mode(f);
-        if (bit) {
-            if (!!(rec.modes & bit) != on) {
-                rec.modes ^= bit;
-                change_add(&mc, on, f, NULL);
-            }
-            continue;
-        }
-        bool takes = f == 'o' || f == 'v' || f == 'k' || (f == 'l' && on);
-        if (!takes && f != 'l') {
-            chat_numeric(fx, s, 472, "%c :is an unknown mode char to me (modes: MRiklmnotv)", f);
-            continue;
-        }
-        const char *param = NULL;
-        if (takes) {
-            if (arg >= m->n || with_param == MODES_MAX) {
-                if (f != 'k' || on) /* -k may come without its key */
-                    chat_numeric(fx, s, 696, "%s %c * :%s", shown, f,
-                                 arg >= m->n ? "This mode needs a parameter"
-                                        : "Too many changes with a parameter (MODES)");
-                if (f != 'k' || on)
-                    continue;
-            } else {
-                param = m->params[arg++];
-                with_param++;
-            }
-        }
-        if (f == 'o' || f == 'v') {
-            mode_rank(app, s, fx, ch, &rec, &mc, on, f, param);
-        } else if (f == 'k' && on) {
-            if (!valid_chankey(param)) {
-                chat_numeric(fx, s, 696, "%s k %s :A key is 1-%d characters, no spaces or commas",
-                             shown, param, CHAT_CHANKEY_MAX);
-            } else if (strcmp(rec.key, param)) {
-                snprintf(rec.key, sizeof rec.key, "%s", param);
-                change_add(&mc, true, 'k', param);
-            }
-        } else if (f == 'k') {
-            if (rec.key[0]) {
-                rec.key[0] = 0;
-                change_add(&mc, false, 'k', "*");
-            }
-        } else if (on) { /* +l */
-            char *end;
-            errno = 0;
-            unsigned long v = strtoul(param, &end, 10);
-            if (errno || *end || end == param || param[0] == '-' || !v || v > 1000000) {
-                chat_numeric(fx, s, 696, "%s l %s :A limit is a number of members, 1 to 1000000",
-                             shown, param);
-            } else if (rec.limit != v) {
-                rec.limit = (uint32_t)v;
-                change_add(&mc, true, 'l', param);
-            }
-        } else if (rec.limit) { /* -l */
-            rec.limit = 0;
-            change_add(&mc, false, 'l', NULL);
-        }
-    }
+    mode_changes(app, s, fx, ch, shown, m, &rec, &mc);
     bool kept = !mc.nflags || chat_chan_put(cs, key, &rec, yard_wall_ns() / (int64_t)YARD_NS_PER_S);
     chat_unlock(cs);
     if (!mc.nflags)
@@ -275,12 +285,8 @@ void chat_chan_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
 /* KICK #chan nick[,nick] [:reason]: an operator takes every connection of
  * each account out of the channel; the members and the kicked hear it
  * through the log (a kick record, "nick reason"). */
-void chat_kick(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+void chat_cmd_kick(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
-    if (m->n < 2) {
-        chat_numeric(fx, s, 461, "KICK :Not enough parameters");
-        return;
-    }
     int ch = chat_channel_of(app, s, fx, m->params[0], true);
     if (ch < 0)
         return;
@@ -328,12 +334,8 @@ void chat_kick(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_
 /* INVITE nick #chan: a member (an operator, when the channel is +i) lets
  * an account join past +i while the channel stays live; the account hears
  * it through the log (an invite record). */
-void chat_invite(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+void chat_cmd_invite(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
-    if (m->n < 2) {
-        chat_numeric(fx, s, 461, "INVITE :Not enough parameters");
-        return;
-    }
     const char *nick = m->params[0];
     int ch = chat_channel_of(app, s, fx, m->params[1], true);
     if (ch < 0)
@@ -367,4 +369,58 @@ void chat_invite(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_ir
     yard_chatlog_entry_t ev;
     chat_presence_ev(&ev, YARD_LOGREC_INVITE, s->sender, p.account, shown);
     chat_presence_put(app, &ev, 1);
+}
+
+/* A user's MODE: +i and +w are kept (and change nothing else here);
+ * other flags: 501. */
+static void user_mode(struct session *s, yard_fx_t *fx, const char *flags)
+{
+    bool on = true, i = s->umode_i, w = s->umode_w, unknown = false;
+    for (const char *p = flags; *p; p++) {
+        if (*p == '+' || *p == '-')
+            on = *p == '+';
+        else if (*p == 'i')
+            i = on;
+        else if (*p == 'w')
+            w = on;
+        else
+            unknown = true;
+    }
+    if (unknown)
+        chat_numeric(fx, s, 501, ":Unknown MODE flag");
+    if (i == s->umode_i && w == s->umode_w)
+        return;
+    char change[8];
+    size_t n = 0;
+    if ((i && !s->umode_i) || (w && !s->umode_w)) {
+        change[n++] = '+';
+        if (i && !s->umode_i)
+            change[n++] = 'i';
+        if (w && !s->umode_w)
+            change[n++] = 'w';
+    }
+    if ((!i && s->umode_i) || (!w && s->umode_w)) {
+        change[n++] = '-';
+        if (!i && s->umode_i)
+            change[n++] = 'i';
+        if (!w && s->umode_w)
+            change[n++] = 'w';
+    }
+    change[n] = 0;
+    s->umode_i = i;
+    s->umode_w = w;
+    chat_sendf(fx, ":%s!%s@" SERVER " MODE %s :%s", s->account, s->account, s->account, change);
+}
+
+/* MODE #chan [changes], or MODE mynick [changes]. */
+void chat_cmd_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    if (m->params[0][0] == '#' || m->params[0][0] == '&')
+        chan_mode(app, s, fx, m);
+    else if (strcasecmp(m->params[0], s->account))
+        chat_numeric(fx, s, 502, ":Cannot change mode for other users");
+    else if (m->n == 1)
+        chat_numeric(fx, s, 221, "+%s%s", s->umode_i ? "i" : "", s->umode_w ? "w" : "");
+    else
+        user_mode(s, fx, m->params[1]);
 }

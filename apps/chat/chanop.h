@@ -6,8 +6,8 @@
 
 #include "session.h"
 
-void chat_chan_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m);
-void chat_kick(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m);
-void chat_invite(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m);
+chat_cmd_fn chat_cmd_mode;   /* MODE */
+chat_cmd_fn chat_cmd_kick;   /* KICK */
+chat_cmd_fn chat_cmd_invite; /* INVITE */
 
 #endif

@@ -1,8 +1,11 @@
 /* Guests, with --guests (guest.h). */
+#define _DEFAULT_SOURCE /* explicit_bzero */
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "guest.h"
 #include "jobs.h"
@@ -148,4 +151,40 @@ void chat_nick_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
         become_guest(app, s, fx);
     else
         chat_try_register(app, s, fx); /* credentials came meanwhile */
+}
+
+/* NICK once registered: a guest's nick change, checked free of accounts
+ * (an account's nick is its name). */
+void chat_cmd_nick_registered(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                              yard_irc_msg_t *m)
+{
+    if (!s->guest) {
+        if (strcasecmp(m->params[0], s->account) != 0)
+            chat_numeric(fx, s, 432, "%s :Your nick is your account name", m->params[0]);
+    } else if (!yard_account_name_valid(m->params[0], strlen(m->params[0]))) {
+        chat_numeric(fx, s, 432, "%s :Erroneous nickname (1-%d characters: a letter or one of "
+                                 "[\\]^_`{|} first, then also digits and -)",
+                     m->params[0], CHAT_NAME_MAX);
+    } else if (strcmp(m->params[0], s->account) && !s->nick_checking) {
+        chat_nick_check(app, s, fx, m->params[0]); /* an account's? then in use? */
+    }
+}
+
+/* PASS once registered: a guest logs in with PASS account:password (its
+ * nick may be anything, so the account is named here). */
+void chat_cmd_pass_registered(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                              yard_irc_msg_t *m)
+{
+    if (!s->guest) {
+        chat_cmd_reregister(app, s, fx, m);
+        return;
+    }
+    const char *colon = m->n ? strchr(m->params[0], ':') : NULL;
+    if (!colon || colon == m->params[0]) {
+        chat_numeric(fx, s, 461, "PASS :Give account:password to log in");
+        return;
+    }
+    chat_start_auth(app, s, fx, m->params[0], (size_t)(colon - m->params[0]), colon + 1,
+                    strlen(colon + 1), false);
+    explicit_bzero(m->params[0], strlen(m->params[0]));
 }

@@ -13,4 +13,7 @@ void chat_guest_logs_in(struct chat_app *app, struct session *s, yard_fx_t *fx,
                         const char *account, bool sasl);
 void chat_nick_done(struct chat_app *app, struct session *s, yard_fx_t *fx);
 
+chat_cmd_fn chat_cmd_nick_registered; /* NICK once registered */
+chat_cmd_fn chat_cmd_pass_registered; /* PASS once registered: a guest logs in */
+
 #endif

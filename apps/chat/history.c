@@ -120,8 +120,7 @@ static bool hist_parse_ref(const char *t, bool star, struct hist_ref *r)
 /* MARKREAD target [timestamp=T]: the account's read marker of target, or
  * move it forward (never back). A move goes through the log, so every
  * connection of the account hears it, in any process. */
-void chat_markread(struct chat_app *app, struct session *s, yard_fx_t *fx,
-                   const yard_irc_msg_t *m)
+void chat_cmd_markread(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
     const char *target = m->n ? m->params[0] : "";
     size_t tn = strlen(target);
@@ -168,8 +167,7 @@ void chat_markread(struct chat_app *app, struct session *s, yard_fx_t *fx,
     chat_presence_put(app, &ev, 1);
 }
 
-void chat_chathistory(struct chat_app *app, struct session *s, yard_fx_t *fx,
-                      const yard_irc_msg_t *m)
+void chat_cmd_chathistory(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
     static const char *const subs[] = {"LATEST", "BEFORE", "AFTER", "AROUND", "BETWEEN",
                                        "TARGETS"};

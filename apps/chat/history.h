@@ -13,9 +13,8 @@
 void chat_marker_text(struct chat_app *app, struct session *s, const char *key, char *out,
                       size_t cap);
 void chat_history_done(struct chat_app *app, struct session *s, yard_fx_t *fx);
-void chat_markread(struct chat_app *app, struct session *s, yard_fx_t *fx,
-                   const yard_irc_msg_t *m);
-void chat_chathistory(struct chat_app *app, struct session *s, yard_fx_t *fx,
-                      const yard_irc_msg_t *m);
+
+chat_cmd_fn chat_cmd_chathistory; /* CHATHISTORY */
+chat_cmd_fn chat_cmd_markread;    /* MARKREAD */
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../apps.h"
+#include "commands.h"
 #include "relay.h"
 #include "session.h"
 #include "yard/clock.h"
@@ -24,6 +25,10 @@ static int chat_init(void **state, const yard_config_t *cfg, const void *setting
                      yard_shm_t *shm, char *err, size_t errlen)
 {
     const struct chat_settings *set = settings;
+    if (chat_commands_check() < 0) { /* a row out of place: bsearch would miss commands */
+        snprintf(err, errlen, "the chat's command table is not sorted by name");
+        return -1;
+    }
     struct chat_app *app = yard_shm_alloc(shm, sizeof *app);
     if (!app) {
         snprintf(err, errlen, "shared region too small");

@@ -105,8 +105,8 @@ int chat_split_targets(char *list, char **out, int max, int *dropped, char **fir
     return n;
 }
 
-void chat_message(struct chat_app *app, struct session *s, yard_fx_t *fx, const yard_irc_msg_t *m,
-                  int type)
+static void message(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                    const yard_irc_msg_t *m, int type)
 {
     bool tagmsg = type == YARD_LOGREC_TAGMSG;
     bool notice = type == YARD_LOGREC_NOTICE || tagmsg; /* never answered with an error */
@@ -205,4 +205,19 @@ void chat_message(struct chat_app *app, struct session *s, yard_fx_t *fx, const 
             chat_post_target(s, t, true);
     }
     chat_post_start(s, fx);
+}
+
+void chat_cmd_privmsg(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    message(app, s, fx, m, YARD_LOGREC_MESSAGE);
+}
+
+void chat_cmd_notice(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    message(app, s, fx, m, YARD_LOGREC_NOTICE);
+}
+
+void chat_cmd_tagmsg(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    message(app, s, fx, m, YARD_LOGREC_TAGMSG);
 }

@@ -13,7 +13,9 @@ void chat_post_target(struct session *s, const char *name, bool person);
 void chat_post_start(struct session *s, yard_fx_t *fx);
 void chat_post_done(struct chat_app *app, struct session *s, yard_fx_t *fx);
 int chat_split_targets(char *list, char **out, int max, int *dropped, char **first_dropped);
-void chat_message(struct chat_app *app, struct session *s, yard_fx_t *fx, const yard_irc_msg_t *m,
-                  int type);
+
+chat_cmd_fn chat_cmd_privmsg; /* PRIVMSG */
+chat_cmd_fn chat_cmd_notice;  /* NOTICE */
+chat_cmd_fn chat_cmd_tagmsg;  /* TAGMSG */
 
 #endif

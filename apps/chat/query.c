@@ -80,7 +80,7 @@ void chat_away_of_members(struct chat_app *app, struct session *s, yard_fx_t *fx
     free(who_is);
 }
 
-void chat_whois_reply(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *nick)
+static void whois(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *nick)
 {
     struct presence p;
     char chans[400];
@@ -102,7 +102,7 @@ void chat_whois_reply(struct chat_app *app, struct session *s, yard_fx_t *fx, co
 
 /* WHOWAS: the newest of the last CHAT_WHOWAS_MAX departures (an account's
  * last connection ending), whether or not it is back online. */
-void chat_whowas_reply(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *nick)
+static void whowas(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *nick)
 {
     struct chat_gone g;
     bool found = false;
@@ -124,8 +124,8 @@ void chat_whowas_reply(struct chat_app *app, struct session *s, yard_fx_t *fx, c
 
 /* ISON and USERHOST: the online ones among the nicks given (USERHOST: at
  * most five, "nick=+nick@host", '-' when away). */
-void chat_ison(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m,
-               bool userhost)
+static void ison(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m,
+                 bool userhost)
 {
     char out[400];
     size_t len = 0;
@@ -171,7 +171,8 @@ static void away_notify(struct chat_app *app, struct session *s, const char *msg
     free(ev);
 }
 
-void chat_away(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+/* AWAY [:message] */
+void chat_cmd_away(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
     const char *msg = m->n ? m->params[0] : "";
     size_t len = chat_utf8_cut(msg, strlen(msg), CHAT_AWAY_MAX);
@@ -199,7 +200,7 @@ void chat_away(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_
 
 /* LIST [#a,#b]: every live channel (or those named) with its members
  * (accounts, each once) and topic. */
-void chat_list(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+void chat_cmd_list(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
     chat_numeric(fx, s, 321, "Channel :Users  Name");
     for (unsigned c = 0; c < app->cs->nchan; c++) {
@@ -242,7 +243,7 @@ void chat_list(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_
     chat_numeric(fx, s, 323, ":End of /LIST");
 }
 
-void chat_lusers(struct chat_app *app, struct session *s, yard_fx_t *fx)
+void chat_cmd_lusers(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
     unsigned conns = 0;
     chat_lock(app->cs);
@@ -253,4 +254,85 @@ void chat_lusers(struct chat_app *app, struct session *s, yard_fx_t *fx)
     chat_numeric(fx, s, 251, ":There are %u users and 0 invisible on 1 servers", conns);
     chat_numeric(fx, s, 254, "%u :channels formed", chans);
     chat_numeric(fx, s, 255, ":I have %u clients and 0 servers", conns);
+}
+
+/* WHO #chan: its members (anything else: only the end of the list). */
+void chat_cmd_who(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    const char *mask = m->n ? m->params[0] : "*";
+    int ch = (mask[0] == '#' || mask[0] == '&') ? chat_channel_of(app, s, fx, mask, false) : -1;
+    char shown[CHAT_CHAN_MAX + 1];
+    if (ch >= 0 && chat_channel_name(app, ch, shown)) {
+        size_t n;
+        bool nomem;
+        char(*who_is)[CHAT_NAME_MAX + 1] = chat_members_of(app, ch, &n, &nomem);
+        if (nomem)
+            fx->nomem = true;
+        struct chat_chanrec rec;
+        chat_ranks_of(app, ch, &rec);
+        for (size_t i = 0; i < n; i++)
+            chat_numeric(fx, s, 352, "%s %s " SERVER " " SERVER " %s H%s :0 %s", shown,
+                         who_is[i], who_is[i], chat_rank_prefix(chat_rank_in(&rec, who_is[i]), s),
+                         who_is[i]);
+        free(who_is);
+    }
+    chat_numeric(fx, s, 315, "%s :End of /WHO list.", mask);
+}
+
+/* reply for each nick of a comma list, TARGMAX of them at most. */
+static void each_nick(struct chat_app *app, struct session *s, yard_fx_t *fx, char *list,
+                      void (*reply)(struct chat_app *, struct session *, yard_fx_t *,
+                                    const char *))
+{
+    char *save = NULL;
+    int n = 0;
+    for (char *t = strtok_r(list, ",", &save); t && n < TARGMAX;
+         t = strtok_r(NULL, ",", &save), n++)
+        reply(app, s, fx, t);
+    chat_charge(s, n);
+}
+
+/* WHOIS [server] nick[,nick]: the nicks are the last parameter. */
+void chat_cmd_whois(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    each_nick(app, s, fx, m->params[m->n - 1], whois);
+}
+
+/* WHOWAS nick[,nick] [count]: the first. */
+void chat_cmd_whowas(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    each_nick(app, s, fx, m->params[0], whowas);
+}
+
+void chat_cmd_ison(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    ison(app, s, fx, m, false);
+}
+
+void chat_cmd_userhost(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    ison(app, s, fx, m, true);
+}
+
+void chat_cmd_motd(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    if (app->motd[0]) {
+        chat_numeric(fx, s, 375, ":- " SERVER " Message of the day -");
+        chat_numeric(fx, s, 372, ":- %.400s", app->motd);
+        chat_numeric(fx, s, 376, ":End of /MOTD command.");
+    } else {
+        chat_numeric(fx, s, 422, ":MOTD File is missing");
+    }
+}
+
+void chat_cmd_version(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    chat_numeric(fx, s, 351, "switchyard-chat " SERVER " :Switchyard chat (docs/chat.md)");
+}
+
+void chat_cmd_time(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    char when[64];
+    chat_format_time(when, sizeof when, yard_wall_ns());
+    chat_numeric(fx, s, 391, SERVER " :%s", when);
 }

@@ -21,12 +21,17 @@ struct presence {
 void chat_presence_of(struct chat_app *app, const char *nick, struct presence *p, char *chans,
                       size_t chans_cap);
 void chat_away_of_members(struct chat_app *app, struct session *s, yard_fx_t *fx, int c);
-void chat_whois_reply(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *nick);
-void chat_whowas_reply(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *nick);
-void chat_ison(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m,
-               bool userhost);
-void chat_away(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m);
-void chat_list(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m);
-void chat_lusers(struct chat_app *app, struct session *s, yard_fx_t *fx);
+
+chat_cmd_fn chat_cmd_who;      /* WHO */
+chat_cmd_fn chat_cmd_whois;    /* WHOIS */
+chat_cmd_fn chat_cmd_whowas;   /* WHOWAS */
+chat_cmd_fn chat_cmd_ison;     /* ISON */
+chat_cmd_fn chat_cmd_userhost; /* USERHOST */
+chat_cmd_fn chat_cmd_away;     /* AWAY */
+chat_cmd_fn chat_cmd_list;     /* LIST */
+chat_cmd_fn chat_cmd_lusers;   /* LUSERS */
+chat_cmd_fn chat_cmd_motd;     /* MOTD */
+chat_cmd_fn chat_cmd_version;  /* VERSION */
+chat_cmd_fn chat_cmd_time;     /* TIME */
 
 #endif

@@ -251,7 +251,8 @@ void chat_auth_done(struct chat_app *app, struct session *s, struct auth_job *j,
     free(j);
 }
 
-void chat_cap(struct chat_app *app, struct session *s, yard_fx_t *fx, const yard_irc_msg_t *m)
+/* CAP LS [302], LIST, REQ :caps, END. */
+void chat_cmd_cap(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
     const char *sub = m->n ? m->params[0] : "";
     if (!strcasecmp(sub, "LS") || !strcasecmp(sub, "LIST")) {
@@ -304,7 +305,7 @@ void chat_cap(struct chat_app *app, struct session *s, yard_fx_t *fx, const yard
 }
 
 /* A device's client id: letters, digits, '-', '_' and '.', lower case. */
-void chat_set_client(struct session *s, const char *id, size_t len)
+static void set_client(struct session *s, const char *id, size_t len)
 {
     size_t o = 0;
     for (size_t i = 0; i < len && o < CHAT_CLIENT_MAX; i++) {
@@ -317,8 +318,9 @@ void chat_set_client(struct session *s, const char *id, size_t len)
     s->client[o] = 0;
 }
 
-void chat_authenticate(struct chat_app *app, struct session *s, yard_fx_t *fx,
-                       const yard_irc_msg_t *m)
+/* AUTHENTICATE PLAIN, then the payload in pieces (or * to abort). */
+void chat_cmd_authenticate(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                           yard_irc_msg_t *m)
 {
     if ((s->state == ST_READY && !s->guest) || s->sasl_done) {
         chat_numeric(fx, s, 907, ":You have already authenticated using SASL");
@@ -377,10 +379,52 @@ void chat_authenticate(struct chat_app *app, struct session *s, yard_fx_t *fx,
     /* "alice@phone": the account alice, from the device called phone. */
     const char *at = memchr(user, '@', ulen);
     if (at) {
-        chat_set_client(s, at + 1, (size_t)(user + ulen - at - 1));
+        set_client(s, at + 1, (size_t)(user + ulen - at - 1));
         s->client_from_sasl = true;
         ulen = (size_t)(at - user);
     }
     chat_start_auth(app, s, fx, user, ulen, pass, plen, true);
     explicit_bzero(plain, sizeof plain);
+}
+
+/* PASS password, before registration (a guest's PASS is guest.c's). */
+void chat_cmd_pass(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    snprintf(s->pass, sizeof s->pass, "%s", m->params[0]);
+    s->have_pass = true;
+}
+
+/* NICK nick, before registration: the account's name, or a guest's nick. */
+void chat_cmd_nick(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    if (!yard_account_name_valid(m->params[0], strlen(m->params[0]))) {
+        chat_numeric(fx, s, 432, "%s :Erroneous nickname", m->params[0]);
+        return;
+    }
+    snprintf(s->nick, sizeof s->nick, "%s", m->params[0]);
+    s->got_nick = true;
+    chat_try_register(app, s, fx);
+}
+
+/* USER name mode unused :realname. */
+void chat_cmd_user(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    /* The user name says which device this is ("phone", or
+     * "alice@phone"), unless SASL's user name already did. */
+    const char *u = m->params[0], *at = strchr(u, '@');
+    if (!s->client_from_sasl)
+        set_client(s, at ? at + 1 : u, strlen(at ? at + 1 : u));
+    const char *real = m->params[3];
+    size_t rn = chat_utf8_cut(real, strlen(real), CHAT_REALNAME_MAX);
+    memcpy(s->realname, real, rn);
+    s->realname[rn] = 0;
+    s->got_user = true;
+    chat_try_register(app, s, fx);
+}
+
+/* USER, or an account's PASS, once registered. */
+void chat_cmd_reregister(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                         yard_irc_msg_t *m)
+{
+    chat_numeric(fx, s, 462, ":You may not reregister");
 }

@@ -15,9 +15,12 @@ void chat_end_check(struct chat_app *app, struct session *s, bool ok, uint64_t n
 void chat_ready(struct chat_app *app, struct session *s, yard_fx_t *fx);
 void chat_try_register(struct chat_app *app, struct session *s, yard_fx_t *fx);
 void chat_auth_done(struct chat_app *app, struct session *s, struct auth_job *j, yard_fx_t *fx);
-void chat_cap(struct chat_app *app, struct session *s, yard_fx_t *fx, const yard_irc_msg_t *m);
-void chat_set_client(struct session *s, const char *id, size_t len);
-void chat_authenticate(struct chat_app *app, struct session *s, yard_fx_t *fx,
-                       const yard_irc_msg_t *m);
+
+chat_cmd_fn chat_cmd_cap;          /* CAP */
+chat_cmd_fn chat_cmd_authenticate; /* AUTHENTICATE: SASL PLAIN (an account in already: 907) */
+chat_cmd_fn chat_cmd_pass;         /* PASS, before registration */
+chat_cmd_fn chat_cmd_nick;         /* NICK, before registration */
+chat_cmd_fn chat_cmd_user;         /* USER, before registration */
+chat_cmd_fn chat_cmd_reregister;   /* USER (and an account's PASS) once registered: 462 */
 
 #endif

@@ -73,6 +73,11 @@ struct session {
     uint64_t tokens_at;
 };
 
+/* A command's handler (commands.c's table): m has at least the row's
+ * minimum of parameters, and its strings may be cut in place. */
+typedef void chat_cmd_fn(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                         yard_irc_msg_t *m);
+
 void chat_sendf(yard_fx_t *fx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A numeric reply to this connection: ":yard NNN <who> ...". */
 void chat_numeric(yard_fx_t *fx, const struct session *s, int code, const char *fmt, ...)
