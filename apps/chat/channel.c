@@ -154,11 +154,12 @@ static bool replay_start(struct chat_app *app, struct session *s, yard_fx_t *fx,
     j->from = from;
     j->upto = s->seen;
     j->max = app->set->replay_max;
+    j->kind = CHAT_JOB_REPLAY;
     yard_fx_io(fx, chat_replay_job_run, j);
     return true;
 }
 
-void chat_replay_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
+static void replay_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
 {
     struct replay_job *j = &s->rp;
     if (j->rc == -ENOMEM && !j->total) {
@@ -334,8 +335,8 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
 
 /* Join the channels of a comma list in turn; one whose replay runs as a
  * job leaves the rest in s->join_rest, for after it. */
-void chat_join_list(struct chat_app *app, struct session *s, yard_fx_t *fx, char *list,
-                    char *keys)
+static void join_list(struct chat_app *app, struct session *s, yard_fx_t *fx, char *list,
+                      char *keys)
 {
     char *save = NULL, *ksave = NULL;
     char *k = keys ? strtok_r(keys, ",", &ksave) : NULL;
@@ -406,6 +407,17 @@ static void part_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
     }
 }
 
+/* A JOIN's replay job is done: relay what it found, then join the JOIN's
+ * other channels. */
+void chat_replay_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    replay_done(app, s, fx);
+    char rest[sizeof s->join_rest], keys[sizeof s->join_keys];
+    memcpy(rest, s->join_rest, sizeof rest);
+    memcpy(keys, s->join_keys, sizeof keys);
+    join_list(app, s, fx, rest, keys);
+}
+
 /* JOIN #a,#b [keys], or JOIN 0: leave every channel. */
 void chat_cmd_join(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
@@ -425,7 +437,7 @@ void chat_cmd_join(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
     for (const char *p = m->params[0]; *p; p++)
         n += *p != ',' && (p == m->params[0] || p[-1] == ',');
     chat_charge(s, n);
-    chat_join_list(app, s, fx, m->params[0], m->n > 1 ? m->params[1] : NULL);
+    join_list(app, s, fx, m->params[0], m->n > 1 ? m->params[1] : NULL);
 }
 
 /* PART #a,#b [:reason] */

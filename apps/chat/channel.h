@@ -12,8 +12,6 @@ const char *chat_rank_prefix(int rank, const struct session *s);
 void chat_ranks_of(struct chat_app *app, int c, struct chat_chanrec *rec);
 int chat_rank_in(const struct chat_chanrec *rec, const char *account);
 void chat_replay_done(struct chat_app *app, struct session *s, yard_fx_t *fx);
-void chat_join_list(struct chat_app *app, struct session *s, yard_fx_t *fx, char *list,
-                    char *keys);
 bool chat_channel_name(struct chat_app *app, int ch, char out[CHAT_CHAN_MAX + 1]);
 int chat_channel_of(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *name,
                     bool need_member);

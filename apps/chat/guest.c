@@ -18,6 +18,7 @@ void chat_nick_check(struct chat_app *app, struct session *s, yard_fx_t *fx, con
     s->nj.dir = app->set->data_dir;
     snprintf(s->nj.nick, sizeof s->nj.nick, "%s", nick);
     s->nick_checking = true;
+    s->nj.kind = CHAT_JOB_NICK;
     yard_fx_io(fx, chat_nick_job_run, &s->nj);
 }
 

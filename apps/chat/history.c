@@ -183,6 +183,7 @@ void chat_cmd_chathistory(struct chat_app *app, struct session *s, yard_fx_t *fx
     int need = k == HIST_BETWEEN ? 5 : 4;
     struct hist_job *j = &s->hist;
     memset(j, 0, sizeof *j);
+    j->kind = CHAT_JOB_HISTORY;
     if (k == HIST_TARGETS) { /* TARGETS timestamp=T1 timestamp=T2 limit */
         char *tend = NULL;
         long tl = m->n >= 4 ? strtol(m->params[3], &tend, 10) : 0;

@@ -14,7 +14,19 @@
 
 #define LOG_READ 8192u /* bytes of the log read at a time (the tail or the files) */
 
+/* Which job a job_done is for: every job struct starts with its kind,
+ * set when the job is started, and chat_job_done dispatches on it. */
+enum chat_job_kind {
+    CHAT_JOB_AUTH = 1, /* struct auth_job: a password check (CPU) */
+    CHAT_JOB_NICK,     /* struct nick_job: is a guest's nick an account's? */
+    CHAT_JOB_POST,     /* struct post_job: a PRIVMSG, NOTICE, TAGMSG or TOPIC appended */
+    CHAT_JOB_READ,     /* struct read_job: the log read by a connection behind its tail */
+    CHAT_JOB_REPLAY,   /* struct replay_job: a JOIN's replay */
+    CHAT_JOB_HISTORY,  /* struct hist_job: a CHATHISTORY lookup */
+};
+
 struct auth_job {
+    enum chat_job_kind kind; /* first: what job_done reads */
     const char *dir;
     char dummy_template[YARD_BCRYPT_LEN + 1];
     char account[CHAT_NAME_MAX + 1];
@@ -27,6 +39,7 @@ struct auth_job {
 
 /* Is an account named nick? Read from DIR/accounts, so an I/O job. */
 struct nick_job {
+    enum chat_job_kind kind; /* first: what job_done reads */
     const char *dir;
     char nick[CHAT_NAME_MAX + 1];
     bool reserved; /* an account has that name */
@@ -41,6 +54,7 @@ struct nick_job {
  * append per target. */
 enum { POST_NO_SUCH_NICK = 1 };
 struct post_job {
+    enum chat_job_kind kind; /* first: what job_done reads */
     yard_chatlog_t *log;
     chat_state_t *cs;
     const char *dir;
@@ -63,6 +77,7 @@ struct post_job {
  * files. Its buffer also takes reads of the tail (no job is in flight while
  * news is relayed). */
 struct read_job {
+    enum chat_job_kind kind; /* first: what job_done reads */
     yard_chatlog_t *log;
     yard_chatlog_cursor_t cur;
     long n; /* bytes in buf, or -errno */
@@ -72,6 +87,7 @@ struct read_job {
 /* A JOIN's replay: the channel's messages after the device's read position
  * up to what the connection had relayed, the newest max of them. */
 struct replay_job {
+    enum chat_job_kind kind; /* first: what job_done reads */
     yard_chatlog_t *log;
     char name[CHAT_CHAN_MAX + 1], key[CHAT_CHAN_MAX + 1];
     uint64_t from, upto;
@@ -93,6 +109,7 @@ struct hist_ref {
     int64_t ts_ns;
 };
 struct hist_job {
+    enum chat_job_kind kind; /* first: what job_done reads */
     yard_chatlog_t *log;
     int sub;
     bool channel;                     /* else a private conversation with key */

@@ -43,6 +43,7 @@ void chat_post_start(struct session *s, yard_fx_t *fx)
     if (!s->post.n)
         return;
     s->posting = true;
+    s->post.kind = CHAT_JOB_POST;
     yard_fx_io(fx, chat_post_job_run, &s->post);
 }
 

@@ -119,6 +119,7 @@ void chat_start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
     s->job = j;
     if (s->state != ST_READY) /* a guest logging in goes on relaying meanwhile */
         s->state = ST_AUTH;
+    j->kind = CHAT_JOB_AUTH;
     yard_fx_offload(fx, chat_auth_job_run, j);
 }
 

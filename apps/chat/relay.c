@@ -420,6 +420,7 @@ void chat_news(void *state, void *session, yard_fx_t *fx)
     if (rc == -EAGAIN) {
         s->rd.log = app->log;
         s->rd.cur = s->cur;
+        s->rd.kind = CHAT_JOB_READ;
         yard_fx_io(fx, chat_read_job_run, &s->rd);
         return;
     }

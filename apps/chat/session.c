@@ -90,22 +90,25 @@ void chat_job_done(void *state, void *session, void *arg, yard_fx_t *fx)
 {
     struct chat_app *app = state;
     struct session *s = session;
-    if (arg == &s->post) {
-        chat_post_done(app, s, fx);
-    } else if (arg == &s->rd) {
-        chat_read_done(app, s, fx);
-    } else if (arg == &s->hist) {
-        chat_history_done(app, s, fx);
-    } else if (arg == &s->nj) {
-        chat_nick_done(app, s, fx);
-    } else if (arg == &s->rp) {
-        chat_replay_done(app, s, fx);
-        char rest[sizeof s->join_rest], keys[sizeof s->join_keys];
-        memcpy(rest, s->join_rest, sizeof rest);
-        memcpy(keys, s->join_keys, sizeof keys);
-        chat_join_list(app, s, fx, rest, keys); /* the JOIN's other channels */
-    } else {
+    switch (*(const enum chat_job_kind *)arg) { /* every job struct starts with its kind */
+    case CHAT_JOB_AUTH:
         chat_auth_done(app, s, arg, fx);
+        break;
+    case CHAT_JOB_NICK:
+        chat_nick_done(app, s, fx);
+        break;
+    case CHAT_JOB_POST:
+        chat_post_done(app, s, fx);
+        break;
+    case CHAT_JOB_READ:
+        chat_read_done(app, s, fx);
+        break;
+    case CHAT_JOB_REPLAY:
+        chat_replay_done(app, s, fx);
+        break;
+    case CHAT_JOB_HISTORY:
+        chat_history_done(app, s, fx);
+        break;
     }
 }
 
