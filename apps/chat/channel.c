@@ -136,15 +136,15 @@ static void topic_reply(struct chat_app *app, struct session *s, yard_fx_t *fx,
 
 /* Replay what this device of the account missed in this channel: the
  * messages after its read position up to what this connection has already
- * relayed (s->seen), the newest replay_max of them. true when a replay job
+ * relayed (s->relay.seen), the newest replay_max of them. true when a replay job
  * was started (replay_done finishes it). */
 static bool replay_start(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *name,
                          const char *key)
 {
     bool known;
     uint64_t from = chat_pos_get(app->cs, s->account, s->client, key, &known);
-    if (!known || from >= s->seen) {
-        chat_pos_set(app->cs, s->account, s->client, key, s->seen);
+    if (!known || from >= s->relay.seen) {
+        chat_pos_set(app->cs, s->account, s->client, key, s->relay.seen);
         return false;
     }
     struct replay_job *j = &s->rp;
@@ -152,7 +152,7 @@ static bool replay_start(struct chat_app *app, struct session *s, yard_fx_t *fx,
     snprintf(j->name, sizeof j->name, "%s", name);
     snprintf(j->key, sizeof j->key, "%s", key);
     j->from = from;
-    j->upto = s->seen;
+    j->upto = s->relay.seen;
     j->max = app->set->replay_max;
     j->kind = CHAT_JOB_REPLAY;
     yard_fx_io(fx, chat_replay_job_run, j);

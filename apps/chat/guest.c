@@ -27,34 +27,34 @@ void chat_nick_check(struct chat_app *app, struct session *s, yard_fx_t *fx, con
 static void become_guest(struct chat_app *app, struct session *s, yard_fx_t *fx)
 {
     char key[CHAT_NAME_MAX + 1];
-    chat_casefold(key, s->nick, strlen(s->nick));
+    chat_casefold(key, s->reg.nick, strlen(s->reg.nick));
     chat_lock(app->cs);
     bool taken = chat_member_named(app->cs, key) >= 0; /* by a guest or an account */
-    bool crowded = !taken && chat_guests_from(app->cs, s->addr.b) >= app->set->guests_per_addr;
-    s->slot = taken || crowded ? -1 : chat_member_add(app->cs, s->nick);
+    bool crowded = !taken && chat_guests_from(app->cs, s->login.addr.b) >= app->set->guests_per_addr;
+    s->slot = taken || crowded ? -1 : chat_member_add(app->cs, s->reg.nick);
     if (s->slot >= 0) {
         struct chat_member *m = chat_member_at(app->cs, s->slot);
         m->guest = true;
-        memcpy(m->addr, s->addr.b, sizeof m->addr);
+        memcpy(m->addr, s->login.addr.b, sizeof m->addr);
     }
     chat_unlock(app->cs);
     if (taken) {
-        s->got_nick = false;
-        chat_numeric(fx, s, 433, "%s :Nickname is already in use", s->nick);
+        s->reg.got_nick = false;
+        chat_numeric(fx, s, 433, "%s :Nickname is already in use", s->reg.nick);
         return;
     }
     if (crowded) {
         char where[64];
-        chat_addr_text(&s->addr, where, sizeof where);
+        chat_addr_text(&s->login.addr, where, sizeof where);
         chat_sendf(fx, "ERROR :Closing Link: too many guests from %s (--guests-per-addr %u)", where,
                    app->set->guests_per_addr);
         yard_fx_close(fx, NULL);
         return;
     }
     s->guest = true;
-    snprintf(s->account, sizeof s->account, "%s", s->nick);
+    snprintf(s->account, sizeof s->account, "%s", s->reg.nick);
     /* s->client keeps USER's name: the device, should the guest log in */
-    snprintf(s->sender, sizeof s->sender, "~%s", s->nick);
+    snprintf(s->sender, sizeof s->sender, "~%s", s->reg.nick);
     chat_ready(app, s, fx);
 }
 
@@ -83,7 +83,7 @@ static void guest_rename(struct chat_app *app, struct session *s, yard_fx_t *fx,
     }
     chat_sendf(fx, ":%s!%s@" SERVER " NICK :%s", s->account, s->account, nick);
     snprintf(s->account, sizeof s->account, "%s", nick);
-    snprintf(s->nick, sizeof s->nick, "%s", nick);
+    snprintf(s->reg.nick, sizeof s->reg.nick, "%s", nick);
     memcpy(s->account_key, key, sizeof s->account_key);
     snprintf(s->sender, sizeof s->sender, "~%s", nick);
     if (n)
@@ -113,9 +113,9 @@ void chat_guest_logs_in(struct chat_app *app, struct session *s, yard_fx_t *fx,
     if (renamed)
         chat_sendf(fx, ":%s!%s@" SERVER " NICK :%s", s->account, s->account, account);
     s->guest = false;
-    s->sasl_done = true;
+    s->reg.sasl_done = true;
     snprintf(s->account, sizeof s->account, "%s", account);
-    snprintf(s->nick, sizeof s->nick, "%s", account);
+    snprintf(s->reg.nick, sizeof s->reg.nick, "%s", account);
     memcpy(s->account_key, key, sizeof s->account_key);
     snprintf(s->sender, sizeof s->sender, "%s", account);
     chat_numeric(fx, s, 900, "%s!%s@" SERVER " %s :You are now logged in as %s", s->account,
@@ -133,7 +133,7 @@ void chat_nick_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
     const char *nick = s->nj.nick;
     if (s->nj.reserved) {
         if (s->state != ST_READY)
-            s->got_nick = false; /* (and the numeric is addressed to "*") */
+            s->reg.got_nick = false; /* (and the numeric is addressed to "*") */
         chat_numeric(fx, s, 433, "%s :Nickname is reserved for an account: log in with SASL PLAIN "
                             "or PASS to use it, or choose another",
                 nick);
@@ -144,11 +144,11 @@ void chat_nick_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
             guest_rename(app, s, fx, nick);
         return;
     }
-    if (strcmp(nick, s->nick)) { /* another NICK came meanwhile: check that one */
-        chat_nick_check(app, s, fx, s->nick);
+    if (strcmp(nick, s->reg.nick)) { /* another NICK came meanwhile: check that one */
+        chat_nick_check(app, s, fx, s->reg.nick);
         return;
     }
-    if (s->state == ST_NEW && !s->have_pass && !s->sasl_done)
+    if (s->state == ST_NEW && !s->reg.have_pass && !s->reg.sasl_done)
         become_guest(app, s, fx);
     else
         chat_try_register(app, s, fx); /* credentials came meanwhile */

@@ -42,7 +42,7 @@ void chat_post_start(struct session *s, yard_fx_t *fx)
 {
     if (!s->post.n)
         return;
-    s->posting = true;
+    s->relay.posting = true;
     s->post.kind = CHAT_JOB_POST;
     yard_fx_io(fx, chat_post_job_run, &s->post);
 }
@@ -69,7 +69,7 @@ void chat_post_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
             delivered++;
         }
     }
-    s->posting = false;
+    s->relay.posting = false;
     if (j->type != YARD_LOGREC_TOPIC)
         chat_charge(s, delivered);
     if (last)

@@ -30,8 +30,8 @@ static const struct {
 
 void chat_forget_wait(struct session *s)
 {
-    explicit_bzero(s->wait_password, sizeof s->wait_password);
-    s->wait_account[0] = 0;
+    explicit_bzero(s->login.wait_password, sizeof s->login.wait_password);
+    s->login.wait_account[0] = 0;
 }
 
 /* A login that is refused before any check (the limits): answered at once. */
@@ -59,7 +59,7 @@ void chat_start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
     char key[CHAT_NAME_MAX + 1];
     chat_casefold(key, account, alen);
     uint64_t ticket, retry_ns;
-    int v = chat_guard_check_begin(app->guard, &s->addr, key, fx->now_ns, &ticket, &retry_ns);
+    int v = chat_guard_check_begin(app->guard, &s->login.addr, key, fx->now_ns, &ticket, &retry_ns);
     char why[200], where[64];
     unsigned long long wait_s = (retry_ns + YARD_NS_PER_S - 1) / YARD_NS_PER_S;
     switch (v) {
@@ -68,55 +68,55 @@ void chat_start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
     case CHAT_GUARD_WAIT:
         /* The address has its share of checks in flight: this one waits its
          * turn (reading nothing meanwhile), within the registration time. */
-        if (s->wait_account != account) {
-            snprintf(s->wait_account, sizeof s->wait_account, "%.*s", (int)alen, account);
-            snprintf(s->wait_password, sizeof s->wait_password, "%.*s", (int)plen, password);
+        if (s->login.wait_account != account) {
+            snprintf(s->login.wait_account, sizeof s->login.wait_account, "%.*s", (int)alen, account);
+            snprintf(s->login.wait_password, sizeof s->login.wait_password, "%.*s", (int)plen, password);
         }
         if (s->state == ST_READY) { /* a guest logging in: no waiting in line */
             refuse_login(s, fx, true, "the server is busy checking other logins; try again in "
                                       "a few seconds");
             return;
         }
-        s->wait_sasl = sasl;
+        s->login.wait_sasl = sasl;
         s->state = ST_WAIT;
-        yard_fx_wake_at(fx, fx->now_ns + CHECK_RETRY_NS < s->register_by
+        yard_fx_wake_at(fx, fx->now_ns + CHECK_RETRY_NS < s->reg.register_by
                                 ? fx->now_ns + CHECK_RETRY_NS
-                                : s->register_by);
+                                : s->reg.register_by);
         return;
     case CHAT_GUARD_BUSY:
         refuse_login(s, fx, sasl, "the server is busy checking other logins; try again in a few "
                                   "seconds");
         return;
     case CHAT_GUARD_ADDR_LIMIT:
-        chat_addr_text(&s->addr, where, sizeof where);
+        chat_addr_text(&s->login.addr, where, sizeof where);
         snprintf(why, sizeof why, "too many failed logins from %s; try again in %llu s", where,
                  wait_s);
-        s->failures++;
+        s->login.failures++;
         refuse_login(s, fx, sasl, why);
         return;
     default: /* CHAT_GUARD_ACCOUNT_LIMIT */
         snprintf(why, sizeof why, "too many failed logins for %s; try again in %llu s", key,
                  wait_s);
-        s->failures++;
+        s->login.failures++;
         refuse_login(s, fx, sasl, why);
         return;
     }
     struct auth_job *j = calloc(1, sizeof *j);
     if (!j) {
-        chat_guard_check_end(app->guard, ticket, &s->addr, key, false, fx->now_ns);
+        chat_guard_check_end(app->guard, ticket, &s->login.addr, key, false, fx->now_ns);
         fx->nomem = true;
         return;
     }
-    s->check_ticket = ticket;
-    s->check_at = fx->now_ns;
-    memcpy(s->check_key, key, sizeof key);
+    s->login.check_ticket = ticket;
+    s->login.check_at = fx->now_ns;
+    memcpy(s->login.check_key, key, sizeof key);
     j->dir = app->set->data_dir;
     memcpy(j->dummy_template, app->dummy_template, sizeof j->dummy_template);
     j->sasl = sasl;
     snprintf(j->account, sizeof j->account, "%.*s", (int)alen, account);
     snprintf(j->password, sizeof j->password, "%.*s", (int)plen, password);
     chat_forget_wait(s);
-    s->job = j;
+    s->login.job = j;
     if (s->state != ST_READY) /* a guest logging in goes on relaying meanwhile */
         s->state = ST_AUTH;
     j->kind = CHAT_JOB_AUTH;
@@ -126,10 +126,10 @@ void chat_start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
 /* The check in flight is over (its job is done). */
 void chat_end_check(struct chat_app *app, struct session *s, bool ok, uint64_t now_ns)
 {
-    if (!s->check_ticket)
+    if (!s->login.check_ticket)
         return;
-    chat_guard_check_end(app->guard, s->check_ticket, &s->addr, s->check_key, ok, now_ns);
-    s->check_ticket = 0;
+    chat_guard_check_end(app->guard, s->login.check_ticket, &s->login.addr, s->login.check_key, ok, now_ns);
+    s->login.check_ticket = 0;
 }
 
 static void welcome(struct chat_app *app, struct session *s, yard_fx_t *fx)
@@ -179,51 +179,51 @@ void chat_ready(struct chat_app *app, struct session *s, yard_fx_t *fx)
         return;
     }
     s->state = ST_READY;
-    chat_guard_leave(app->guard, s->enter_ticket);
-    s->enter_ticket = 0;
+    chat_guard_leave(app->guard, s->login.enter_ticket);
+    s->login.enter_ticket = 0;
     chat_casefold(s->account_key, s->account, strlen(s->account));
-    s->seen = yard_chatlog_cursor_end(app->log, &s->cur);
-    s->heard_ns = fx->now_ns;
+    s->relay.seen = yard_chatlog_cursor_end(app->log, &s->relay.cur);
+    s->in.heard_ns = fx->now_ns;
     /* the registration timeout is over: the timer now watches liveness */
     yard_fx_wake_idle(fx,
                       app->set->ping_interval_ns ? fx->now_ns + app->set->ping_interval_ns : 0);
     welcome(app, s, fx);
-    yard_fx_watch(fx, app->bus, 0, s->seen);
+    yard_fx_watch(fx, app->bus, 0, s->relay.seen);
 }
 
 /* NICK, USER and (PASS or SASL) are in, and CAP negotiation is over. */
 void chat_try_register(struct chat_app *app, struct session *s, yard_fx_t *fx)
 {
-    if (s->state != ST_NEW || !s->got_nick || !s->got_user || s->cap_active || s->pending_fail)
+    if (s->state != ST_NEW || !s->reg.got_nick || !s->reg.got_user || s->reg.cap_active || s->login.pending_fail)
         return;
-    if (s->sasl_done) {
-        if (strcasecmp(s->nick, s->account) != 0) {
+    if (s->reg.sasl_done) {
+        if (strcasecmp(s->reg.nick, s->account) != 0) {
             /* The nick is the account's name: tell the client so. */
-            chat_sendf(fx, ":%s!%s@" SERVER " NICK %s", s->nick, s->account, s->account);
+            chat_sendf(fx, ":%s!%s@" SERVER " NICK %s", s->reg.nick, s->account, s->account);
         }
         become_ready(app, s, fx);
         return;
     }
-    if (!s->have_pass && app->set->guests) {
+    if (!s->reg.have_pass && app->set->guests) {
         if (!s->nick_checking) /* a guest, unless the nick is an account's */
-            chat_nick_check(app, s, fx, s->nick);
+            chat_nick_check(app, s, fx, s->reg.nick);
         return;
     }
-    if (!s->have_pass) {
+    if (!s->reg.have_pass) {
         chat_numeric(fx, s, 464, ":Password required: log in with SASL PLAIN or PASS (your nick is "
                             "your account)");
         chat_sendf(fx, "ERROR :Closing Link: not logged in");
         yard_fx_close(fx, NULL);
         return;
     }
-    chat_start_auth(app, s, fx, s->nick, strlen(s->nick), s->pass, strlen(s->pass), false);
-    explicit_bzero(s->pass, sizeof s->pass);
-    s->have_pass = false;
+    chat_start_auth(app, s, fx, s->reg.nick, strlen(s->reg.nick), s->reg.pass, strlen(s->reg.pass), false);
+    explicit_bzero(s->reg.pass, sizeof s->reg.pass);
+    s->reg.have_pass = false;
 }
 
 void chat_auth_done(struct chat_app *app, struct session *s, struct auth_job *j, yard_fx_t *fx)
 {
-    s->job = NULL;
+    s->login.job = NULL;
     if (s->state != ST_READY)
         s->state = ST_NEW;
     chat_end_check(app, s, j->ok, fx->now_ns);
@@ -232,22 +232,22 @@ void chat_auth_done(struct chat_app *app, struct session *s, struct auth_job *j,
     } else if (j->ok) {
         snprintf(s->account, sizeof s->account, "%s", j->canon);
         if (j->sasl) {
-            s->sasl_done = true;
+            s->reg.sasl_done = true;
             chat_numeric(fx, s, 900, "%s!%s@" SERVER " %s :You are now logged in as %s", s->account,
                          s->account, s->account, s->account);
             chat_numeric(fx, s, 903, ":SASL authentication successful");
         } else {
-            s->sasl_done = true; /* the same from here on */
+            s->reg.sasl_done = true; /* the same from here on */
         }
         chat_try_register(app, s, fx);
     } else {
         /* Slow down guessing: the answer waits 1 s per failure so far (at
          * most 10 s), on top of bcrypt's own cost. */
-        s->failures++;
-        uint64_t delay = (uint64_t)(s->failures < 10 ? s->failures : 10) * YARD_NS_PER_S;
-        s->fail_until = fx->now_ns + delay;
-        s->pending_fail = j->sasl || s->guest ? 904 : 464; /* a guest stays a guest */
-        yard_fx_wake_at(fx, s->fail_until);
+        s->login.failures++;
+        uint64_t delay = (uint64_t)(s->login.failures < 10 ? s->login.failures : 10) * YARD_NS_PER_S;
+        s->login.fail_until = fx->now_ns + delay;
+        s->login.pending_fail = j->sasl || s->guest ? 904 : 464; /* a guest stays a guest */
+        yard_fx_wake_at(fx, s->login.fail_until);
     }
     free(j);
 }
@@ -258,7 +258,7 @@ void chat_cmd_cap(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_i
     const char *sub = m->n ? m->params[0] : "";
     if (!strcasecmp(sub, "LS") || !strcasecmp(sub, "LIST")) {
         if (s->state != ST_READY)
-            s->cap_active = true;
+            s->reg.cap_active = true;
         bool ls = !strcasecmp(sub, "LS");
         /* Values (sasl=PLAIN) only for clients that said they read them:
          * CAP LS 302. */
@@ -274,7 +274,7 @@ void chat_cmd_cap(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_i
         chat_sendf(fx, ":" SERVER " CAP %s %s :%s", chat_who(s), ls ? "LS" : "LIST", names);
     } else if (!strcasecmp(sub, "REQ")) {
         if (s->state != ST_READY)
-            s->cap_active = true;
+            s->reg.cap_active = true;
         const char *list = m->n > 1 ? m->params[1] : "";
         char copy[512];
         snprintf(copy, sizeof copy, "%s", list);
@@ -298,7 +298,7 @@ void chat_cmd_cap(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_i
             s->caps = caps;
         chat_sendf(fx, ":" SERVER " CAP %s %s :%s", chat_who(s), ok ? "ACK" : "NAK", list);
     } else if (!strcasecmp(sub, "END")) {
-        s->cap_active = false;
+        s->reg.cap_active = false;
         chat_try_register(app, s, fx);
     } else {
         chat_numeric(fx, s, 410, "%s :Invalid CAP command", sub);
@@ -323,7 +323,7 @@ static void set_client(struct session *s, const char *id, size_t len)
 void chat_cmd_authenticate(struct chat_app *app, struct session *s, yard_fx_t *fx,
                            yard_irc_msg_t *m)
 {
-    if ((s->state == ST_READY && !s->guest) || s->sasl_done) {
+    if ((s->state == ST_READY && !s->guest) || s->reg.sasl_done) {
         chat_numeric(fx, s, 907, ":You have already authenticated using SASL");
         return;
     }
@@ -337,39 +337,39 @@ void chat_cmd_authenticate(struct chat_app *app, struct session *s, yard_fx_t *f
         return;
     }
     const char *arg = m->params[0];
-    if (!s->sasl_plain) {
+    if (!s->reg.sasl_plain) {
         if (!strcmp(arg, "*")) {
             chat_numeric(fx, s, 906, ":SASL authentication aborted");
         } else if (strcasecmp(arg, "PLAIN") != 0) {
             chat_numeric(fx, s, 908, "PLAIN :are available SASL mechanisms");
             chat_numeric(fx, s, 904, ":SASL authentication failed");
         } else {
-            s->sasl_plain = true;
-            s->sasl_len = 0;
+            s->reg.sasl_plain = true;
+            s->reg.sasl_len = 0;
             chat_sendf(fx, "AUTHENTICATE +");
         }
         return;
     }
     if (!strcmp(arg, "*")) {
-        s->sasl_plain = false;
+        s->reg.sasl_plain = false;
         chat_numeric(fx, s, 906, ":SASL authentication aborted");
         return;
     }
     /* The payload comes in 400-byte pieces; a shorter one (or "+") ends it. */
     size_t n = strcmp(arg, "+") ? strlen(arg) : 0;
-    if (s->sasl_len + n >= sizeof s->sasl_buf) {
-        s->sasl_plain = false;
+    if (s->reg.sasl_len + n >= sizeof s->reg.sasl_buf) {
+        s->reg.sasl_plain = false;
         chat_numeric(fx, s, 905, ":SASL message too long");
         return;
     }
-    memcpy(s->sasl_buf + s->sasl_len, arg, n);
-    s->sasl_len += n;
+    memcpy(s->reg.sasl_buf + s->reg.sasl_len, arg, n);
+    s->reg.sasl_len += n;
     if (n == 400)
         return;
-    s->sasl_plain = false;
+    s->reg.sasl_plain = false;
     char plain[768];
-    long len = yard_b64decode(s->sasl_buf, s->sasl_len, plain, sizeof plain);
-    explicit_bzero(s->sasl_buf, sizeof s->sasl_buf);
+    long len = yard_b64decode(s->reg.sasl_buf, s->reg.sasl_len, plain, sizeof plain);
+    explicit_bzero(s->reg.sasl_buf, sizeof s->reg.sasl_buf);
     const char *user, *pass;
     size_t ulen, plen;
     if (len <= 0 || !yard_sasl_plain_split(plain, (size_t)len, &user, &ulen, &pass, &plen)) {
@@ -381,7 +381,7 @@ void chat_cmd_authenticate(struct chat_app *app, struct session *s, yard_fx_t *f
     const char *at = memchr(user, '@', ulen);
     if (at) {
         set_client(s, at + 1, (size_t)(user + ulen - at - 1));
-        s->client_from_sasl = true;
+        s->reg.client_from_sasl = true;
         ulen = (size_t)(at - user);
     }
     chat_start_auth(app, s, fx, user, ulen, pass, plen, true);
@@ -391,8 +391,8 @@ void chat_cmd_authenticate(struct chat_app *app, struct session *s, yard_fx_t *f
 /* PASS password, before registration (a guest's PASS is guest.c's). */
 void chat_cmd_pass(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
-    snprintf(s->pass, sizeof s->pass, "%s", m->params[0]);
-    s->have_pass = true;
+    snprintf(s->reg.pass, sizeof s->reg.pass, "%s", m->params[0]);
+    s->reg.have_pass = true;
 }
 
 /* NICK nick, before registration: the account's name, or a guest's nick. */
@@ -402,8 +402,8 @@ void chat_cmd_nick(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
         chat_numeric(fx, s, 432, "%s :Erroneous nickname", m->params[0]);
         return;
     }
-    snprintf(s->nick, sizeof s->nick, "%s", m->params[0]);
-    s->got_nick = true;
+    snprintf(s->reg.nick, sizeof s->reg.nick, "%s", m->params[0]);
+    s->reg.got_nick = true;
     chat_try_register(app, s, fx);
 }
 
@@ -413,13 +413,13 @@ void chat_cmd_user(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
     /* The user name says which device this is ("phone", or
      * "alice@phone"), unless SASL's user name already did. */
     const char *u = m->params[0], *at = strchr(u, '@');
-    if (!s->client_from_sasl)
+    if (!s->reg.client_from_sasl)
         set_client(s, at ? at + 1 : u, strlen(at ? at + 1 : u));
     const char *real = m->params[3];
     size_t rn = chat_utf8_cut(real, strlen(real), CHAT_REALNAME_MAX);
     memcpy(s->realname, real, rn);
     s->realname[rn] = 0;
-    s->got_user = true;
+    s->reg.got_user = true;
     chat_try_register(app, s, fx);
 }
 

@@ -20,25 +20,25 @@ static bool is_presence(int type)
 
 void chat_own_push(struct session *s, uint64_t id)
 {
-    if (s->own_len == OWN_RING) { /* forget the oldest: it will be relayed back once */
-        s->own_head = (s->own_head + 1) % OWN_RING;
-        s->own_len--;
+    if (s->relay.own_len == OWN_RING) { /* forget the oldest: it will be relayed back once */
+        s->relay.own_head = (s->relay.own_head + 1) % OWN_RING;
+        s->relay.own_len--;
     }
-    s->own[(s->own_head + s->own_len) % OWN_RING] = id;
-    s->own_len++;
+    s->relay.own[(s->relay.own_head + s->relay.own_len) % OWN_RING] = id;
+    s->relay.own_len++;
 }
 
 /* Is id one this connection sent? Ids come in order, so the ring's front
  * is the only candidate (older fronts were passed). */
 static bool own_pop(struct session *s, uint64_t id)
 {
-    while (s->own_len && s->own[s->own_head] < id) {
-        s->own_head = (s->own_head + 1) % OWN_RING;
-        s->own_len--;
+    while (s->relay.own_len && s->relay.own[s->relay.own_head] < id) {
+        s->relay.own_head = (s->relay.own_head + 1) % OWN_RING;
+        s->relay.own_len--;
     }
-    if (s->own_len && s->own[s->own_head] == id) {
-        s->own_head = (s->own_head + 1) % OWN_RING;
-        s->own_len--;
+    if (s->relay.own_len && s->relay.own[s->relay.own_head] == id) {
+        s->relay.own_head = (s->relay.own_head + 1) % OWN_RING;
+        s->relay.own_len--;
         return true;
     }
     return false;
@@ -189,15 +189,15 @@ static void presence_relay(struct chat_app *app, struct session *s, yard_fx_t *f
         /* Consecutive records of one sender, type and text: one change
          * (two changes in a row differ in their text: away, back) */
         uint64_t text_hash = yard_fnv1a(YARD_FNV1A_INIT, r->text, r->text_len);
-        if (r->id != s->group_id + 1 || r->type != s->group_type ||
-            text_hash != s->group_text || strcmp(sender, s->group_key) != 0) {
-            strcpy(s->group_key, sender); /* a new departure or away change */
-            s->group_type = r->type;
-            s->group_text = text_hash;
-            s->group_told = false;
+        if (r->id != s->relay.group_id + 1 || r->type != s->relay.group_type ||
+            text_hash != s->relay.group_text || strcmp(sender, s->relay.group_key) != 0) {
+            strcpy(s->relay.group_key, sender); /* a new departure or away change */
+            s->relay.group_type = r->type;
+            s->relay.group_text = text_hash;
+            s->relay.group_told = false;
         }
-        s->group_id = r->id;
-        if (s->group_told)
+        s->relay.group_id = r->id;
+        if (s->relay.group_told)
             return;
     }
     if (r->type == YARD_LOGREC_AWAY && !(s->caps & CAP_AWAY_NOTIFY))
@@ -221,7 +221,7 @@ static void presence_relay(struct chat_app *app, struct session *s, yard_fx_t *f
         memcpy(why, r->sender, r->sender_len);
         why[r->sender_len] = 0;
     }
-    s->group_told = grouped;
+    s->relay.group_told = grouped;
     /* extended-join: a join record's text is USER's realname */
     if (r->type == YARD_LOGREC_JOIN && (s->caps & CAP_EXTENDED_JOIN))
         chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " JOIN %.*s %.*s :%s", tags, sn, r->sender, sn,
@@ -329,12 +329,12 @@ static void pos_note(struct chat_app *app, struct session *s, struct pos_batch *
 static void log_unreadable(struct session *s, yard_fx_t *fx, int err)
 {
     yard_log_err("chat: reading the log for %s after id %llu: %s", s->account,
-                 (unsigned long long)s->seen, strerror(-err));
+                 (unsigned long long)s->relay.seen, strerror(-err));
     chat_sendf(fx, "ERROR :Closing Link: the server cannot read its log");
     yard_fx_close(fx, NULL);
 }
 
-/* Relay the records of one read at s->cur; *count grows by those taken.
+/* Relay the records of one read at s->relay.cur; *count grows by those taken.
  * 0, or -EBADMSG on committed bytes that do not decode. */
 static int relay_read(struct chat_app *app, struct session *s, yard_fx_t *fx, const uint8_t *buf,
                       size_t len, int *count)
@@ -343,11 +343,11 @@ static int relay_read(struct chat_app *app, struct session *s, yard_fx_t *fx, co
     struct pos_batch pos = {0};
     size_t at = 0;
     int rc;
-    while ((rc = yard_chatlog_take(&s->cur, buf, len, &at, &r)) == 1) {
+    while ((rc = yard_chatlog_take(&s->relay.cur, buf, len, &at, &r)) == 1) {
         ++*count;
-        if (r.id <= s->seen)
+        if (r.id <= s->relay.seen)
             continue;
-        s->seen = r.id;
+        s->relay.seen = r.id;
         bool guest = chat_unguest(&r);
         if (r.type == YARD_LOGREC_READ) {
             marker_relay(s, fx, &r);
@@ -376,14 +376,14 @@ static int relay_read(struct chat_app *app, struct session *s, yard_fx_t *fx, co
     return rc < 0 ? rc : 0;
 }
 
-/* Relay what the log's tail holds past s->seen, NEWS_BATCH records at
+/* Relay what the log's tail holds past s->relay.seen, NEWS_BATCH records at
  * most: 0, -EAGAIN when the rest is not in the tail (a read job's work),
  * or -EBADMSG after closing the connection. */
 static int relay_tail(struct chat_app *app, struct session *s, yard_fx_t *fx)
 {
     int n = 0;
     while (n < NEWS_BATCH) {
-        long got = yard_chatlog_read_tail(app->log, &s->cur, s->rd.buf, sizeof s->rd.buf);
+        long got = yard_chatlog_read_tail(app->log, &s->relay.cur, s->rd.buf, sizeof s->rd.buf);
         if (got == -EAGAIN)
             return -EAGAIN;
         if (got <= 0)
@@ -403,41 +403,41 @@ static int relay_tail(struct chat_app *app, struct session *s, yard_fx_t *fx)
  * is still its to hear. */
 void chat_catch_up(struct chat_app *app, struct session *s, yard_fx_t *fx)
 {
-    if (!s->posting)
+    if (!s->relay.posting)
         relay_tail(app, s, fx); /* a connection further behind reads on as before */
 }
 
-/* Relay what the log holds past s->seen, then watch from there. What is in
+/* Relay what the log holds past s->relay.seen, then watch from there. What is in
  * the log's tail is read from memory; a connection further behind reads
  * the files in a job (read_done goes on from there). */
 void chat_news(void *state, void *session, yard_fx_t *fx)
 {
     struct chat_app *app = state;
     struct session *s = session;
-    if (s->state != ST_READY || s->posting)
+    if (s->state != ST_READY || s->relay.posting)
         return; /* after the post: its ids must be known as ours first */
     int rc = relay_tail(app, s, fx);
     if (rc == -EAGAIN) {
         s->rd.log = app->log;
-        s->rd.cur = s->cur;
+        s->rd.cur = s->relay.cur;
         s->rd.kind = CHAT_JOB_READ;
         yard_fx_io(fx, chat_read_job_run, &s->rd);
         return;
     }
     if (rc == 0)
-        yard_fx_watch(fx, app->bus, 0, s->seen);
+        yard_fx_watch(fx, app->bus, 0, s->relay.seen);
 }
 
 void chat_read_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
 {
     struct read_job *j = &s->rd;
-    s->cur = j->cur; /* the read placed it (or moved it to the next segment) */
+    s->relay.cur = j->cur; /* the read placed it (or moved it to the next segment) */
     int n = 0, rc = j->n < 0 ? (int)j->n : relay_read(app, s, fx, j->buf, (size_t)j->n, &n);
     if (rc < 0) {
         log_unreadable(s, fx, rc);
         return;
     }
-    yard_fx_watch(fx, app->bus, 0, s->seen); /* news goes on from here */
+    yard_fx_watch(fx, app->bus, 0, s->relay.seen); /* news goes on from here */
 }
 
 /* Presence (a member joining, leaving, quitting) goes through the log like

@@ -33,7 +33,7 @@ void chat_sendf(yard_fx_t *fx, const char *fmt, ...)
 /* Whom a numeric is addressed to: the account, or the nick given so far. */
 const char *chat_who(const struct session *s)
 {
-    return s->state == ST_READY ? s->account : s->got_nick ? s->nick : "*";
+    return s->state == ST_READY ? s->account : s->reg.got_nick ? s->reg.nick : "*";
 }
 
 void chat_numeric(yard_fx_t *fx, const struct session *s, int code, const char *fmt, ...)
@@ -83,7 +83,7 @@ size_t chat_utf8_cut(const char *text, size_t len, size_t max)
 void chat_charge(struct session *s, int targets)
 {
     if (targets > 1)
-        s->tokens -= targets - 1;
+        s->in.tokens -= targets - 1;
 }
 
 void chat_job_done(void *state, void *session, void *arg, yard_fx_t *fx)
@@ -117,14 +117,14 @@ void chat_open(void *state, void *session, yard_fx_t *fx)
     struct chat_app *app = state;
     struct session *s = session;
     s->slot = -1;
-    s->tokens = app->set->flood_burst;
-    s->tokens_at = fx->now_ns;
-    s->register_by = fx->now_ns + app->set->register_timeout_ns;
-    chat_addr_of(fx->peer, &s->addr);
-    int v = chat_guard_enter(app->guard, &s->addr, fx->now_ns, &s->enter_ticket);
+    s->in.tokens = app->set->flood_burst;
+    s->in.tokens_at = fx->now_ns;
+    s->reg.register_by = fx->now_ns + app->set->register_timeout_ns;
+    chat_addr_of(fx->peer, &s->login.addr);
+    int v = chat_guard_enter(app->guard, &s->login.addr, fx->now_ns, &s->login.enter_ticket);
     if (v != CHAT_GUARD_OK) {
         char where[64];
-        chat_addr_text(&s->addr, where, sizeof where);
+        chat_addr_text(&s->login.addr, where, sizeof where);
         if (v == CHAT_GUARD_TOO_MANY)
             chat_sendf(fx, "ERROR :Closing Link: too many connections from %s have not logged in "
                       "(at most %u)",
@@ -134,7 +134,7 @@ void chat_open(void *state, void *session, yard_fx_t *fx)
         yard_fx_close(fx, NULL);
         return;
     }
-    yard_fx_wake_at(fx, s->register_by);
+    yard_fx_wake_at(fx, s->reg.register_by);
 }
 
 /* A logged-in client silent for --ping-interval-ms gets a PING; one that
@@ -147,28 +147,28 @@ static void liveness(struct chat_app *app, struct session *s, yard_fx_t *fx)
     if (!set->ping_interval_ns)
         return;
     uint64_t now = fx->now_ns;
-    if (s->pinged_ns && now >= s->pinged_ns + set->ping_timeout_ns) {
+    if (s->in.pinged_ns && now >= s->in.pinged_ns + set->ping_timeout_ns) {
         snprintf(s->quit_reason, sizeof s->quit_reason, "Ping timeout: %llu seconds",
-                 (unsigned long long)((now - s->heard_ns) / YARD_NS_PER_S));
+                 (unsigned long long)((now - s->in.heard_ns) / YARD_NS_PER_S));
         chat_sendf(fx, "ERROR :Closing Link: %s (%s)", s->account, s->quit_reason);
         yard_fx_close(fx, NULL);
         return;
     }
-    if (!s->pinged_ns && now >= s->heard_ns + set->ping_interval_ns) {
+    if (!s->in.pinged_ns && now >= s->in.heard_ns + set->ping_interval_ns) {
         chat_sendf(fx, "PING :" SERVER);
-        s->pinged_ns = now;
+        s->in.pinged_ns = now;
     }
-    yard_fx_wake_idle(fx, s->pinged_ns ? s->pinged_ns + set->ping_timeout_ns
-                                       : s->heard_ns + set->ping_interval_ns);
+    yard_fx_wake_idle(fx, s->in.pinged_ns ? s->in.pinged_ns + set->ping_timeout_ns
+                                       : s->in.heard_ns + set->ping_interval_ns);
 }
 
 void chat_timer(void *state, void *session, yard_fx_t *fx)
 {
     struct chat_app *app = state;
     struct session *s = session;
-    if (s->pending_fail && fx->now_ns >= s->fail_until) {
-        int code = s->pending_fail;
-        s->pending_fail = 0;
+    if (s->login.pending_fail && fx->now_ns >= s->login.fail_until) {
+        int code = s->login.pending_fail;
+        s->login.pending_fail = 0;
         if (code == 904) {
             chat_numeric(fx, s, 904, ":SASL authentication failed");
             chat_try_register(app, s, fx); /* NICK and USER may be waiting */
@@ -179,16 +179,16 @@ void chat_timer(void *state, void *session, yard_fx_t *fx)
             return;
         }
         if (s->state != ST_READY)
-            yard_fx_wake_at(fx, s->register_by);
+            yard_fx_wake_at(fx, s->reg.register_by);
         else
             liveness(app, s, fx); /* a guest's failed login: its timer watches it again */
         return;
     }
-    if (s->state == ST_WAIT && fx->now_ns < s->register_by) {
-        chat_start_auth(app, s, fx, s->wait_account, strlen(s->wait_account), s->wait_password,
-                        strlen(s->wait_password), s->wait_sasl);
+    if (s->state == ST_WAIT && fx->now_ns < s->reg.register_by) {
+        chat_start_auth(app, s, fx, s->login.wait_account, strlen(s->login.wait_account), s->login.wait_password,
+                        strlen(s->login.wait_password), s->login.wait_sasl);
         if (s->state == ST_NEW && !fx->close)
-            yard_fx_wake_at(fx, s->register_by); /* refused at once (904): time goes on */
+            yard_fx_wake_at(fx, s->reg.register_by); /* refused at once (904): time goes on */
         return;
     }
     if (s->state != ST_READY) {
@@ -206,23 +206,23 @@ size_t chat_data(void *state, void *session, const uint8_t *in, size_t n, yard_f
     struct chat_app *app = state;
     struct session *s = session;
     size_t used = 0;
-    s->heard_ns = fx->now_ns; /* any line is a sign of life (the timer checks lazily) */
-    s->pinged_ns = 0;
+    s->in.heard_ns = fx->now_ns; /* any line is a sign of life (the timer checks lazily) */
+    s->in.pinged_ns = 0;
     /* Refill the flood bucket. */
-    double dt = (double)(fx->now_ns - s->tokens_at) / 1e9, rate = app->set->flood_rate,
+    double dt = (double)(fx->now_ns - s->in.tokens_at) / 1e9, rate = app->set->flood_rate,
            burst = app->set->flood_burst;
-    s->tokens_at = fx->now_ns;
-    s->tokens = s->tokens + dt * rate > burst ? burst : s->tokens + dt * rate;
-    while (used < n && !fx->close && !fx->job && !s->pending_fail && s->state != ST_WAIT) {
+    s->in.tokens_at = fx->now_ns;
+    s->in.tokens = s->in.tokens + dt * rate > burst ? burst : s->in.tokens + dt * rate;
+    while (used < n && !fx->close && !fx->job && !s->login.pending_fail && s->state != ST_WAIT) {
         const char *p = (const char *)in + used;
         size_t left = n - used;
-        if (s->discarding) {
+        if (s->in.discarding) {
             /* The rest of an overlong line, up to its end (a CR or a LF). */
             size_t end = 0;
             while (end < left && p[end] != '\n' && p[end] != '\r')
                 end++;
             used += end < left ? end + 1 : left;
-            s->discarding = end == left;
+            s->in.discarding = end == left;
             continue;
         }
         size_t start = 0, len = 0, u = 0;
@@ -233,7 +233,7 @@ size_t chat_data(void *state, void *session, const uint8_t *in, size_t n, yard_f
         }
         if (f != YARD_IRC_LINE) {
             chat_numeric(fx, s, 417, ":Input line was too long");
-            s->discarding = f == YARD_IRC_TOOLONG_OPEN;
+            s->in.discarding = f == YARD_IRC_TOOLONG_OPEN;
             used += u;
             continue;
         }
@@ -243,13 +243,13 @@ size_t chat_data(void *state, void *session, const uint8_t *in, size_t n, yard_f
             continue;
         }
         if (s->state == ST_READY && rate > 0) {
-            if (s->tokens < 1) {
+            if (s->in.tokens < 1) {
                 /* Flooding: stop reading this client until a token is due
                  * (a list of targets may have taken the bucket below 0). */
-                yard_fx_wake_at(fx, fx->now_ns + (uint64_t)((1 - s->tokens) * 1e9 / rate));
+                yard_fx_wake_at(fx, fx->now_ns + (uint64_t)((1 - s->in.tokens) * 1e9 / rate));
                 break;
             }
-            s->tokens -= 1;
+            s->in.tokens -= 1;
         }
         used += u;
         char line[LINE_MAX_MSG + LINE_MAX_TAGS + 2];
@@ -306,14 +306,14 @@ void chat_close(void *state, void *session)
     free(s->hist.at);
     free(s->hist.chans);
     free(s->hist.targets);
-    chat_guard_leave(app->guard, s->enter_ticket);
+    chat_guard_leave(app->guard, s->login.enter_ticket);
     /* A job is never running here (the engine waits for it), but its
      * job_done may not have run: its check is over either way. close has
      * no clock of the engine's; the check's start is a time no later than
      * now, which is all the limits need (their time never runs backwards). */
-    if (s->job)
-        chat_end_check(app, s, s->job->ok, s->check_at);
-    free(s->job);
-    explicit_bzero(s->pass, sizeof s->pass);
+    if (s->login.job)
+        chat_end_check(app, s, s->login.job->ok, s->login.check_at);
+    free(s->login.job);
+    explicit_bzero(s->reg.pass, sizeof s->reg.pass);
     chat_forget_wait(s);
 }

@@ -9,38 +9,47 @@
 
 #define OWN_RING 1024
 
-struct session {
-    int state;
+/* The registration's progress (register.c): what the client has sent of
+ * CAP, PASS, NICK, USER and SASL so far. */
+struct session_reg {
     bool cap_active;   /* CAP LS/REQ seen: registration waits for CAP END */
-    unsigned caps;     /* CAP_* negotiated */
-    uint64_t batches;  /* batch references handed out */
-    bool umode_i, umode_w; /* user modes: kept and shown, nothing more */
     bool sasl_plain;   /* AUTHENTICATE PLAIN accepted, payload expected */
     bool sasl_done;
     bool got_nick, got_user, have_pass;
-    bool discarding;   /* inside an overlong line */
+    bool client_from_sasl;
     char nick[CHAT_NAME_MAX + 1];
     char pass[YARD_ACCOUNT_PASSWORD_MAX + 1];
     char sasl_buf[1024];
     size_t sasl_len;
-    char account[CHAT_NAME_MAX + 1];
-    char account_key[CHAT_NAME_MAX + 1];
-    char client[CHAT_CLIENT_MAX + 1]; /* the device: "alice@phone", or USER's name */
-    char realname[CHAT_REALNAME_MAX + 1]; /* USER's, shown by extended-join */
-    bool client_from_sasl;
-    bool guest;              /* --guests: a nick, no account (s->account holds the nick) */
-    char sender[CHAT_NAME_MAX + 2]; /* as the log names it: the account, or "~" and the guest's nick */
-    bool nick_checking;      /* a nick job is in flight */
-    struct nick_job nj;
-    int slot;
+    uint64_t register_by;    /* the registration timeout */
+};
+
+/* A login within the login limits (guard.h): this connection's tickets,
+ * the password check in flight, one waiting for its turn, and a failed
+ * one's delayed answer. */
+struct session_login {
     chat_addr_t addr;        /* the source address the login limits count */
     uint64_t enter_ticket;   /* counted as not logged in yet */
     uint64_t check_ticket;   /* a password check in flight */
     uint64_t check_at;       /* when it began (fx->now_ns) */
     char check_key[CHAT_NAME_MAX + 1]; /* its account, casefolded */
-    uint64_t register_by;    /* the registration timeout */
-    uint64_t heard_ns;       /* when the client last sent anything */
-    char quit_reason[600]; /* what the others are told when it goes ("": the default) */
+    struct auth_job *job;    /* the check's job */
+    /* ST_WAIT: the login to check once the address has its turn. */
+    char wait_account[CHAT_NAME_MAX + 1];
+    char wait_password[YARD_ACCOUNT_PASSWORD_MAX + 1];
+    bool wait_sasl;
+    unsigned failures;
+    uint64_t fail_until; /* a failed login's answer waits until then */
+    int pending_fail;    /* 0, or 904 / 464: the answer to give at fail_until */
+};
+
+/* Where relaying is (relay.c). */
+struct session_relay {
+    yard_chatlog_cursor_t cur; /* where relaying goes on (past seen) */
+    uint64_t seen;       /* last log id relayed (or skipped) */
+    bool posting;        /* a post job is in flight: news waits for its ids */
+    uint64_t own[OWN_RING]; /* ids this connection appended, oldest first */
+    unsigned own_head, own_len;
     /* The quit or away records relayed last: one departure's (or away
      * change's) records, one per channel, are consecutive, and a member who
      * shares several of those channels is told once. */
@@ -49,28 +58,44 @@ struct session {
     uint64_t group_text; /* a hash of its text */
     char group_key[CHAT_NAME_MAX + 1];
     bool group_told;
-    uint64_t pinged_ns;      /* when the server PINGed it, unanswered (0: none) */
-    /* ST_WAIT: the login to check once the address has its turn. */
-    char wait_account[CHAT_NAME_MAX + 1];
-    char wait_password[YARD_ACCOUNT_PASSWORD_MAX + 1];
-    bool wait_sasl;
-    unsigned failures;
-    uint64_t fail_until; /* a failed login's answer waits until then */
-    int pending_fail;    /* 0, or 904 / 464: the answer to give at fail_until */
-    struct auth_job *job;
-    yard_chatlog_cursor_t cur; /* where relaying goes on (past seen) */
-    uint64_t seen;       /* last log id relayed (or skipped) */
-    bool posting;        /* a post job is in flight: news waits for its ids */
+};
+
+/* Input and liveness (session.c): flood control, overlong lines, PINGs. */
+struct session_input {
+    bool discarding;     /* inside an overlong line */
+    double tokens;       /* the flood bucket */
+    uint64_t tokens_at;
+    uint64_t heard_ns;   /* when the client last sent anything */
+    uint64_t pinged_ns;  /* when the server PINGed it, unanswered (0: none) */
+};
+
+struct session {
+    int state;               /* ST_* */
+    unsigned caps;           /* CAP_* negotiated */
+    uint64_t batches;        /* batch references handed out */
+    bool umode_i, umode_w;   /* user modes: kept and shown, nothing more */
+    char account[CHAT_NAME_MAX + 1];
+    char account_key[CHAT_NAME_MAX + 1];
+    char client[CHAT_CLIENT_MAX + 1]; /* the device: "alice@phone", or USER's name */
+    char realname[CHAT_REALNAME_MAX + 1]; /* USER's, shown by extended-join */
+    bool guest;              /* --guests: a nick, no account (s->account holds the nick) */
+    char sender[CHAT_NAME_MAX + 2]; /* as the log names it: the account, or "~" and the
+                                     * guest's nick */
+    int slot;                /* the member slot (state.h), or -1 */
+    char quit_reason[600]; /* what the others are told when it goes ("": the default) */
+    struct session_reg reg;
+    struct session_login login;
+    struct session_relay relay;
+    struct session_input in;
+    /* The jobs (jobs.h), one of each kind in flight at most. */
+    bool nick_checking;      /* a nick job is in flight */
+    struct nick_job nj;
     struct post_job post;
     struct read_job rd;
     struct replay_job rp;
     struct hist_job hist;
     char join_rest[LINE_MAX_MSG + 1]; /* JOIN's channels still to join after a replay */
     char join_keys[LINE_MAX_MSG + 1]; /* ... and their keys */
-    uint64_t own[OWN_RING]; /* ids this connection appended, oldest first */
-    unsigned own_head, own_len;
-    double tokens;
-    uint64_t tokens_at;
 };
 
 /* A command's handler (commands.c's table): m has at least the row's
