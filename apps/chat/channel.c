@@ -164,18 +164,18 @@ static void replay_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
     struct replay_job *j = &s->rp;
     if (j->rc == -ENOMEM && !j->total) {
         chat_sendf(fx, ":" SERVER " NOTICE %s :The history of %s cannot be read now; nothing was "
-                  "replayed",
-              j->name, j->name);
+                       "replayed",
+                   j->name, j->name);
     } else if (j->rc < 0) {
         yard_log_err("chat: replaying %s for %s: %s", j->name, s->account, strerror(-j->rc));
         chat_sendf(fx, ":" SERVER " NOTICE %s :Part of the history of %s is damaged; what could be "
-                  "read is replayed",
-              j->name, j->name);
+                       "read is replayed",
+                   j->name, j->name);
     }
     if (j->total > j->shown)
         chat_sendf(fx, ":" SERVER " NOTICE %s :%llu older messages of %s were not replayed "
-                  "(--replay-max %u)",
-              j->name, (unsigned long long)(j->total - j->shown), j->name, j->max);
+                       "(--replay-max %u)",
+                   j->name, (unsigned long long)(j->total - j->shown), j->name, j->max);
     /* With batch, the replay is one chathistory batch (its reference new
      * for this connection, like a CHATHISTORY answer's). */
     char ref[32] = "";

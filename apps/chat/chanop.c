@@ -128,8 +128,8 @@ static void mode_rank(struct chat_app *app, struct session *s, yard_fx_t *fx, in
     bool present = holder >= 0;
     if (on && present && chat_member_at(app->cs, holder)->guest) {
         /* Ranks are kept by name across restarts; a guest's name is not its own. */
-        chat_numeric(fx, s, 696, "%s %c %s :A guest cannot hold a rank (log in to an account)", shown,
-                     flag, nick);
+        chat_numeric(fx, s, 696, "%s %c %s :A guest cannot hold a rank (log in to an account)",
+                     shown, flag, nick);
         return;
     }
     /* A rank is given to a member; it may be taken from an account that is
@@ -271,8 +271,8 @@ static void chan_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, ya
     if (!mc.nflags)
         return;
     if (!kept) {
-        chat_numeric(fx, s, 482, "%s :The modes were not changed: the server keeps no more channels",
-                     shown);
+        chat_numeric(fx, s, 482,
+                     "%s :The modes were not changed: the server keeps no more channels", shown);
         return;
     }
     yard_chatlog_entry_t ev;
@@ -305,11 +305,13 @@ void chat_cmd_kick(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
     int dropped;
     int n = chat_split_targets(m->params[1], targets, TARGMAX, &dropped, &first_dropped);
     if (dropped)
-        chat_numeric(fx, s, 407, "%s :Too many targets: at most %d (TARGMAX)", first_dropped, TARGMAX);
+        chat_numeric(fx, s, 407, "%s :Too many targets: at most %d (TARGMAX)", first_dropped,
+                     TARGMAX);
     yard_chatlog_entry_t ev[TARGMAX];
     unsigned nev = 0;
     for (int i = 0; i < n; i++) {
-        char key[CHAT_NAME_MAX + 1], spelled[CHAT_NAME_MAX + 1], text[CHAT_NAME_MAX + 2 + KICK_REASON_MAX];
+        char key[CHAT_NAME_MAX + 1], spelled[CHAT_NAME_MAX + 1];
+        char text[CHAT_NAME_MAX + 2 + KICK_REASON_MAX];
         size_t len = strlen(targets[i]);
         bool found = false;
         chat_casefold(key, targets[i], len > CHAT_NAME_MAX ? CHAT_NAME_MAX : len);

@@ -30,7 +30,8 @@ static void become_guest(struct chat_app *app, struct session *s, yard_fx_t *fx)
     chat_casefold(key, s->reg.nick, strlen(s->reg.nick));
     chat_lock(app->cs);
     bool taken = chat_member_named(app->cs, key) >= 0; /* by a guest or an account */
-    bool crowded = !taken && chat_guests_from(app->cs, s->login.addr.b) >= app->set->guests_per_addr;
+    bool crowded =
+        !taken && chat_guests_from(app->cs, s->login.addr.b) >= app->set->guests_per_addr;
     s->slot = taken || crowded ? -1 : chat_member_add(app->cs, s->reg.nick);
     if (s->slot >= 0) {
         struct chat_member *m = chat_member_at(app->cs, s->slot);
@@ -135,8 +136,8 @@ void chat_nick_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
         if (s->state != ST_READY)
             s->reg.got_nick = false; /* (and the numeric is addressed to "*") */
         chat_numeric(fx, s, 433, "%s :Nickname is reserved for an account: log in with SASL PLAIN "
-                            "or PASS to use it, or choose another",
-                nick);
+                                 "or PASS to use it, or choose another",
+                     nick);
         return;
     }
     if (s->state == ST_READY) {

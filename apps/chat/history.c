@@ -38,8 +38,8 @@ void chat_history_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
     if (j->rc < 0) {
         yard_log_err("chat: CHATHISTORY of %s for %s: %s", j->name, s->account, strerror(-j->rc));
         chat_sendf(fx, ":" SERVER " FAIL CHATHISTORY MESSAGE_ERROR %s :The history cannot be read "
-                  "now",
-              j->name);
+                       "now",
+                   j->name);
     } else if (j->sub == HIST_TARGETS) { /* oldest of the latest first */
         char ref[32] = "";
         if (s->caps & CAP_BATCH) {
@@ -49,8 +49,8 @@ void chat_history_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
         for (unsigned i = j->ntargets; i-- > 0;) {
             char t[40];
             chat_format_time(t, sizeof t, j->targets[i].latest_ns);
-            chat_sendf(fx, "%s%s%s:" SERVER " CHATHISTORY TARGETS %s %s", ref[0] ? "@batch=" : "", ref,
-                       ref[0] ? " " : "", j->targets[i].name, t);
+            chat_sendf(fx, "%s%s%s:" SERVER " CHATHISTORY TARGETS %s %s", ref[0] ? "@batch=" : "",
+                       ref, ref[0] ? " " : "", j->targets[i].name, t);
         }
         if (ref[0])
             chat_sendf(fx, ":" SERVER " BATCH -%s", ref);
@@ -127,15 +127,15 @@ void chat_cmd_markread(struct chat_app *app, struct session *s, yard_fx_t *fx, y
     bool chan = target[0] == '#' || target[0] == '&';
     if (s->guest) {
         chat_sendf(fx, ":" SERVER " FAIL MARKREAD ACCOUNT_REQUIRED %s :Read markers are kept for "
-                  "accounts; log in to keep one",
-              tn ? target : "*");
+                       "accounts; log in to keep one",
+                   tn ? target : "*");
         return;
     }
     if (!tn || tn > CHAT_CHAN_MAX || (chan ? !chat_valid_channel(target)
                                            : !yard_account_name_valid(target, tn))) {
         chat_sendf(fx, ":" SERVER " FAIL MARKREAD INVALID_PARAMS %s :Give a channel or nick, and "
-                  "optionally timestamp=YYYY-MM-DDThh:mm:ss.sssZ",
-              tn ? target : "*");
+                       "optionally timestamp=YYYY-MM-DDThh:mm:ss.sssZ",
+                   tn ? target : "*");
         return;
     }
     char key[CHAT_CHAN_MAX + 1], now[80];
@@ -148,8 +148,8 @@ void chat_cmd_markread(struct chat_app *app, struct session *s, yard_fx_t *fx, y
     struct hist_ref ref;
     if (!hist_parse_ref(m->params[1], false, &ref) || !ref.by_time || ref.ts_ns <= 0) {
         chat_sendf(fx, ":" SERVER " FAIL MARKREAD INVALID_PARAMS %s :The timestamp is "
-                  "timestamp=YYYY-MM-DDThh:mm:ss.sssZ",
-              target);
+                       "timestamp=YYYY-MM-DDThh:mm:ss.sssZ",
+                   target);
         return;
     }
     bool known;
@@ -191,8 +191,8 @@ void chat_cmd_chathistory(struct chat_app *app, struct session *s, yard_fx_t *fx
             !hist_parse_ref(m->params[2], false, &j->b) || !j->b.by_time || !tend || *tend ||
             tl < 1) {
             chat_sendf(fx, ":" SERVER " FAIL CHATHISTORY INVALID_PARAMS TARGETS :Give two "
-                      "timestamps and a limit of 1 to %d",
-                  HISTORY_MAX);
+                           "timestamps and a limit of 1 to %d",
+                       HISTORY_MAX);
             return;
         }
         /* The channels one is in now: only their history is one's to list. */
@@ -222,8 +222,8 @@ void chat_cmd_chathistory(struct chat_app *app, struct session *s, yard_fx_t *fx
         (k == HIST_BETWEEN && !hist_parse_ref(m->params[3], true, &j->b)) || !end || *end ||
         limit < 1 || (j->a.any && k != HIST_LATEST)) {
         chat_sendf(fx, ":" SERVER " FAIL CHATHISTORY INVALID_PARAMS %s :Give a target, %s and a "
-                  "limit of 1 to %d",
-              subs[k], k == HIST_BETWEEN ? "two references" : "a reference", HISTORY_MAX);
+                       "limit of 1 to %d",
+                   subs[k], k == HIST_BETWEEN ? "two references" : "a reference", HISTORY_MAX);
         return;
     }
     const char *target = m->params[1];
@@ -239,9 +239,9 @@ void chat_cmd_chathistory(struct chat_app *app, struct session *s, yard_fx_t *fx
         ok = !s->guest && yard_account_name_valid(target, tn);
     }
     if (!ok) { /* a channel one is not in looks like one that does not exist */
-        chat_sendf(fx, ":" SERVER " FAIL CHATHISTORY INVALID_TARGET %s %s :No such channel or nick, "
-                  "or you are not in that channel",
-              subs[k], target);
+        chat_sendf(fx, ":" SERVER " FAIL CHATHISTORY INVALID_TARGET %s %s :No such channel or "
+                       "nick, or you are not in that channel",
+                   subs[k], target);
         return;
     }
     j->log = app->log;

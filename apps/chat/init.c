@@ -37,7 +37,8 @@ static int chat_init(void **state, const yard_config_t *cfg, const void *setting
     app->set = set;
     app->cs = yard_shm_alloc(shm, sizeof *app->cs);
     app->bus = yard_bus_create(shm, 1);
-    unsigned members = cfg->max_conns > 0 && cfg->max_conns < 100000 ? (unsigned)cfg->max_conns : 16384;
+    unsigned members =
+        cfg->max_conns > 0 && cfg->max_conns < 100000 ? (unsigned)cfg->max_conns : 16384;
     char warn[800];
     if (!app->cs || !app->bus ||
         chat_state_init(app->cs, shm, set->data_dir, set->max_channels, members, err, errlen,

@@ -60,9 +60,9 @@ void chat_post_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
                 chat_numeric(fx, s, 401, "%s :No such nick/channel", j->t[i].name);
         } else if (j->t[i].rc < 0) {
             yard_log_err("chat: appending to the log: %s", strerror(-j->t[i].rc));
-            chat_sendf(fx, ":" SERVER " NOTICE %s :Message not delivered: the server cannot store it "
-                      "(%s)",
-                  s->account, strerror(-j->t[i].rc));
+            chat_sendf(fx, ":" SERVER " NOTICE %s :Message not delivered: the server cannot store "
+                           "it (%s)",
+                       s->account, strerror(-j->t[i].rc));
         } else {
             chat_own_push(s, j->t[i].id);
             last = j->t[i].id;
@@ -170,8 +170,8 @@ static void message(struct chat_app *app, struct session *s, yard_fx_t *fx,
             } else if (guest_muted) {
                 if (!notice)
                     chat_numeric(fx, s, 404, "%s :Cannot send to channel (+M: log in to an account "
-                                        "to speak)",
-                            t);
+                                             "to speak)",
+                                 t);
             } else {
                 chat_post_target(s, shown, false);
             }
@@ -182,7 +182,8 @@ static void message(struct chat_app *app, struct session *s, yard_fx_t *fx,
                 chat_numeric(fx, s, 401, "%s :No such nick/channel", t);
             continue;
         }
-        if (type == YARD_LOGREC_MESSAGE && __atomic_load_n(&app->cs->away, __ATOMIC_RELAXED)) { /* a person who is away: say so; it still goes */
+        /* a person who is away: say so; it still goes */
+        if (type == YARD_LOGREC_MESSAGE && __atomic_load_n(&app->cs->away, __ATOMIC_RELAXED)) {
             struct presence p;
             chat_presence_of(app, t, &p, NULL, 0);
             if (p.away)

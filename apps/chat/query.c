@@ -164,7 +164,8 @@ static void away_notify(struct chat_app *app, struct session *s, const char *msg
     unsigned n;
     chat_lock(cs);
     chat_account_others(cs, s->account_key, -1, bits);
-    yard_chatlog_entry_t *ev = chat_events_per_channel(cs, bits, YARD_LOGREC_AWAY, s->sender, msg, &n);
+    yard_chatlog_entry_t *ev =
+        chat_events_per_channel(cs, bits, YARD_LOGREC_AWAY, s->sender, msg, &n);
     chat_unlock(cs);
     if (n)
         chat_presence_put(app, ev, n);

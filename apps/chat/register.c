@@ -24,7 +24,8 @@ static const struct {
     {"batch", CAP_BATCH},             {"draft/chathistory", CAP_CHATHISTORY},
     {"draft/read-marker", CAP_READ_MARKER}, {"echo-message", CAP_ECHO},
     {"extended-join", CAP_EXTENDED_JOIN}, {"message-tags", CAP_MESSAGE_TAGS},
-    {"multi-prefix", CAP_MULTI_PREFIX},   {"sasl", CAP_SASL},               {"server-time", CAP_TIME},
+    {"multi-prefix", CAP_MULTI_PREFIX},   {"sasl", CAP_SASL},
+    {"server-time", CAP_TIME},
 };
 #define NCAPS (sizeof cap_names / sizeof cap_names[0])
 
@@ -69,8 +70,10 @@ void chat_start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
         /* The address has its share of checks in flight: this one waits its
          * turn (reading nothing meanwhile), within the registration time. */
         if (s->login.wait_account != account) {
-            snprintf(s->login.wait_account, sizeof s->login.wait_account, "%.*s", (int)alen, account);
-            snprintf(s->login.wait_password, sizeof s->login.wait_password, "%.*s", (int)plen, password);
+            snprintf(s->login.wait_account, sizeof s->login.wait_account, "%.*s", (int)alen,
+                     account);
+            snprintf(s->login.wait_password, sizeof s->login.wait_password, "%.*s", (int)plen,
+                     password);
         }
         if (s->state == ST_READY) { /* a guest logging in: no waiting in line */
             refuse_login(s, fx, true, "the server is busy checking other logins; try again in "
@@ -128,7 +131,8 @@ void chat_end_check(struct chat_app *app, struct session *s, bool ok, uint64_t n
 {
     if (!s->login.check_ticket)
         return;
-    chat_guard_check_end(app->guard, s->login.check_ticket, &s->login.addr, s->login.check_key, ok, now_ns);
+    chat_guard_check_end(app->guard, s->login.check_ticket, &s->login.addr, s->login.check_key, ok,
+                         now_ns);
     s->login.check_ticket = 0;
 }
 
@@ -139,14 +143,14 @@ static void welcome(struct chat_app *app, struct session *s, yard_fx_t *fx)
     chat_numeric(fx, s, 3, ":This server speaks an IRC subset; see docs/chat.md");
     chat_numeric(fx, s, 4, SERVER " 0.1.0 iw MRiklmnotv klov");
     chat_numeric(fx, s, 5, "NETWORK=Switchyard CASEMAPPING=rfc1459 CHANTYPES=#& PREFIX=(ov)@+ "
-                      "CHANMODES=,k,l,MRimnt MODES=%d NICKLEN=%d CHANNELLEN=%d TOPICLEN=%d "
-                      "KICKLEN=%d AWAYLEN=%d :are supported by this server",
-            MODES_MAX, CHAT_NAME_MAX, CHAT_CHAN_MAX, CHAT_TOPIC_MAX, KICK_REASON_MAX,
-            CHAT_AWAY_MAX);
+                           "CHANMODES=,k,l,MRimnt MODES=%d NICKLEN=%d CHANNELLEN=%d TOPICLEN=%d "
+                           "KICKLEN=%d AWAYLEN=%d :are supported by this server",
+                 MODES_MAX, CHAT_NAME_MAX, CHAT_CHAN_MAX, CHAT_TOPIC_MAX, KICK_REASON_MAX,
+                 CHAT_AWAY_MAX);
     chat_numeric(fx, s, 5, "CHANLIMIT=#&:%u CHATHISTORY=%d MSGREFTYPES=msgid,timestamp "
-                      "TARGMAX=PRIVMSG:%d,NOTICE:%d,WHOIS:%d,USERHOST:5,KICK:%d :are supported "
-                      "by this server",
-            app->set->channels_per_account, HISTORY_MAX, TARGMAX, TARGMAX, TARGMAX, TARGMAX);
+                           "TARGMAX=PRIVMSG:%d,NOTICE:%d,WHOIS:%d,USERHOST:5,KICK:%d :are "
+                           "supported by this server",
+                 app->set->channels_per_account, HISTORY_MAX, TARGMAX, TARGMAX, TARGMAX, TARGMAX);
     if (app->motd[0]) {
         chat_numeric(fx, s, 375, ":- " SERVER " Message of the day -");
         char copy[sizeof app->motd];
@@ -194,7 +198,8 @@ void chat_ready(struct chat_app *app, struct session *s, yard_fx_t *fx)
 /* NICK, USER and (PASS or SASL) are in, and CAP negotiation is over. */
 void chat_try_register(struct chat_app *app, struct session *s, yard_fx_t *fx)
 {
-    if (s->state != ST_NEW || !s->reg.got_nick || !s->reg.got_user || s->reg.cap_active || s->login.pending_fail)
+    if (s->state != ST_NEW || !s->reg.got_nick || !s->reg.got_user || s->reg.cap_active ||
+        s->login.pending_fail)
         return;
     if (s->reg.sasl_done) {
         if (strcasecmp(s->reg.nick, s->account) != 0) {
@@ -211,12 +216,13 @@ void chat_try_register(struct chat_app *app, struct session *s, yard_fx_t *fx)
     }
     if (!s->reg.have_pass) {
         chat_numeric(fx, s, 464, ":Password required: log in with SASL PLAIN or PASS (your nick is "
-                            "your account)");
+                                 "your account)");
         chat_sendf(fx, "ERROR :Closing Link: not logged in");
         yard_fx_close(fx, NULL);
         return;
     }
-    chat_start_auth(app, s, fx, s->reg.nick, strlen(s->reg.nick), s->reg.pass, strlen(s->reg.pass), false);
+    chat_start_auth(app, s, fx, s->reg.nick, strlen(s->reg.nick), s->reg.pass, strlen(s->reg.pass),
+                    false);
     explicit_bzero(s->reg.pass, sizeof s->reg.pass);
     s->reg.have_pass = false;
 }
@@ -244,7 +250,8 @@ void chat_auth_done(struct chat_app *app, struct session *s, struct auth_job *j,
         /* Slow down guessing: the answer waits 1 s per failure so far (at
          * most 10 s), on top of bcrypt's own cost. */
         s->login.failures++;
-        uint64_t delay = (uint64_t)(s->login.failures < 10 ? s->login.failures : 10) * YARD_NS_PER_S;
+        unsigned counted = s->login.failures < 10 ? s->login.failures : 10;
+        uint64_t delay = (uint64_t)counted * YARD_NS_PER_S;
         s->login.fail_until = fx->now_ns + delay;
         s->login.pending_fail = j->sasl || s->guest ? 904 : 464; /* a guest stays a guest */
         yard_fx_wake_at(fx, s->login.fail_until);
@@ -329,7 +336,7 @@ void chat_cmd_authenticate(struct chat_app *app, struct session *s, yard_fx_t *f
     }
     if (s->guest && !(s->caps & CAP_SASL)) {
         chat_numeric(fx, s, 904, ":SASL authentication failed: ask for the sasl capability first "
-                            "(CAP REQ :sasl), or log in with PASS account:password");
+                                 "(CAP REQ :sasl), or log in with PASS account:password");
         return;
     }
     if (m->n < 1) {

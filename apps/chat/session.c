@@ -127,8 +127,8 @@ void chat_open(void *state, void *session, yard_fx_t *fx)
         chat_addr_text(&s->login.addr, where, sizeof where);
         if (v == CHAT_GUARD_TOO_MANY)
             chat_sendf(fx, "ERROR :Closing Link: too many connections from %s have not logged in "
-                      "(at most %u)",
-                  where, app->set->unregistered_per_addr);
+                           "(at most %u)",
+                       where, app->set->unregistered_per_addr);
         else
             chat_sendf(fx, "ERROR :Closing Link: the server is busy; try again later");
         yard_fx_close(fx, NULL);
@@ -185,8 +185,9 @@ void chat_timer(void *state, void *session, yard_fx_t *fx)
         return;
     }
     if (s->state == ST_WAIT && fx->now_ns < s->reg.register_by) {
-        chat_start_auth(app, s, fx, s->login.wait_account, strlen(s->login.wait_account), s->login.wait_password,
-                        strlen(s->login.wait_password), s->login.wait_sasl);
+        chat_start_auth(app, s, fx, s->login.wait_account, strlen(s->login.wait_account),
+                        s->login.wait_password, strlen(s->login.wait_password),
+                        s->login.wait_sasl);
         if (s->state == ST_NEW && !fx->close)
             yard_fx_wake_at(fx, s->reg.register_by); /* refused at once (904): time goes on */
         return;
