@@ -16,8 +16,8 @@ from . import loc, rig
 from .distributed import run_trial_hosts
 from .experiment import (SUITES, Experiment, SchemaError, describe_condition, load_all,
                          load_experiment, render)
-from .hosts import HostError, Hosts, HostsFileError, check_build, load_hosts, manifest, sync
-from .report import write_report
+from .hosts import (HostError, Hosts, HostsFileError, check_build, load_hosts, manifest, on_each,
+                    sync)
 from .runner import environment, plan, run_trial
 
 
@@ -201,6 +201,7 @@ def execute(exps: list[Experiment], suite: str, args, repo: Path) -> Path:
     finally:
         if progress:
             progress.stop()
+    from .report import write_report  # matplotlib: only for the commands that draw
     report = write_report(out, meta)
     latest = results / "latest"
     if latest.is_symlink() or latest.exists():
@@ -234,11 +235,11 @@ def _hosts_ready(args, repo: Path, exps: list[Experiment], say) -> Hosts | None:
     if any(e.kind != "server" for e in exps):
         sys.exit("yard: --hosts runs server experiments only")
     man = manifest(repo)
-    for h in hosts.all():
-        try:
-            bad = check_build(h, man)
-        except HostError as e:
-            sys.exit(f"yard: {e}")
+    try:
+        found = on_each(hosts.all(), lambda h: check_build(h, man))
+    except HostError as e:
+        sys.exit(f"yard: {e}")
+    for h, bad in zip(hosts.all(), found):
         if bad:
             sys.exit(f"yard: {h.where()} does not have this build: {len(bad)} file(s) differ or "
                      f"are missing in {h.dir} (e.g. {', '.join(bad[:3])}); run "
@@ -262,8 +263,8 @@ def cmd_hosts(args, repo: Path) -> int:
     man = manifest(repo)
     if not man:
         sys.exit(f"yard: nothing to copy: build first ({repo / 'build' / 'bin'} is empty)")
-    status = 0
-    for h in hosts.all():
+    def check(h):
+        """(line, ok) for one host; every host checked (and synced) at once."""
         try:
             bad = check_build(h, man)
             if bad and args.action == "sync":
@@ -272,16 +273,18 @@ def cmd_hosts(args, repo: Path) -> int:
                 if again:
                     raise HostError(f"{h.where()}: {len(again)} file(s) still differ after the "
                                     f"copy (e.g. {', '.join(again[:3])})")
-                print(f"{h.name}: copied {len(bad)} file(s) to {h.dir}")
-            elif bad:
-                print(f"{h.name}: {len(bad)} of {len(man)} file(s) differ or are missing in "
-                      f"{h.dir} (e.g. {', '.join(bad[:3])})")
-                status = 1
-            else:
-                print(f"{h.name}: same build ({len(man)} files)")
+                return f"{h.name}: copied {len(bad)} file(s) to {h.dir}", True
+            if bad:
+                return (f"{h.name}: {len(bad)} of {len(man)} file(s) differ or are missing in "
+                        f"{h.dir} (e.g. {', '.join(bad[:3])})", False)
+            return f"{h.name}: same build ({len(man)} files)", True
         except HostError as e:
-            print(f"yard: {e}", file=sys.stderr)
-            status = 1
+            return f"yard: {e}", None
+
+    status = 0
+    for line, ok in on_each(hosts.all(), check):
+        print(line, file=sys.stderr if ok is None else sys.stdout)
+        status |= 0 if ok else 1
     return status
 
 
@@ -311,6 +314,7 @@ def cmd_run(args, repo: Path) -> int:
 
 
 def cmd_report(args, repo: Path) -> int:
+    from .report import write_report
     print(write_report(Path(args.dir)))
     return 0
 
