@@ -16,7 +16,7 @@ from typing import Any
 
 from .experiment import CPU_SWEEP, render
 from .hdr import Interval, latency_us, merge, read_log
-from .hosts import Host, HostError, Hosts, Session
+from .hosts import Host, HostError, Hosts, Session, close_all, on_each, receive_each
 from .runner import _metrics, _parse_json  # a local trial's metrics and JSON reading
 
 START_MARGIN_S = 2.0     # from the order to the agreed start: connections are set up meanwhile
@@ -34,15 +34,14 @@ def _server_argv(argv: list[str], host: Host) -> list[str]:
 
 
 def _open(hosts: list[Host]) -> dict[str, Session]:
-    sessions = {}
+    """An agent session on every host, their SSH connections and agents starting at once; then
+    each host's clock measured."""
+    sessions = {h.name: Session(h) for h in hosts}
     try:
-        for h in hosts:
-            s = Session(h)
-            sessions[h.name] = s
+        for s in sessions.values():
             s.measure_clock()
     except HostError:
-        for s in sessions.values():
-            s.close()
+        close_all(sessions.values())
         raise
     return sessions
 
@@ -91,8 +90,7 @@ def run_trial_hosts(t, hosts: Hosts, seq: int) -> dict:
                                    "timeout": exp.timeout + warmup + exp.duration + START_MARGIN_S})
         rec["commands"] = commands
         results = {}
-        for h in hosts.load:
-            first = sessions[h.name].receive(30)
+        for h, first in zip(hosts.load, receive_each([sessions[h.name] for h in hosts.load], 30)):
             if first.get("op") == "started":
                 pids[h.name].append(first["pgid"])
             else:  # it could not even start: that answer is its result
@@ -100,9 +98,9 @@ def run_trial_hosts(t, hosts: Hosts, seq: int) -> dict:
         # Sample the server over the measured window only.
         time.sleep(max(0.0, start_at + warmup - time.time()))
         srv.ask({"op": "sample"})
-        for h in hosts.load:
-            if h.name not in results:
-                results[h.name] = sessions[h.name].receive(exp.timeout + exp.duration + 30)
+        running = [h.name for h in hosts.load if h.name not in results]
+        results.update(zip(running, receive_each([sessions[n] for n in running],
+                                                 exp.timeout + exp.duration + 30)))
         stop = srv.ask({"op": "stop"}, timeout=30)
         stop.pop("op", None)
         rec["problems"] += stop.pop("problems", [])
@@ -112,8 +110,7 @@ def run_trial_hosts(t, hosts: Hosts, seq: int) -> dict:
         rec["status"] = "failed"
         rec["problems"].append(str(e))
     finally:
-        for s in sessions.values():
-            s.close()
+        close_all(sessions.values())
         rec["problems"] += _leftovers(hosts, pids, rec)
     rec["metrics"] = _metrics(rec) if rec["status"] != "failed" or rec.get("totals") else {}
     return rec
@@ -185,18 +182,24 @@ def _leftovers(hosts: Hosts, pids: dict[str, list[int]], rec: dict) -> list[str]
     """Check on every host that the trial's agent, server and load are gone: the agents kill
     their process groups when they stop or lose the harness; this is the check that they did.
     (Process ids, not names: on the test rig every host shares the machine's process table.)"""
-    problems = []
-    for h in hosts.all():
+    def probe(h: Host):
         mine = pids.get(h.name) or []
         if not mine:
-            continue
+            return None
         agent, rest = mine[0], mine[1:]
-        probe = [f"kill -0 {agent} 2>/dev/null && echo agent {agent}"]
-        probe += [f"kill -0 {p} 2>/dev/null && echo pid {p}; pgrep -g {p} -a" for p in rest]
+        checks = [f"kill -0 {agent} 2>/dev/null && echo agent {agent}"]
+        checks += [f"kill -0 {p} 2>/dev/null && echo pid {p}; pgrep -g {p} -a" for p in rest]
         try:
-            r = h.run("; ".join(probe) + "; exit 0", timeout=20)
+            return h.run("; ".join(checks) + "; exit 0", timeout=20)
         except HostError as e:
-            problems.append(f"{h.where()}: could not check for leftover processes: {e}")
+            return e
+
+    problems = []
+    for h, r in zip(hosts.all(), on_each(hosts.all(), probe)):
+        if r is None:
+            continue
+        if isinstance(r, HostError):
+            problems.append(f"{h.where()}: could not check for leftover processes: {r}")
             continue
         if r.returncode != 0:
             problems.append(f"{h.where()}: could not check for leftover processes: "

@@ -17,6 +17,7 @@ import tarfile
 import tempfile
 import time
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -153,6 +154,16 @@ def load_hosts(path: Path) -> Hosts:
     return Hosts(path, server, load)
 
 
+def on_each(hosts: list[Host], fn):
+    """fn(host) for every host at once, each in a thread of its own (each call mostly waits
+    on SSH: a connection costs a few hundred milliseconds, so a run over N hosts pays for one,
+    not N): the results in the hosts' order; the first exception raised is raised here."""
+    if not hosts:
+        return []
+    with ThreadPoolExecutor(max_workers=len(hosts)) as pool:
+        return list(pool.map(fn, hosts))
+
+
 # --- the build: what a host must have, checked by hash, copied when it differs -------------
 
 def manifest(repo: Path) -> dict[str, str]:
@@ -253,21 +264,20 @@ class Session:
         return f"ssh exit {rc}" + (f": {err}" if err else "") if rc is not None else "no answer"
 
     def receive(self, timeout: float) -> dict:
-        deadline = time.monotonic() + timeout
-        fd = self.proc.stdout.fileno()
-        while b"\n" not in self.buf:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise HostError(f"{self.host.where()}: no answer within {timeout:.0f} s")
-            r, _, _ = select.select([fd], [], [], left)
-            if not r:
-                continue
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                self.proc.wait(timeout=5)
-                raise HostError(f"{self.host.where()}: the host went away mid-run "
-                                f"({self._why()})")
-            self.buf += chunk
+        return receive_each([self], timeout)[0]
+
+    def _read_some(self) -> None:
+        """What the agent has written (select said there is something): HostError at its end."""
+        chunk = os.read(self.proc.stdout.fileno(), 65536)
+        if not chunk:
+            self.proc.wait(timeout=5)
+            raise HostError(f"{self.host.where()}: the host went away mid-run ({self._why()})")
+        self.buf += chunk
+
+    def _message(self) -> dict | None:
+        """The next whole message in the buffer, or None."""
+        if b"\n" not in self.buf:
+            return None
         line, self.buf = self.buf.split(b"\n", 1)
         try:
             return json.loads(line)
@@ -291,13 +301,47 @@ class Session:
         self.rtt_s, self.offset_s = best
         self.agent_pid = ans.get("pid")
 
-    def close(self, timeout: float = 10) -> None:
+    def hang_up(self) -> None:
+        """Close the agent's stdin: it stops what it started and exits (close() waits)."""
         try:
             self.proc.stdin.close()
         except OSError:
             pass
+
+    def close(self, timeout: float = 10) -> None:
+        self.hang_up()
         try:
             self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, 9)
             self.proc.wait()
+
+
+def receive_each(sessions: list[Session], timeout: float) -> list[dict]:
+    """The next message of every session, in their order, read as each comes: the first host
+    that goes away or answers nonsense raises at once, without waiting out the others (a trial
+    whose load host died ends then, not when the other hosts' loads are over)."""
+    deadline = time.monotonic() + timeout
+    out: list[dict | None] = [s._message() for s in sessions]
+    waiting = {s.proc.stdout.fileno(): i for i, s in enumerate(sessions) if out[i] is None}
+    while waiting:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            late = ", ".join(sessions[i].host.where() for i in waiting.values())
+            raise HostError(f"{late}: no answer within {timeout:.0f} s")
+        ready, _, _ = select.select(list(waiting), [], [], left)
+        for fd in ready:
+            i = waiting[fd]
+            sessions[i]._read_some()
+            out[i] = sessions[i]._message()
+            if out[i] is not None:
+                del waiting[fd]
+    return out
+
+
+def close_all(sessions) -> None:
+    """Every agent told to stop at once, then each waited for."""
+    for s in sessions:
+        s.hang_up()
+    for s in sessions:
+        s.close()
