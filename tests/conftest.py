@@ -104,6 +104,27 @@ def pytest_configure(config: pytest.Config) -> None:
         "these arguments and $YARD_MODELS, as its model argument")
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem):
+    """$YARD_TEST_CPU=FILE: one JSON line per test appended to FILE, its wall
+    time and the CPU seconds it cost: the pytest worker's own and that of the
+    processes it started and reaped during the test (servers, tools). Finds
+    the tests that make a CPU-bound suite long (docs/testing.md)."""
+    path = os.environ.get("YARD_TEST_CPU")
+    if not path:
+        yield
+        return
+    t0, w0 = os.times(), time.monotonic()
+    yield
+    t1, w1 = os.times(), time.monotonic()
+    own = (t1.user - t0.user) + (t1.system - t0.system)
+    children = (t1.children_user - t0.children_user) + (t1.children_system - t0.children_system)
+    with open(path, "a") as f:
+        f.write(json.dumps({"test": item.nodeid, "wall_s": round(w1 - w0, 3),
+                            "cpu_s": round(own + children, 3),
+                            "children_cpu_s": round(children, 3)}) + "\n")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """@pytest.mark.models(...) parametrizes the test's model argument with
