@@ -78,7 +78,7 @@ def test_chat_refuses_idle_timeout(tmp_path, value):
     """A logged-in IRC client may sit silent for hours, so chat never closes
     a connection for silence alone and --idle-timeout is a usage error that
     says why and points to --registration-timeout-ms. Needs chat's table to
-    declare idle_exempt (apps/chat.c)."""
+    declare idle_exempt (apps/chat/init.c)."""
     try:
         r = run("--app", "chat", "--model", "epoll", "--listen", "127.0.0.1:0", "--data",
                 tmp_path, "--idle-timeout", value, timeout=5)

@@ -1,4 +1,4 @@
-/* The chat service's login limits (apps/chat_guard.c), with time as an
+/* The chat service's login limits (apps/chat/guard.c), with time as an
  * input: slots per address and in total, reclaimed when stale; token
  * buckets per address and per account; trust after a successful login. */
 #include <arpa/inet.h>
