@@ -36,7 +36,7 @@ APT_IF_NO_COMMAND := node:nodejs npm:npm
 SUITE := tests/pytest-suite
 NPROC := $(shell nproc)
 
-.PHONY: all build setup deps venv peers check test test-unit test-integration test-asan test-tsan \
+.PHONY: all build setup deps venv peers prepare check test test-unit test-integration test-asan test-tsan \
 	test-cross cross \
 	bench fuzz asan tsan debug clean
 
@@ -68,7 +68,7 @@ deps:
 	fi
 
 venv: $(VENV)/.stamp
-$(VENV)/.stamp: tests/requirements.txt $(wildcard python/pyproject.toml)
+$(VENV)/.stamp: tests/requirements.txt $(wildcard python/pyproject.toml) | deps
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	@$(VENV)/bin/pip install -q --upgrade pip
 	@$(VENV)/bin/pip install -q -r tests/requirements.txt
@@ -78,7 +78,13 @@ $(VENV)/.stamp: tests/requirements.txt $(wildcard python/pyproject.toml)
 peers: deps
 	@if [ -f peers/Makefile ]; then $(MAKE) --no-print-directory -C peers; fi
 
-check: build peers venv test-unit test-integration
+# The release build, the peers and the venv are made side by side (pip waits on the
+# network while the compilers run), then the suites.
+prepare:
+	@$(MAKE) --no-print-directory -j3 build peers venv
+
+check: prepare
+	@$(MAKE) --no-print-directory test-unit test-integration
 	@echo "make check: the release build's suites passed"
 
 test: check test-asan test-tsan test-cross
