@@ -10,15 +10,9 @@
 #include <unistd.h>
 
 #include "chat.h"
+#include "yard/cli.h"
 #include "yard/chat_accounts.h"
 
-static int usage_error(const char *msg, const char *arg)
-{
-    fprintf(stderr, "yard-chat account: ");
-    fprintf(stderr, msg, arg);
-    fprintf(stderr, "\nTry 'yard-chat --help'.\n");
-    return 2;
-}
 
 /* One line from f, without its newline; false at EOF or when too long. */
 static bool read_line(FILE *f, char *buf, size_t cap)
@@ -88,7 +82,7 @@ int chat_account_main(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     if (argc < 2)
-        return usage_error("expected add, remove or list%s", "");
+        return yard_usage_error("yard-chat account", "expected add, remove or list%s", "");
     const char *verb = argv[1];
     const char *dir = NULL;
     int cost = 12;
@@ -102,7 +96,7 @@ int chat_account_main(int argc, char **argv)
             char *end;
             long v = strtol(optarg, &end, 10);
             if (end == optarg || *end || v < 4 || v > 31)
-                return usage_error("--cost: expected a bcrypt cost from 4 to 31, got '%s'",
+                return yard_usage_error("yard-chat account", "--cost: expected a bcrypt cost from 4 to 31, got '%s'",
                                    optarg);
             cost = (int)v;
             break;
@@ -110,20 +104,20 @@ int chat_account_main(int argc, char **argv)
         case 'h':
             printf("usage: yard-chat account add|remove|list [NAME] --data DIR [--cost N]\n");
             return 0;
-        case ':': return usage_error("%s needs a value", argv[optind - 1]);
-        default: return usage_error("unknown option '%s'", argv[optind - 1]);
+        case ':': return yard_usage_error("yard-chat account", "%s needs a value", argv[optind - 1]);
+        default: return yard_usage_error("yard-chat account", "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (!dir)
-        return usage_error("--data DIR is required%s", "");
+        return yard_usage_error("yard-chat account", "--data DIR is required%s", "");
     const char *name = optind < argc ? argv[optind] : NULL;
     bool wants_name = !strcmp(verb, "add") || !strcmp(verb, "remove");
     if (strcmp(verb, "list") && !wants_name)
-        return usage_error("unknown action '%s' (add, remove or list)", verb);
+        return yard_usage_error("yard-chat account", "unknown action '%s' (add, remove or list)", verb);
     if (wants_name && !name)
-        return usage_error("%s needs an account NAME", verb);
+        return yard_usage_error("yard-chat account", "%s needs an account NAME", verb);
     if (optind + (wants_name ? 1 : 0) < argc)
-        return usage_error("unexpected argument '%s'", argv[optind + (wants_name ? 1 : 0)]);
+        return yard_usage_error("yard-chat account", "unexpected argument '%s'", argv[optind + (wants_name ? 1 : 0)]);
     char err[512];
     int rc;
     if (!strcmp(verb, "list")) {
@@ -132,7 +126,7 @@ int chat_account_main(int argc, char **argv)
         rc = yard_accounts_remove(dir, name, err, sizeof err);
     } else {
         if (!yard_account_name_valid(name, strlen(name)))
-            return usage_error("'%s' is not a valid account name (1-30 characters: a letter "
+            return yard_usage_error("yard-chat account", "'%s' is not a valid account name (1-30 characters: a letter "
                                "or one of [\\]^_`{|} first, then also digits and '-')",
                                name);
         char pw[YARD_ACCOUNT_PASSWORD_MAX + 2];

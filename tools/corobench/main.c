@@ -12,6 +12,7 @@
  *
  * Each timed figure is run --repeat times; the median and the minimum are
  * printed. Output: one line per figure, "name value unit (details)". */
+#include "yard/cli.h"
 #include "yard/coro.h"
 
 #include <errno.h>
@@ -51,20 +52,6 @@ static void report(const char *name, double *v, int n, const char *unit, const c
     printf("%-9s median %.2f %s  min %.2f %s  (%s, %d runs)\n", name, v[n / 2], unit, v[0], unit,
            detail, n);
     fflush(stdout);
-}
-
-static int parse_u64(const char *flag, const char *s, uint64_t min, uint64_t max, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (!*s || *end || errno || v < min || v > max || s[0] == '-') {
-        fprintf(stderr, "yard-corobench: %s wants an integer from %llu to %llu, got '%s'\n", flag,
-                (unsigned long long)min, (unsigned long long)max, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -327,25 +314,22 @@ int main(int argc, char **argv)
             fprintf(stderr, "yard-corobench: unknown option or missing value: %s\n%s", a, usage);
             return 2;
         }
-        int rc = 0;
         if (!strcmp(a, "--bench"))
             list = v;
         else if (!strcmp(a, "--iters"))
-            rc = parse_u64(a, v, 1, 1000000000000ull, &iters);
+            iters = (uint64_t)yard_int_flag("yard-corobench", a, v, 1, 1000000000000ull);
         else if (!strcmp(a, "--spawns"))
-            rc = parse_u64(a, v, 1, 100000000ull, &spawns);
+            spawns = (uint64_t)yard_int_flag("yard-corobench", a, v, 1, 100000000ull);
         else if (!strcmp(a, "--coros"))
-            rc = parse_u64(a, v, 1, 10000000ull, &coros);
+            coros = (uint64_t)yard_int_flag("yard-corobench", a, v, 1, 10000000ull);
         else if (!strcmp(a, "--stack-size"))
-            rc = parse_u64(a, v, 4096, 1ull << 30, &ssize);
+            ssize = (uint64_t)yard_int_flag("yard-corobench", a, v, 4096, 1ull << 30);
         else if (!strcmp(a, "--repeat"))
-            rc = parse_u64(a, v, 1, 1000, &repeat);
+            repeat = (uint64_t)yard_int_flag("yard-corobench", a, v, 1, 1000);
         else {
             fprintf(stderr, "yard-corobench: unknown option %s\n%s", a, usage);
             return 2;
         }
-        if (rc)
-            return 2;
         i++;
     }
     bool all = !strcmp(list, "all");

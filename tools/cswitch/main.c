@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "yard/cli.h"
+
 #define PROG "yard-cswitch"
 #define MAX_LIST 64
 #define MAX_BYTES (1ull << 30)
@@ -129,30 +131,6 @@ static void usage(FILE *f)
             "Exit status: 0 ok, 1 runtime error, 2 usage error.\n");
 }
 
-static _Noreturn void usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    fprintf(stderr, PROG ": ");
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, " (see " PROG " --help)\n");
-    exit(2);
-}
-
-static uint64_t parse_uint(const char *flag, const char *s, uint64_t min, uint64_t max)
-{
-    char *end;
-    errno = 0;
-    if (!s || !*s || *s == '-' || *s == '+')
-        usage_error("%s: expected an integer in %" PRIu64 "..%" PRIu64 ", got '%s'", flag, min,
-                    max, s ? s : "");
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || v < min || v > max)
-        usage_error("%s: expected an integer in %" PRIu64 "..%" PRIu64 ", got '%s'", flag, min,
-                    max, s);
-    return v;
-}
 
 /* A byte count: 4096, 4K, 1M, 1G, 2^12. Returns false if malformed. */
 static bool parse_bytes(const char *s, size_t len, uint64_t *out)
@@ -201,7 +179,7 @@ static void add_to_list(const char *flag, uint64_t *list, size_t *n, uint64_t v)
         if (list[i] == v)
             return;
     if (*n >= MAX_LIST)
-        usage_error("%s: at most %d values", flag, MAX_LIST);
+        yard_usage_exit(PROG, "%s: at most %d values", flag, MAX_LIST);
     list[(*n)++] = v;
 }
 
@@ -213,7 +191,7 @@ static void parse_byte_list(const char *flag, const char *s, bool zero_ok, uint6
     *n = 0;
     const char *p = s;
     if (!*p)
-        usage_error("%s: expected a comma-separated list of byte counts, got ''", flag);
+        yard_usage_exit(PROG, "%s: expected a comma-separated list of byte counts, got ''", flag);
     for (;;) {
         const char *comma = strchr(p, ',');
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
@@ -226,22 +204,22 @@ static void parse_byte_list(const char *flag, const char *s, bool zero_ok, uint6
             size_t l1 = (size_t)(dots - p);
             if (!parse_bytes(p, l1, &lo) || !parse_bytes(dots + 2, len - l1 - 2, &hi) || lo == 0 ||
                 (lo & (lo - 1)) || (hi & (hi - 1)) || hi < lo)
-                usage_error("%s: bad range '%.*s' (expected powers of two A..B, e.g. "
+                yard_usage_exit(PROG, "%s: bad range '%.*s' (expected powers of two A..B, e.g. "
                             "2^10..2^14)",
                             flag, (int)len, p);
             for (uint64_t v = lo; v <= hi; v *= 2) {
                 if (v % 8)
-                    usage_error("%s: %" PRIu64 " is not a multiple of 8", flag, v);
+                    yard_usage_exit(PROG, "%s: %" PRIu64 " is not a multiple of 8", flag, v);
                 add_to_list(flag, list, n, v);
             }
         } else {
             uint64_t v;
             if (!parse_bytes(p, len, &v))
-                usage_error("%s: bad value '%.*s' (expected bytes such as 4096, 4K, 1M, 2^12, "
+                yard_usage_exit(PROG, "%s: bad value '%.*s' (expected bytes such as 4096, 4K, 1M, 2^12, "
                             "at most 1G)",
                             flag, (int)len, p);
             if (v % 8 || (v == 0 && !zero_ok))
-                usage_error("%s: %" PRIu64 " is not %sa multiple of 8 (whole doubles)", flag, v,
+                yard_usage_exit(PROG, "%s: %" PRIu64 " is not %sa multiple of 8 (whole doubles)", flag, v,
                             zero_ok ? "0 or " : "a positive ");
             add_to_list(flag, list, n, v);
         }
@@ -278,14 +256,14 @@ static void parse_kinds(const char *s, struct opts *o)
                 strcat(accepted, ", ");
             }
             strcat(accepted, "all");
-            usage_error("--kind: unknown kind '%.*s' (accepted: %s)", (int)len, p, accepted);
+            yard_usage_exit(PROG, "--kind: unknown kind '%.*s' (accepted: %s)", (int)len, p, accepted);
         }
         if (!comma)
             break;
         p = comma + 1;
     }
     if (!any)
-        usage_error("--kind: empty list");
+        yard_usage_exit(PROG, "--kind: empty list");
 }
 
 static void parse_args(int argc, char **argv, struct opts *o)
@@ -319,10 +297,10 @@ static void parse_args(int argc, char **argv, struct opts *o)
                 wants = true;
         if (wants && !val) {
             if (i + 1 >= argc)
-                usage_error("%s: missing value", flag);
+                yard_usage_exit(PROG, "%s: missing value", flag);
             val = argv[++i];
         } else if (!wants && val) {
-            usage_error("%s: takes no value", flag);
+            yard_usage_exit(PROG, "%s: takes no value", flag);
         }
 
         if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
@@ -331,16 +309,16 @@ static void parse_args(int argc, char **argv, struct opts *o)
         } else if (strcmp(flag, "--kind") == 0) {
             parse_kinds(val, o);
         } else if (strcmp(flag, "--switches") == 0) {
-            o->switches = parse_uint(flag, val, 1, 10000000000ull);
+            o->switches = yard_int_flag(PROG, flag, val, 1, 10000000000ull);
         } else if (strcmp(flag, "--groups") == 0) {
-            o->groups = parse_uint(flag, val, 1, 10000);
+            o->groups = yard_int_flag(PROG, flag, val, 1, 10000);
         } else if (strcmp(flag, "--iterations") == 0) {
-            o->iterations = parse_uint(flag, val, 1, 10000);
+            o->iterations = yard_int_flag(PROG, flag, val, 1, 10000);
         } else if (strcmp(flag, "--warmup") == 0) {
-            o->warmup = parse_uint(flag, val, 0, 10000000000ull);
+            o->warmup = yard_int_flag(PROG, flag, val, 0, 10000000000ull);
             o->warmup_set = true;
         } else if (strcmp(flag, "--cpu") == 0) {
-            o->cpu = (int)parse_uint(flag, val, 0, 1023);
+            o->cpu = (int)yard_int_flag(PROG, flag, val, 0, 1023);
         } else if (strcmp(flag, "--sweep") == 0) {
             o->sweep = true;
         } else if (strcmp(flag, "--sizes") == 0) {
@@ -360,11 +338,11 @@ static void parse_args(int argc, char **argv, struct opts *o)
         } else if (strcmp(flag, "--no-counters") == 0) {
             o->no_counters = true;
         } else {
-            usage_error("unknown flag '%s'", arg);
+            yard_usage_exit(PROG, "unknown flag '%s'", arg);
         }
     }
     if (json && csv)
-        usage_error("--json and --csv: choose one output format");
+        yard_usage_exit(PROG, "--json and --csv: choose one output format");
     o->out = json ? OUT_JSON : csv ? OUT_CSV : OUT_TABLE;
     if (!o->warmup_set)
         o->warmup = o->switches / 10 ? o->switches / 10 : 1;
@@ -803,7 +781,7 @@ int main(int argc, char **argv)
         return 1;
     }
     if (o.cpu >= 0 && !yard_cswitch_cpu_allowed(o.cpu))
-        usage_error("--cpu: CPU %d is not in this process's affinity mask (allowed: %s)", o.cpu,
+        yard_usage_exit(PROG, "--cpu: CPU %d is not in this process's affinity mask (allowed: %s)", o.cpu,
                     allowed);
     env.cpu = o.cpu >= 0 ? o.cpu : first_cpu;
     if (yard_cswitch_pin(env.cpu, err, sizeof(err)) != 0) {

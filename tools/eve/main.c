@@ -23,6 +23,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "yard/cli.h"
+
 #include "check.h"
 #include "eve.h"
 #include "gen.h"
@@ -35,7 +37,7 @@
 
 #define PROG "yard-eve"
 
-enum { EXIT_BAD_PROGRAM = 1, EXIT_USAGE = 2 };
+enum { EXIT_BAD_PROGRAM = 1 }; /* and YARD_EXIT_USAGE (yard/cli.h) */
 
 typedef struct {
     const char *name;
@@ -76,13 +78,6 @@ static void usage(FILE *f)
                "(worker threads; default: the CPUs it may use). The language: docs/eve.md.\n");
 }
 
-static int usage_error(const char *fmt, const char *arg)
-{
-    fprintf(stderr, PROG ": ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\nTry '" PROG " --help'.\n");
-    return EXIT_USAGE;
-}
 
 /* Reads a whole file (at most EVE_MAX_SOURCE + 1 bytes: the lexer reports
  * a larger one). NULL with a message on failure. */
@@ -185,11 +180,11 @@ static int front_end(int argc, char **argv, const char *usage_line, bool may_dum
         } else if (argv[i][0] == '-' && argv[i][1]) {
             char fmt[64];
             snprintf(fmt, sizeof fmt, "%s: unknown option '%%s'", cmd);
-            return usage_error(fmt, argv[i]);
+            return yard_usage_error(PROG, fmt, argv[i]);
         } else if (file) {
             char fmt[64];
             snprintf(fmt, sizeof fmt, "%s: one file only ('%%s' is a second)", cmd);
-            return usage_error(fmt, argv[i]);
+            return yard_usage_error(PROG, fmt, argv[i]);
         } else
             file = argv[i];
     }
@@ -198,7 +193,7 @@ static int front_end(int argc, char **argv, const char *usage_line, bool may_dum
         snprintf(fmt, sizeof fmt, "%s: %%s", cmd);
         char what[160];
         snprintf(what, sizeof what, "which file? usage: " PROG " %s", usage_line);
-        return usage_error(fmt, what);
+        return yard_usage_error(PROG, fmt, what);
     }
     eve_ctx_t cx;
     char *src;
@@ -271,7 +266,7 @@ static int cmd_c(int argc, char **argv)
         return 0;
     }
     if (argc != 2 || (argv[1][0] == '-' && argv[1][1]))
-        return usage_error("c: %s", "usage: " PROG " c FILE.eve");
+        return yard_usage_error(PROG, "c: %s", "usage: " PROG " c FILE.eve");
     size_t len;
     char *c = generate(argv[1], &len);
     if (!c)
@@ -451,7 +446,7 @@ static int cmd_build(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--emit-c") == 0) {
             if (i + 1 >= argc)
-                return usage_error("build: %s needs a file name", argv[i]);
+                return yard_usage_error(PROG, "build: %s needs a file name", argv[i]);
             if (argv[i][1] == 'o')
                 out = argv[++i];
             else
@@ -462,15 +457,15 @@ static int cmd_build(int argc, char **argv)
             usage(stdout);
             return 0;
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            return usage_error("build: unknown option '%s'", argv[i]);
+            return yard_usage_error(PROG, "build: unknown option '%s'", argv[i]);
         } else if (file) {
-            return usage_error("build: one file only ('%s' is a second)", argv[i]);
+            return yard_usage_error(PROG, "build: one file only ('%s' is a second)", argv[i]);
         } else {
             file = argv[i];
         }
     }
     if (!file || !out)
-        return usage_error("build: %s", "usage: " PROG " build FILE.eve -o BIN [--emit-c FILE.c] [--debug]");
+        return yard_usage_error(PROG, "build: %s", "usage: " PROG " build FILE.eve -o BIN [--emit-c FILE.c] [--debug]");
     char dir[4096];
     if (!make_tmpdir(dir, sizeof dir))
         return EXIT_BAD_PROGRAM;
@@ -500,11 +495,11 @@ static int cmd_run(int argc, char **argv)
             usage(stdout);
             return 0;
         } else
-            return usage_error("run: unknown option '%s' (the program's own arguments go after FILE.eve)",
+            return yard_usage_error(PROG, "run: unknown option '%s' (the program's own arguments go after FILE.eve)",
                                argv[i]);
     }
     if (i >= argc)
-        return usage_error("run: %s", "usage: " PROG " run [--debug] FILE.eve [ARGS]");
+        return yard_usage_error(PROG, "run: %s", "usage: " PROG " run [--debug] FILE.eve [ARGS]");
     const char *file = argv[i];
     char dir[4096], bin[4400];
     if (!make_tmpdir(dir, sizeof dir))
@@ -552,7 +547,7 @@ int main(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);
-        return EXIT_USAGE;
+        return YARD_EXIT_USAGE;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
@@ -562,5 +557,5 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < NCOMMANDS; i++)
         if (strcmp(argv[1], commands[i].name) == 0)
             return commands[i].run(argc - 1, argv + 1);
-    return usage_error("unknown command '%s' (commands: parse, check, c, build, run)", argv[1]);
+    return yard_usage_error(PROG, "unknown command '%s' (commands: parse, check, c, build, run)", argv[1]);
 }

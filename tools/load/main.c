@@ -19,9 +19,9 @@
 #include <unistd.h>
 
 #include "load.h"
+#include "yard/cli.h"
 #include "yard/clock.h"
 
-#define EXIT_USAGE 2
 
 /* The modes, in the order --help lists them; adding one is its file, one
  * line here and one in CMakeLists.txt. */
@@ -36,16 +36,6 @@ static const load_mode_t *const modes[] = {
 };
 #define NMODES (sizeof modes / sizeof modes[0])
 
-static _Noreturn __attribute__((format(printf, 1, 2))) void usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "yard-load: ");
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\nTry 'yard-load --help'.\n");
-    exit(EXIT_USAGE);
-}
 
 /* "1" or "1,2": the CPUs of --cpu, each a whole number below CPU_SETSIZE.
  * On an error, err says what was expected (without the flag's name). */
@@ -80,7 +70,7 @@ static void pin_cpus(const char *list)
     cpu_set_t set;
     char err[256];
     if (cpu_list_parse(list, &set, err, sizeof err) < 0)
-        usage_error("--cpu: %s", err); /* checked when parsed: not reached */
+        yard_usage_exit("yard-load", "--cpu: %s", err); /* checked when parsed: not reached */
     if (sched_setaffinity(0, sizeof set, &set) < 0) {
         fprintf(stderr, "yard-load: --cpu %s: sched_setaffinity: %s\n", list, strerror(errno));
         exit(1);
@@ -253,7 +243,7 @@ static _Noreturn void misplaced(const char *name, const load_mode_t *mode)
                                     k == 0 ? "" : k + 1 == n ? " and " : ", ", owners[k]->name);
         snprintf(msg + len, sizeof msg - len, " modes, not %s", mode->name);
     }
-    usage_error("%s", msg);
+    yard_usage_exit("yard-load", "%s", msg);
 }
 
 static void defaults_or_exit(const yard_opt_t *opts, void *settings)
@@ -269,7 +259,7 @@ static void check_required(const yard_opt_t *opts, const bool *given)
 {
     for (size_t i = 0; opts && opts[i].name; i++)
         if (opts[i].required && !given[i])
-            usage_error("--%s %s is required (%s)", opts[i].name, opts[i].form ? opts[i].form : "",
+            yard_usage_exit("yard-load", "--%s %s is required (%s)", opts[i].name, opts[i].form ? opts[i].form : "",
                         opts[i].required);
 }
 
@@ -294,7 +284,7 @@ static void parse_flags(int argc, char **argv, const load_mode_t *mode, load_opt
     char err[512];
     size_t nargs;
     if (yard_opt_scan(argc, argv, tables, NMODES + 1, args, &nargs, err, sizeof err) < 0)
-        usage_error("%s", err);
+        yard_usage_exit("yard-load", "%s", err);
     bool given[yard_opt_count(common_opts) + 1];
     memset(given, 0, sizeof given);
     const char *foreign = NULL; /* the first flag of another mode */
@@ -311,7 +301,7 @@ static void parse_flags(int argc, char **argv, const load_mode_t *mode, load_opt
             continue;
         }
         if (yard_opt_set(opt, settings, args[i].value, err, sizeof err) < 0)
-            usage_error("--%s: %s", opt->name, err);
+            yard_usage_exit("yard-load", "--%s: %s", opt->name, err);
         /* As soon as it comes: help for whatever follows it. */
         if (o->help) {
             usage(stdout);
@@ -321,7 +311,7 @@ static void parse_flags(int argc, char **argv, const load_mode_t *mode, load_opt
     free(args);
     check_required(common_opts, given);
     if (yard_addr_parse(o->target_text, &o->target, err, sizeof err) < 0)
-        usage_error("--target: %s", err);
+        yard_usage_exit("yard-load", "--target: %s", err);
     if (foreign)
         misplaced(foreign, mode);
 }
@@ -465,30 +455,30 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc < 2 || argv[1][0] == '-')
-        usage_error("a MODE comes first (echo)");
+        yard_usage_exit("yard-load", "a MODE comes first (echo)");
     o.mode = argv[1];
     const load_mode_t *mode = NULL;
     for (size_t i = 0; i < NMODES; i++)
         if (!strcmp(modes[i]->name, o.mode))
             mode = modes[i];
     if (!mode)
-        usage_error("unknown mode '%s' (try --help)", o.mode);
+        yard_usage_exit("yard-load", "unknown mode '%s' (try --help)", o.mode);
     parse_flags(argc - 1, argv + 1, mode, &o);
     char err[512];
     err[0] = 0;
     if (o.io != LOAD_IO_AUTO && !mode->engine)
-        usage_error("--io applies to echo, counter and http, not to %s", mode->name);
+        yard_usage_exit("yard-load", "--io applies to echo, counter and http, not to %s", mode->name);
     if ((o.hist_log || o.start_at > 0) && !mode->engine)
-        usage_error("--%s applies to echo, counter and http, not to %s",
+        yard_usage_exit("yard-load", "--%s applies to echo, counter and http, not to %s",
                     o.hist_log ? "hist-log" : "start-at", mode->name);
     if (o.start_at > 0) {
         struct timespec now;
         clock_gettime(CLOCK_REALTIME, &now);
         double ahead = o.start_at - ((double)now.tv_sec + (double)now.tv_nsec / 1e9);
         if (ahead < -1.0)
-            usage_error("--start-at %.3f is %.1f s in the past", o.start_at, -ahead);
+            yard_usage_exit("yard-load", "--start-at %.3f is %.1f s in the past", o.start_at, -ahead);
         if (ahead > 3600.0)
-            usage_error("--start-at %.3f is %.0f s ahead (more than an hour)", o.start_at, ahead);
+            yard_usage_exit("yard-load", "--start-at %.3f is %.0f s ahead (more than an hour)", o.start_at, ahead);
     }
     /* Opened now, so that an unwritable path fails before the run, not after. */
     FILE *hist_log = NULL;
@@ -502,9 +492,9 @@ int main(int argc, char **argv)
         }
     }
     if (mode->prepare && mode->prepare(&o, err, sizeof err) < 0)
-        usage_error("%s", err);
+        yard_usage_exit("yard-load", "%s", err);
     if (o.threads > o.connections)
-        usage_error("--threads: more threads than connections (give fewer threads)");
+        yard_usage_exit("yard-load", "--threads: more threads than connections (give fewer threads)");
     if (o.cpu)
         pin_cpus(o.cpu);
     o.total_connections = o.connections;

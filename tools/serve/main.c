@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "yard/cli.h"
 #include "yard/bus.h"
 #include "yard/app.h"
 #include "yard/background.h"
@@ -26,7 +27,6 @@
 #include "yard/opt.h"
 #include "yard/server.h"
 
-#define EXIT_USAGE 2
 
 static const char *progname = "yard-serve";
 
@@ -327,23 +327,13 @@ static void print_info(const struct serve_args *a)
 
 /* ---- the command line --------------------------------------------------- */
 
-static _Noreturn __attribute__((format(printf, 1, 2))) void usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "%s: ", progname);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\nTry 'yard-serve --help'.\n");
-    exit(EXIT_USAGE);
-}
 
 /* Sets opt from text in settings, or exits naming the flag and the form. */
 static void set_or_exit(const yard_opt_t *opt, void *settings, const char *text)
 {
     char why[512];
     if (yard_opt_set(opt, settings, text, why, sizeof why) < 0)
-        usage_error("--%s: %s", opt->name, why);
+        yard_usage_exit(progname, "--%s: %s", opt->name, why);
 }
 
 static void defaults_or_exit(const yard_opt_t *opts, void *settings)
@@ -371,24 +361,24 @@ static _Noreturn void misplaced(const yard_opt_t *opt, const yard_app_t *app,
     for (const yard_model_t *const *m = yard_models; *m; m++) {
         const yard_opt_t *o = yard_opt_find((*m)->opts, opt->name);
         if (o && o->misplaced)
-            usage_error("%s", o->misplaced);
+            yard_usage_exit(progname, "%s", o->misplaced);
         if (o)
             add_owner(models, sizeof models, (*m)->name);
     }
     for (const yard_app_t *const *a = yard_apps; *a; a++) {
         const yard_opt_t *o = yard_opt_find((*a)->opts, opt->name);
         if (o && o->misplaced)
-            usage_error("%s", o->misplaced);
+            yard_usage_exit(progname, "%s", o->misplaced);
         if (o)
             add_owner(apps, sizeof apps, (*a)->name);
     }
     if (models[0] && apps[0])
-        usage_error("--%s applies to --model %s and to --app %s, not to --model %s with --app %s",
+        yard_usage_exit(progname, "--%s applies to --model %s and to --app %s, not to --model %s with --app %s",
                     opt->name, models, apps, model->name, app->name);
     if (models[0])
-        usage_error("--%s has no meaning for --model %s (it is a flag of --model %s)", opt->name,
+        yard_usage_exit(progname, "--%s has no meaning for --model %s (it is a flag of --model %s)", opt->name,
                     model->name, models);
-    usage_error("--%s applies to --app %s, not --app %s", opt->name, apps, app->name);
+    yard_usage_exit(progname, "--%s applies to --app %s, not --app %s", opt->name, apps, app->name);
 }
 
 static void check_required(const yard_opt_t *opts, const bool *given, const char *kind,
@@ -396,7 +386,7 @@ static void check_required(const yard_opt_t *opts, const bool *given, const char
 {
     for (size_t i = 0; opts && opts[i].name; i++)
         if (opts[i].required && !given[i])
-            usage_error("%s %s needs --%s %s (%s)", kind, name, opts[i].name,
+            yard_usage_exit(progname, "%s %s needs --%s %s (%s)", kind, name, opts[i].name,
                         opts[i].form ? opts[i].form : "", opts[i].required);
 }
 
@@ -427,18 +417,18 @@ static void check_app_and_model(const struct serve_args *a, const yard_app_t **a
     char names[256];
     if (!a->cfg.app) {
         app_names(names, sizeof names, ", ");
-        usage_error("--app is required (one of %s)", names);
+        yard_usage_exit(progname, "--app is required (one of %s)", names);
     }
     if (!a->cfg.model) {
         model_names(names, sizeof names, ", ");
-        usage_error("--model is required (one of %s)", names);
+        yard_usage_exit(progname, "--model is required (one of %s)", names);
     }
     *app = yard_app_find(a->cfg.app);
     if (!*app)
-        usage_error("--app: unknown app '%s' (try --list-apps)", a->cfg.app);
+        yard_usage_exit(progname, "--app: unknown app '%s' (try --list-apps)", a->cfg.app);
     *model = yard_model_find(a->cfg.model);
     if (!*model)
-        usage_error("--model: unknown model '%s' (try --list-models)", a->cfg.model);
+        yard_usage_exit(progname, "--model: unknown model '%s' (try --list-models)", a->cfg.model);
 }
 
 /* The flags that are not the engine's go to the chosen model (into the
@@ -476,7 +466,7 @@ static void check_engine_flags(const yard_opt_arg_t *args, size_t nargs, yard_co
                                const yard_app_t *app, const yard_model_t *model)
 {
     if ((engine_given(args, nargs, "out") || engine_given(args, nargs, "flush")) && !app->uses_out)
-        usage_error("--out and --flush apply to apps that write a file (sink), not --app %s",
+        yard_usage_exit(progname, "--out and --flush apply to apps that write a file (sink), not --app %s",
                     app->name);
     if (app->uses_out && !cfg->out)
         cfg->out = "/dev/null";
@@ -484,16 +474,16 @@ static void check_engine_flags(const yard_opt_arg_t *args, size_t nargs, yard_co
     for (int i = 0; i < cfg->listen.n; i++)
         any_v6 = any_v6 || cfg->listen.a[i].ss.ss_family == AF_INET6;
     if (cfg->ipv6_only && !any_v6)
-        usage_error("--ipv6-only applies to an IPv6 --listen ([ADDR]:PORT, e.g. [::]:6667)%s", "");
+        yard_usage_exit(progname, "--ipv6-only applies to an IPv6 --listen ([ADDR]:PORT, e.g. [::]:6667)%s", "");
     bool idle_given = engine_given(args, nargs, "idle-timeout");
     if (idle_given && app->idle_exempt)
-        usage_error("--idle-timeout does not apply to --app %s: " IDLE_EXEMPT_WHY " %s", app->name,
+        yard_usage_exit(progname, "--idle-timeout does not apply to --app %s: " IDLE_EXEMPT_WHY " %s", app->name,
                     app->idle_exempt);
     if (!idle_given)
         cfg->idle_timeout_ns = app->default_idle_timeout_ns;
     char err[512];
     if (model->check && model->check(cfg, app, err, sizeof err) < 0)
-        usage_error("%s", err);
+        yard_usage_exit(progname, "%s", err);
 }
 
 /* ---- serving ---------------------------------------------------------- */
@@ -607,7 +597,7 @@ int main(int argc, char **argv)
     }
     defaults_or_exit(engine_opts, &a);
     if (yard_opt_scan(argc, argv, tables, ntables, args, &nargs, err, sizeof err) < 0)
-        usage_error("%s", err);
+        yard_usage_exit(progname, "%s", err);
     for (size_t i = 0; i < nargs; i++) {
         const yard_opt_t *o = yard_opt_find(engine_opts, args[i].opt->name);
         if (o)

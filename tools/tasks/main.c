@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "yard/cli.h"
+
 #define PROG "yard-tasks"
 #define MAX_WORKERS 1024
 #define MAX_REPEAT 1000
@@ -196,39 +198,6 @@ static void usage(FILE *f)
             "(including a runtime that this build or machine cannot run).\n");
 }
 
-static _Noreturn void usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, PROG ": ");
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\n(see " PROG " --help)\n");
-    exit(2);
-}
-
-/* A whole decimal number from min to max, nothing else. */
-static bool parse_int(const char *text, long long min, long long max, long long *out)
-{
-    if (!text || !*text || (*text != '-' && *text != '+' && (*text < '0' || *text > '9')))
-        return false;
-    errno = 0;
-    char *end;
-    long long v = strtoll(text, &end, 10);
-    if (errno || *end || v < min || v > max)
-        return false;
-    *out = v;
-    return true;
-}
-
-static long long int_flag(const char *flag, const char *text, long long min, long long max)
-{
-    long long v;
-    if (!parse_int(text, min, max, &v))
-        usage_error("%s: expected a whole number from %lld to %lld, got '%s'", flag, min, max,
-                    text);
-    return v;
-}
 
 static void parse(int argc, char **argv, struct opts *o)
 {
@@ -244,7 +213,7 @@ static void parse(int argc, char **argv, struct opts *o)
         /* A negative number is an argument (N out of range), not a flag. */
         if (arg[0] != '-' || arg[1] == '\0' || (arg[1] >= '0' && arg[1] <= '9')) {
             if (npos == 2)
-                usage_error("unexpected argument '%s'", arg);
+                yard_usage_exit(PROG, "unexpected argument '%s'", arg);
             positional[npos++] = arg;
             continue;
         }
@@ -253,14 +222,14 @@ static void parse(int argc, char **argv, struct opts *o)
             continue;
         }
         if (arg[1] != '-')
-            usage_error("unknown flag '%s'", arg);
+            yard_usage_exit(PROG, "unknown flag '%s'", arg);
         /* --flag VALUE or --flag=VALUE */
         char name[32];
         const char *value = NULL;
         const char *eq = strchr(arg, '=');
         size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
         if (len >= sizeof name)
-            usage_error("unknown flag '%s'", arg);
+            yard_usage_exit(PROG, "unknown flag '%s'", arg);
         memcpy(name, arg, len);
         name[len] = '\0';
         bool takes_value = strcmp(name, "--runtime") == 0 || strcmp(name, "--workers") == 0 ||
@@ -268,27 +237,27 @@ static void parse(int argc, char **argv, struct opts *o)
         bool is_switch = strcmp(name, "--json") == 0 || strcmp(name, "--list-runtimes") == 0 ||
                          strcmp(name, "--help") == 0;
         if (!takes_value && !is_switch)
-            usage_error("unknown flag '%s'", name);
+            yard_usage_exit(PROG, "unknown flag '%s'", name);
         if (takes_value) {
             if (eq)
                 value = eq + 1;
             else if (i + 1 < argc)
                 value = argv[++i];
             else
-                usage_error("%s: missing value", name);
+                yard_usage_exit(PROG, "%s: missing value", name);
         } else if (eq) {
-            usage_error("%s takes no value", name);
+            yard_usage_exit(PROG, "%s takes no value", name);
         }
         if (strcmp(name, "--runtime") == 0) {
             o->runtime = value;
         } else if (strcmp(name, "--workers") == 0) {
-            o->workers = (unsigned)int_flag(name, value, 1, MAX_WORKERS);
+            o->workers = (unsigned)yard_int_flag(PROG, name, value, 1, MAX_WORKERS);
             workers_given = true;
         } else if (strcmp(name, "--cutoff") == 0) {
-            o->cutoff = (int)int_flag(name, value, 0, YARD_TASKS_MAX_N);
+            o->cutoff = (int)yard_int_flag(PROG, name, value, 0, YARD_TASKS_MAX_N);
             cutoff_given = true;
         } else if (strcmp(name, "--repeat") == 0) {
-            o->repeat = (unsigned)int_flag(name, value, 1, MAX_REPEAT);
+            o->repeat = (unsigned)yard_int_flag(PROG, name, value, 1, MAX_REPEAT);
             repeat_given = true;
         } else if (strcmp(name, "--json") == 0) {
             o->json = true;
@@ -302,31 +271,31 @@ static void parse(int argc, char **argv, struct opts *o)
         return;
     if (o->list) {
         if (npos || o->runtime || workers_given || cutoff_given || repeat_given)
-            usage_error("--list-runtimes takes no program, --runtime or other flags "
+            yard_usage_exit(PROG, "--list-runtimes takes no program, --runtime or other flags "
                         "(only --json)");
         return;
     }
     if (npos == 0)
-        usage_error("missing the program: expected 'fib N'");
+        yard_usage_exit(PROG, "missing the program: expected 'fib N'");
     o->program = positional[0];
     if (strcmp(o->program, "fib") != 0)
-        usage_error("unknown program '%s' (the only one is 'fib')", o->program);
+        yard_usage_exit(PROG, "unknown program '%s' (the only one is 'fib')", o->program);
     if (npos < 2)
-        usage_error("fib: missing N (a whole number from 0 to %d)", YARD_TASKS_MAX_N);
+        yard_usage_exit(PROG, "fib: missing N (a whole number from 0 to %d)", YARD_TASKS_MAX_N);
     n_text = positional[1];
     long long n;
-    if (!parse_int(n_text, LLONG_MIN, LLONG_MAX, &n))
-        usage_error("fib: N must be a whole number from 0 to %d, got '%s'", YARD_TASKS_MAX_N,
+    if (yard_parse_int(n_text, LLONG_MIN, LLONG_MAX, &n) < 0)
+        yard_usage_exit(PROG, "fib: N must be a whole number from 0 to %d, got '%s'", YARD_TASKS_MAX_N,
                     n_text);
     if (n < 0 || n > YARD_TASKS_MAX_N)
-        usage_error("fib: N must be from 0 to %d (fib(%d) is the largest that fits a signed "
+        yard_usage_exit(PROG, "fib: N must be from 0 to %d (fib(%d) is the largest that fits a signed "
                     "64-bit integer), got %lld",
                     YARD_TASKS_MAX_N, YARD_TASKS_MAX_N, n);
     o->n = (int)n;
     if (!o->runtime) {
         char names[128];
         runtime_names(names, sizeof names);
-        usage_error("missing --runtime R (one of: %s)", names);
+        yard_usage_exit(PROG, "missing --runtime R (one of: %s)", names);
     }
 }
 
@@ -460,11 +429,11 @@ static int run(const struct opts *o)
     if (!rt) {
         char names[128];
         runtime_names(names, sizeof names);
-        usage_error("--runtime: unknown runtime '%s' (one of: %s)", o->runtime, names);
+        yard_usage_exit(PROG, "--runtime: unknown runtime '%s' (one of: %s)", o->runtime, names);
     }
     const char *why = unavailable(rt);
     if (why)
-        usage_error("--runtime %s: not available: %s", rt->name, why);
+        yard_usage_exit(PROG, "--runtime %s: not available: %s", rt->name, why);
 
     yard_tasks_params_t p = {.n = o->n, .cutoff = o->cutoff, .workers = o->workers};
     int64_t expected = fib_exact(o->n);
