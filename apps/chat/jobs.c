@@ -53,6 +53,17 @@ void chat_post_job_run(void *arg)
         chat_state_sync(j->cs);
 }
 
+/* Is r one a JOIN replays: a message or notice to the replay's channel? */
+static bool replayed(const struct replay_job *j, const yard_chatlog_rec_t *r)
+{
+    char target[CHAT_CHAN_MAX + 1];
+    if (r->target_len > CHAT_CHAN_MAX ||
+        (r->type != YARD_LOGREC_MESSAGE && r->type != YARD_LOGREC_NOTICE))
+        return false;
+    chat_casefold(target, r->target, r->target_len);
+    return strcmp(target, j->key) == 0;
+}
+
 /* The newest max matching records of [from + 1, upto], found in one pass
  * that keeps their ids in a ring, then copied in a second. */
 void chat_replay_job_run(void *arg)
@@ -70,14 +81,9 @@ void chat_replay_job_run(void *arg)
         return;
     }
     yard_chatlog_rec_t r;
-    char target[CHAT_CHAN_MAX + 1];
     int rc;
     while ((rc = yard_chatlog_next(it, &r)) == 1 && r.id <= j->upto) {
-        if (r.target_len > CHAT_CHAN_MAX ||
-            (r.type != YARD_LOGREC_MESSAGE && r.type != YARD_LOGREC_NOTICE))
-            continue;
-        chat_casefold(target, r.target, r.target_len);
-        if (strcmp(target, j->key) != 0)
+        if (!replayed(j, &r))
             continue;
         if (j->max)
             ids[j->total % j->max] = r.id;
@@ -98,11 +104,7 @@ void chat_replay_job_run(void *arg)
         return;
     }
     while (got < j->shown && yard_chatlog_next(it, &r) == 1 && r.id <= j->upto) {
-        if (r.target_len > CHAT_CHAN_MAX ||
-            (r.type != YARD_LOGREC_MESSAGE && r.type != YARD_LOGREC_NOTICE))
-            continue;
-        chat_casefold(target, r.target, r.target_len);
-        if (strcmp(target, j->key) != 0)
+        if (!replayed(j, &r))
             continue;
         if (j->recs_len + r.len > cap) {
             size_t ncap = cap ? 2 * cap : 16 * YARD_LOGREC_MAX;
