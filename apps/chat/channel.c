@@ -197,6 +197,12 @@ static void replay_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
     chat_pos_set(app->cs, s->account, s->client, j->key, j->upto);
 }
 
+/* How many channels made by guests the table may hold (--guests-channel-share). */
+static unsigned guest_channels_max(const struct chat_app *app)
+{
+    return (unsigned)((uint64_t)app->set->max_channels * app->set->guests_channel_share / 100);
+}
+
 /* +i, +k and +l, under the lock: 0 when the account may join the channel
  * (live as c, or else named by fold), or the numeric that refuses it. The
  * channel's operators pass (it is theirs, and a +i channel that emptied
@@ -255,8 +261,13 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
                                 app->set->channels_per_account;
     int refused = already || over ? 0 : join_refusal(app, s, c, fold, key_given);
     bool unranked = false; /* a new channel whose record could not be stored */
-    if (!already && !over && !refused && c < 0) {
+    bool created = false;
+    if (!already && !over && !refused && c < 0 && s->guest &&
+        app->cs->guest_chans >= guest_channels_max(app))
+        c = -3; /* the guests' share of the table is taken */
+    else if (!already && !over && !refused && c < 0) {
         c = chat_channel_find(app->cs, name, strlen(name), true);
+        created = c >= 0;
         if (c >= 0)
             unranked = !chat_chan_load(app->cs, c, s->guest ? NULL : s->account_key,
                                        yard_wall_ns() / (int64_t)YARD_NS_PER_S);
@@ -277,8 +288,10 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
     /* An account with several connections is one member: the others hear
      * of its first connection in, not of the ones after. */
     bool first = c >= 0 && !over && !already && !chat_account_in_elsewhere(app, s, c);
-    if (c >= 0 && !over)
+    if (c >= 0 && !over) {
         chat_set_in(app->cs, s->slot, c, true);
+        chat_channel_joined(app->cs, c, s->guest, created);
+    }
     char shown[CHAT_CHAN_MAX + 1], key[CHAT_CHAN_MAX + 1];
     if (c >= 0) {
         strcpy(shown, app->cs->chans[c].name);
@@ -292,6 +305,12 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
     }
     if (c == -2) {
         chat_numeric(fx, s, 405, "%s :The server holds no more channels (--max-channels)", name);
+        return;
+    }
+    if (c == -3) {
+        chat_numeric(fx, s, 405, "%s :The server holds no more channels made by guests "
+                                 "(--guests-channel-share %u%% of %u)",
+                     name, app->set->guests_channel_share, app->set->max_channels);
         return;
     }
     if (already)

@@ -62,6 +62,7 @@ struct chat_settings {
     unsigned flood_burst;         /* ... and at once */
     bool guests;                  /* NICK + USER without credentials: a guest */
     int guests_create;            /* guests may create channels (1) or not (0) */
+    unsigned guests_channel_share; /* percent of max_channels guests' channels may take */
     unsigned guests_per_addr;     /* guests connected from one address at most */
     /* Login limits (guard.h). */
     unsigned login_max_pending;      /* password checks in flight, server-wide */

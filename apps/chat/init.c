@@ -196,6 +196,11 @@ static const yard_opt_t chat_opts[] = {
     {.name = "guests-may-create-channels", .form = "on|off", .type = YARD_OPT_ENUM,
      CHAT_FIELD(guests_create), .choices = chat_onoff, .def = "on",
      .help = "with --guests: whether a guest's JOIN may create a channel"},
+    {.name = "guests-channel-share", .form = "PCT", .type = YARD_OPT_INT,
+     CHAT_FIELD(guests_channel_share), .min = 0, .max = 100, .def = "50",
+     .help = "with --guests: the percentage of --max-channels that channels guests created (and "
+             "no account has joined) may take; past it a guest's JOIN of a new channel is "
+             "refused (405), so that accounts always find room"},
     {.name = "guests-per-addr", .form = "N", .type = YARD_OPT_INT, CHAT_FIELD(guests_per_addr),
      .min = 1, .max = 65536, .def = "16",
      .help = "with --guests: guests connected from one address (an IPv4 address or an IPv6 /64)"},

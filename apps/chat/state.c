@@ -319,8 +319,22 @@ int chat_channel_find(chat_state_t *cs, const char *name, size_t len, bool creat
     return c;
 }
 
+void chat_channel_joined(chat_state_t *cs, int c, bool guest, bool created)
+{
+    struct chat_channel *ch = &cs->chans[c];
+    if (guest && created && !ch->guests_only) {
+        ch->guests_only = true;
+        cs->guest_chans++;
+    } else if (!guest && ch->guests_only) {
+        ch->guests_only = false;
+        cs->guest_chans--;
+    }
+}
+
 static void channel_free(chat_state_t *cs, int c)
 {
+    if (cs->chans[c].guests_only)
+        cs->guest_chans--;
     int found;
     unsigned free_at, at = index_find(cs, cs->chans[c].key, &found, &free_at);
     if (at != UINT32_MAX) {

@@ -41,6 +41,9 @@ struct chat_channel {
     char name[CHAT_CHAN_MAX + 1]; /* as first created */
     char key[CHAT_CHAN_MAX + 1];  /* casefolded */
     unsigned members;             /* member slots (connections) in it */
+    /* Created by a guest's JOIN and joined by no account since: one of the
+     * channels --guests-channel-share bounds (cs->guest_chans counts them). */
+    bool guests_only;
     /* A copy of its durable record's modes (chat_chan_load, chat_chan_put),
      * so that JOIN and PRIVMSG check them without reading the record. */
     uint32_t modes, limit;
@@ -98,6 +101,7 @@ typedef struct chat_state {
     unsigned nchan, nmember, words; /* words: uint64_t per member bitmap */
     unsigned member_end; /* no slot at or past this one is used: scans stop here */
     unsigned live_chans;
+    unsigned guest_chans; /* live channels with guests_only */
     unsigned away; /* member slots marked away: 0 spares a PRIVMSG the scan for 301 */
     size_t member_size;
     struct chat_channel *chans;
@@ -147,6 +151,9 @@ unsigned chat_guests_from(chat_state_t *cs, const uint8_t addr[16]);
 void chat_member_rename(chat_state_t *cs, int slot, const char *name);
 /* The channel's index, created when create is set: -1 unknown, -2 full. */
 int chat_channel_find(chat_state_t *cs, const char *name, size_t len, bool create);
+/* Channel c gets a member: a guest's that created it (created true) makes
+ * it a guests' channel, an account's makes it one no more. Under the lock. */
+void chat_channel_joined(chat_state_t *cs, int c, bool guest, bool created);
 bool chat_is_in(chat_state_t *cs, int slot, int chan);
 /* Leaving the last member frees the channel's slot. */
 void chat_set_in(chat_state_t *cs, int slot, int chan, bool in);

@@ -143,6 +143,38 @@ def test_guest_limits_channels_and_addresses(chat, model):
         x.close()
 
 
+@pytest.mark.models(names=["epoll", "fork", "thread"])
+def test_guests_take_at_most_their_share_of_the_channel_table(chat, model):
+    """Issue 44: guests filling the channel table locked accounts out of new channels. With
+    --max-channels 4 and --guests-channel-share 50, guests' new channels stop at 2; an
+    account still creates its own; a guests' channel an account joins stops counting; a
+    channel that empties gives its place back."""
+    srv, _ = chat(model, "--guests", "--max-channels", "4", "--guests-channel-share", "50")
+    g = guest(srv.port, "gx")
+    g.expect(r" 001 gx ")
+    join(g, "gx", "#g1")
+    join(g, "gx", "#g2")
+    g.send("JOIN #g3")
+    g.expect(r" 405 gx #g3 :The server holds no more channels made by guests "
+             r"\(--guests-channel-share 50% of 4\)")
+    h = guest(srv.port, "gy", source="127.0.0.2")  # the share is the server's, not a guest's
+    h.expect(r" 001 gy ")
+    h.send("JOIN #g4")
+    h.expect(r" 405 gy #g4 :The server holds no more channels made by guests")
+    join(h, "gy", "#g1")                           # joining a guests' channel is fine
+    ana = login_pass(srv.port, "ana", "pw-ana")
+    join(ana, "ana", "#a1")                        # an account finds room
+    join(ana, "ana", "#g2")                        # #g2 is no longer only the guests'
+    join(g, "gx", "#g3")                           # so a guest may make one more
+    ana.send("JOIN #a2")                           # the table itself is full now (4 of 4)
+    ana.expect(r" 405 ana #a2 :The server holds no more channels \(--max-channels\)")
+    g.send("PART #g3")
+    g.expect(r"^:gx!gx@yard PART #g3")
+    join(h, "gy", "#g6")                           # an emptied guests' channel gave its place
+    for x in (g, h, ana):
+        x.close()
+
+
 def test_a_guest_flood_is_bounded_like_an_accounts(chat):
     """400 lines at once from a guest, --flood-burst 100 and --flood-rate 100: the first
     100 are relayed at once, the rest no faster than 100 a second."""
