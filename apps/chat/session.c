@@ -134,7 +134,7 @@ void chat_open(void *state, void *session, yard_fx_t *fx)
         yard_fx_close(fx, NULL);
         return;
     }
-    yard_fx_wake_at(fx, s->reg.register_by);
+    yard_fx_wake_idle(fx, s->reg.register_by);
 }
 
 /* A logged-in client silent for --ping-interval-ms gets a PING; one that
@@ -179,7 +179,7 @@ void chat_timer(void *state, void *session, yard_fx_t *fx)
             return;
         }
         if (s->state != ST_READY)
-            yard_fx_wake_at(fx, s->reg.register_by);
+            yard_fx_wake_idle(fx, s->reg.register_by);
         else
             liveness(app, s, fx); /* a guest's failed login: its timer watches it again */
         return;
@@ -189,7 +189,7 @@ void chat_timer(void *state, void *session, yard_fx_t *fx)
                         s->login.wait_password, strlen(s->login.wait_password),
                         s->login.wait_sasl);
         if (s->state == ST_NEW && !fx->close)
-            yard_fx_wake_at(fx, s->reg.register_by); /* refused at once (904): time goes on */
+            yard_fx_wake_idle(fx, s->reg.register_by); /* refused at once (904): time goes on */
         return;
     }
     if (s->state != ST_READY) {

@@ -94,6 +94,8 @@ int yard_server_accept_admitted(yard_server_t *srv, int listen_fd, bool nonblock
     }
 }
 
+#define ACCEPT_BATCH 16 /* connections taken per wake-up of the accept loop */
+
 void yard_server_accept_loop(yard_server_t *srv, void (*on_conn)(int fd, const char *peer, void *arg),
                              void (*on_signal)(int sig, void *arg), void *arg)
 {
@@ -115,10 +117,16 @@ void yard_server_accept_loop(yard_server_t *srv, void (*on_conn)(int fd, const c
         for (int i = 0; i < n; i++) {
             if (!pfd[1 + i].revents)
                 continue;
+            /* A batch, then the signals again: under a burst of connections
+             * the queue never empties, and a loop that drained it would
+             * neither reap the exited children (whose slots count against
+             * --max-conns) nor see SIGTERM until the burst ended. */
             char peer[YARD_ADDR_STRLEN];
             int fd;
-            while ((fd = yard_server_accept_admitted(srv, srv->ls.fd[i], false, &reserve, peer,
-                                                     sizeof peer)) >= 0)
+            for (int k = 0; k < ACCEPT_BATCH &&
+                            (fd = yard_server_accept_admitted(srv, srv->ls.fd[i], false, &reserve,
+                                                              peer, sizeof peer)) >= 0;
+                 k++)
                 on_conn(fd, peer, arg);
         }
     }

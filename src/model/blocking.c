@@ -35,7 +35,11 @@ void yard_blocking_serve(yard_conn_t *c, yard_scratch_t *s, const _Atomic int *s
             yard_conn_read(c, s);
             continue;
         }
-        struct pollfd pfd[2] = {{.fd = c->fd, .events = w.read ? POLLIN : 0},
+        /* A socket that is not to be read (its peer closed, or output is
+         * backed up) stays out of the poll: poll reports POLLHUP and POLLERR
+         * whatever the events asked, and a half-closed peer would turn the
+         * wait for a timer or news into a spin. */
+        struct pollfd pfd[2] = {{.fd = w.read ? c->fd : -1, .events = POLLIN},
                                 {.fd = yard_conn_news_fd(c), .events = POLLIN}};
         uint64_t ms = POLL_MAX_MS;
         if (w.deadline) {

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from chatlib import CHAT, Irc, add_account, chat_starter, login_pass
-from conftest import wait_for
+from conftest import child_pids, wait_for
 
 pytestmark = pytest.mark.usefixtures("yard_chat_built")
 
@@ -483,3 +483,61 @@ def test_every_device_of_an_account_catches_up_once(chat, model):
     phone.send("PART #dev", "JOIN #dev", "PING p")
     phone.expect("PONG yard :p")
     assert sum(" PRIVMSG #dev :" in line for line in phone.lines) == 20
+
+
+# ---- abuse round 2 (issue 44): connections that come and go -----------------
+
+def _server_tasks(srv, model):
+    """What a connection costs the server while it lasts: its processes under fork, its
+    threads under thread."""
+    if model == "fork":
+        return len(child_pids(srv.proc.pid))
+    return len(os.listdir(f"/proc/{srv.proc.pid}/task"))
+
+
+@pytest.mark.models(names=["fork", "thread"])
+def test_connections_that_close_at_once_leave_nothing_behind(chat, model):
+    """5,000 connections that connect, send a bad line and close piled up 4,758 processes
+    under fork (issue 44): each waited out --registration-timeout-ms after its peer had gone,
+    spinning on poll. Now a connection ends with its peer's close; with the timeout a minute
+    away, every one of a burst is gone within seconds, and a login goes through at once."""
+    srv, _ = chat(model, "--registration-timeout-ms", "60000")
+    base = _server_tasks(srv, model)
+    for _ in range(300):
+        s = socket.create_connection(("127.0.0.1", srv.port))
+        s.sendall(b"\x01bad\r\n")
+        s.close()
+    wait_for(lambda: _server_tasks(srv, model) <= base, timeout=10,
+             what=f"the burst's {'processes' if model == 'fork' else 'threads'} to end")
+    login_pass(srv.port, "u1", "pw-u1").close()
+
+
+@pytest.mark.models(names=["fork", "thread"])
+def test_a_connection_whose_peer_closed_ends_without_spinning(chat, model, tmp_path):
+    """A client that sends a bad line and half-closes before logging in: the server answers
+    and ends the connection at once. Before, the blocking models kept it for
+    --registration-timeout-ms, waiting for that timer in a poll on the socket with no
+    events asked, which reports the hang-up whatever is asked: thousands of polls a second.
+    Counted with strace over a second and a half."""
+    strace = shutil.which("strace")
+    assert strace, "strace is missing (make test installs it)"
+    srv, _ = chat(model)
+    out = tmp_path / "polls"
+    tracer = subprocess.Popen([strace, "-f", "-c", "-e", "trace=poll", "-o", str(out), "-p",
+                               str(srv.proc.pid)], stderr=subprocess.PIPE, text=True)
+    try:
+        # strace says it attached (to each thread) on stderr before it traces.
+        wait_for(lambda: "attached" in tracer.stderr.readline(), timeout=10,
+                 what="strace to attach")
+        c = Irc(srv.port)
+        c.sock.sendall(b"\x01bad\r\n")
+        c.sock.shutdown(socket.SHUT_WR)
+        c.expect(r" 421 ")
+        closed = c.wait_closed(timeout=1.5)
+    finally:
+        tracer.send_signal(signal.SIGINT)
+        tracer.wait(10)
+    rows = [ln.split() for ln in out.read_text().splitlines()]
+    polls = next((int(r[3]) for r in rows if r and r[-1] == "poll"), 0)
+    assert closed, "the server kept the connection after its peer closed"
+    assert polls < 200, f"{polls} polls for one connection"
