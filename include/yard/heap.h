@@ -31,7 +31,8 @@ static inline yard_heap_node_t *yard_heap_min(const yard_heap_t *h)
 {
     return h->n ? h->v[0] : NULL;
 }
-/* Insert node with key (it must not be in a heap): 0, or -1 out of memory. */
+/* Insert node with key (it must not be in a heap): 0, or -ENOMEM (the heap
+ * is unchanged). */
 int yard_heap_push(yard_heap_t *h, yard_heap_node_t *node, uint64_t key);
 void yard_heap_remove(yard_heap_t *h, yard_heap_node_t *node);
 void yard_heap_free(yard_heap_t *h);

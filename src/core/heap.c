@@ -1,5 +1,7 @@
 #include "yard/heap.h"
 
+#include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 static void heap_set(yard_heap_t *h, size_t i, yard_heap_node_t *node)
@@ -45,9 +47,11 @@ int yard_heap_push(yard_heap_t *h, yard_heap_node_t *node, uint64_t key)
 {
     if (h->n == h->cap) {
         size_t cap = h->cap ? h->cap * 2 : 64;
+        if (cap <= h->cap || cap > SIZE_MAX / sizeof *h->v)
+            return -ENOMEM; /* the doubling would overflow */
         yard_heap_node_t **v = realloc(h->v, cap * sizeof *v);
         if (!v)
-            return -1;
+            return -ENOMEM;
         h->v = v;
         h->cap = cap;
     }

@@ -2,6 +2,7 @@
  * coroutine runtime: nodes come out smallest first, removal from the middle
  * keeps the order, and a node knows whether it is in the heap. Checked
  * against a sorted reference with pseudo-random keys and removals. */
+#include <errno.h>
 #include <stdint.h>
 
 #include "test.h"
@@ -76,6 +77,18 @@ static void test_order_and_removal(void)
     yard_heap_free(&h);
 }
 
+/* A heap that cannot grow says -ENOMEM and is left as it was. */
+static void test_full(void)
+{
+    yard_heap_node_t a, *one[1];
+    yard_heap_node_init(&a);
+    size_t huge = SIZE_MAX / sizeof one[0] / 2 + 1; /* doubling it overflows */
+    yard_heap_t h = {.v = one, .n = huge, .cap = huge};
+    ASSERT_EQ(yard_heap_push(&h, &a, 1), -ENOMEM);
+    ASSERT(!yard_heap_contains(&a));
+    ASSERT(h.v == one && h.n == huge && h.cap == huge);
+}
+
 static void test_remove_last_and_only(void)
 {
     yard_heap_t h = {0};
@@ -99,6 +112,7 @@ int main(int argc, char **argv)
     static const struct test_case cases[] = {
         {"order_and_removal", test_order_and_removal},
         {"remove_last_and_only", test_remove_last_and_only},
+        {"full", test_full},
         {NULL, NULL},
     };
     return test_main(argc, argv, cases);
