@@ -97,8 +97,8 @@ chat_guard_t *chat_guard_create(yard_shm_t *shm, const chat_guard_opts_t *o, cha
     if (!g->pending || !g->unregistered || !g->addrs || !g->accounts)
         goto full;
     int e = yard_shm_mutex_init(&g->mu);
-    if (e) {
-        snprintf(err, errlen, "pthread_mutex_init: %s", strerror(e));
+    if (e < 0) {
+        snprintf(err, errlen, "pthread_mutex_init: %s", strerror(-e));
         return NULL;
     }
     return g;

@@ -64,8 +64,14 @@ static void *map_table(yard_table_file_t *t, const char *dir, const char *name,
     char path[4096], m[8] = {0};
     snprintf(path, sizeof path, "%s/%s", dir, name);
     memcpy(m, magic, strnlen(magic, sizeof m));
-    if (yard_table_file_open(t, path, m, slot_size, nslots, err, errlen, warn, warnlen) < 0)
+    bool restarted;
+    int rc = yard_table_file_open(t, path, m, slot_size, nslots, &restarted);
+    if (rc < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(-rc));
         return NULL;
+    }
+    if (restarted)
+        snprintf(warn, warnlen, "%.400s is of an older format or size; it starts afresh", path);
     return t->slots;
 }
 
@@ -75,8 +81,8 @@ int chat_state_init(chat_state_t *cs, yard_shm_t *shm, const char *dir, unsigned
     cs->pos_file = cs->topics_file = cs->chans_file = (yard_table_file_t){.fd = -1};
     warn[0] = 0;
     int e = yard_shm_mutex_init(&cs->mu);
-    if (e) {
-        snprintf(err, errlen, "pthread_mutex_init: %s", strerror(e));
+    if (e < 0) {
+        snprintf(err, errlen, "pthread_mutex_init: %s", strerror(-e));
         return -1;
     }
     cs->nchan = nchan;

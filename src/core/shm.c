@@ -19,20 +19,20 @@ struct yard_shm {
 
 #define SHM_ALIGN 64u
 
-yard_shm_t *yard_shm_create(size_t bytes, char *err, size_t errlen)
+int yard_shm_create(yard_shm_t **out, size_t bytes)
 {
+    *out = NULL;
     if (bytes < 4096)
         bytes = 4096;
     /* Pages are only touched when used, so a generous size costs nothing. */
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) {
-        snprintf(err, errlen, "mmap shared region of %zu bytes: %s", bytes, strerror(errno));
-        return NULL;
-    }
+    if (p == MAP_FAILED)
+        return -errno;
     yard_shm_t *shm = p;
     shm->size = bytes;
     atomic_init(&shm->used, (sizeof *shm + SHM_ALIGN - 1) & ~(size_t)(SHM_ALIGN - 1));
-    return shm;
+    *out = shm;
+    return 0;
 }
 
 void *yard_shm_alloc(yard_shm_t *shm, size_t bytes)
@@ -61,7 +61,7 @@ int yard_shm_mutex_init(pthread_mutex_t *mu)
     pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
     int e = pthread_mutex_init(mu, &a);
     pthread_mutexattr_destroy(&a);
-    return e;
+    return -e;
 }
 
 bool yard_shm_mutex_lock(pthread_mutex_t *mu)
@@ -81,21 +81,18 @@ struct table_head {
 };
 
 int yard_table_file_open(yard_table_file_t *t, const char *path, const char magic[8],
-                         size_t slot_size, size_t nslots, char *err, size_t errlen, char *warn,
-                         size_t warnlen)
+                         size_t slot_size, size_t nslots, bool *restarted)
 {
     *t = (yard_table_file_t){.fd = -1};
-    if (warnlen)
-        warn[0] = 0;
+    *restarted = false;
     size_t bytes = sizeof(struct table_head) + slot_size * nslots;
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    int rc;
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) < 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
+    if (fstat(fd, &st) < 0)
+        goto fail;
     struct table_head want = {.version = 2, .slot_size = (uint32_t)slot_size, .nslots = nslots};
     memcpy(want.magic, magic, sizeof want.magic);
     struct table_head have = {0};
@@ -103,24 +100,29 @@ int yard_table_file_open(yard_table_file_t *t, const char *path, const char magi
     if (!fresh && ((size_t)st.st_size != bytes ||
                    pread(fd, &have, sizeof have, 0) != (ssize_t)sizeof have ||
                    memcmp(&have, &want, sizeof have) != 0)) {
-        snprintf(warn, warnlen, "%.400s is of an older format or size; it starts afresh", path);
+        *restarted = true;
         fresh = true;
     }
-    if (fresh && (ftruncate(fd, 0) < 0 || ftruncate(fd, (off_t)bytes) < 0 ||
-                  pwrite(fd, &want, sizeof want, 0) != (ssize_t)sizeof want)) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        close(fd);
-        return -1;
+    if (fresh && (ftruncate(fd, 0) < 0 || ftruncate(fd, (off_t)bytes) < 0))
+        goto fail;
+    if (fresh) {
+        ssize_t w = pwrite(fd, &want, sizeof want, 0);
+        if (w != (ssize_t)sizeof want) {
+            if (w >= 0)
+                errno = EIO; /* a short write of 64 bytes to a file we just sized */
+            goto fail;
+        }
     }
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) {
-        snprintf(err, errlen, "mmap %s: %s", path, strerror(errno));
-        close(fd);
-        return -1;
-    }
+    if (p == MAP_FAILED)
+        goto fail;
     *t = (yard_table_file_t){.slots = (uint8_t *)p + sizeof(struct table_head), .bytes = bytes,
                              .fd = fd};
     return 0;
+fail:
+    rc = -errno;
+    close(fd);
+    return rc;
 }
 
 void yard_table_file_sync(yard_table_file_t *t, bool wait)
@@ -159,11 +161,11 @@ long yard_pread_full(int fd, void *buf, size_t n, uint64_t off)
 long yard_read_text_file(const char *path, char *buf, size_t cap)
 {
     if (!cap)
-        return -1;
+        return -EINVAL;
     buf[0] = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return -1;
+        return -errno;
     long got = yard_pread_full(fd, buf, cap - 1, 0);
     close(fd);
     buf[got > 0 ? got : 0] = 0;

@@ -138,8 +138,7 @@ static void test_publish_wakes_another_process(void)
 
 int main(void)
 {
-    char err[128];
-    shm = yard_shm_create(1 << 20, err, sizeof err);
+    ASSERT_EQ(yard_shm_create(&shm, 1 << 20), 0);
     ASSERT(shm);
     /* First, while this process has no thread: the child starts one, and
      * TSan does not support threads after a multi-threaded fork. */

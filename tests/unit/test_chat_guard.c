@@ -26,7 +26,7 @@ static chat_addr_t v4(const char *text)
 static chat_guard_t *guard(yard_shm_t **shm, const chat_guard_opts_t *o)
 {
     char err[128];
-    *shm = yard_shm_create(64 << 20, err, sizeof err);
+    ASSERT_EQ(yard_shm_create(shm, 64 << 20), 0);
     ASSERT(*shm);
     chat_guard_t *g = chat_guard_create(*shm, o, err, sizeof err);
     ASSERT(g);

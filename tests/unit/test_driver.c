@@ -321,8 +321,7 @@ static void test_failure(void)
 
 int main(void)
 {
-    char err[256];
-    srv.shm = yard_shm_create(1 << 20, err, sizeof err);
+    ASSERT_EQ(yard_shm_create(&srv.shm, 1 << 20), 0);
     ASSERT(srv.shm != NULL);
     bus = yard_bus_create(srv.shm, 1);
     obj = yard_access_obj_create(srv.shm);

@@ -121,7 +121,7 @@ static struct child serve_in_child(const char *model_name, bool procs, int offlo
         yard_server_t srv = {.cfg = &cfg, .app = &effects_app, .out_fd = -1};
         srv.model = yard_model_find(model_name);
         srv.sig_fd = yard_signals_setup(err, sizeof err);
-        srv.shm = yard_shm_create(1 << 20, err, sizeof err);
+        yard_shm_create(&srv.shm, 1 << 20);
         srv.shared = yard_shm_alloc(srv.shm, sizeof *srv.shared);
         if (!srv.model || srv.sig_fd < 0 || !srv.shm ||
             yard_server_listen(&srv, srv.model->reuseport, err, sizeof err) < 0)

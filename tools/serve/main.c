@@ -522,9 +522,10 @@ static int serve(const yard_config_t *cfg, const yard_app_t *app, const yard_mod
         fprintf(stderr, "%s: %s\n", progname, err);
         return 1;
     }
-    srv.shm = yard_shm_create(cfg->shm_bytes, err, sizeof err);
-    if (!srv.shm) {
-        fprintf(stderr, "%s: %s\n", progname, err);
+    int rc = yard_shm_create(&srv.shm, cfg->shm_bytes);
+    if (rc < 0) {
+        fprintf(stderr, "%s: mmap shared region of %zu bytes: %s\n", progname,
+                cfg->shm_bytes < 4096 ? (size_t)4096 : cfg->shm_bytes, strerror(-rc));
         goto out;
     }
     srv.shared = yard_shm_alloc(srv.shm, sizeof *srv.shared);
