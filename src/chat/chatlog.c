@@ -158,13 +158,12 @@ static int idx_build(const char *dir, uint64_t first, const uint8_t *data, size_
             .type = (uint32_t)r.type});
         off += r.len;
         if (n == sizeof buf / sizeof buf[0]) {
-            if (yard_write_all(fd, buf, n * sizeof buf[0]) < 0)
-                rc = -errno;
+            rc = yard_write_all(fd, buf, n * sizeof buf[0]);
             n = 0;
         }
     }
-    if (rc == 0 && n && yard_write_all(fd, buf, n * sizeof buf[0]) < 0)
-        rc = -errno;
+    if (rc == 0 && n)
+        rc = yard_write_all(fd, buf, n * sizeof buf[0]);
     close(fd);
     return rc;
 }

@@ -171,8 +171,9 @@ static void conn_store(yard_conn_t *c)
     if (c->policy->completion ||
         (srv->cfg->flush == YARD_FLUSH_BUFFERED && c->store.len < YARD_STORE_CHUNK))
         return; /* the model takes it (yard_conn_store_take), or more is to come */
-    if (yard_write_all(srv->out_fd, yard_buf_head(&c->store), c->store.len) < 0) {
-        yard_log_err("%s: writing %s: %s", c->peer, srv->cfg->out, strerror(errno));
+    int rc = yard_write_all(srv->out_fd, yard_buf_head(&c->store), c->store.len);
+    if (rc < 0) {
+        yard_log_err("%s: writing %s: %s", c->peer, srv->cfg->out, strerror(-rc));
         yard_conn_fail(c, "output file not writable", YARD_CLOSE_WARN);
     }
     yard_buf_clear(&c->store);
@@ -649,9 +650,11 @@ void yard_conn_close(yard_conn_t *c, const char *reason)
     } else if (c->closing && !c->failed) {
         level = YARD_CLOSE_WARN; /* the app closed it: a protocol violation */
     }
-    if (c->store.len && srv->out_fd >= 0 &&
-        yard_write_all(srv->out_fd, yard_buf_head(&c->store), c->store.len) < 0)
-        yard_log_err("%s: writing %s: %s", c->peer, srv->cfg->out, strerror(errno));
+    if (c->store.len && srv->out_fd >= 0) {
+        int rc = yard_write_all(srv->out_fd, yard_buf_head(&c->store), c->store.len);
+        if (rc < 0)
+            yard_log_err("%s: writing %s: %s", c->peer, srv->cfg->out, strerror(-rc));
+    }
     if (srv->app->close && !c->sender) {
         APP_LOCK(c);
         srv->app->close(srv->app_state, c->session);

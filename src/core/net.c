@@ -15,11 +15,13 @@
 #include <string.h>
 #include <unistd.h>
 
-static int fail(char *err, size_t errlen, const char *fmt, const char *arg)
+/* yard_addr_parse and yard_addr_resolve are edge functions (they explain
+ * what is wrong with a user's text): a message in err, and a -errno. */
+static int fail(char *err, size_t errlen, int rc, const char *fmt, const char *arg)
 {
     if (err && errlen)
         snprintf(err, errlen, fmt, arg);
-    return -1;
+    return rc;
 }
 
 static int parse_port(const char *s, size_t n, int *port)
@@ -45,31 +47,33 @@ static int split_host_port(const char *text, char *host, size_t hostcap, bool *b
     const char *colon;
     size_t hostlen;
     if (!text || !*text)
-        return fail(err, errlen, "empty address: expected HOST:PORT%s", "");
+        return fail(err, errlen, -EINVAL, "empty address: expected HOST:PORT%s", "");
     *bracketed = text[0] == '[';
     if (*bracketed) {
         const char *close = strchr(text, ']');
         if (!close || close[1] != ':')
-            return fail(err, errlen, "bad address '%s': expected [IPv6]:PORT", text);
+            return fail(err, errlen, -EINVAL, "bad address '%s': expected [IPv6]:PORT", text);
         hostlen = (size_t)(close - text - 1);
         if (hostlen == 0 || hostlen >= hostcap)
-            return fail(err, errlen, "bad address '%s': bad IPv6 host", text);
+            return fail(err, errlen, -EINVAL, "bad address '%s': bad IPv6 host", text);
         memcpy(host, text + 1, hostlen);
         colon = close + 1;
     } else {
         colon = strrchr(text, ':');
         if (!colon)
-            return fail(err, errlen, "bad address '%s': expected HOST:PORT", text);
+            return fail(err, errlen, -EINVAL, "bad address '%s': expected HOST:PORT", text);
         hostlen = (size_t)(colon - text);
         if (hostlen == 0 || hostlen >= hostcap)
-            return fail(err, errlen, "bad address '%s': missing or overlong host", text);
+            return fail(err, errlen, -EINVAL, "bad address '%s': missing or overlong host", text);
         memcpy(host, text, hostlen);
         if (memchr(host, ':', hostlen))
-            return fail(err, errlen, "bad address '%s': write IPv6 hosts as [ADDR]:PORT", text);
+            return fail(err, errlen, -EINVAL,
+                        "bad address '%s': write IPv6 hosts as [ADDR]:PORT", text);
     }
     host[hostlen] = '\0';
     if (parse_port(colon + 1, strlen(colon + 1), port) < 0)
-        return fail(err, errlen, "bad address '%s': port must be a number from 0 to 65535", text);
+        return fail(err, errlen, -EINVAL,
+                    "bad address '%s': port must be a number from 0 to 65535", text);
     return 0;
 }
 
@@ -100,12 +104,13 @@ int yard_addr_parse(const char *text, yard_addr_t *out, char *err, size_t errlen
     bool bracketed;
     int port;
     memset(out, 0, sizeof *out);
-    if (split_host_port(text, host, sizeof host, &bracketed, &port, err, errlen) < 0)
-        return -1;
+    int rc = split_host_port(text, host, sizeof host, &bracketed, &port, err, errlen);
+    if (rc < 0)
+        return rc;
     if (bracketed) {
         struct in6_addr ip6;
         if (inet_pton(AF_INET6, host, &ip6) != 1)
-            return fail(err, errlen, "bad address '%s': not an IPv6 address", text);
+            return fail(err, errlen, -EINVAL, "bad address '%s': not an IPv6 address", text);
         set_v6(out, &ip6, 0, port);
         return 0;
     }
@@ -113,11 +118,29 @@ int yard_addr_parse(const char *text, yard_addr_t *out, char *err, size_t errlen
         strcpy(host, "127.0.0.1");
     struct in_addr ip4;
     if (inet_pton(AF_INET, host, &ip4) != 1)
-        return fail(err, errlen,
+        return fail(err, errlen, -EINVAL,
                     "bad address '%s': host must be a numeric IPv4 address, [IPv6] or localhost",
                     text);
     set_v4(out, &ip4, port);
     return 0;
+}
+
+/* getaddrinfo's failures as -errno: the resolver's own codes have no errno,
+ * so the nearest one (the message in err says exactly what happened). */
+static int gai_errno(int gai)
+{
+    switch (gai) {
+    case EAI_SYSTEM:
+        return errno ? -errno : -EIO;
+    case EAI_MEMORY:
+        return -ENOMEM;
+    case EAI_AGAIN:
+        return -EAGAIN;
+    case EAI_FAMILY:
+        return -EAFNOSUPPORT;
+    default: /* EAI_NONAME, EAI_NODATA, EAI_FAIL: no such name */
+        return -ENOENT;
+    }
 }
 
 static bool addr_same(const yard_addr_t *a, const yard_addr_t *b)
@@ -131,8 +154,9 @@ int yard_addr_resolve(const char *text, yard_addr_list_t *out, char *err, size_t
     bool bracketed;
     int port;
     memset(out, 0, sizeof *out);
-    if (split_host_port(text, host, sizeof host, &bracketed, &port, err, errlen) < 0)
-        return -1;
+    int rc = split_host_port(text, host, sizeof host, &bracketed, &port, err, errlen);
+    if (rc < 0)
+        return rc;
     struct in_addr ip4;
     if (bracketed || inet_pton(AF_INET, host, &ip4) == 1) {
         out->n = 1;
@@ -140,11 +164,12 @@ int yard_addr_resolve(const char *text, yard_addr_list_t *out, char *err, size_t
     }
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
     struct addrinfo *res = NULL;
-    int rc = getaddrinfo(host, NULL, &hints, &res);
-    if (rc != 0) {
+    int gai = getaddrinfo(host, NULL, &hints, &res);
+    if (gai != 0) {
+        rc = gai_errno(gai); /* before snprintf can change errno */
         char msg[320];
-        snprintf(msg, sizeof msg, "cannot resolve '%s': %s", host, gai_strerror(rc));
-        return fail(err, errlen, "%s", msg);
+        snprintf(msg, sizeof msg, "cannot resolve '%s': %s", host, gai_strerror(gai));
+        return fail(err, errlen, rc, "%s", msg);
     }
     out->named = true;
     /* Two passes: IPv4 first, so that the first address printed is the one
@@ -168,7 +193,7 @@ int yard_addr_resolve(const char *text, yard_addr_list_t *out, char *err, size_t
     }
     freeaddrinfo(res);
     if (out->n == 0)
-        return fail(err, errlen, "'%s' names no IPv4 or IPv6 address", host);
+        return fail(err, errlen, -EADDRNOTAVAIL, "'%s' names no IPv4 or IPv6 address", host);
     return 0;
 }
 
@@ -195,81 +220,79 @@ int yard_addr_port(const yard_addr_t *a)
     return ntohs(((const struct sockaddr_in *)&a->ss)->sin_port);
 }
 
-int yard_listen(const yard_addr_t *a, int backlog, bool reuseport, bool v6only, char *err,
-                size_t errlen)
+/* One failed step of yard_listen or yard_connect: names it, closes fd. */
+static int net_fail(int fd, const char **call, const char *what)
 {
-    char where[YARD_ADDR_STRLEN], msg[160];
-    yard_addr_format(a, where, sizeof where);
+    int rc = -errno;
+    if (fd >= 0)
+        close(fd);
+    if (call)
+        *call = what;
+    return rc;
+}
+
+int yard_listen(const yard_addr_t *a, int backlog, bool reuseport, bool v6only, const char **call)
+{
     int fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        snprintf(msg, sizeof msg, "socket: %s", strerror(errno));
-        return fail(err, errlen, "%s", msg);
-    }
-    int one = 1, saved;
+    if (fd < 0)
+        return net_fail(-1, call, "socket");
+    int one = 1;
     if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-        (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0)) {
-        snprintf(msg, sizeof msg, "setsockopt SO_REUSEADDR/SO_REUSEPORT: %s", strerror(errno));
-        goto err;
-    }
+        (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0))
+        return net_fail(fd, call, "setsockopt SO_REUSEADDR/SO_REUSEPORT");
     int v6 = v6only ? 1 : 0;
     if (a->ss.ss_family == AF_INET6 &&
-        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6, sizeof v6) < 0) {
-        snprintf(msg, sizeof msg, "setsockopt IPV6_V6ONLY: %s", strerror(errno));
-        goto err;
-    }
-    if (bind(fd, (const struct sockaddr *)&a->ss, a->len) < 0) {
-        snprintf(msg, sizeof msg, "cannot listen on %s: bind: %s", where, strerror(errno));
-        goto err;
-    }
-    if (listen(fd, backlog) < 0) {
-        snprintf(msg, sizeof msg, "cannot listen on %s: listen: %s", where, strerror(errno));
-        goto err;
-    }
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6, sizeof v6) < 0)
+        return net_fail(fd, call, "setsockopt IPV6_V6ONLY");
+    if (bind(fd, (const struct sockaddr *)&a->ss, a->len) < 0)
+        return net_fail(fd, call, "bind");
+    if (listen(fd, backlog) < 0)
+        return net_fail(fd, call, "listen");
     return fd;
-err:
-    saved = errno; /* the failing call's, for callers that tell causes apart */
-    close(fd);
-    errno = saved;
-    return fail(err, errlen, "%s", msg);
+}
+
+void yard_net_message(char *buf, size_t len, const yard_addr_t *a, const char *call, int rc)
+{
+    char where[YARD_ADDR_STRLEN];
+    yard_addr_format(a, where, sizeof where);
+    if (strcmp(call, "bind") == 0 || strcmp(call, "listen") == 0)
+        snprintf(buf, len, "cannot listen on %s: %s: %s", where, call, strerror(-rc));
+    else if (strcmp(call, "connect") == 0)
+        snprintf(buf, len, "connect to %s: %s", where, strerror(-rc));
+    else
+        snprintf(buf, len, "%s: %s", call, strerror(-rc));
 }
 
 int yard_sock_name(int fd, yard_addr_t *out)
 {
     out->len = sizeof out->ss;
-    return getsockname(fd, (struct sockaddr *)&out->ss, &out->len);
+    return getsockname(fd, (struct sockaddr *)&out->ss, &out->len) < 0 ? -errno : 0;
 }
 
 int yard_peer_name(int fd, yard_addr_t *out)
 {
     out->len = sizeof out->ss;
-    return getpeername(fd, (struct sockaddr *)&out->ss, &out->len);
+    return getpeername(fd, (struct sockaddr *)&out->ss, &out->len) < 0 ? -errno : 0;
 }
 
-int yard_connect(const yard_addr_t *a, bool nonblock, char *err, size_t errlen)
+int yard_connect(const yard_addr_t *a, bool nonblock, const char **call)
 {
-    char where[YARD_ADDR_STRLEN], msg[160];
-    yard_addr_format(a, where, sizeof where);
     int fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0);
-    if (fd < 0) {
-        snprintf(msg, sizeof msg, "socket: %s", strerror(errno));
-        return fail(err, errlen, "%s", msg);
-    }
+    if (fd < 0)
+        return net_fail(-1, call, "socket");
     int rc;
     do
         rc = connect(fd, (const struct sockaddr *)&a->ss, a->len);
     while (rc < 0 && errno == EINTR && !nonblock);
-    if (rc < 0 && !(nonblock && errno == EINPROGRESS)) {
-        snprintf(msg, sizeof msg, "connect to %s: %s", where, strerror(errno));
-        close(fd);
-        return fail(err, errlen, "%s", msg);
-    }
+    if (rc < 0 && !(nonblock && errno == EINPROGRESS))
+        return net_fail(fd, call, "connect");
     return fd;
 }
 
 int yard_set_nodelay(int fd)
 {
     int one = 1;
-    return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) < 0 ? -errno : 0;
 }
 
 int yard_write_all(int fd, const void *p, size_t n)
@@ -280,7 +303,7 @@ int yard_write_all(int fd, const void *p, size_t n)
         if (w < 0) {
             if (errno == EINTR)
                 continue;
-            return -1;
+            return -errno;
         }
         s += w;
         n -= (size_t)w;

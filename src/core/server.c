@@ -162,9 +162,11 @@ static int listen_all(yard_server_t *srv, bool reuseport, char *err, size_t errl
         yard_addr_t a = want->a[i];
         if (srv->ls.n > 0)
             set_port(&a, port); /* the first one's, when the kernel chose it */
-        int fd = yard_listen(&a, srv->cfg->backlog, reuseport, srv->cfg->ipv6_only, err, errlen);
+        const char *call = "";
+        int fd = yard_listen(&a, srv->cfg->backlog, reuseport, srv->cfg->ipv6_only, &call);
         if (fd < 0) {
-            int e = errno;
+            int e = -fd;
+            yard_net_message(err, errlen, &a, call, fd);
             if (want->named && (e == EADDRNOTAVAIL || e == EAFNOSUPPORT)) {
                 yard_log_warn("skipping an address of --listen: %s", err);
                 continue;

@@ -127,10 +127,12 @@ int yard_listeners_open(yard_server_t *srv, yard_listen_set_t *sets, int n)
     for (int i = 1; i < n; i++) {
         sets[i].n = 0;
         for (int j = 0; j < srv->ls.n; j++) {
-            char err[256];
+            const char *call = "";
             int fd = yard_listen(&srv->bound[j], srv->cfg->backlog, true, srv->cfg->ipv6_only,
-                                 err, sizeof err);
+                                 &call);
             if (fd < 0) {
+                char err[256];
+                yard_net_message(err, sizeof err, &srv->bound[j], call, fd);
                 yard_log_err("listener %d: %s", i, err);
                 for (int k = 1; k <= i; k++)
                     yard_listen_set_close(&sets[k]);

@@ -145,9 +145,12 @@ static int client(int port)
     yard_addr_t a;
     snprintf(text, sizeof text, "127.0.0.1:%d", port);
     ASSERT_EQ(yard_addr_parse(text, &a, err, sizeof err), 0);
-    int fd = yard_connect(&a, false, err, sizeof err);
-    if (fd < 0)
+    const char *call = "";
+    int fd = yard_connect(&a, false, &call);
+    if (fd < 0) {
+        yard_net_message(err, sizeof err, &a, call, fd);
         TEST_FAIL("%s", err);
+    }
     struct timeval tv = {.tv_sec = 10};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     return fd;

@@ -143,8 +143,11 @@ static void send_line(const char *fmt, ...)
 static bool try_connect(void)
 {
     char err[256];
-    C.fd = yard_connect(&C.addr, false, err, sizeof err);
+    const char *call = "";
+    C.fd = yard_connect(&C.addr, false, &call);
     if (C.fd < 0) {
+        yard_net_message(err, sizeof err, &C.addr, call, C.fd);
+        C.fd = -1;
         show("* cannot connect to %s: %s", C.target_text, err);
         return false;
     }

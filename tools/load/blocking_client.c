@@ -20,9 +20,12 @@ static _Atomic long failures;
 
 static void *client(void *arg)
 {
-    char err[256], *tx = malloc((size_t)size), *rx = malloc((size_t)size);
+    char err[256] = "", *tx = malloc((size_t)size), *rx = malloc((size_t)size);
     memset(tx, 'y', (size_t)size);
-    int fd = yard_connect(&target, false, err, sizeof err);
+    const char *call = "";
+    int fd = yard_connect(&target, false, &call);
+    if (fd < 0)
+        yard_net_message(err, sizeof err, &target, call, fd);
     if (fd < 0 || !tx || !rx) {
         fprintf(stderr, "yard-blocking-client: %s\n", fd < 0 ? err : "out of memory");
         failures++;

@@ -10,9 +10,11 @@
 
 int load_connect(const load_opts_t *o, load_result_t *r, int ep, void *ptr)
 {
-    char err[256];
-    int fd = yard_connect(&o->target, true, err, sizeof err);
+    const char *call = "";
+    int fd = yard_connect(&o->target, true, &call);
     if (fd < 0) {
+        char err[256];
+        yard_net_message(err, sizeof err, &o->target, call, fd);
         load_error(r, "%s", err);
         return -1;
     }

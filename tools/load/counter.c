@@ -52,9 +52,11 @@ static double next_uniform(uint64_t *s)
 /* One blocking request on a fresh connection: the count now. */
 static int counter_read(const load_opts_t *o, load_result_t *r, uint64_t *value)
 {
-    char err[256];
-    int fd = yard_connect(&o->target, false, err, sizeof err);
+    const char *call = "";
+    int fd = yard_connect(&o->target, false, &call);
     if (fd < 0) {
+        char err[256];
+        yard_net_message(err, sizeof err, &o->target, call, fd);
         load_error(r, "%s", err);
         return -1;
     }
@@ -65,8 +67,11 @@ static int counter_read(const load_opts_t *o, load_result_t *r, uint64_t *value)
     uint8_t req = YARD_COUNTER_READ, rep[YARD_COUNTER_REPLY_LEN];
     size_t got = 0;
     errno = 0;
-    if (yard_write_all(fd, &req, 1) < 0)
+    int rc = yard_write_all(fd, &req, 1);
+    if (rc < 0) {
+        errno = -rc; /* what the message below tells */
         goto fail;
+    }
     while (got < sizeof rep) {
         ssize_t n = read(fd, rep + got, sizeof rep - got);
         /* EINTR: the ring's task work can interrupt a read that has a

@@ -442,9 +442,9 @@ static void listener_main(void *arg)
     }
     if (atomic_load_explicit(&l->closed, memory_order_acquire))
         goto done;
-    int fd = yard_listen(&a, 4096, false, false, err, sizeof err);
+    int fd = yard_listen(&a, 4096, false, false, NULL);
     if (fd < 0) {
-        listener_error(l, "cannot listen on %s: %s", text, strerror(errno));
+        listener_error(l, "cannot listen on %s: %s", text, strerror(-fd));
         goto done;
     }
     yard_addr_t bound;
