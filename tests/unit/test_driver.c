@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -120,20 +121,25 @@ static yard_scratch_t scratch;
 /* The peer's end reads what the server sent, with a short wait. */
 static size_t peer_read(int fd, char *buf, size_t cap)
 {
+    /* Up to a whole line, waiting for it in poll (10 s at most: a loaded
+     * machine may take a while, and a missing line fails the caller). */
     size_t got = 0;
-    for (int i = 0; i < 200 && got < cap; i++) {
-        ssize_t r = read(fd, buf + got, cap - got);
-        if (r > 0) {
-            got += (size_t)r;
-            if (memchr(buf, '\n', got))
-                break;
-        } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+    uint64_t deadline = yard_now_ns() + 10 * YARD_NS_PER_S;
+    while (got < cap - 1 && !memchr(buf, '\n', got)) {
+        uint64_t now = yard_now_ns();
+        if (now >= deadline)
             break;
-        } else {
-            usleep(1000);
-        }
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int ms = (int)((deadline - now) / YARD_NS_PER_MS) + 1;
+        if (poll(&p, 1, ms) < 0 && errno != EINTR)
+            break;
+        ssize_t r = read(fd, buf + got, cap - 1 - got);
+        if (r > 0)
+            got += (size_t)r;
+        else if (r == 0 || (errno != EAGAIN && errno != EINTR))
+            break;
     }
-    buf[got < cap ? got : cap - 1] = '\0';
+    buf[got] = '\0';
     return got;
 }
 
