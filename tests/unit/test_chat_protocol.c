@@ -1,0 +1,328 @@
+/* The chat's replies line by line, through the sans-socket harness
+ * (chat_harness.h): registration and its numerics, CAP, PING, channels,
+ * messages between two clients, the operators' errors, CHATHISTORY in a
+ * batch, the command table's answers and bad input. The formats are the
+ * ones tests/integration/test_chat*.py expect of the real server. */
+#include "chat_harness.h"
+#include "test.h"
+
+#define S ":yard "
+
+static chat_harness_t *start(void)
+{
+    chat_harness_t *h = ch_start(NULL);
+    ch_account(h, "alice", "pw-alice");
+    ch_account(h, "bob", "pw-bob");
+    return h;
+}
+
+static void test_welcome(void)
+{
+    chat_harness_t *h = start();
+    int a = ch_connect(h);
+    CH_EXPECT_NONE(h, a);
+    ch_feed(h, a, "PASS pw-alice\r\nNICK alice\r\n");
+    CH_EXPECT_NONE(h, a); /* USER is still to come */
+    ch_feed(h, a, "USER alice 0 * :Alice A\r\n");
+    CH_EXPECT(h, a, S "001 alice :Welcome to the yard chat, alice");
+    CH_EXPECT_PREFIX(h, a, S "002 alice :Your host is yard, running Switchyard ");
+    CH_EXPECT(h, a, S "003 alice :This server speaks an IRC subset; see docs/chat.md");
+    CH_EXPECT_PREFIX(h, a, S "004 alice yard ");
+    const char *l = CH_EXPECT_PREFIX(h, a, S "005 alice ");
+    ASSERT(strstr(l, " NETWORK=Switchyard "));
+    ASSERT(strstr(l, " CASEMAPPING=rfc1459 "));
+    ASSERT(strstr(l, " CHANTYPES=#& "));
+    ASSERT(strstr(l, " PREFIX=(ov)@+ "));
+    ASSERT(strstr(l, " CHANMODES=,k,l,MRimnt "));
+    ASSERT(strstr(l, " NICKLEN=30 "));
+    ASSERT(strstr(l, " :are supported by this server"));
+    l = CH_EXPECT_PREFIX(h, a, S "005 alice ");
+    ASSERT(strstr(l, " CHANLIMIT=#&:50 "));
+    ASSERT(strstr(l, " CHATHISTORY=1000 "));
+    ASSERT(strstr(l, " TARGMAX=PRIVMSG:4,NOTICE:4,"));
+    CH_EXPECT(h, a, S "422 alice :MOTD File is missing");
+    CH_EXPECT_NONE(h, a);
+    /* Registered: a second USER or PASS is 462. */
+    ch_feed(h, a, "USER alice 0 * :again\r\nPASS x\r\n");
+    CH_EXPECT(h, a, S "462 alice :You may not reregister");
+    CH_EXPECT(h, a, S "462 alice :You may not reregister");
+    CH_EXPECT_NONE(h, a);
+    ch_stop(h);
+}
+
+static void test_registration_errors(void)
+{
+    chat_harness_t *h = start();
+    int c = ch_connect(h);
+    ch_feed(h, c, "JOIN #x\r\nFOO bar\r\nNICK\r\n");
+    CH_EXPECT(h, c, S "451 * JOIN :You have not registered");
+    CH_EXPECT(h, c, S "451 * FOO :You have not registered");
+    CH_EXPECT(h, c, S "431 * :No nickname given");
+    ch_feed(h, c, "USER a\r\nNICK 9lives\r\n");
+    CH_EXPECT(h, c, S "461 * USER :Not enough parameters");
+    CH_EXPECT(h, c, S "432 * 9lives :Erroneous nickname");
+    CH_EXPECT_NONE(h, c);
+    /* An account's nick in use by a logged-in client is 433 for a guest. */
+    ch_stop(h);
+
+    const char *guests[] = {"guests", NULL};
+    h = ch_start(guests);
+    ch_account(h, "ana", "pw-ana");
+    int z = ch_connect(h);
+    ch_feed(h, z, "NICK ANA\r\nUSER zed 0 * :Zed\r\n");
+    CH_EXPECT_PREFIX(h, z, S "433 * ANA :Nickname is reserved for an account: log in");
+    CH_EXPECT_NONE(h, z);
+    ch_feed(h, z, "NICK zed\r\n");
+    CH_SKIP_TO(h, z, S "001 zed ");
+    int y = ch_connect(h);
+    ch_feed(h, y, "NICK Zed\r\nUSER y 0 * :Y\r\n");
+    CH_EXPECT(h, y, S "433 * Zed :Nickname is already in use");
+    CH_EXPECT_NONE(h, y);
+    ch_stop(h);
+}
+
+static void test_bad_password(void)
+{
+    chat_harness_t *h = start();
+    int c = ch_connect(h);
+    ch_feed(h, c, "PASS wrong\r\nNICK alice\r\nUSER alice 0 * :A\r\n");
+    CH_EXPECT_NONE(h, c); /* the answer to a failed check is delayed */
+    ASSERT(!ch_closed(h, c));
+    ASSERT(ch_next_wake(h) > ch_now(h));
+    ch_advance(h, ch_next_wake(h) - ch_now(h));
+    CH_EXPECT(h, c, S "464 alice :Password incorrect");
+    CH_EXPECT(h, c, "ERROR :Closing Link: password incorrect");
+    ASSERT(ch_closed(h, c));
+    ch_stop(h);
+}
+
+static void test_cap(void)
+{
+    chat_harness_t *h = start();
+    int c = ch_connect(h);
+    ch_feed(h, c, "CAP LS 302\r\n");
+    CH_EXPECT(h, c, S "CAP * LS :account-tag away-notify batch draft/chathistory "
+                      "draft/read-marker echo-message extended-join message-tags multi-prefix "
+                      "sasl=PLAIN server-time");
+    ch_feed(h, c, "CAP REQ :echo-message server-time\r\nCAP REQ :away-notify no-such-cap\r\n");
+    CH_EXPECT(h, c, S "CAP * ACK :echo-message server-time");
+    CH_EXPECT(h, c, S "CAP * NAK :away-notify no-such-cap");
+    /* Registration waits for CAP END. */
+    ch_feed(h, c, "PASS pw-alice\r\nNICK alice\r\nUSER alice 0 * :A\r\n");
+    CH_EXPECT_NONE(h, c);
+    ch_feed(h, c, "CAP LIST\r\nCAP END\r\n");
+    CH_EXPECT(h, c, S "CAP alice LIST :echo-message server-time");
+    CH_EXPECT(h, c, S "001 alice :Welcome to the yard chat, alice");
+    ch_stop(h);
+}
+
+static void test_ping(void)
+{
+    chat_harness_t *h = start();
+    int a = ch_login(h, "alice", "pw-alice", NULL);
+    ch_feed(h, a, "PING :still-here\r\nPONG :yard\r\n");
+    CH_EXPECT(h, a, S "PONG yard :still-here");
+    CH_EXPECT_NONE(h, a); /* a PONG is not answered */
+    /* A silent client is PINGed after --ping-interval-ms (120 s). */
+    ch_advance(h, 120 * (uint64_t)1000000000);
+    CH_EXPECT(h, a, "PING :yard");
+    ch_stop(h);
+}
+
+static void test_channels(void)
+{
+    chat_harness_t *h = start();
+    int a = ch_login(h, "alice", "pw-alice", NULL);
+    int b = ch_login(h, "bob", "pw-bob", NULL);
+    ch_feed(h, a, "JOIN #x\r\n");
+    CH_EXPECT(h, a, ":alice!alice@yard JOIN #x");
+    CH_EXPECT(h, a, S "331 alice #x :No topic is set");
+    CH_EXPECT(h, a, S "353 alice = #x :@alice");
+    CH_EXPECT(h, a, S "366 alice #x :End of /NAMES list.");
+    CH_EXPECT_NONE(h, b);
+    ch_feed(h, a, "TOPIC #x :the topic\r\n");
+    CH_EXPECT(h, a, ":alice!alice@yard TOPIC #x :the topic");
+    ch_feed(h, b, "JOIN #x\r\n");
+    CH_EXPECT(h, b, ":bob!bob@yard JOIN #x");
+    CH_EXPECT(h, b, S "332 bob #x :the topic");
+    CH_EXPECT_PREFIX(h, b, S "333 bob #x alice!alice@yard ");
+    CH_EXPECT(h, b, S "353 bob = #x :@alice bob");
+    CH_EXPECT(h, b, S "366 bob #x :End of /NAMES list.");
+    CH_EXPECT(h, a, ":bob!bob@yard JOIN #x");
+    ch_feed(h, b, "NAMES #x\r\nTOPIC #x\r\nTOPIC #x :mine\r\nJOIN bad\r\n");
+    CH_EXPECT(h, b, S "353 bob = #x :@alice bob");
+    CH_EXPECT(h, b, S "366 bob #x :End of /NAMES list.");
+    CH_EXPECT(h, b, S "332 bob #x :the topic");
+    CH_EXPECT_PREFIX(h, b, S "333 bob #x alice!alice@yard ");
+    CH_EXPECT(h, b, S "482 bob #x :You're not channel operator (+t)");
+    CH_EXPECT(h, b, S "403 bob bad :No such channel");
+    ch_feed(h, b, "PART #x :bye now\r\nPART #x\r\n");
+    CH_EXPECT(h, b, ":bob!bob@yard PART #x :bye now");
+    CH_EXPECT(h, b, S "442 bob #x :You're not on that channel");
+    CH_EXPECT(h, a, ":bob!bob@yard PART #x :bye now");
+    CH_EXPECT_NONE(h, a);
+    ch_stop(h);
+}
+
+static void test_messages(void)
+{
+    chat_harness_t *h = start();
+    int a = ch_login(h, "alice", "pw-alice", "echo-message");
+    int b = ch_login(h, "bob", "pw-bob", NULL);
+    ch_feed(h, a, "JOIN #x\r\n");
+    ch_feed(h, b, "JOIN #x\r\n");
+    ch_discard(h, a);
+    ch_discard(h, b);
+    ch_feed(h, b, "PRIVMSG #x :hi there\r\nPRIVMSG alice :psst\r\nPRIVMSG nobody :x\r\n");
+    CH_EXPECT(h, a, ":bob!bob@yard PRIVMSG #x :hi there");
+    CH_EXPECT(h, a, ":bob!bob@yard PRIVMSG alice :psst");
+    CH_EXPECT_NONE(h, a);
+    CH_EXPECT(h, b, S "401 bob nobody :No such nick/channel");
+    CH_EXPECT_NONE(h, b); /* no echo without echo-message */
+    /* With echo-message the sender hears its own, in order. */
+    ch_feed(h, a, "PRIVMSG #x :back\r\nNOTICE bob :note\r\n");
+    CH_EXPECT(h, a, ":alice!alice@yard PRIVMSG #x :back");
+    CH_EXPECT(h, a, ":alice!alice@yard NOTICE bob :note");
+    CH_EXPECT(h, b, ":alice!alice@yard PRIVMSG #x :back");
+    CH_EXPECT(h, b, ":alice!alice@yard NOTICE bob :note");
+    ch_feed(h, a, "PRIVMSG #x\r\nPRIVMSG #x :\r\nPRIVMSG #nowhere :x\r\n");
+    CH_EXPECT(h, a, S "412 alice :No text to send");
+    CH_EXPECT(h, a, S "412 alice :No text to send");
+    CH_EXPECT_PREFIX(h, a, S "403 alice #nowhere ");
+    ch_stop(h);
+}
+
+static void test_operator_errors(void)
+{
+    chat_harness_t *h = start();
+    int a = ch_login(h, "alice", "pw-alice", NULL);
+    int b = ch_login(h, "bob", "pw-bob", NULL);
+    ch_feed(h, a, "JOIN #x\r\n");
+    ch_feed(h, b, "JOIN #x\r\n");
+    ch_discard(h, a);
+    ch_discard(h, b);
+    ch_feed(h, b, "MODE #x +m\r\nKICK #x alice\r\nINVITE alice #x\r\nMODE #x +o bob\r\n");
+    CH_EXPECT(h, b, S "482 bob #x :You're not channel operator");
+    CH_EXPECT(h, b, S "482 bob #x :You're not channel operator");
+    CH_EXPECT(h, b, S "443 bob alice #x :is already on channel");
+    CH_EXPECT(h, b, S "482 bob #x :You're not channel operator");
+    ch_feed(h, a, "KICK #x nobody\r\nMODE #x +o nobody\r\nINVITE nobody #x\r\nMODE\r\n"
+                  "MODE #nowhere\r\nKICK #x\r\n");
+    CH_EXPECT(h, a, S "441 alice nobody #x :They aren't on that channel");
+    CH_EXPECT(h, a, S "441 alice nobody #x :They aren't on that channel");
+    CH_EXPECT(h, a, S "401 alice nobody :No such nick/channel");
+    CH_EXPECT(h, a, S "461 alice MODE :Not enough parameters");
+    CH_EXPECT_PREFIX(h, a, S "403 alice #nowhere ");
+    CH_EXPECT(h, a, S "461 alice KICK :Not enough parameters");
+    CH_EXPECT_NONE(h, a);
+    /* An operator's MODE and KICK reach everyone. */
+    ch_feed(h, a, "MODE #x +m\r\n");
+    CH_EXPECT(h, a, ":alice!alice@yard MODE #x +m");
+    CH_EXPECT(h, b, ":alice!alice@yard MODE #x +m");
+    ch_feed(h, a, "KICK #x bob :out\r\n");
+    CH_EXPECT(h, a, ":alice!alice@yard KICK #x bob :out");
+    CH_EXPECT(h, b, ":alice!alice@yard KICK #x bob :out");
+    ch_feed(h, b, "PRIVMSG #x :still here?\r\n");
+    CH_EXPECT_PREFIX(h, b, S "404 bob #x ");
+    CH_EXPECT_NONE(h, a);
+    ch_stop(h);
+}
+
+static void test_chathistory_batch(void)
+{
+    chat_harness_t *h = start();
+    int a = ch_login(h, "alice", "pw-alice", "batch message-tags");
+    int b = ch_login(h, "bob", "pw-bob", NULL);
+    ch_feed(h, a, "JOIN #h\r\n");
+    ch_feed(h, b, "JOIN #h\r\nPRIVMSG #h :one\r\nPRIVMSG #h :two\r\n");
+    ch_discard(h, a);
+    ch_feed(h, a, "CHATHISTORY LATEST #h * 10\r\n");
+    const char *l = CH_EXPECT_PREFIX(h, a, S "BATCH +");
+    char ref[32];
+    ASSERT_EQ(sscanf(l, ":yard BATCH +%31s chathistory #h", ref), 1);
+    char want[128];
+    snprintf(want, sizeof want, S "BATCH +%s chathistory #h", ref);
+    ASSERT_STR_EQ(l, want);
+    snprintf(want, sizeof want, ";batch=%s :bob!bob@yard PRIVMSG #h :one", ref);
+    l = CH_EXPECT_PREFIX(h, a, "@msgid=");
+    ASSERT(strstr(l, want));
+    snprintf(want, sizeof want, ";batch=%s :bob!bob@yard PRIVMSG #h :two", ref);
+    l = CH_EXPECT_PREFIX(h, a, "@msgid=");
+    ASSERT(strstr(l, want));
+    snprintf(want, sizeof want, S "BATCH -%s", ref);
+    CH_EXPECT(h, a, want);
+    CH_EXPECT_NONE(h, a);
+    /* Without batch (bob): the same lines, no batch around them. */
+    ch_discard(h, b);
+    ch_feed(h, b, "CHATHISTORY LATEST #h * 1\r\nCHATHISTORY LATEST\r\nCHATHISTORY\r\n");
+    CH_EXPECT(h, b, ":bob!bob@yard PRIVMSG #h :two");
+    CH_EXPECT(h, b, S "FAIL CHATHISTORY INVALID_PARAMS LATEST :Give a target, a reference and a "
+                      "limit of 1 to 1000");
+    CH_EXPECT(h, b, S "FAIL CHATHISTORY UNKNOWN_COMMAND * :Unknown subcommand");
+    CH_EXPECT_NONE(h, b);
+    ch_stop(h);
+}
+
+static void test_command_table(void)
+{
+    chat_harness_t *h = start();
+    int a = ch_login(h, "alice", "pw-alice", NULL);
+    ch_feed(h, a, "FROB\r\nfrob x\r\nJOIN\r\nPRIVMSG\r\nWHOIS\r\nNAMES\r\nKICK #x\r\n");
+    CH_EXPECT(h, a, S "421 alice FROB :Unknown command");
+    CH_EXPECT(h, a, S "421 alice FROB :Unknown command");
+    CH_EXPECT(h, a, S "461 alice JOIN :Not enough parameters");
+    CH_EXPECT(h, a, S "411 alice :No recipient given (PRIVMSG)");
+    CH_EXPECT(h, a, S "431 alice :No nickname given");
+    CH_EXPECT(h, a, S "366 alice * :End of /NAMES list.");
+    CH_EXPECT(h, a, S "461 alice KICK :Not enough parameters");
+    CH_EXPECT_NONE(h, a);
+    ch_stop(h);
+}
+
+static void test_bad_input(void)
+{
+    chat_harness_t *h = start();
+    int a = ch_login(h, "alice", "pw-alice", NULL);
+    char big[1200];
+    memset(big, 'x', sizeof big);
+    memcpy(big, "PRIVMSG #x :", 12);
+    ch_feed_n(h, a, big, sizeof big);
+    ch_feed(h, a, "still the long line\r\nPING :after-long\r\n");
+    CH_EXPECT(h, a, S "417 alice :Input line was too long");
+    CH_EXPECT(h, a, S "PONG yard :after-long");
+    static const char nul[] = "PING :a\0b\r\nPING :after-nul\r\n";
+    ch_feed_n(h, a, nul, sizeof nul - 1);
+    CH_EXPECT(h, a, S "421 alice * :Line contains a NUL byte");
+    CH_EXPECT(h, a, S "PONG yard :after-nul");
+    /* A line in pieces is answered once it is whole. */
+    ch_feed(h, a, "PI");
+    ch_feed(h, a, "NG :pie");
+    CH_EXPECT_NONE(h, a);
+    ch_feed(h, a, "ces\n");
+    CH_EXPECT(h, a, S "PONG yard :pieces");
+    /* QUIT closes with an ERROR line. */
+    ch_feed(h, a, "QUIT :done\r\nPING :never\r\n");
+    CH_EXPECT_PREFIX(h, a, "ERROR :Closing Link: ");
+    CH_EXPECT_NONE(h, a);
+    ASSERT(ch_closed(h, a));
+    ch_stop(h);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct test_case cases[] = {
+        {"welcome", test_welcome},
+        {"registration_errors", test_registration_errors},
+        {"bad_password", test_bad_password},
+        {"cap", test_cap},
+        {"ping", test_ping},
+        {"channels", test_channels},
+        {"messages", test_messages},
+        {"operator_errors", test_operator_errors},
+        {"chathistory_batch", test_chathistory_batch},
+        {"command_table", test_command_table},
+        {"bad_input", test_bad_input},
+        {NULL, NULL},
+    };
+    return test_main(argc, argv, cases);
+}
