@@ -295,8 +295,8 @@ int ch_connect(chat_harness_t *h)
 void ch_feed_n(chat_harness_t *h, int id, const void *bytes, size_t n)
 {
     struct ch_client *c = client(h, id);
-    if (c->gone || c->read_eof)
-        return; /* nobody reads a closed connection */
+    if (c->gone || c->read_eof || !n)
+        return; /* nobody reads a closed connection; a read of nothing is no input */
     if (yard_buf_append(&c->in, bytes, n) < 0)
         die("out of memory");
     if (!c->job_pending && !c->closing)
@@ -366,6 +366,8 @@ bool ch_closed(const chat_harness_t *h, int id)
 const char *ch_line(chat_harness_t *h, int id)
 {
     struct ch_client *c = client(h, id);
+    if (c->taken == c->out.len)
+        return NULL; /* nothing (and maybe no buffer yet) */
     const char *start = (const char *)yard_buf_head(&c->out) + c->taken;
     size_t left = c->out.len - c->taken;
     const char *nl = memchr(start, '\n', left);
@@ -386,6 +388,8 @@ int ch_pending(const chat_harness_t *h, int id)
 {
     const struct ch_client *c = &h->c[id];
     int n = 0;
+    if (!c->out.len)
+        return 0;
     for (size_t i = c->taken; i < c->out.len; i++)
         n += yard_buf_head(&c->out)[i] == '\n';
     return n;
@@ -418,7 +422,7 @@ static void fail_with_transcript(chat_harness_t *h, int id, const char *file, in
     fprintf(stderr, "%s:%d: client %d: %s '%s'\nwhat it was sent (>> marks the unread):\n", file,
             line, id, what, want);
     struct ch_client *c = &h->c[id];
-    const char *all = (const char *)yard_buf_head(&c->out);
+    const char *all = c->out.len ? (const char *)yard_buf_head(&c->out) : "";
     for (size_t i = 0; i < c->out.len;) {
         const char *nl = memchr(all + i, '\n', c->out.len - i);
         size_t n = nl ? (size_t)(nl - (all + i)) + 1 : c->out.len - i;

@@ -16,6 +16,20 @@ static chat_harness_t *start(void)
     return h;
 }
 
+/* alice (with caps) made #x and is its operator, bob joined it; what they
+ * were sent until then is read. */
+static chat_harness_t *both_in_x(const char *alice_caps, int *a, int *b)
+{
+    chat_harness_t *h = start();
+    *a = ch_login(h, "alice", "pw-alice", alice_caps);
+    *b = ch_login(h, "bob", "pw-bob", NULL);
+    ch_feed(h, *a, "JOIN #x\r\n");
+    ch_feed(h, *b, "JOIN #x\r\n");
+    ch_discard(h, *a);
+    ch_discard(h, *b);
+    return h;
+}
+
 static void test_welcome(void)
 {
     chat_harness_t *h = start();
@@ -166,13 +180,8 @@ static void test_channels(void)
 
 static void test_messages(void)
 {
-    chat_harness_t *h = start();
-    int a = ch_login(h, "alice", "pw-alice", "echo-message");
-    int b = ch_login(h, "bob", "pw-bob", NULL);
-    ch_feed(h, a, "JOIN #x\r\n");
-    ch_feed(h, b, "JOIN #x\r\n");
-    ch_discard(h, a);
-    ch_discard(h, b);
+    int a, b;
+    chat_harness_t *h = both_in_x("echo-message", &a, &b);
     ch_feed(h, b, "PRIVMSG #x :hi there\r\nPRIVMSG alice :psst\r\nPRIVMSG nobody :x\r\n");
     CH_EXPECT(h, a, ":bob!bob@yard PRIVMSG #x :hi there");
     CH_EXPECT(h, a, ":bob!bob@yard PRIVMSG alice :psst");
@@ -194,13 +203,8 @@ static void test_messages(void)
 
 static void test_operator_errors(void)
 {
-    chat_harness_t *h = start();
-    int a = ch_login(h, "alice", "pw-alice", NULL);
-    int b = ch_login(h, "bob", "pw-bob", NULL);
-    ch_feed(h, a, "JOIN #x\r\n");
-    ch_feed(h, b, "JOIN #x\r\n");
-    ch_discard(h, a);
-    ch_discard(h, b);
+    int a, b;
+    chat_harness_t *h = both_in_x(NULL, &a, &b);
     ch_feed(h, b, "MODE #x +m\r\nKICK #x alice\r\nINVITE alice #x\r\nMODE #x +o bob\r\n");
     CH_EXPECT(h, b, S "482 bob #x :You're not channel operator");
     CH_EXPECT(h, b, S "482 bob #x :You're not channel operator");
