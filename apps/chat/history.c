@@ -3,6 +3,7 @@
 #define _XOPEN_SOURCE 700 /* strptime */
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,8 +113,13 @@ static bool hist_parse_ref(const char *t, bool star, struct hist_ref *r)
     }
     if (strcmp(p, "Z") != 0)
         return false;
+    /* The log's times are int64 nanoseconds (the years 1678 to 2261): a
+     * time outside them is no reference, not an overflow. */
+    int64_t secs = (int64_t)timegm(&tm);
+    if (secs <= INT64_MIN / 1000000000 || secs >= INT64_MAX / 1000000000)
+        return false;
     r->by_time = true;
-    r->ts_ns = (int64_t)timegm(&tm) * 1000000000 + (int64_t)ms * 1000000;
+    r->ts_ns = secs * 1000000000 + (int64_t)ms * 1000000;
     return true;
 }
 

@@ -267,6 +267,26 @@ static void test_chathistory_batch(void)
     ch_stop(h);
 }
 
+/* A timestamp past 2262 does not fit the log's nanoseconds: it is refused,
+ * not multiplied past INT64_MAX (found by fuzz/fuzz_chat.c). */
+static void test_chathistory_far_timestamp(void)
+{
+    chat_harness_t *h = start();
+    int a = ch_login(h, "alice", "pw-alice", NULL);
+    ch_feed(h, a, "JOIN #h\r\nPRIVMSG #h :one\r\n");
+    ch_discard(h, a);
+    ch_feed(h, a, "CHATHISTORY BEFORE #h timestamp=4040-01-01T00:00:00.000Z 5\r\n"
+                  "CHATHISTORY AFTER #h timestamp=1000-01-01T00:00:00.000Z 5\r\n"
+                  "MARKREAD #h timestamp=9999-12-31T23:59:59.999Z\r\n");
+    CH_EXPECT(h, a, S "FAIL CHATHISTORY INVALID_PARAMS BEFORE :Give a target, a reference and a "
+                      "limit of 1 to 1000");
+    CH_EXPECT(h, a, S "FAIL CHATHISTORY INVALID_PARAMS AFTER :Give a target, a reference and a "
+                      "limit of 1 to 1000");
+    CH_EXPECT_PREFIX(h, a, S "FAIL MARKREAD INVALID_PARAMS #h :");
+    CH_EXPECT_NONE(h, a);
+    ch_stop(h);
+}
+
 static void test_command_table(void)
 {
     chat_harness_t *h = start();
@@ -324,6 +344,7 @@ int main(int argc, char **argv)
         {"messages", test_messages},
         {"operator_errors", test_operator_errors},
         {"chathistory_batch", test_chathistory_batch},
+        {"chathistory_far_timestamp", test_chathistory_far_timestamp},
         {"command_table", test_command_table},
         {"bad_input", test_bad_input},
         {NULL, NULL},
