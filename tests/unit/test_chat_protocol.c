@@ -7,6 +7,9 @@
 #include "test.h"
 
 #define S ":yard "
+/* CHATHISTORY's answer to a subcommand's parameters it cannot use. */
+#define HIST_INVALID(sub) \
+    S "FAIL CHATHISTORY INVALID_PARAMS " sub " :Give a target, a reference and a limit of 1 to 1000"
 
 static chat_harness_t *start(void)
 {
@@ -260,8 +263,7 @@ static void test_chathistory_batch(void)
     ch_discard(h, b);
     ch_feed(h, b, "CHATHISTORY LATEST #h * 1\r\nCHATHISTORY LATEST\r\nCHATHISTORY\r\n");
     CH_EXPECT(h, b, ":bob!bob@yard PRIVMSG #h :two");
-    CH_EXPECT(h, b, S "FAIL CHATHISTORY INVALID_PARAMS LATEST :Give a target, a reference and a "
-                      "limit of 1 to 1000");
+    CH_EXPECT(h, b, HIST_INVALID("LATEST"));
     CH_EXPECT(h, b, S "FAIL CHATHISTORY UNKNOWN_COMMAND * :Unknown subcommand");
     CH_EXPECT_NONE(h, b);
     ch_stop(h);
@@ -278,10 +280,8 @@ static void test_chathistory_far_timestamp(void)
     ch_feed(h, a, "CHATHISTORY BEFORE #h timestamp=4040-01-01T00:00:00.000Z 5\r\n"
                   "CHATHISTORY AFTER #h timestamp=1000-01-01T00:00:00.000Z 5\r\n"
                   "MARKREAD #h timestamp=9999-12-31T23:59:59.999Z\r\n");
-    CH_EXPECT(h, a, S "FAIL CHATHISTORY INVALID_PARAMS BEFORE :Give a target, a reference and a "
-                      "limit of 1 to 1000");
-    CH_EXPECT(h, a, S "FAIL CHATHISTORY INVALID_PARAMS AFTER :Give a target, a reference and a "
-                      "limit of 1 to 1000");
+    CH_EXPECT(h, a, HIST_INVALID("BEFORE"));
+    CH_EXPECT(h, a, HIST_INVALID("AFTER"));
     CH_EXPECT_PREFIX(h, a, S "FAIL MARKREAD INVALID_PARAMS #h :");
     CH_EXPECT_NONE(h, a);
     ch_stop(h);
