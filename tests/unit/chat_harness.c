@@ -90,8 +90,10 @@ chat_harness_t *ch_start(const char *const *flags)
         }
     }
     h->cfg.max_conns = 64; /* the members' table: small, as the harness is */
-    h->shm = yard_shm_create((size_t)256 << 20, err, sizeof err);
-    if (!h->shm || h->app->init(&h->state, &h->cfg, h->settings, h->shm, err, sizeof err) < 0)
+    int rc = yard_shm_create(&h->shm, (size_t)256 << 20);
+    if (rc < 0)
+        die(strerror(-rc));
+    if (h->app->init(&h->state, &h->cfg, h->settings, h->shm, err, sizeof err) < 0)
         die(err);
     h->now = 1000 * (uint64_t)1000000000; /* any start: the app only sees differences */
     struct sockaddr_in *sin = (struct sockaddr_in *)&h->peer.ss;
