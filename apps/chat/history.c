@@ -1,5 +1,5 @@
 /* CHATHISTORY and read markers (history.h). */
-#define _DEFAULT_SOURCE /* timegm, strptime */
+#define _DEFAULT_SOURCE /* strptime */
 #define _XOPEN_SOURCE 700 /* strptime */
 
 #include <errno.h>
@@ -82,6 +82,19 @@ void chat_history_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
 }
 
 /* msgid=N, timestamp=YYYY-MM-DDThh:mm:ss[.sss]Z, or * (when star). */
+/* Days from 1970-01-01 to year-month-day of the proleptic Gregorian
+ * calendar (negative before it): whole 400-year eras of 146,097 days from
+ * a year that starts in March, so that the leap day ends a year. */
+static int64_t days_since_epoch(int64_t year, int month, int day)
+{
+    int64_t y = month <= 2 ? year - 1 : year;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t year_of_era = y - era * 400;                                 /* 0..399 */
+    int64_t day_of_year = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1;
+    int64_t day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    return era * 146097 + day_of_era - 719468; /* 719468: 0000-03-01 to 1970-01-01 */
+}
+
 static bool hist_parse_ref(const char *t, bool star, struct hist_ref *r)
 {
     memset(r, 0, sizeof *r);
@@ -114,8 +127,13 @@ static bool hist_parse_ref(const char *t, bool star, struct hist_ref *r)
     if (strcmp(p, "Z") != 0)
         return false;
     /* The log's times are int64 nanoseconds (the years 1678 to 2261): a
-     * time outside them is no reference, not an overflow. */
-    int64_t secs = (int64_t)timegm(&tm);
+     * time outside them is no reference, not an overflow. Counted here in
+     * 64 bits, not with timegm, whose time_t is 32 bits on i386. */
+    int64_t year = (int64_t)tm.tm_year + 1900;
+    if (year < 1678 || year > 2261)
+        return false;
+    int64_t secs = days_since_epoch(year, tm.tm_mon + 1, tm.tm_mday) * 86400 +
+                   tm.tm_hour * 3600 + tm.tm_min * 60 + tm.tm_sec;
     if (secs <= INT64_MIN / 1000000000 || secs >= INT64_MAX / 1000000000)
         return false;
     r->by_time = true;
