@@ -228,7 +228,10 @@ def test_irssi_and_weechat_talk_with_the_documented_commands(start_server, tmux,
         # WeeChat (alice) logs in with SASL PLAIN and joins the same channel.
         weechat_cmds = fill_in(doc["WeeChat"], "WeeChat", srv.host, srv.port, "alice",
                                pw["alice"])
-        tmux.start("weechat", ["weechat", "--dir", str(tmp_path / "weechat-home" / "weechat")],
+        # tmux types far faster than a person: two commands typed back to back can reach
+        # WeeChat in one read, which it takes for a paste and holds for a yes/no question.
+        tmux.start("weechat", ["weechat", "--dir", str(tmp_path / "weechat-home" / "weechat"),
+                               "-r", "/set weechat.look.paste_max_lines -1"],
                    client_env(tmp_path / "weechat-home"))
         tmux.wait("weechat", r"Plugins loaded:.*\birc\b", "start of WeeChat with its irc plugin")
         for cmd in weechat_cmds:
