@@ -23,7 +23,7 @@ export PATH := $(PATH):/usr/local/go/bin
 
 # Debian packages the build, the tests and the peers need.
 APT_PACKAGES := build-essential cmake ninja-build pkg-config python3 python3-venv \
-	clang-14 libclang-rt-14-dev libcrypt-dev libjansson-dev libncurses-dev liburing-dev zlib1g-dev \
+	clang-14 libclang-rt-14-dev libcrypt-dev libjansson-dev libncurses-dev libssl-dev liburing-dev zlib1g-dev \
 	erlang-nox erlang-dev elixir wrk ii irssi weechat-curses tmux curl procps strace \
 	iproute2 openssh-server libtbb-dev libomp-14-dev openjdk-17-jdk-headless
 # Node may come from elsewhere (NodeSource bundles npm, and Debian's npm

@@ -58,7 +58,19 @@ def peer_built(peer: str) -> bool:
 SANITIZER_MARKERS = ["ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
                      "WARNING: ThreadSanitizer"]
 
-LISTENING = re.compile(rb"^listening (\S+):(\d+)((?: \S+:\d+)*)\n$")
+# "listening 127.0.0.1:7000 tls:127.0.0.1:7001": every address, a TLS listener's
+# prefixed with "tls:" (docs/tls.md).
+LISTENING = re.compile(rb"^listening ((?:tls:)?\S+:\d+)((?: (?:tls:)?\S+:\d+)*)\n$")
+
+
+def listening_addresses(line: bytes) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+    """The plain and the TLS (host, port) pairs of a 'listening' line."""
+    plain, tls = [], []
+    for a in line.decode().split()[1:]:
+        dest = tls if a.startswith("tls:") else plain
+        host, _, port = a.removeprefix("tls:").rpartition(":")
+        dest.append((host.strip("[]"), int(port)))
+    return plain, tls
 
 
 def model_args(model: str) -> list[str]:
@@ -210,12 +222,11 @@ class Server:
             self.kill()
             raise AssertionError(f"{argv}: expected 'listening HOST:PORT', got {line!r}; "
                                  f"stderr: {self.stderr()}")
-        self.host = m.group(1).decode().strip("[]")
-        self.port = int(m.group(2))
+        # Every address, the first included: --listen NAME:P can name several;
+        # addr is the first plain one (the first TLS one when there is none).
+        self.addrs, self.tls_addrs = listening_addresses(line)
+        self.host, self.port = (self.addrs or self.tls_addrs)[0]
         self.family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        # Every address, the first included: --listen NAME:P can name several.
-        self.addrs = [(h.strip("[]"), int(p)) for h, _, p in
-                      (a.rpartition(":") for a in line.decode().split()[1:])]
 
     def _read_line(self, timeout: float) -> bytes:
         return read_line(self.proc.stdout, timeout)

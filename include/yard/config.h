@@ -18,7 +18,15 @@ enum { YARD_POLLER_EPOLL = 0, YARD_POLLER_POLL = 1 };
 typedef struct yard_config {
     const char *app;
     const char *model;
-    yard_addr_list_t listen; /* every address --listen names */
+    yard_addr_list_t listen; /* every address --listen names (n 0: none, TLS only) */
+    /* Each --tls-listen: the addresses it names, on one port. */
+    struct yard_listen_groups {
+        int n;
+        yard_addr_list_t group[YARD_MAX_LISTEN];
+    } tls_listen;
+    const char *tls_cert;     /* PEM: the certificate, then its chain */
+    const char *tls_key;      /* PEM: its private key */
+    uint64_t tls_handshake_timeout_ns;
     int workers;        /* 0: the model's default */
     long max_conns;     /* 0: unlimited */
     const char *out;    /* output file of apps that persist bytes (sink) */

@@ -132,10 +132,19 @@ typedef struct yard_conn {
     int job_access_mode;
     yard_watch_t *watch;       /* the app's news watch, from its first yard_fx_watch */
     pthread_mutex_t *app_lock; /* fork --pair: held around every app callback */
+    /* TLS (a connection from a --tls-listen listener): in, out and what the
+     * socket carries are ciphertext; c->in and the app's output plaintext.
+     * The app is opened once the handshake is done (opened), which must be
+     * within tls_deadline. */
+    struct yard_tls *tls;
+    yard_buf_t pout;       /* TLS: plaintext an app wrote without a scratch buffer */
+    uint64_t tls_deadline; /* the handshake's end, 0 once it is done */
+    bool opened;           /* app->open ran (app->close is owed) */
 } yard_conn_t;
 
-/* Allocate a connection for an accepted fd and let the app open it. NULL
- * when out of memory (the fd is then still the caller's). */
+/* Allocate a connection for an accepted fd and let the app open it (on a
+ * TLS listener's fd: once the handshake is done). NULL when out of memory
+ * (the fd is then still the caller's). */
 yard_conn_t *yard_conn_open(yard_server_t *srv, int fd, const yard_conn_policy_t *policy);
 /* fork --pair: one of the two connections of a process pair over the same
  * socket, with the session at a shared place and its callbacks under

@@ -40,6 +40,9 @@ typedef struct yard_server {
     yard_shared_t *shared;
     yard_listen_set_t ls; /* the listeners; a model with several loops adds its own */
     yard_addr_t bound[YARD_MAX_LISTEN]; /* where ls.fd[i] is bound (the real port) */
+    bool bound_tls[YARD_MAX_LISTEN];    /* ls.fd[i] is a --tls-listen listener */
+    int nbound; /* entries of bound (ls.n, which stays when a model moves ls away) */
+    struct yard_tls_ctx *tls;           /* the certificate and key; NULL without TLS */
     /* signalfd for SIGTERM, SIGINT and SIGCHLD, which stay blocked in every
      * thread; a forked child reading it sees its own signals. */
     int sig_fd;
@@ -51,7 +54,14 @@ typedef struct yard_server {
  * that this host cannot use (IPv6 disabled: EADDRNOTAVAIL, EAFNOSUPPORT) is
  * skipped with a warning; any other failure fails. 0, or -1 with err. */
 int yard_server_listen(yard_server_t *srv, bool reuseport, char *err, size_t errlen);
-/* "127.0.0.1:7000 [::1]:7000": every bound address, space-separated. */
+/* Whether an accepted fd came through a TLS listener (its local address
+ * is one of them). */
+bool yard_server_fd_is_tls(const yard_server_t *srv, int fd);
+/* SIGHUP reloads this context's certificate and key (in yard_signals_stop,
+ * in whichever process and thread takes the signal). */
+void yard_server_reload_on_hup(struct yard_tls_ctx *tls);
+/* "127.0.0.1:7000 tls:[::1]:7001": every bound address, space-separated,
+ * a TLS listener's prefixed with "tls:". */
 void yard_server_format_bound(const yard_server_t *srv, char *buf, size_t len);
 
 /* Where yard_stopping (yard/app.h) looks: the region every process of the

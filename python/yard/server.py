@@ -71,6 +71,15 @@ def wait_pid(pid: int, timeout: float):
         time.sleep(0.01)
 
 
+def listening_addresses(line: str) -> tuple[list[str], list[str]]:
+    """The plain and the TLS "HOST:PORT" addresses of yard-serve's first line,
+    "listening 127.0.0.1:7000 tls:127.0.0.1:7001" (docs/tls.md)."""
+    plain, tls = [], []
+    for a in line.split()[1:]:
+        (tls if a.startswith("tls:") else plain).append(a.removeprefix("tls:"))
+    return plain, tls
+
+
 class MeasuredServer:
     def __init__(self, argv: list[str], cpus: set[int], name: str, sample_interval: float,
                  cwd: str | None = None, orphan_dies: bool = False):
@@ -99,7 +108,8 @@ class MeasuredServer:
             self.problems.append(f"server did not print 'listening HOST:PORT' within "
                                  f"{READY_TIMEOUT} s (got {line!r})")
             return None
-        return line.split()[1]
+        plain, tls = listening_addresses(line)
+        return (plain or tls)[0]
 
     def begin_sampling(self) -> None:
         self.sampler = Sampler(self.group, self.interval)

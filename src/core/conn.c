@@ -11,6 +11,7 @@
 #include "yard/access.h"
 #include "yard/clock.h"
 #include "yard/log.h"
+#include "yard/tls.h"
 
 /* The session follows the connection in the same allocation, and the
  * model's own state follows the session. */
@@ -27,13 +28,24 @@ static void conn_settle(yard_conn_t *c, yard_scratch_t *s);
 static void conn_flush(yard_conn_t *c, yard_scratch_t *s);
 static void conn_reoffer(yard_conn_t *c, yard_scratch_t *s);
 static void conn_call(yard_conn_t *c, yard_scratch_t *s, void (*cb)(void *, void *, yard_fx_t *));
+static void conn_input(yard_conn_t *c, yard_buf_t *ib, yard_scratch_t *s);
+static void tls_input(yard_conn_t *c, yard_scratch_t *s, const uint8_t *p, size_t n);
+static void tls_seal(yard_conn_t *c, yard_scratch_t *s);
 
 /* A fresh effect record. Output goes through the scratch buffer (and from
  * there straight to the socket) unless older output is still queued, which
- * must leave first. */
+ * must leave first. On a TLS connection c->out holds records, so plaintext
+ * waits in the scratch buffer (or c->pout) until conn_flush seals it. */
+static yard_buf_t *conn_fx_out(yard_conn_t *c, yard_scratch_t *s)
+{
+    if (c->tls)
+        return s ? &s->out : &c->pout;
+    return (c->out.len || !s) ? &c->out : &s->out;
+}
+
 static yard_fx_t conn_fx(yard_conn_t *c, yard_scratch_t *s)
 {
-    return (yard_fx_t){.out = (c->out.len || !s) ? &c->out : &s->out,
+    return (yard_fx_t){.out = conn_fx_out(c, s),
                        .store = &c->store,
                        .now_ns = yard_now_ns(),
                        .peer = c->peer_addr.len ? &c->peer_addr : NULL};
@@ -77,6 +89,14 @@ static yard_conn_t *conn_new(yard_server_t *srv, int fd, const yard_conn_policy_
     }
     /* Request/response protocols want every reply on the wire at once. */
     yard_set_nodelay(fd);
+    if (yard_server_fd_is_tls(srv, fd)) {
+        c->tls = yard_tls_new(srv->tls);
+        if (!c->tls) {
+            free(a);
+            return NULL;
+        }
+        c->tls_deadline = yard_now_ns() + srv->cfg->tls_handshake_timeout_ns;
+    }
     if (policy->blocking && srv->cfg->idle_timeout_ns) {
         struct timeval tv = {.tv_sec = (time_t)(srv->cfg->idle_timeout_ns / 1000000000ull),
                              .tv_usec = (suseconds_t)(srv->cfg->idle_timeout_ns % 1000000000ull /
@@ -90,7 +110,10 @@ static yard_conn_t *conn_new(yard_server_t *srv, int fd, const yard_conn_policy_
 yard_conn_t *yard_conn_open(yard_server_t *srv, int fd, const yard_conn_policy_t *policy)
 {
     yard_conn_t *c = conn_new(srv, fd, policy, NULL);
-    if (c && srv->app->open)
+    if (!c || c->tls)
+        return c; /* TLS: opened when the handshake is done (tls_opened) */
+    c->opened = true;
+    if (srv->app->open)
         conn_call(c, NULL, srv->app->open);
     return c;
 }
@@ -104,6 +127,7 @@ yard_conn_t *yard_conn_open_pair(yard_server_t *srv, int fd, const yard_conn_pol
     c->shared = true;
     c->sender = sender;
     c->app_lock = app_lock;
+    c->opened = !sender;
     if (!sender && srv->app->open)
         conn_call(c, NULL, srv->app->open);
     return c;
@@ -187,6 +211,8 @@ static void conn_store(yard_conn_t *c)
  * connection so that its reply leaves together with this one. */
 static void conn_flush(yard_conn_t *c, yard_scratch_t *s)
 {
+    if (c->tls)
+        tls_seal(c, s);
     bool defer = c->job_pending && c->job_access;
     if (c->policy->completion) {
         /* Queued for the model to take; the scratch buffer stays with the
@@ -375,8 +401,21 @@ static void conn_call(yard_conn_t *c, yard_scratch_t *s, void (*cb)(void *, void
     conn_flush(c, s);
 }
 
+/* The handshake's time is up: the app never heard of this connection. */
+static bool tls_overdue(yard_conn_t *c)
+{
+    if (!c->tls_deadline || yard_now_ns() < c->tls_deadline)
+        return false;
+    yard_conn_fail(c, "TLS handshake timed out (--tls-handshake-timeout)", YARD_CLOSE_INFO);
+    return true;
+}
+
 void yard_conn_on_timer(yard_conn_t *c, yard_scratch_t *s)
 {
+    if (c->tls_deadline) { /* the only deadline before the app is opened */
+        tls_overdue(c);
+        return;
+    }
     c->wake_at = 0;
     if (c->failed || !c->srv->app->timer)
         return;
@@ -410,9 +449,17 @@ void yard_conn_on_wakeup(yard_conn_t *c, yard_scratch_t *s)
     conn_call(c, s, c->srv->app->news);
 }
 
+/* Where bytes read from the socket go: after input that waits, or in the
+ * scratch buffer. TLS: always the scratch buffer, since c->in holds
+ * plaintext and these are records (tls_input takes them at once). */
+static yard_buf_t *conn_rx_target(yard_conn_t *c, yard_scratch_t *s)
+{
+    return c->in.len && !c->tls ? &c->in : &s->in;
+}
+
 uint8_t *yard_conn_rx_buf(yard_conn_t *c, yard_scratch_t *s, size_t *room)
 {
-    yard_buf_t *ib = c->in.len ? &c->in : &s->in;
+    yard_buf_t *ib = conn_rx_target(c, s);
     uint8_t *p = yard_buf_reserve(ib, YARD_READ_CHUNK);
     if (!p)
         yard_conn_fail(c, "out of memory", YARD_CLOSE_WARN);
@@ -434,13 +481,22 @@ static void conn_input(yard_conn_t *c, yard_buf_t *ib, yard_scratch_t *s)
 
 void yard_conn_rx_commit(yard_conn_t *c, yard_scratch_t *s, size_t n)
 {
-    yard_buf_t *ib = c->in.len ? &c->in : &s->in;
+    yard_buf_t *ib = conn_rx_target(c, s);
     yard_buf_commit(ib, n);
+    if (c->tls) {
+        /* OpenSSL copies them; the scratch buffer is free again at once. */
+        tls_input(c, s, yard_buf_head(ib), ib->len);
+        return;
+    }
     conn_input(c, ib, s);
 }
 
 void yard_conn_on_bytes(yard_conn_t *c, yard_scratch_t *s, const uint8_t *p, size_t n)
 {
+    if (c->tls) {
+        tls_input(c, s, p, n);
+        return;
+    }
     if (!c->in.len) {
         /* Nothing waits before these bytes: the app reads them where they
          * are, and only what it leaves is copied (into c->in). */
@@ -458,6 +514,10 @@ void yard_conn_on_bytes(yard_conn_t *c, yard_scratch_t *s, const uint8_t *p, siz
 
 void yard_conn_on_eof(yard_conn_t *c, yard_scratch_t *s)
 {
+    if (c->tls && !c->opened) {
+        yard_conn_fail(c, "closed during the TLS handshake", YARD_CLOSE_QUIET);
+        return;
+    }
     c->read_eof = true;
     if (c->in.len && !c->job_pending)
         conn_feed(c, &c->in, s, true);
@@ -588,6 +648,7 @@ yard_wait_t yard_conn_next(yard_conn_t *c, yard_scratch_t *s)
 {
     bool news_tried = false;
     for (int step = 0;; step++) {
+        tls_overdue(c);
         if (conn_finished(c))
             return (yard_wait_t){.next = YARD_NEXT_CLOSE};
         if (c->job_pending)
@@ -614,7 +675,7 @@ yard_wait_t yard_conn_next(yard_conn_t *c, yard_scratch_t *s)
         .write = c->out.len > 0,
         .store = c->policy->completion && store_due(c, false),
         .news = c->watch != NULL,
-        .deadline = c->wake_at,
+        .deadline = c->tls_deadline ? c->tls_deadline : c->wake_at,
     };
 }
 
@@ -629,15 +690,24 @@ void yard_conn_farewell_fd(const yard_app_t *app, int fd)
  * a send in flight (a completion model's), whose end is not known here. */
 static void conn_farewell(yard_conn_t *c)
 {
-    if (!c->srv->app->farewell || c->sender || c->tx.len || !yard_stopping())
+    const char *farewell = c->srv->app->farewell;
+    if (!farewell || c->sender || c->tx.len || !yard_stopping() || !c->opened)
         return;
+    if (c->tls) { /* sealed behind what is queued, then the end of the session */
+        if (yard_tls_write(c->tls, (const uint8_t *)farewell, strlen(farewell)) < 0)
+            return;
+        yard_tls_close_notify(c->tls);
+        if (yard_tls_take(c->tls, &c->out) < 0)
+            return;
+    }
     while (c->out.len) {
         ssize_t n = send(c->fd, yard_buf_head(&c->out), c->out.len, MSG_DONTWAIT | MSG_NOSIGNAL);
         if (n <= 0)
             return;
         yard_buf_consume(&c->out, (size_t)n);
     }
-    yard_conn_farewell_fd(c->srv->app, c->fd);
+    if (!c->tls)
+        yard_conn_farewell_fd(c->srv->app, c->fd);
 }
 
 void yard_conn_close(yard_conn_t *c, const char *reason)
@@ -655,7 +725,7 @@ void yard_conn_close(yard_conn_t *c, const char *reason)
         if (rc < 0)
             yard_log_err("%s: writing %s: %s", c->peer, srv->cfg->out, strerror(-rc));
     }
-    if (srv->app->close && !c->sender) {
+    if (srv->app->close && c->opened) {
         APP_LOCK(c);
         srv->app->close(srv->app_state, c->session);
         APP_UNLOCK(c);
@@ -681,6 +751,8 @@ void yard_conn_close(yard_conn_t *c, const char *reason)
     yard_buf_free(&c->store);
     yard_buf_free(&c->tx);
     yard_buf_free(&c->stx);
+    yard_buf_free(&c->pout);
+    yard_tls_free(c->tls);
     free(c);
 }
 
@@ -715,9 +787,90 @@ void yard_conn_set_shutdown_all(yard_conn_set_t *set)
 {
     pthread_mutex_lock(&set->mu);
     for (yard_conn_link_t *l = set->head.next; l != &set->head; l = l->next) {
-        if (!l->conn->sender)
+        if (!l->conn->sender && !l->conn->tls) /* TLS: conn_farewell seals it */
             yard_conn_farewell_fd(l->conn->srv->app, l->conn->fd);
         shutdown(l->conn->fd, SHUT_RDWR);
     }
     pthread_mutex_unlock(&set->mu);
+}
+
+/* ---- TLS: records in and out around the same paths (yard/tls.h) ---------- */
+
+/* The peer broke the protocol (plain text on a TLS port, a bad record, no
+ * common version): the alert OpenSSL wrote leaves, then the connection
+ * closes, logged once (rate-limited) with the reason. */
+static void tls_failed(yard_conn_t *c)
+{
+    c->closing = true;
+    c->close_reason = yard_tls_why(c->tls);
+    c->close_level = YARD_CLOSE_WARN;
+}
+
+/* The handshake is done: now the app hears of the connection. */
+static void tls_opened(yard_conn_t *c, yard_scratch_t *s)
+{
+    if (c->opened || !yard_tls_established(c->tls))
+        return;
+    c->opened = true;
+    c->tls_deadline = 0;
+    if (c->srv->app->open)
+        conn_call(c, s, c->srv->app->open);
+}
+
+/* Records arrived: decrypt everything they hold (the model will not be
+ * told again about bytes OpenSSL already has) and hand it to the app in
+ * pieces of at most a read's size, then send what the handshake wrote. */
+static void tls_input(yard_conn_t *c, yard_scratch_t *s, const uint8_t *p, size_t n)
+{
+    int fed = yard_tls_feed(c->tls, p, n);
+    yard_buf_clear(&s->in); /* p may have been in it: OpenSSL has its copy */
+    if (fed < 0) {
+        yard_conn_fail(c, "out of memory", YARD_CLOSE_WARN);
+        return;
+    }
+    while (!c->failed && !c->closing) {
+        yard_buf_t *ib = c->in.len ? &c->in : &s->in;
+        uint8_t *dst = yard_buf_reserve(ib, YARD_READ_CHUNK);
+        if (!dst) {
+            yard_conn_fail(c, "out of memory", YARD_CLOSE_WARN);
+            break;
+        }
+        long r = yard_tls_read(c->tls, dst, YARD_READ_CHUNK);
+        tls_opened(c, s);
+        if (r > 0) {
+            yard_buf_commit(ib, (size_t)r);
+            conn_input(c, ib, s);
+            continue;
+        }
+        if (r == -ESHUTDOWN) /* close_notify: the end of input */
+            yard_conn_on_eof(c, s);
+        else if (r == -EPROTO)
+            tls_failed(c);
+        else if (r < 0)
+            yard_conn_fail(c, "out of memory", YARD_CLOSE_WARN);
+        break;
+    }
+    conn_flush(c, s);
+}
+
+/* Seal the plaintext the app wrote into records, and put the records due
+ * (the app's, the handshake's, an alert, close_notify) where conn_flush
+ * sends from: the scratch buffer when nothing older waits. */
+static void tls_seal(yard_conn_t *c, yard_scratch_t *s)
+{
+    yard_buf_t *plain[2] = {&c->pout, s ? &s->out : NULL};
+    for (int i = 0; i < 2; i++) {
+        yard_buf_t *b = plain[i];
+        if (!b || !b->len)
+            continue;
+        if (!c->failed && yard_tls_write(c->tls, yard_buf_head(b), b->len) < 0)
+            yard_conn_fail(c, yard_tls_why(c->tls), YARD_CLOSE_WARN);
+        yard_buf_clear(b);
+    }
+    if (c->failed)
+        return;
+    if (c->closing)
+        yard_tls_close_notify(c->tls);
+    if (yard_tls_take(c->tls, s && !c->out.len ? &s->out : &c->out) < 0)
+        yard_conn_fail(c, "out of memory", YARD_CLOSE_WARN);
 }

@@ -16,6 +16,7 @@
 
 #include "yard/clock.h"
 #include "yard/log.h"
+#include "yard/tls.h"
 
 bool yard_server_admit(yard_server_t *srv, const char *peer)
 {
@@ -150,17 +151,22 @@ static void set_port(yard_addr_t *a, int port)
         ((struct sockaddr_in *)&a->ss)->sin_port = htons((uint16_t)port);
 }
 
-/* One attempt at opening every address on one port: 0, -1 (err set), or
- * -EADDRINUSE when the port the kernel chose for the first address was taken
- * on another (the caller tries again). */
-static int listen_all(yard_server_t *srv, bool reuseport, char *err, size_t errlen)
+/* One attempt at opening every address of a group on one port: 0, -1 (err
+ * set), or -EADDRINUSE when the port the kernel chose for the group's first
+ * address was taken on another (the caller tries again). */
+static int listen_group(yard_server_t *srv, const yard_addr_list_t *want, bool tls, bool reuseport,
+                        char *err, size_t errlen)
 {
-    const yard_addr_list_t *want = &srv->cfg->listen;
+    const char *flag = tls ? "--tls-listen" : "--listen";
     int port = yard_addr_port(&want->a[0]);
-    srv->ls.n = 0;
+    int first = srv->ls.n, opened = 0;
     for (int i = 0; i < want->n; i++) {
+        if (srv->ls.n == YARD_MAX_LISTEN) {
+            snprintf(err, errlen, "more than %d listening addresses in all", YARD_MAX_LISTEN);
+            return -1;
+        }
         yard_addr_t a = want->a[i];
-        if (srv->ls.n > 0)
+        if (opened > 0)
             set_port(&a, port); /* the first one's, when the kernel chose it */
         const char *call = "";
         int fd = yard_listen(&a, srv->cfg->backlog, reuseport, srv->cfg->ipv6_only, &call);
@@ -168,23 +174,40 @@ static int listen_all(yard_server_t *srv, bool reuseport, char *err, size_t errl
             int e = -fd;
             yard_net_message(err, errlen, &a, call, fd);
             if (want->named && (e == EADDRNOTAVAIL || e == EAFNOSUPPORT)) {
-                yard_log_warn("skipping an address of --listen: %s", err);
+                yard_log_warn("skipping an address of %s: %s", flag, err);
                 continue;
             }
-            yard_listen_set_close(&srv->ls);
-            bool chosen = yard_addr_port(&want->a[0]) == 0 && i > 0;
+            bool chosen = yard_addr_port(&want->a[0]) == 0 && opened > 0;
             return chosen && e == EADDRINUSE ? -EADDRINUSE : -1;
         }
-        srv->ls.fd[srv->ls.n] = fd;
-        yard_sock_name(fd, &srv->bound[srv->ls.n]);
-        if (srv->ls.n++ == 0)
-            port = yard_addr_port(&srv->bound[0]);
+        int k = srv->ls.n++;
+        srv->ls.fd[k] = fd;
+        srv->bound_tls[k] = tls;
+        yard_sock_name(fd, &srv->bound[k]);
+        if (opened++ == 0)
+            port = yard_addr_port(&srv->bound[first]);
     }
-    if (srv->ls.n == 0) {
-        snprintf(err, errlen, "none of the addresses --listen names can be used");
+    if (opened == 0) {
+        snprintf(err, errlen, "none of the addresses %s names can be used", flag);
         return -1;
     }
     return 0;
+}
+
+/* One attempt at every group: --listen's, then each --tls-listen's. */
+static int listen_all(yard_server_t *srv, bool reuseport, char *err, size_t errlen)
+{
+    const yard_config_t *cfg = srv->cfg;
+    srv->ls.n = 0;
+    int rc = 0;
+    if (cfg->listen.n)
+        rc = listen_group(srv, &cfg->listen, false, reuseport, err, errlen);
+    for (int g = 0; rc == 0 && g < cfg->tls_listen.n; g++)
+        rc = listen_group(srv, &cfg->tls_listen.group[g], true, reuseport, err, errlen);
+    if (rc < 0)
+        yard_listen_set_close(&srv->ls);
+    srv->nbound = srv->ls.n;
+    return rc;
 }
 
 int yard_server_listen(yard_server_t *srv, bool reuseport, char *err, size_t errlen)
@@ -202,11 +225,49 @@ void yard_server_format_bound(const yard_server_t *srv, char *buf, size_t len)
     for (int i = 0; i < srv->ls.n && used < len; i++) {
         char where[YARD_ADDR_STRLEN];
         yard_addr_format(&srv->bound[i], where, sizeof where);
-        int w = snprintf(buf + used, len - used, "%s%s", i ? " " : "", where);
+        int w = snprintf(buf + used, len - used, "%s%s%s", i ? " " : "",
+                         srv->bound_tls[i] ? "tls:" : "", where);
         if (w < 0)
             break;
         used += (size_t)w;
     }
+}
+
+/* The same address, or a wildcard listener's port and family. */
+static bool local_matches(const yard_addr_t *bound, const yard_addr_t *local, bool exact)
+{
+    if (bound->ss.ss_family != local->ss.ss_family ||
+        yard_addr_port(bound) != yard_addr_port(local))
+        return false;
+    if (!exact)
+        return true;
+    if (bound->ss.ss_family == AF_INET6)
+        return memcmp(&((const struct sockaddr_in6 *)&bound->ss)->sin6_addr,
+                      &((const struct sockaddr_in6 *)&local->ss)->sin6_addr,
+                      sizeof(struct in6_addr)) == 0;
+    return ((const struct sockaddr_in *)&bound->ss)->sin_addr.s_addr ==
+           ((const struct sockaddr_in *)&local->ss)->sin_addr.s_addr;
+}
+
+bool yard_server_fd_is_tls(const yard_server_t *srv, int fd)
+{
+    if (!srv->tls)
+        return false;
+    int ntls = 0;
+    for (int i = 0; i < srv->nbound; i++)
+        ntls += srv->bound_tls[i];
+    if (ntls == srv->nbound)
+        return true; /* TLS only (a model's own listener sets copy these) */
+    yard_addr_t local;
+    if (yard_sock_name(fd, &local) < 0)
+        return false;
+    /* An exact address first: two groups may share a port on different
+     * addresses; then a wildcard listener (the IPv4-mapped [::] included). */
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < srv->nbound; i++)
+            if (local_matches(&srv->bound[i], &local, pass == 0))
+                return srv->bound_tls[i];
+    return false;
 }
 
 int yard_signals_setup(char *err, size_t errlen)
@@ -218,6 +279,7 @@ int yard_signals_setup(char *err, size_t errlen)
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGHUP);
     if (sigprocmask(SIG_BLOCK, &set, NULL) < 0) {
         snprintf(err, errlen, "sigprocmask: %s", strerror(errno));
         return -1;
@@ -241,6 +303,23 @@ static int signal_take(int sig_fd)
 }
 
 static yard_shared_t *stop_shared;
+static yard_tls_ctx_t *hup_tls;
+
+void yard_server_reload_on_hup(yard_tls_ctx_t *tls) { hup_tls = tls; }
+
+/* SIGHUP: the certificate and key again, from the same files. */
+static void reload_tls(void)
+{
+    if (!hup_tls) {
+        yard_log_info("SIGHUP: nothing to reload (no --tls-listen)");
+        return;
+    }
+    char err[512];
+    if (yard_tls_ctx_reload(hup_tls, err, sizeof err) < 0)
+        yard_log_err("SIGHUP: keeping the certificate in use: %s", err);
+    else
+        yard_log_info("SIGHUP: reloaded the TLS certificate and key");
+}
 
 void yard_stopping_attach(yard_shared_t *shared) { stop_shared = shared; }
 
@@ -255,7 +334,9 @@ int yard_signals_stop(int sig_fd, void (*on_other)(int sig, void *arg), void *ar
     while ((sig = signal_take(sig_fd)) > 0) {
         if (sig == SIGTERM || sig == SIGINT)
             stop = 1;
-        else if (on_other)
+        else if (sig == SIGHUP)
+            reload_tls();
+        if (sig != SIGTERM && sig != SIGINT && on_other)
             on_other(sig, arg);
     }
     /* Before any connection is ended for it, so apps can tell a stop from

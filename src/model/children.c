@@ -51,6 +51,12 @@ size_t yard_children_reap(yard_children_t *ch, void (*on_exit)(pid_t, int, void 
     return reaped;
 }
 
+void yard_children_signal(const yard_children_t *ch, int sig)
+{
+    for (size_t i = 0; i < ch->n; i++)
+        kill(ch->pids[i], sig);
+}
+
 void yard_children_stop(yard_children_t *ch, int sig_fd, uint64_t grace_ns)
 {
     for (size_t i = 0; i < ch->n; i++)

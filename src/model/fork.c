@@ -61,7 +61,9 @@ static _Noreturn void run_child(yard_server_t *srv, int fd, pid_t parent, struct
     if (getppid() != parent)
         _exit(0);
     child_conn_fd = fd;
-    child_app = srv->app;
+    /* Its farewell in clear text; a TLS connection's would break the
+     * session (yard_conn_close seals one when the socket still takes it). */
+    child_app = yard_server_fd_is_tls(srv, fd) ? NULL : srv->app;
     struct sigaction sa = {.sa_handler = child_on_signal}; /* no SA_RESTART */
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);

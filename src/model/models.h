@@ -60,6 +60,8 @@ int yard_children_add(yard_children_t *ch, pid_t pid);
  * Returns the number reaped. */
 size_t yard_children_reap(yard_children_t *ch, void (*on_exit)(pid_t, int, void *), void *arg);
 void yard_children_stop(yard_children_t *ch, int sig_fd, uint64_t grace_ns);
+/* Passes sig on to every child (a supervisor's SIGHUP: each reloads). */
+void yard_children_signal(const yard_children_t *ch, int sig);
 void yard_children_free(yard_children_t *ch);
 /* How a child ended, in one error line, unless it ended as its parent
  * expects: exit status 0, or one of the signals in expected (ended by 0).

@@ -103,6 +103,14 @@ static void on_reactor_exit(pid_t pid, int status, void *arg)
         yard_log_warn("reactor process %ld stopped: shutting down", (long)pid);
 }
 
+/* SIGHUP to the supervisor reaches every reactor process, each of which
+ * reloads its own TLS certificate. */
+static void forward_hup(int sig, void *arg)
+{
+    if (sig == SIGHUP)
+        yard_children_signal(arg, SIGHUP);
+}
+
 static int reactors_procs(yard_server_t *srv, struct reactor *rs, int n)
 {
     yard_children_t ch = {0};
@@ -128,7 +136,7 @@ static int reactors_procs(yard_server_t *srv, struct reactor *rs, int n)
     while (!st.crashed && !st.died) {
         if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
             break;
-        bool stop = yard_signals_stop(srv->sig_fd, NULL, NULL) != 0;
+        bool stop = yard_signals_stop(srv->sig_fd, forward_hup, &ch) != 0;
         yard_children_reap(&ch, on_reactor_exit, &st);
         if (stop)
             break;

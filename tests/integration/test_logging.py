@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from conftest import (BIN, LISTENING, SANITIZER_MARKERS, model_args, models,
+from conftest import (BIN, LISTENING, SANITIZER_MARKERS, listening_addresses, model_args, models,
                       process_group_alive, read_line, recv_exactly)
 
 BAD = b"\x02"  # neither read (0x00) nor increment (0x01): the connection is closed
@@ -54,7 +54,7 @@ class UnreadServer:
         if not m:
             self.close()
             raise AssertionError(f"{self.argv}: expected 'listening HOST:PORT', got {line!r}")
-        self.addr = (m.group(1).decode(), int(m.group(2)))
+        self.addr = listening_addresses(line)[0][0]
 
     def _stdout_line(self, timeout: float) -> bytes:
         return read_line(self.proc.stdout, timeout, limit=200)

@@ -26,6 +26,7 @@
 #include "yard/model.h"
 #include "yard/opt.h"
 #include "yard/server.h"
+#include "yard/tls.h"
 
 
 static const char *progname = "yard-serve";
@@ -49,6 +50,20 @@ static int parse_listen(const char *text, void *field, char *err, size_t errlen)
     return yard_addr_resolve(text, field, err, errlen) < 0 ? -1 : 0;
 }
 
+/* Each --tls-listen adds a group of addresses (on one port). */
+static int parse_tls_listen(const char *text, void *field, char *err, size_t errlen)
+{
+    struct yard_listen_groups *g = field;
+    if (g->n == YARD_MAX_LISTEN) {
+        snprintf(err, errlen, "at most %d TLS listeners", YARD_MAX_LISTEN);
+        return -1;
+    }
+    if (yard_addr_resolve(text, &g->group[g->n], err, errlen) < 0)
+        return -1;
+    g->n++;
+    return 0;
+}
+
 static const yard_opt_choice_t flush_modes[] = {YARD_OPT_CHOICE("each", YARD_FLUSH_EACH),
                                                 YARD_OPT_CHOICE("buffered", YARD_FLUSH_BUFFERED),
                                                 YARD_OPT_CHOICES_END};
@@ -70,7 +85,18 @@ static const yard_opt_t engine_opts[] = {
      .parse = parse_listen, .def = "127.0.0.1:7000",
      .help = "address to listen on; HOST is a numeric IPv4 address, [IPv6] or a name such as "
              "localhost, which is resolved and listened on at every address it names; port 0 "
-             "picks a free port"},
+             "picks a free port. With --tls-listen and no --listen, there is no plain listener"},
+    {.name = "tls-listen", .form = "HOST:PORT", .type = YARD_OPT_CUSTOM, ARG(cfg.tls_listen),
+     .parse = parse_tls_listen,
+     .help = "also listen for TLS connections here (docs/tls.md), as --listen does for plain "
+             "ones; may be given several times. Needs --tls-cert and --tls-key"},
+    {.name = "tls-cert", .form = "FILE", .type = YARD_OPT_STRING, ARG(cfg.tls_cert),
+     .help = "PEM: the server's certificate, then its chain; SIGHUP reloads it"},
+    {.name = "tls-key", .form = "FILE", .type = YARD_OPT_STRING, ARG(cfg.tls_key),
+     .help = "PEM: the certificate's private key; SIGHUP reloads it"},
+    {.name = "tls-handshake-timeout", .form = "DUR", .type = YARD_OPT_DURATION,
+     ARG(cfg.tls_handshake_timeout_ns), .unit_ns = YARD_NS_PER_S, .def = "10s",
+     .help = "close a TLS connection whose handshake has not ended within DUR"},
     {.name = "max-conns", .form = "N", .type = YARD_OPT_INT, ARG(cfg.max_conns), .min = 0,
      .max = LONG_MAX, .def = "0",
      .help = "close connection N+1 at once (logged); 0 = no limit"},
@@ -461,6 +487,25 @@ static void apply_model_and_app(const yard_opt_arg_t *args, size_t nargs, yard_c
     check_required(app->opts, app_given, "--app", app->name);
 }
 
+/* --tls-listen needs its certificate and key, and they need it; TLS only
+ * (no --listen) leaves no plain listener. */
+static void check_tls_flags(const yard_opt_arg_t *args, size_t nargs, yard_config_t *cfg)
+{
+    bool tls = cfg->tls_listen.n > 0;
+    if (!tls && (cfg->tls_cert || cfg->tls_key || engine_given(args, nargs, "tls-handshake-timeout")))
+        yard_usage_exit(progname, "--tls-cert, --tls-key and --tls-handshake-timeout apply to TLS "
+                        "listeners: add --tls-listen HOST:PORT%s", "");
+    if (tls && (!cfg->tls_cert || !cfg->tls_key))
+        yard_usage_exit(progname, "--tls-listen needs --tls-cert FILE and --tls-key FILE%s", "");
+    if (tls && cfg->tls_handshake_timeout_ns == 0)
+        yard_usage_exit(progname, "--tls-handshake-timeout must be above 0%s", "");
+    if (tls && cfg->pair)
+        yard_usage_exit(progname, "--pair cannot carry TLS: its two processes would share one "
+                        "TLS session (docs/tls.md)%s", "");
+    if (tls && !engine_given(args, nargs, "listen"))
+        cfg->listen.n = 0;
+}
+
 /* What combines the engine's flags with the chosen app and model. */
 static void check_engine_flags(const yard_opt_arg_t *args, size_t nargs, yard_config_t *cfg,
                                const yard_app_t *app, const yard_model_t *model)
@@ -475,6 +520,7 @@ static void check_engine_flags(const yard_opt_arg_t *args, size_t nargs, yard_co
         any_v6 = any_v6 || cfg->listen.a[i].ss.ss_family == AF_INET6;
     if (cfg->ipv6_only && !any_v6)
         yard_usage_exit(progname, "--ipv6-only applies to an IPv6 --listen ([ADDR]:PORT, e.g. [::]:6667)%s", "");
+    check_tls_flags(args, nargs, cfg);
     bool idle_given = engine_given(args, nargs, "idle-timeout");
     if (idle_given && app->idle_exempt)
         yard_usage_exit(progname, "--idle-timeout does not apply to --app %s: " IDLE_EXEMPT_WHY " %s", app->name,
@@ -542,6 +588,13 @@ static int serve(const yard_config_t *cfg, const yard_app_t *app, const yard_mod
             goto out;
         }
     }
+    if (cfg->tls_listen.n) {
+        if (yard_tls_ctx_new(&srv.tls, cfg->tls_cert, cfg->tls_key, err, sizeof err) < 0) {
+            fprintf(stderr, "%s: %s\n", progname, err);
+            goto out;
+        }
+        yard_server_reload_on_hup(srv.tls);
+    }
     if (yard_server_listen(&srv, model->reuseport, err, sizeof err) < 0) {
         fprintf(stderr, "%s: %s\n", progname, err);
         goto out;
@@ -571,6 +624,8 @@ static int serve(const yard_config_t *cfg, const yard_app_t *app, const yard_mod
                   atomic_load(&srv.shared->accepted), atomic_load(&srv.shared->rejected));
 out:
     yard_listen_set_close(&srv.ls);
+    yard_server_reload_on_hup(NULL);
+    yard_tls_ctx_free(srv.tls);
     if (srv.out_fd >= 0 && close(srv.out_fd) < 0) {
         fprintf(stderr, "%s: closing --out %s: %s\n", progname, cfg->out, strerror(errno));
         status = 1;

@@ -1,0 +1,259 @@
+"""TLS in the connection driver (docs/tls.md), under every model: byte-exact echo
+and exact counts over TLS beside a plain listener, a TLS-only server, the start-up
+errors, SIGHUP's reload, and bad input (plain text, random bytes, a handshake that
+stops, TLS 1.0, a crowd of unfinished handshakes), each closed cleanly."""
+
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import ssl
+import struct
+import subprocess
+import threading
+import time
+import warnings
+
+import pytest
+
+from conftest import BIN, model_args, recv_exactly, skip_unavailable, wait_for
+from tlslib import client_context, fingerprint, make_pki, tls_args, tls_connect
+
+SIZES = [1, 1000, 16_385, 70_000, 1 << 20]
+CHUNK = 64 * 1024
+WAIT = 15.0
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    return make_pki(tmp_path_factory.mktemp("pki"))
+
+
+def start(start_server, app, model, pki, *flags, plain=True):
+    skip_unavailable(model)
+    listen = ["--listen", "127.0.0.1:0"] if plain else []
+    return start_server([BIN / "yard-serve", "--app", app, *model_args(model), *listen,
+                         *tls_args(pki), *flags])
+
+
+def echo_exact(sock, data: bytes) -> None:
+    """Sends data in pieces and reads each one's echo before the next, so
+    that neither side's buffers fill (an SSL socket is one thread's)."""
+    for off in range(0, len(data), CHUNK):
+        piece = data[off:off + CHUNK]
+        sock.sendall(piece)
+        assert recv_exactly(sock, len(piece)) == piece, f"echo differs at offset {off}"
+
+
+def closed_by_server(sock, timeout: float = WAIT) -> bytes:
+    """Everything the server sent until it closed (an alert, perhaps); fails
+    if it keeps the connection open past timeout."""
+    sock.settimeout(timeout)
+    got = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            b = sock.recv(65536)
+        except ConnectionResetError:
+            return got
+        except socket.timeout:
+            break
+        if not b:
+            return got
+        got += b
+    raise AssertionError(f"the server kept the connection open for {timeout} s (sent {got[:60]!r})")
+
+
+@pytest.mark.models()
+def test_echo_over_tls_is_byte_exact_beside_plain(start_server, pki, model):
+    srv = start(start_server, "echo", model, pki)
+    assert len(srv.addrs) == 1 and len(srv.tls_addrs) == 1, (srv.addrs, srv.tls_addrs)
+    assert srv.addrs[0][1] != srv.tls_addrs[0][1]
+    with tls_connect(srv.tls_addrs[0], pki) as s:
+        assert s.version() in ("TLSv1.2", "TLSv1.3")
+        for n in SIZES:
+            echo_exact(s, os.urandom(n))
+    with socket.create_connection(srv.addrs[0], timeout=WAIT) as p:
+        echo_exact(p, b"plain beside TLS")
+
+
+@pytest.mark.models()
+def test_counter_over_tls_counts_exactly(start_server, pki, model):
+    srv = start(start_server, "counter", model, pki, plain=False)
+    assert srv.addrs == [] and len(srv.tls_addrs) == 1
+    clients, per_client, batch = 4, 2000, 100
+    failures = []
+
+    def client():
+        try:
+            with tls_connect(srv.tls_addrs[0], pki, timeout=60) as s:
+                last = 0
+                for _ in range(per_client // batch):
+                    s.sendall(b"\x01" * batch)
+                    vals = [v for (v,) in struct.iter_unpack(">Q", recv_exactly(s, 8 * batch))]
+                    assert vals[0] > last and vals == sorted(vals), vals[:3]
+                    last = vals[-1]
+        except Exception as e:  # noqa: BLE001 - reported below
+            failures.append(repr(e))
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not failures, failures
+    with tls_connect(srv.tls_addrs[0], pki) as s:
+        s.sendall(b"\x00")
+        assert struct.unpack(">Q", recv_exactly(s, 8))[0] == clients * per_client
+
+
+def test_tls_only_listening_line(start_server, pki):
+    srv = start(start_server, "echo", "epoll", pki, plain=False)
+    line_addrs = srv.tls_addrs
+    assert srv.addrs == [] and len(line_addrs) == 1
+    with socket.create_connection(line_addrs[0], timeout=WAIT) as s:
+        s.sendall(b"NICK plain\r\n")
+        closed_by_server(s)
+
+
+def run_serve(*args, timeout=15):
+    return subprocess.run([str(BIN / "yard-serve"), *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def test_start_up_errors_name_the_file(tmp_path, pki):
+    base = ["--app", "echo", "--model", "epoll", "--listen", "127.0.0.1:0"]
+    missing = tmp_path / "nowhere.pem"
+    r = run_serve(*base, "--tls-listen", "127.0.0.1:0", "--tls-cert", missing, "--tls-key",
+                  pki.key)
+    assert r.returncode == 1 and str(missing) in r.stderr and "No such file" in r.stderr, r.stderr
+    garbage = tmp_path / "garbage.pem"
+    garbage.write_text("not a certificate\n")
+    r = run_serve(*base, "--tls-listen", "127.0.0.1:0", "--tls-cert", garbage, "--tls-key",
+                  pki.key)
+    assert r.returncode == 1 and f"--tls-cert {garbage}:" in r.stderr, r.stderr
+    other = make_pki(tmp_path / "other")
+    r = run_serve(*base, "--tls-listen", "127.0.0.1:0", "--tls-cert", pki.cert, "--tls-key",
+                  other.key)
+    assert r.returncode == 1 and "is not the key of --tls-cert" in r.stderr, r.stderr
+    # Usage errors: exit 2 and no listener.
+    r = run_serve(*base, "--tls-cert", pki.cert, "--tls-key", pki.key)
+    assert r.returncode == 2 and "add --tls-listen" in r.stderr, r.stderr
+    r = run_serve(*base, "--tls-listen", "127.0.0.1:0", "--tls-cert", pki.cert)
+    assert r.returncode == 2 and "needs --tls-cert FILE and --tls-key FILE" in r.stderr, r.stderr
+    r = run_serve("--app", "chat", "--model", "fork", "--pair", "--data", tmp_path / "data",
+                  "--listen", "127.0.0.1:0", *tls_args(pki))
+    assert r.returncode == 2 and "--pair cannot carry TLS" in r.stderr, r.stderr
+
+
+@pytest.mark.models()
+def test_sighup_reloads_the_certificate(start_server, pki, tmp_path, model):
+    live = tmp_path / "live"
+    live.mkdir()
+    cert, key = live / "cert.pem", live / "key.pem"
+    shutil.copy(pki.cert, cert)
+    shutil.copy(pki.key, key)
+    skip_unavailable(model)
+    srv = start_server([BIN / "yard-serve", "--app", "echo", *model_args(model), "--tls-listen",
+                        "127.0.0.1:0", "--tls-cert", cert, "--tls-key", key])
+    addr = srv.tls_addrs[0]
+    with tls_connect(addr, pki) as s:
+        first = fingerprint(s)
+    # A second certificate from the same CA, swapped in under the same names.
+    second = make_pki(pki.ca.parent, name="second")
+    shutil.copy(second.cert, cert)
+    shutil.copy(second.key, key)
+    with tls_connect(addr, pki) as s:
+        assert fingerprint(s) == first, "the files alone changed nothing"
+    os.kill(srv.proc.pid, signal.SIGHUP)
+
+    def presented():
+        with tls_connect(addr, pki) as s:
+            echo_exact(s, b"after the reload")
+            return fingerprint(s)
+
+    wait_for(lambda: presented() != first, timeout=WAIT, what="the new certificate after SIGHUP")
+    new = presented()
+    # A file that does not load keeps the pair in use, and says why.
+    cert.write_text("broken\n")
+    os.kill(srv.proc.pid, signal.SIGHUP)
+    wait_for(lambda: "keeping the certificate in use" in srv.stderr(), timeout=WAIT,
+             what="the failed reload's log line")
+    assert presented() == new
+    assert srv.proc.poll() is None
+
+
+def client_hello() -> bytes:
+    """The first flight of a real client: a ClientHello, for a handshake
+    that is then left unfinished."""
+    ctx = ssl.create_default_context()
+    inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+    obj = ctx.wrap_bio(inc, out, server_hostname="localhost")
+    with pytest.raises(ssl.SSLWantReadError):
+        obj.do_handshake()
+    return out.read()
+
+
+TLS_CLOSE_LINE = re.compile(r"warning: (127\.0\.0\.1:\d+): connection closed: TLS: \S")
+
+
+@pytest.mark.models()
+def test_bad_input_is_closed_cleanly_and_logged(start_server, pki, model):
+    srv = start(start_server, "echo", model, pki, "--tls-handshake-timeout", "400ms")
+    addr = srv.tls_addrs[0]
+    for junk in (b"NICK plain\r\nUSER a 0 * :b\r\n", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+                 bytes(random.Random(7).getrandbits(8) for _ in range(600))):
+        with socket.create_connection(addr, timeout=WAIT) as s:
+            s.sendall(junk)
+            got = closed_by_server(s)
+            assert junk[:8] not in got, "a TLS port answered in plain text"
+    # A handshake that stops half-way, and one that never starts: closed at
+    # the timeout, not before.
+    hello = client_hello()
+    for sent in (hello[:len(hello) // 2], b""):
+        with socket.create_connection(addr, timeout=WAIT) as s:
+            t0 = time.monotonic()
+            s.sendall(sent)
+            closed_by_server(s, timeout=WAIT)
+            assert time.monotonic() - t0 >= 0.3
+    # TLS 1.0 is refused by the server (the client allows it, weak ciphers too).
+    with warnings.catch_warnings():  # the point: a client that still offers it
+        warnings.simplefilter("ignore", DeprecationWarning)
+        old = client_context(pki, minimum_version=ssl.TLSVersion.TLSv1,
+                             maximum_version=ssl.TLSVersion.TLSv1)
+    old.set_ciphers("DEFAULT:@SECLEVEL=0")
+    with pytest.raises(ssl.SSLError) as e:
+        tls_connect(addr, pki, ctx=old).close()
+    assert "PROTOCOL_VERSION" in str(e.value).upper() or "UNSUPPORTED" in str(e.value).upper(), e.value
+    # Each of those was logged, naming the peer (the log is rate-limited).
+    wait_for(lambda: TLS_CLOSE_LINE.search(srv.stderr()), timeout=WAIT,
+             what="a log line naming a peer and the TLS error")
+    # And the server still serves, in TLS and in plain text.
+    with tls_connect(addr, pki) as s:
+        echo_exact(s, b"still here")
+    with socket.create_connection(srv.addrs[0], timeout=WAIT) as p:
+        echo_exact(p, b"still here")
+
+
+@pytest.mark.models()
+def test_unfinished_handshakes_do_not_stop_service(start_server, pki, model):
+    """300 connections that send half a ClientHello and stop: a client
+    beside them is served, and every one of them is closed at the timeout."""
+    srv = start(start_server, "echo", model, pki, "--tls-handshake-timeout", "1s", plain=False)
+    addr = srv.tls_addrs[0]
+    half = client_hello()[:40]
+    stalled = []
+    try:
+        for _ in range(300):
+            s = socket.create_connection(addr, timeout=WAIT)
+            s.sendall(half)
+            stalled.append(s)
+        with tls_connect(addr, pki) as s:
+            echo_exact(s, b"served beside 300 stalled handshakes")
+        for s in stalled:
+            closed_by_server(s, timeout=WAIT)
+    finally:
+        for s in stalled:
+            s.close()
