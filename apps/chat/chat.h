@@ -64,6 +64,9 @@ struct chat_settings {
     int guests_create;            /* guests may create channels (1) or not (0) */
     unsigned guests_channel_share; /* percent of max_channels guests' channels may take */
     unsigned guests_per_addr;     /* guests connected from one address at most */
+    int plaintext_login;          /* a password over a plain connection beside a TLS
+                                   * listener: taken (1) or refused (0) */
+    uint64_t sts_duration_ns;     /* IRCv3 sts: advertised for this long (0: not at all) */
     /* Login limits (guard.h). */
     unsigned login_max_pending;      /* password checks in flight, server-wide */
     unsigned login_pending_per_addr; /* ... from one source address */

@@ -35,6 +35,10 @@ static int chat_init(void **state, const yard_config_t *cfg, const void *setting
         return -1;
     }
     app->set = set;
+    if (set->sts_duration_ns && cfg->tls_listen.n == 0) {
+        snprintf(err, errlen, "--sts-duration points clients to TLS: add --tls-listen");
+        return -1;
+    }
     app->cs = yard_shm_alloc(shm, sizeof *app->cs);
     app->bus = yard_bus_create(shm, 1);
     unsigned members =
@@ -131,6 +135,9 @@ static const yard_opt_choice_t chat_fsyncs[] = {
 static const yard_opt_choice_t chat_onoff[] = {YARD_OPT_CHOICE("on", 1), YARD_OPT_CHOICE("off", 0),
                                                YARD_OPT_CHOICES_END};
 
+static const yard_opt_choice_t chat_plaintext[] = {
+    YARD_OPT_CHOICE("allow", 1), YARD_OPT_CHOICE("refuse", 0), YARD_OPT_CHOICES_END};
+
 #define CHAT_FIELD(member) YARD_OPT_FIELD(struct chat_settings, member)
 
 static const yard_opt_t chat_opts[] = {
@@ -204,6 +211,14 @@ static const yard_opt_t chat_opts[] = {
     {.name = "guests-per-addr", .form = "N", .type = YARD_OPT_INT, CHAT_FIELD(guests_per_addr),
      .min = 1, .max = 65536, .def = "16",
      .help = "with --guests: guests connected from one address (an IPv4 address or an IPv6 /64)"},
+    {.name = "plaintext-login", .form = "allow|refuse", .type = YARD_OPT_ENUM,
+     CHAT_FIELD(plaintext_login), .choices = chat_plaintext, .def = "refuse",
+     .help = "with --tls-listen: whether a password (PASS or SASL) is taken over a plain "
+             "connection; refused, the client is told the TLS port (docs/tls.md)"},
+    {.name = "sts-duration", .form = "DUR", .type = YARD_OPT_DURATION,
+     CHAT_FIELD(sts_duration_ns), .unit_ns = YARD_NS_PER_S, .def = "0",
+     .help = "with --tls-listen: advertise IRCv3 strict transport security (sts) for DUR, so "
+             "that clients that know it move to TLS and stay there (e.g. 30d); 0: off"},
     YARD_OPT_END,
 };
 

@@ -53,6 +53,13 @@ void chat_start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
                      const char *account, size_t alen, const char *password, size_t plen,
                      bool sasl)
 {
+    char why[200], where[64];
+    if (!s->tls && fx->tls_port && !app->set->plaintext_login) {
+        snprintf(why, sizeof why, "log in over TLS, on port %u: this server takes no passwords "
+                                  "in clear text", (unsigned)fx->tls_port);
+        refuse_login(s, fx, sasl, why);
+        return;
+    }
     if (alen > CHAT_NAME_MAX)
         alen = CHAT_NAME_MAX;
     if (plen > YARD_ACCOUNT_PASSWORD_MAX)
@@ -61,7 +68,6 @@ void chat_start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
     chat_casefold(key, account, alen);
     uint64_t ticket, retry_ns;
     int v = chat_guard_check_begin(app->guard, &s->login.addr, key, fx->now_ns, &ticket, &retry_ns);
-    char why[200], where[64];
     unsigned long long wait_s = (retry_ns + YARD_NS_PER_S - 1) / YARD_NS_PER_S;
     switch (v) {
     case CHAT_GUARD_OK:
@@ -278,6 +284,16 @@ void chat_cmd_cap(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_i
                 n += (size_t)snprintf(names + n, sizeof names - n, "%s%s%s", n ? " " : "",
                                       cap_names[i].name,
                                       values && cap_names[i].bit == CAP_SASL ? "=PLAIN" : "");
+        /* sts (IRCv3 strict transport security) is a value only, never
+         * requested: the TLS port on a plain connection, how long to keep
+         * to TLS on an encrypted one. */
+        if (values && app->set->sts_duration_ns && fx->tls_port) {
+            if (s->tls)
+                snprintf(names + n, sizeof names - n, " sts=duration=%llu",
+                         (unsigned long long)(app->set->sts_duration_ns / YARD_NS_PER_S));
+            else
+                snprintf(names + n, sizeof names - n, " sts=port=%u", (unsigned)fx->tls_port);
+        }
         chat_sendf(fx, ":" SERVER " CAP %s %s :%s", chat_who(s), ls ? "LS" : "LIST", names);
     } else if (!strcasecmp(sub, "REQ")) {
         if (s->state != ST_READY)

@@ -79,6 +79,7 @@ struct session {
     char client[CHAT_CLIENT_MAX + 1]; /* the device: "alice@phone", or USER's name */
     char realname[CHAT_REALNAME_MAX + 1]; /* USER's, shown by extended-join */
     bool guest;              /* --guests: a nick, no account (s->account holds the nick) */
+    bool tls;                /* the connection is encrypted */
     char sender[CHAT_NAME_MAX + 2]; /* as the log names it: the account, or "~" and the
                                      * guest's nick */
     int slot;                /* the member slot (state.h), or -1 */

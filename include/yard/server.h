@@ -42,6 +42,7 @@ typedef struct yard_server {
     yard_addr_t bound[YARD_MAX_LISTEN]; /* where ls.fd[i] is bound (the real port) */
     bool bound_tls[YARD_MAX_LISTEN];    /* ls.fd[i] is a --tls-listen listener */
     int nbound; /* entries of bound (ls.n, which stays when a model moves ls away) */
+    uint16_t tls_port; /* the first TLS listener's port (apps name it); 0: none */
     struct yard_tls_ctx *tls;           /* the certificate and key; NULL without TLS */
     /* signalfd for SIGTERM, SIGINT and SIGCHLD, which stay blocked in every
      * thread; a forked child reading it sees its own signals. */

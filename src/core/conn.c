@@ -48,7 +48,9 @@ static yard_fx_t conn_fx(yard_conn_t *c, yard_scratch_t *s)
     return (yard_fx_t){.out = conn_fx_out(c, s),
                        .store = &c->store,
                        .now_ns = yard_now_ns(),
-                       .peer = c->peer_addr.len ? &c->peer_addr : NULL};
+                       .peer = c->peer_addr.len ? &c->peer_addr : NULL,
+                       .tls = c->tls != NULL,
+                       .tls_port = c->srv->tls_port};
 }
 
 #define APP_LOCK(c)                                                                               \

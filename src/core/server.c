@@ -207,6 +207,10 @@ static int listen_all(yard_server_t *srv, bool reuseport, char *err, size_t errl
     if (rc < 0)
         yard_listen_set_close(&srv->ls);
     srv->nbound = srv->ls.n;
+    srv->tls_port = 0;
+    for (int i = srv->nbound - 1; i >= 0; i--)
+        if (srv->bound_tls[i])
+            srv->tls_port = (uint16_t)yard_addr_port(&srv->bound[i]);
     return rc;
 }
 

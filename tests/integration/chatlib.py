@@ -45,10 +45,14 @@ def add_account(data, name, password, cost=4):
 
 
 class Irc:
-    def __init__(self, port, host="127.0.0.1", timeout=10.0, source=None):
-        """source: the local address to connect from (another 127.x.y.z)."""
+    def __init__(self, port, host="127.0.0.1", timeout=10.0, source=None, tls=None):
+        """source: the local address to connect from (another 127.x.y.z); tls: a
+        tlslib.Pki whose CA the server's certificate is checked against (TLS)."""
         self.sock = socket.create_connection((host, port), timeout=timeout,
                                              source_address=(source, 0) if source else None)
+        if tls is not None:
+            from tlslib import client_context
+            self.sock = client_context(tls).wrap_socket(self.sock, server_hostname="localhost")
         self.raw = b""               # every byte received
         self.buf = b""
         self.lines: list[str] = []   # every line received, in order
