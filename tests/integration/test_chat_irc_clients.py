@@ -19,6 +19,7 @@ import pytest
 
 from chatlib import CHAT, add_account, login_pass
 from conftest import BIN, ROOT, model_args, skip_unavailable, wait_for
+from tlslib import make_pki, tls_args
 
 pytestmark = pytest.mark.usefixtures("yard_chat_built")
 
@@ -36,13 +37,13 @@ WAIT = 15.0          # every wait on a screen or a socket is bounded by this
 IRSSI_SEND_WAIT = 30.0
 
 
-def doc_client_commands() -> dict[str, list[str]]:
-    """{client: [command, ...]} from the block under "Then connect with any
-    IRC client": lines "client: command" (a client may have several, taken in
-    order); lines in parentheses are notes."""
+def doc_client_commands(after: str = "Then connect with any IRC client") -> dict[str, list[str]]:
+    """{client: [command, ...]} from the code block after the text `after`:
+    lines "client: command" (a client may have several, taken in order);
+    lines in parentheses are notes."""
     text = DOC.read_text()
-    m = re.search(r"Then connect with any IRC client.*?\n```[^\n]*\n(.*?)\n```", text, re.S)
-    assert m, f"{DOC}: no code block after 'Then connect with any IRC client'"
+    m = re.search(rf"{re.escape(after)}.*?\n```[^\n]*\n(.*?)\n```", text, re.S)
+    assert m, f"{DOC}: no code block after {after!r}"
     commands: dict[str, list[str]] = {}
     for line in m.group(1).splitlines():
         if not line.strip() or line.strip().startswith("("):
@@ -315,3 +316,71 @@ def test_irssi_and_weechat_talk_with_the_documented_commands(start_server, tmux,
         "WeeChat did not use --dir"
     written = {f for f in HOME_FILES if (real_home / f).exists()} - home_before
     assert not written, f"a client wrote to the real home directory: {sorted(written)}"
+
+
+# The TLS block of docs/chat.md names a server by its host name and the
+# conventional port; the test's certificate is for localhost, from its own CA.
+TLS_DOC = {"chat.example.org": "localhost", "6697": None, "s3cret": None, "alice": None}
+TLS_PLACEHOLDERS = re.compile(r"\b(chat\.example\.org|6697|s3cret|alice)\b")
+
+
+def fill_in_tls(commands: list[str], client: str, port: int, account: str, password: str,
+                ca: Path) -> list[str]:
+    """The TLS block's commands for our server, with the test CA given to the
+    client the way the block's note says."""
+    joined = " ".join(commands)
+    for what in TLS_DOC:
+        assert re.search(rf"\b{re.escape(what)}\b", joined), \
+            f"{DOC}: the {client} TLS commands {commands} do not mention {what!r}"
+    value = {"chat.example.org": "localhost", "6697": str(port), "s3cret": password,
+             "alice": account}
+    out = [TLS_PLACEHOLDERS.sub(lambda m: value[m.group(1)], c) for c in commands]
+    if client == "irssi":
+        return [c.replace(" -tls ", f" -tls -tls_cafile {ca} ", 1) for c in out]
+    return [f"/set weechat.network.gnutls_ca_user {ca}", *out]
+
+
+@pytest.mark.models(names=["epoll", "uring"])
+def test_irssi_and_weechat_talk_over_tls_with_the_documented_commands(start_server, tmux,
+                                                                      tmp_path, model):
+    require_programs("tmux", "irssi", "weechat")
+    skip_unavailable(model)
+    pki = make_pki(tmp_path / "pki")
+    doc = doc_client_commands("Over TLS, connect with")
+    data = tmp_path / "data"
+    pw = {"bob": "irssi-tls-" + secrets.token_hex(4), "alice": "weechat-tls-" + secrets.token_hex(4)}
+    for name, password in pw.items():
+        add_account(data, name, password, cost=4)
+    srv = start_server([BIN / "yard-serve", "--app", "chat", *model_args(model), "--listen",
+                        "127.0.0.1:0", *tls_args(pki, "localhost:0"), "--data", data])
+    tls_port = srv.tls_addrs[0][1]
+
+    tmux.start("irssi", ["irssi", f"--home={tmp_path / 'irssi-home' / 'irssi'}"],
+               client_env(tmp_path / "irssi-home"))
+    tmux.wait("irssi", r"\[\(status\)\]", "prompt of a started irssi")
+    for cmd in fill_in_tls(doc["irssi"], "irssi", tls_port, "bob", pw["bob"], pki.ca):
+        tmux.type("irssi", cmd)
+    tmux.wait("irssi", r"Protocol: TLSv1\.[23]", "irssi's TLS handshake")
+    tmux.wait("irssi", r"Welcome to the yard chat, bob\b", "welcome (001) for bob over TLS")
+    tmux.type("irssi", f"/join {CHANNEL}")
+    tmux.wait("irssi", rf"bob \[bob@yard\] has joined {CHANNEL}\b", "join of bob")
+
+    tmux.start("weechat", ["weechat", "--dir", str(tmp_path / "weechat-home" / "weechat"),
+                           "-r", "/set weechat.look.paste_max_lines -1"],
+               client_env(tmp_path / "weechat-home"))
+    tmux.wait("weechat", r"Plugins loaded:.*\birc\b", "start of WeeChat with its irc plugin")
+    for cmd in fill_in_tls(doc["WeeChat"], "WeeChat", tls_port, "alice", pw["alice"], pki.ca):
+        tmux.type("weechat", cmd)
+    tmux.wait("weechat", r"SASL authentication successful", "SASL success (903) over TLS")
+    tmux.wait("weechat", r"Welcome to the yard chat, alice\b", "welcome (001) for alice")
+    tmux.type("weechat", f"/join {CHANNEL}")
+    tmux.wait("irssi", rf"alice \[alice@yard\] has joined {CHANNEL}\b", "alice's join on irssi")
+
+    text = f"über TLS ✓ {secrets.token_hex(4)}"
+    tmux.type("weechat", text)
+    tmux.wait("irssi", rf"<.?alice> {re.escape(text)}(?!\S)", "WeeChat's message on irssi")
+    assert "connection closed" not in srv.stderr(), srv.stderr()
+    tmux.type("irssi", "/quit")
+    tmux.type("weechat", "/quit")
+    tmux.wait_exited("irssi")
+    tmux.wait_exited("weechat")
