@@ -32,7 +32,9 @@ set(ENV{PKG_CONFIG_LIBDIR} "${yard_libs}/usr/lib/${yard_multiarch}/pkgconfig:${y
 set(ENV{PKG_CONFIG_SYSROOT_DIR} "${yard_libs}")
 set(ENV{PKG_CONFIG_PATH} "")
 
-set(CMAKE_C_FLAGS_INIT "-isystem ${yard_libs}/usr/include")
+# The architecture's own headers (OpenSSL's opensslconf.h) live in the
+# multiarch directory.
+set(CMAKE_C_FLAGS_INIT "-isystem ${yard_libs}/usr/include/${yard_multiarch} -isystem ${yard_libs}/usr/include")
 set(CMAKE_EXE_LINKER_FLAGS_INIT "-static -L${yard_libs}/usr/lib/${yard_multiarch}")
 
 if(yard_emulator)
