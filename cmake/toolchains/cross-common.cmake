@@ -32,9 +32,11 @@ set(ENV{PKG_CONFIG_LIBDIR} "${yard_libs}/usr/lib/${yard_multiarch}/pkgconfig:${y
 set(ENV{PKG_CONFIG_SYSROOT_DIR} "${yard_libs}")
 set(ENV{PKG_CONFIG_PATH} "")
 
-# The architecture's own headers (OpenSSL's opensslconf.h) live in the
-# multiarch directory.
-set(CMAKE_C_FLAGS_INIT "-isystem ${yard_libs}/usr/include/${yard_multiarch} -isystem ${yard_libs}/usr/include")
+# The unpacked headers, the architecture's own (OpenSSL's opensslconf.h)
+# in the multiarch directory first. Not a cached flag: a build directory
+# configured before a header moved there picks it up too.
+set(CMAKE_C_STANDARD_INCLUDE_DIRECTORIES ${yard_libs}/usr/include/${yard_multiarch}
+    ${yard_libs}/usr/include)
 set(CMAKE_EXE_LINKER_FLAGS_INIT "-static -L${yard_libs}/usr/lib/${yard_multiarch}")
 
 if(yard_emulator)
