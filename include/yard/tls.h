@@ -36,8 +36,25 @@ int yard_tls_ctx_new(yard_tls_ctx_t **out, const char *cert_file, const char *ke
 int yard_tls_ctx_reload(yard_tls_ctx_t *ctx, char *err, size_t errlen);
 void yard_tls_ctx_free(yard_tls_ctx_t *ctx);
 
+/* The client's side (yard-chat connect, yard-load): the server's
+ * certificate is checked against ca_file (NULL: the system's CAs) and the
+ * host name a connection names, unless insecure; cert_file and key_file
+ * (both or neither) are the client's own certificate (SASL EXTERNAL). 0, or
+ * -1 with err. */
+int yard_tls_client_ctx_new(yard_tls_ctx_t **out, const char *ca_file, bool insecure,
+                            const char *cert_file, const char *key_file, char *err,
+                            size_t errlen);
+
 /* A server-side connection; NULL when out of memory. */
 yard_tls_t *yard_tls_new(yard_tls_ctx_t *ctx);
+/* A client-side connection to host (sent as SNI, and the name the server's
+ * certificate must carry); the client speaks first: yard_tls_read (or
+ * yard_tls_handshake) with nothing fed yet starts the handshake. NULL when
+ * out of memory. */
+yard_tls_t *yard_tls_client_new(yard_tls_ctx_t *ctx, const char *host);
+/* Moves the handshake on without asking for plaintext: 1 once it is done,
+ * 0 while it needs more ciphertext, -EPROTO (yard_tls_why) or -ENOMEM. */
+int yard_tls_handshake(yard_tls_t *t);
 void yard_tls_free(yard_tls_t *t);
 
 /* n bytes of ciphertext arrived: 0, or -ENOMEM. */

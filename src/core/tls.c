@@ -29,6 +29,8 @@ struct yard_tls {
     char why[160];
 };
 
+static long failure(yard_tls_t *t, int r);
+
 /* OpenSSL's reason for the error at the end of this thread's queue, then
  * an empty queue (SSL_get_error needs one before each call). */
 static void openssl_reason(char *buf, size_t len, const char *fallback)
@@ -148,6 +150,58 @@ void yard_tls_ctx_free(yard_tls_ctx_t *c)
     free(c);
 }
 
+int yard_tls_client_ctx_new(yard_tls_ctx_t **out, const char *ca_file, bool insecure,
+                            const char *cert_file, const char *key_file, char *err,
+                            size_t errlen)
+{
+    char why[200];
+    *out = NULL;
+    if ((cert_file == NULL) != (key_file == NULL)) {
+        snprintf(err, errlen, "a client certificate needs both its file and its key's");
+        return -1;
+    }
+    if ((ca_file && readable("the CA file", ca_file, err, errlen) < 0) ||
+        (cert_file && (readable("the certificate", cert_file, err, errlen) < 0 ||
+                       readable("the key", key_file, err, errlen) < 0)))
+        return -1;
+    yard_tls_ctx_t *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "TLS context: out of memory");
+        return -1;
+    }
+    pthread_mutex_init(&c->mu, NULL);
+    ERR_clear_error();
+    c->ssl = SSL_CTX_new(TLS_client_method());
+    if (!c->ssl) {
+        openssl_reason(why, sizeof why, "out of memory");
+        snprintf(err, errlen, "TLS context: %s", why);
+        yard_tls_ctx_free(c);
+        return -1;
+    }
+    SSL_CTX_set_min_proto_version(c->ssl, TLS1_2_VERSION);
+    SSL_CTX_set_mode(c->ssl, SSL_MODE_RELEASE_BUFFERS);
+    SSL_CTX_set_verify(c->ssl, insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
+    int ok = 1;
+    if (!insecure)
+        ok = ca_file ? SSL_CTX_load_verify_locations(c->ssl, ca_file, NULL)
+                     : SSL_CTX_set_default_verify_paths(c->ssl);
+    if (ok != 1) {
+        openssl_reason(why, sizeof why, "not a PEM certificate");
+        snprintf(err, errlen, "CA file %s: %s", ca_file ? ca_file : "(the system's)", why);
+    } else if (cert_file && SSL_CTX_use_certificate_chain_file(c->ssl, cert_file) != 1) {
+        openssl_reason(why, sizeof why, "not a PEM certificate");
+        snprintf(err, errlen, "certificate %s: %s", cert_file, why);
+    } else if (key_file && SSL_CTX_use_PrivateKey_file(c->ssl, key_file, SSL_FILETYPE_PEM) != 1) {
+        openssl_reason(why, sizeof why, "not a PEM private key");
+        snprintf(err, errlen, "key %s: %s", key_file, why);
+    } else {
+        *out = c;
+        return 0;
+    }
+    yard_tls_ctx_free(c);
+    return -1;
+}
+
 yard_tls_t *yard_tls_new(yard_tls_ctx_t *ctx)
 {
     yard_tls_t *t = calloc(1, sizeof *t);
@@ -171,6 +225,32 @@ yard_tls_t *yard_tls_new(yard_tls_ctx_t *ctx)
     SSL_set_bio(t->ssl, t->in, t->out); /* the SSL owns both now */
     SSL_set_accept_state(t->ssl);
     return t;
+}
+
+yard_tls_t *yard_tls_client_new(yard_tls_ctx_t *ctx, const char *host)
+{
+    yard_tls_t *t = yard_tls_new(ctx);
+    if (!t)
+        return NULL;
+    SSL_set_connect_state(t->ssl);
+    /* SNI for a name, and the name (or address) the certificate must carry. */
+    bool numeric = strspn(host, "0123456789.") == strlen(host) || strchr(host, ':');
+    if ((!numeric && SSL_set_tlsext_host_name(t->ssl, host) != 1) || SSL_set1_host(t->ssl, host) != 1) {
+        ERR_clear_error();
+        yard_tls_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+int yard_tls_handshake(yard_tls_t *t)
+{
+    ERR_clear_error();
+    int r = SSL_do_handshake(t->ssl);
+    if (r == 1)
+        return 1;
+    long f = failure(t, r);
+    return f == -ESHUTDOWN ? -EPROTO : (int)f;
 }
 
 void yard_tls_free(yard_tls_t *t)
@@ -211,7 +291,11 @@ static long failure(yard_tls_t *t, int r)
     case SSL_ERROR_SSL: {
         char r2[120];
         openssl_reason(r2, sizeof r2, "protocol error");
-        snprintf(t->why, sizeof t->why, "TLS: %s", r2);
+        long v = SSL_get_verify_result(t->ssl);
+        if (v != X509_V_OK) /* the peer's certificate: say why it was not trusted */
+            snprintf(t->why, sizeof t->why, "TLS: %s (%s)", r2, X509_verify_cert_error_string(v));
+        else
+            snprintf(t->why, sizeof t->why, "TLS: %s", r2);
         return -EPROTO;
     }
     default:

@@ -15,6 +15,7 @@ import pytest
 
 from chatlib import CHAT, LineReader, add_account, login_pass, login_sasl
 from conftest import BIN, wait_for
+from tlslib import make_pki, tls_args
 
 pytestmark = pytest.mark.usefixtures("yard_chat_built")
 
@@ -262,3 +263,38 @@ def test_plain_client_fetches_older_messages_and_marks_read(start_server, data):
     assert a.p.wait(10) == 0
     for c in (bob, check):
         c.close()
+
+
+def test_plain_clients_talk_over_tls(start_server, data, tmp_path):
+    """--tls: a client checked against the test CA talks to a plain one; a
+    client that trusts only the system's CAs refuses the server and says why;
+    --tls-insecure on the plain port is told the port speaks no TLS."""
+    pki = make_pki(tmp_path / "pki")
+    srv = start_server([BIN / "yard-serve", "--app", "chat", "--model", "epoll", "--listen",
+                        "127.0.0.1:0", *tls_args(pki), "--plaintext-login", "allow",
+                        "--data", data])
+    tls_port = srv.tls_addrs[0][1]
+    a = Plain(tls_port, "alice", "--join", "#sealed", "--tls", "--tls-ca", str(pki.ca))
+    a.expect("* joined #sealed")
+    b = Plain(srv.port, "bob", "--join", "#sealed")
+    b.expect("* joined #sealed")
+    a.expect("[#sealed] * bob joined")
+    a.say("через TLS 🔐")
+    b.expect("[#sealed] <alice> через TLS 🔐")
+    a.say("/quit")
+    assert a.p.wait(10) == 0
+    assert b.finish() == 0
+    untrusted = Plain(tls_port, "alice", "--tls")
+    untrusted.expect("* 127.0.0.1:%d: TLS: certificate verify failed" % tls_port)
+    untrusted.p.kill()
+    untrusted.p.wait(5)
+    insecure = Plain(srv.port, "alice", "--tls", "--tls-insecure")
+    insecure.expect("* 127.0.0.1:%d: TLS: wrong version number" % srv.port)
+    insecure.p.kill()
+    insecure.p.wait(5)
+    assert "--tls-insecure: the server's certificate is not checked" in insecure.p.stderr.read()
+    for bad in (["--tls-ca", str(pki.ca)], ["--tls", "--tls-ca", str(pki.ca), "--tls-insecure"]):
+        r = subprocess.run([CHAT, "connect", f"127.0.0.1:{tls_port}", "--user", "alice", "--plain",
+                            *bad], capture_output=True, text=True, timeout=10,
+                           env={**os.environ, "YARD_PASSWORD": "pw-alice"})
+        assert r.returncode == 2 and "Try 'yard-chat --help'" in r.stderr, (bad, r.stderr)

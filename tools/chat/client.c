@@ -6,7 +6,9 @@
  * and prints what arrives on stdout, for scripts and tests. It waits in
  * poll() on the terminal and the socket: no busy polling. When the
  * connection drops it reconnects with a growing back-off (1 s doubling to
- * 30 s) and joins again; the server replays what was missed.
+ * 30 s) and joins again; the server replays what was missed. With --tls it
+ * speaks TLS (include/yard/tls.h), checking the server's certificate and
+ * name against the system's CAs or --tls-ca.
  *
  * Text from the server is drawn through text.h's units in both UIs: UTF-8
  * as characters placed by their display width (the wide-character curses
@@ -37,8 +39,10 @@
 
 #include "chat.h"
 #include "text.h"
+#include "yard/buf.h"
 #include "yard/net.h"
 #include "yard/proto_ircline.h"
+#include "yard/tls.h"
 
 #define MAX_CHANS 32
 #define SCROLLBACK 2000
@@ -123,6 +127,77 @@ static void show(const char *fmt, ...)
 
 /* ---- the connection ------------------------------------------------------ */
 
+static yard_tls_ctx_t *tls_ctx; /* --tls */
+static yard_tls_t *tls;         /* the connection's, with --tls */
+static char tls_host[256];      /* the name the server's certificate must carry */
+
+static void drop_connection(void)
+{
+    yard_tls_free(tls);
+    tls = NULL;
+    if (C.fd >= 0)
+        close(C.fd);
+    C.fd = -1;
+}
+
+/* The records TLS has written, to the socket: 0, or -1. */
+static int tls_flush(void)
+{
+    yard_buf_t b = YARD_BUF_INIT;
+    int rc = yard_tls_take(tls, &b) < 0 ? -1 : 0;
+    if (rc == 0 && b.len)
+        rc = yard_write_all(C.fd, yard_buf_head(&b), b.len) < 0 ? -1 : 0;
+    yard_buf_free(&b);
+    return rc;
+}
+
+/* Bytes for the server, sealed with --tls: 0, or -1. */
+static int wire_write(const char *p, size_t n)
+{
+    if (!tls)
+        return yard_write_all(C.fd, p, n) < 0 ? -1 : 0;
+    return yard_tls_write(tls, (const uint8_t *)p, n) < 0 ? -1 : tls_flush();
+}
+
+/* The handshake, before anything is said: true once the server is who it
+ * should be (or --tls-insecure). Bounded by 15 s. */
+static bool tls_start(void)
+{
+    tls = yard_tls_client_new(tls_ctx, tls_host);
+    if (!tls) {
+        show("* out of memory");
+        return false;
+    }
+    time_t until = time(NULL) + 15;
+    for (;;) {
+        int r = yard_tls_handshake(tls);
+        if (tls_flush() < 0) {
+            show("* %s: the connection failed during the TLS handshake", C.target_text);
+            return false;
+        }
+        if (r == 1)
+            return true;
+        if (r < 0) {
+            show("* %s: %s", C.target_text, yard_tls_why(tls));
+            return false;
+        }
+        if (time(NULL) >= until) {
+            show("* %s: no TLS handshake within 15 s", C.target_text);
+            return false;
+        }
+        struct pollfd p = {.fd = C.fd, .events = POLLIN};
+        if (poll(&p, 1, 1000) <= 0)
+            continue;
+        char buf[16384];
+        ssize_t n = read(C.fd, buf, sizeof buf);
+        if (n <= 0 || yard_tls_feed(tls, (const uint8_t *)buf, (size_t)n) < 0) {
+            show("* %s closed the connection during the TLS handshake (a plain-text port?)",
+                 C.target_text);
+            return false;
+        }
+    }
+}
+
 static void send_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void send_line(const char *fmt, ...)
 {
@@ -134,10 +209,8 @@ static void send_line(const char *fmt, ...)
     va_start(ap, fmt);
     size_t n = yard_irc_vline(line, sizeof line, &cut, fmt, ap);
     va_end(ap);
-    if (n && yard_write_all(C.fd, line, n) < 0) {
-        close(C.fd);
-        C.fd = -1;
-    }
+    if (n && wire_write(line, n) < 0)
+        drop_connection();
 }
 
 static bool try_connect(void)
@@ -149,6 +222,10 @@ static bool try_connect(void)
         yard_net_message(err, sizeof err, &C.addr, call, C.fd);
         C.fd = -1;
         show("* cannot connect to %s: %s", C.target_text, err);
+        return false;
+    }
+    if (tls_ctx && !tls_start()) {
+        drop_connection();
         return false;
     }
     C.in_len = 0;
@@ -418,18 +495,50 @@ static int on_line_cb(char *line, void *arg)
     return 0;
 }
 
-static bool on_readable(void)
+/* The complete lines of C.in, handled; the rest kept. */
+static void take_lines(void)
 {
-    ssize_t n = read(C.fd, C.in + C.in_len, sizeof C.in - C.in_len);
-    if (n <= 0) {
-        close(C.fd);
-        C.fd = -1;
-        return false;
-    }
-    C.in_len += (size_t)n;
     size_t off = (size_t)yard_irc_each_line(C.in, C.in_len, on_line_cb, NULL);
     memmove(C.in, C.in + off, C.in_len - off);
     C.in_len -= off;
+}
+
+/* With --tls: every plaintext byte the records fed so far hold. */
+static bool tls_drain(void)
+{
+    for (;;) {
+        long r = yard_tls_read(tls, (uint8_t *)C.in + C.in_len, sizeof C.in - C.in_len);
+        if (r > 0) {
+            C.in_len += (size_t)r;
+            take_lines();
+            if (C.in_len == sizeof C.in)
+                return false; /* a line longer than any the server sends */
+            continue;
+        }
+        if (r == -EPROTO)
+            show("* %s: %s", C.target_text, yard_tls_why(tls));
+        return r == 0 && tls_flush() == 0;
+    }
+}
+
+static bool on_readable(void)
+{
+    char buf[sizeof C.in];
+    size_t room = tls ? sizeof buf : sizeof C.in - C.in_len;
+    ssize_t n = read(C.fd, tls ? buf : C.in + C.in_len, room);
+    if (n <= 0 || (tls && yard_tls_feed(tls, (const uint8_t *)buf, (size_t)n) < 0)) {
+        drop_connection();
+        return false;
+    }
+    if (tls) {
+        if (!tls_drain()) {
+            drop_connection();
+            return false;
+        }
+        return true;
+    }
+    C.in_len += (size_t)n;
+    take_lines();
     return true;
 }
 
@@ -792,9 +901,13 @@ int chat_connect_main(int argc, char **argv)
     static const struct option opts[] = {
         {"user", required_argument, NULL, 'u'},  {"plain", no_argument, NULL, 'p'},
         {"join", required_argument, NULL, 'j'},  {"password-file", required_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
+        {"tls", no_argument, NULL, 't'},         {"tls-ca", required_argument, NULL, 'a'},
+        {"tls-insecure", no_argument, NULL, 'i'}, {"cert", required_argument, NULL, 'c'},
+        {"key", required_argument, NULL, 'k'},   {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
-    const char *pwfile = NULL;
+    const char *pwfile = NULL, *ca = NULL, *cert = NULL, *key = NULL;
+    bool use_tls = false, insecure = false;
     optind = 1;
     opterr = 0;
     int c;
@@ -803,13 +916,24 @@ int chat_connect_main(int argc, char **argv)
         case 'u': C.user = optarg; break;
         case 'p': C.plain = true; break;
         case 'f': pwfile = optarg; break;
+        case 't': use_tls = true; break;
+        case 'a': ca = optarg; break;
+        case 'i': insecure = true; break;
+        case 'c': cert = optarg; break;
+        case 'k': key = optarg; break;
         case 'j':
             if (C.nchans < MAX_CHANS)
                 snprintf(C.chans[C.nchans++], sizeof C.chans[0], "%s", optarg);
             break;
         case 'h':
             printf("usage: yard-chat connect HOST:PORT --user NAME [--join #chan]... [--plain]\n"
-                   "                          [--password-file FILE]\n");
+                   "                          [--password-file FILE]\n"
+                   "                          [--tls [--tls-ca FILE | --tls-insecure] "
+                   "[--cert FILE --key FILE]]\n"
+                   "  --tls           speak TLS; the server's certificate must be trusted (the\n"
+                   "                  system's CAs, or --tls-ca FILE) and name HOST\n"
+                   "  --tls-insecure  do not check the certificate at all (says so once)\n"
+                   "  --cert, --key   a client certificate of one's own (PEM)\n");
             return 0;
         default:
             fprintf(stderr, "yard-chat connect: unknown option '%s'\nTry 'yard-chat --help'.\n",
@@ -823,10 +947,38 @@ int chat_connect_main(int argc, char **argv)
         return 2;
     }
     C.target_text = argv[optind];
-    char err[256];
-    if (yard_addr_parse(C.target_text, &C.addr, err, sizeof err) < 0) {
+    char err[512];
+    yard_addr_list_t found;
+    if (yard_addr_resolve(C.target_text, &found, err, sizeof err) < 0) {
         fprintf(stderr, "yard-chat connect: %s\n", err);
         return 2;
+    }
+    C.addr = found.a[0];
+    if (!use_tls && (ca || insecure || cert || key)) {
+        fprintf(stderr, "yard-chat connect: --tls-ca, --tls-insecure, --cert and --key go with "
+                        "--tls\nTry 'yard-chat --help'.\n");
+        return 2;
+    }
+    if (ca && insecure) {
+        fprintf(stderr, "yard-chat connect: --tls-ca and --tls-insecure exclude each other\n"
+                        "Try 'yard-chat --help'.\n");
+        return 2;
+    }
+    if (use_tls) {
+        /* HOST of HOST:PORT, without an IPv6 address's brackets. */
+        const char *colon = strrchr(C.target_text, ':');
+        size_t hl = colon ? (size_t)(colon - C.target_text) : strlen(C.target_text);
+        const char *h = C.target_text;
+        if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']')
+            h++, hl -= 2;
+        snprintf(tls_host, sizeof tls_host, "%.*s", (int)hl, h);
+        if (yard_tls_client_ctx_new(&tls_ctx, ca, insecure, cert, key, err, sizeof err) < 0) {
+            fprintf(stderr, "yard-chat connect: %s\n", err);
+            return 1;
+        }
+        if (insecure)
+            fprintf(stderr, "yard-chat connect: --tls-insecure: the server's certificate is not "
+                            "checked; anyone on the path can read and change this session\n");
     }
     if (read_password(pwfile) < 0)
         return 1;
@@ -949,13 +1101,18 @@ int chat_connect_main(int argc, char **argv)
     }
     if (C.fd >= 0) {
         /* Let the QUIT reach the server before closing. */
+        if (tls) {
+            yard_tls_close_notify(tls);
+            tls_flush();
+        }
         shutdown(C.fd, SHUT_WR);
         struct pollfd p = {.fd = C.fd, .events = POLLIN};
         char sink[4096];
         while (poll(&p, 1, 1000) > 0 && read(C.fd, sink, sizeof sink) > 0) {
         }
-        close(C.fd);
+        drop_connection();
     }
+    yard_tls_ctx_free(tls_ctx);
     if (!C.plain)
         endwin();
     explicit_bzero(C.password, sizeof C.password);

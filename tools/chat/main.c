@@ -12,6 +12,7 @@ static void usage(FILE *f)
                "                 [--senders 64] [--sender-prefix u] [--text-bytes 64]\n"
                "       yard-chat connect HOST:PORT --user NAME [--join #chan]... [--plain]\n"
                "                 [--password-file FILE]\n"
+               "                 [--tls [--tls-ca FILE | --tls-insecure] [--cert FILE --key FILE]]\n"
                "\n"
                "  account add NAME     create an account; the password is read from the\n"
                "                       terminal (twice, not echoed) or, when stdin is not a\n"
