@@ -11,6 +11,9 @@ Run headless, bounded in users and time, against 127.0.0.1 only:
          --host http://127.0.0.1:8080 PasswordTest UserInfo
 Each simulated user works on its own user name, so a response that does not
 match what that user stored is a failure, not a race with another user.
+
+Over HTTPS (--host https://..., docs/tls.md) the server's certificate is checked
+against the system's CAs, or against YARD_TLS_CA=FILE for a CA of one's own.
 """
 
 from __future__ import annotations
@@ -29,10 +32,20 @@ def _name(prefix: str) -> str:
     return f"{prefix}{os.getpid()}x{next(_ids)}"
 
 
-class PasswordTest(HttpUser):
+class YardUser(HttpUser):
+    """What every scenario shares: the wait, and YARD_TLS_CA."""
+    abstract = True
     wait_time = between(0, WAIT)
 
     def on_start(self):
+        ca = os.environ.get("YARD_TLS_CA")
+        if ca:
+            self.client.verify = ca
+
+
+class PasswordTest(YardUser):
+    def on_start(self):
+        super().on_start()
         self.user = _name("pw")
         self.password = f"secret-{self.user}"
 
@@ -50,10 +63,9 @@ class PasswordTest(HttpUser):
                 r.failure(f"verify: {r.status_code} {r.text!r}")
 
 
-class UserInfo(HttpUser):
-    wait_time = between(0, WAIT)
-
+class UserInfo(YardUser):
     def on_start(self):
+        super().on_start()
         self.user = _name("info")
         self.n = 0
 
@@ -72,9 +84,7 @@ class UserInfo(HttpUser):
                 r.failure(f"get: {r.status_code} {r.text!r}")
 
 
-class LongPoll(HttpUser):
-    wait_time = between(0, WAIT)
-
+class LongPoll(YardUser):
     @task
     def poll(self):
         with self.client.get("/longPoll", catch_response=True) as r:

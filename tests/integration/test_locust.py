@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import os
 import subprocess
 import sys
 
 import pytest
 
 from conftest import ROOT
+from tlslib import make_pki, tls_args
 
 # Looked up, not imported: importing locust monkey-patches the whole test process with gevent
 # (sockets, threads, subprocess pipes), which breaks other tests and pytest-xdist's workers.
@@ -18,15 +20,25 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("locust") is None,
                                 reason="the locust package is not installed (pip install locust)")
 
 
-def test_locust_scenarios_have_no_failures(serve, tmp_path):
-    srv = serve("rest", "epoll", "--bcrypt-cost", "4", "--longpoll-ms", "300")
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_locust_scenarios_have_no_failures(serve, tmp_path, scheme):
+    """Over HTTPS too (docs/tls.md): Locust's requests check the server's
+    certificate against the test CA (YARD_TLS_CA, loadtests/locustfile.py)."""
+    flags, env = [], dict(os.environ)
+    if scheme == "https":
+        pki = make_pki(tmp_path / "pki")
+        flags = tls_args(pki)
+        env["YARD_TLS_CA"] = str(pki.ca)
+    srv = serve("rest", "epoll", "--bcrypt-cost", "4", "--longpoll-ms", "300", *flags)
+    port = srv.tls_addrs[0][1] if scheme == "https" else srv.port
+    host = "localhost" if scheme == "https" else srv.host
     prefix = tmp_path / "run"
     p = subprocess.run(
         [sys.executable, "-m", "locust", "-f", str(ROOT / "loadtests" / "locustfile.py"),
          "--headless", "-u", "8", "-r", "8", "-t", "4s", "--stop-timeout", "5",
-         "--host", f"http://{srv.host}:{srv.port}", "--csv", str(prefix), "--only-summary",
+         "--host", f"{scheme}://{host}:{port}", "--csv", str(prefix), "--only-summary",
          "PasswordTest", "UserInfo", "LongPoll"],
-        capture_output=True, text=True, timeout=60)
+        capture_output=True, text=True, timeout=60, env=env)
     stats = list(csv.DictReader(open(f"{prefix}_stats.csv")))
     total = next(r for r in stats if r["Name"] == "Aggregated")
     assert int(total["Request Count"]) > 0, p.stderr[-2000:]

@@ -257,3 +257,29 @@ def test_unfinished_handshakes_do_not_stop_service(start_server, pki, model):
     finally:
         for s in stalled:
             s.close()
+
+
+@pytest.mark.models()
+def test_rest_over_https_with_curl(start_server, pki, model):
+    """The REST app as a browser or curl meets it: HTTPS, the certificate
+    checked against the test CA, keep-alive across requests."""
+    require_curl()
+    srv = start(start_server, "rest", model, pki, "--bcrypt-cost", "4")
+    base = f"https://localhost:{srv.tls_addrs[0][1]}"
+    body = '{"name": "Ада", "emoji": "🔐"}'
+    r = subprocess.run(["curl", "-sS", "--fail-with-body", "--cacert", str(pki.ca),
+                        "-X", "POST", "-d", body, f"{base}/user/set/ada", "--next",
+                        "--cacert", str(pki.ca), f"{base}/user/get/ada", "--next",
+                        "--cacert", str(pki.ca), "-X", "POST", "-d", '{"password": "s3cret"}',
+                        f"{base}/password/set/ada"],
+                       capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode() == "OK" + body + "OK", r.stdout
+    # Without the CA, curl refuses the server: the certificate is what is checked.
+    r = subprocess.run(["curl", "-sS", f"{base}/user/get/ada"], capture_output=True, timeout=30)
+    assert r.returncode == 60, r.stderr  # CURLE_PEER_FAILED_VERIFICATION
+
+
+def require_curl() -> None:
+    if not shutil.which("curl"):
+        pytest.fail("not installed: curl (make deps installs it)", pytrace=False)
