@@ -5,7 +5,7 @@
  *
  * The app under test answers lines:
  *   "E<x>"  reply "<x>"            "J<n>"  offload a job, reply "job <n*n>"
- *   "P<n>"  a FULL permission job   "T"     arm a timer 1 ms ahead, "tick" on it
+ *   "P<n>"  a FULL permission job   "T"     arm a timer 200 ms ahead, "tick" on it
  *   "W"     watch topic 0 of the bus from 0, reply "news" on news
  *   "B"     queue 1 MiB of output  "Q"     reply "bye" and close */
 #define _DEFAULT_SOURCE /* usleep */
@@ -65,8 +65,10 @@ static size_t app_data(void *state, void *session, const uint8_t *in, size_t n, 
                 yard_fx_access(fx, obj, YARD_ACCESS_FULL, square, s);
             break;
         case 'T':
+            /* Far enough ahead that it is not due before the test looks
+             * (1 ms was, under qemu on a loaded machine). */
             s->waiting = true;
-            yard_fx_wake_at(fx, fx->now_ns + YARD_NS_PER_MS);
+            yard_fx_wake_at(fx, fx->now_ns + 200 * YARD_NS_PER_MS);
             break;
         case 'W': yard_fx_watch(fx, bus, 0, 0); break;
         case 'B': {
