@@ -52,6 +52,9 @@ yard_tls_t *yard_tls_new(yard_tls_ctx_t *ctx);
  * yard_tls_handshake) with nothing fed yet starts the handshake. NULL when
  * out of memory. */
 yard_tls_t *yard_tls_client_new(yard_tls_ctx_t *ctx, const char *host);
+/* Whether the handshake resumed an earlier session (no certificate, no
+ * private-key work). */
+bool yard_tls_resumed(const yard_tls_t *t);
 /* Moves the handshake on without asking for plaintext: 1 once it is done,
  * 0 while it needs more ciphertext, -EPROTO (yard_tls_why) or -ENOMEM. */
 int yard_tls_handshake(yard_tls_t *t);

@@ -314,6 +314,8 @@ long yard_tls_read(yard_tls_t *t, uint8_t *buf, size_t room)
 
 bool yard_tls_established(const yard_tls_t *t) { return SSL_is_init_finished(t->ssl); }
 
+bool yard_tls_resumed(const yard_tls_t *t) { return SSL_session_reused(t->ssl) == 1; }
+
 int yard_tls_write(yard_tls_t *t, const uint8_t *p, size_t n)
 {
     while (n) {

@@ -3,6 +3,7 @@ and exact counts over TLS beside a plain listener, a TLS-only server, the start-
 errors, SIGHUP's reload, and bad input (plain text, random bytes, a handshake that
 stops, TLS 1.0, a crowd of unfinished handshakes), each closed cleanly."""
 
+import json
 import os
 import random
 import re
@@ -283,3 +284,39 @@ def test_rest_over_https_with_curl(start_server, pki, model):
 def require_curl() -> None:
     if not shutil.which("curl"):
         pytest.fail("not installed: curl (make deps installs it)", pytrace=False)
+
+
+def yard_load(*args, timeout=60):
+    return subprocess.run([str(BIN / "yard-load"), *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.mark.models(names=["epoll", "uring", "thread"])
+def test_yard_load_over_tls_counts_handshakes_and_round_trips(start_server, pki, model):
+    srv = start(start_server, "echo", model, pki)
+    target = "127.0.0.1:%d" % srv.tls_addrs[0][1]
+    r = yard_load("echo", "--target", target, "--tls", "--tls-ca", pki.ca, "--connections", 20,
+                  "--messages", 300, "--size", 100, "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["messages"] == 20 * 300 and doc["errors"] == 0
+    assert doc["bytes_sent"] == doc["bytes_received"] == 20 * 300 * 100
+    t = doc["tls"]
+    assert t["full_handshakes"] == 20 and t["resumed_handshakes"] == 0 and t["failures"] == 0
+    assert 0 < t["handshake_us"]["p50"] <= t["handshake_us"]["max"]
+    plain = json.loads(yard_load("echo", "--target", "127.0.0.1:%d" % srv.port, "--messages", 5,
+                                 "--json").stdout)
+    assert plain["tls"] is None
+    # A server the system's CAs do not vouch for, and a port without TLS: exit 1, and why.
+    r = yard_load("echo", "--target", target, "--tls", "--messages", 5)
+    assert r.returncode == 1 and "certificate verify failed" in r.stderr, r.stderr
+    r = yard_load("echo", "--target", "127.0.0.1:%d" % srv.port, "--tls", "--tls-insecure",
+                  "--messages", 5)
+    assert r.returncode == 1 and "TLS" in r.stderr, r.stderr
+
+
+def test_yard_load_tls_usage_errors(pki):
+    for args in (["rate", "--tls"], ["echo", "--tls", "--io", "uring"],
+                 ["echo", "--tls-insecure"], ["echo", "--tls", "--tls-ca", pki.ca, "--tls-insecure"]):
+        r = yard_load(*args, "--target", "127.0.0.1:9")
+        assert r.returncode == 2 and "tls" in r.stderr.lower(), (args, r.stderr)

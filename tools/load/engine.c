@@ -32,7 +32,12 @@
  *
  * Either way most of a round trip's cost is the kernel's loopback TCP path
  * (a send also runs the server socket's receive processing), which no
- * interface removes: see docs/load.md for what the ring saves. */
+ * interface removes: see docs/load.md for what the ring saves.
+ *
+ * --tls (epoll only): each connection's handshake is part of connecting,
+ * timed from the TCP connect's start; then each request is sealed as it
+ * starts (include/yard/tls.h) and what arrives is opened before the
+ * protocol sees it, so latency includes both. */
 #include <math.h>
 #include <errno.h>
 #include <liburing.h>
@@ -45,7 +50,9 @@
 #include <unistd.h>
 
 #include "load.h"
+#include "yard/buf.h"
 #include "yard/clock.h"
+#include "yard/tls.h"
 #include "yard/uring.h"
 
 struct lconn {
@@ -62,6 +69,10 @@ struct lconn {
     size_t tx_len, tx_off;       /* uring: tx_off is unused */
     bool sending, recv_armed;    /* uring: a send / a multishot receive in flight */
     void *priv;
+    yard_tls_t *tls;             /* --tls */
+    yard_buf_t wire;             /* --tls: records the socket has not taken yet */
+    bool secured;                /* --tls: the handshake is done */
+    uint64_t connect_at;         /* --tls: when the TCP connect started */
 };
 
 struct due {
@@ -196,6 +207,9 @@ static void finish(struct engine *e, struct lconn *c)
         epoll_ctl(e->ep, EPOLL_CTL_DEL, c->fd, NULL);
     }
     close(c->fd);
+    yard_tls_free(c->tls);
+    c->tls = NULL;
+    yard_buf_free(&c->wire);
     e->active--;
 }
 
@@ -384,12 +398,126 @@ static int ring_turn(struct engine *e)
     return 0;
 }
 
+/* ---- --tls ----------------------------------------------------------------- */
+
+/* Send the records waiting (after taking what TLS wrote): 1 when all went,
+ * 0 when the socket is full (EPOLLOUT is wanted), -1 when it failed. */
+static int tls_send(struct engine *e, struct lconn *c)
+{
+    if (yard_tls_take(c->tls, &c->wire) < 0) {
+        load_error(e->r, "connection %d: out of memory for TLS records", c->id);
+        return -1;
+    }
+    while (c->wire.len) {
+        ssize_t w = send(c->fd, yard_buf_head(&c->wire), c->wire.len, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && errno == EAGAIN)
+            return 0;
+        if (w < 0) {
+            load_error(e->r, "connection %d: send: %s", c->id, strerror(errno));
+            return -1;
+        }
+        yard_buf_consume(&c->wire, (size_t)w);
+    }
+    return 1;
+}
+
+/* Move c's handshake on: 1 when it is done (counted and timed), 0 while it
+ * waits for the server, -1 when it failed (the run's error). */
+static int tls_step(struct engine *e, struct lconn *c)
+{
+    int h = yard_tls_handshake(c->tls);
+    int sent = tls_send(e, c);
+    if (h < 0 || sent < 0) {
+        e->r->tls_failures++;
+        if (h < 0)
+            load_error(e->r, "connection %d: %s", c->id, yard_tls_why(c->tls));
+        return -1;
+    }
+    want(e, c, sent ? EPOLLIN : EPOLLIN | EPOLLOUT);
+    if (h == 0)
+        return 0;
+    c->secured = true;
+    yard_hist_record(&e->r->tls_handshake, yard_now_ns() - c->connect_at);
+    if (yard_tls_resumed(c->tls))
+        e->r->tls_resumed++;
+    else
+        e->r->tls_full++;
+    return 1;
+}
+
+/* During the handshake: what arrived, fed to TLS. -1 when the server closed. */
+static int tls_read_handshake(struct engine *e, struct lconn *c)
+{
+    for (;;) {
+        ssize_t n = read(c->fd, e->rbuf, sizeof e->rbuf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return 0;
+        if (n <= 0 || yard_tls_feed(c->tls, e->rbuf, (size_t)n) < 0) {
+            e->r->tls_failures++;
+            load_error(e->r, "connection %d: the server closed it during the TLS handshake%s",
+                       c->id, n == 0 ? " (does this port speak TLS?)" : "");
+            return -1;
+        }
+        if ((size_t)n < sizeof e->rbuf)
+            return 0;
+    }
+}
+
+static int consume(struct engine *e, struct lconn *c, const uint8_t *p, size_t left);
+
+/* Records arrived: open them and hand the plaintext to the protocol. */
+static int tls_consume(struct engine *e, struct lconn *c, const uint8_t *p, size_t n)
+{
+    if (yard_tls_feed(c->tls, p, n) < 0) {
+        load_error(e->r, "connection %d: out of memory for TLS records", c->id);
+        fail(e, c);
+        return -1;
+    }
+    uint8_t plain[16384];
+    for (;;) {
+        long got = yard_tls_read(c->tls, plain, sizeof plain);
+        if (got > 0) {
+            if (consume(e, c, plain, (size_t)got) < 0)
+                return -1;
+            continue;
+        }
+        if (got == 0)
+            return tls_send(e, c) < 0 ? (fail(e, c), -1) : 0;
+        load_error(e->r, "connection %d: %s", c->id,
+                   got == -ESHUTDOWN ? "the server ended the TLS session" : yard_tls_why(c->tls));
+        fail(e, c);
+        return -1;
+    }
+}
+
 /* Write what is pending and start every request that may start now.
  * Returns -1 when the connection failed (counted, closed). */
 static int pump(struct engine *e, struct lconn *c, uint64_t now)
 {
     const load_opts_t *o = e->o;
     for (;;) {
+        if (c->tls && c->tx_off < c->tx_len) { /* sealed, then sent as records */
+            if (yard_tls_write(c->tls, c->tx + c->tx_off, c->tx_len - c->tx_off) < 0) {
+                load_error(e->r, "connection %d: %s", c->id, yard_tls_why(c->tls));
+                fail(e, c);
+                return -1;
+            }
+            e->r->bytes_sent += c->tx_len - c->tx_off;
+            c->tx_off = c->tx_len;
+        }
+        if (c->tls) {
+            int sent = tls_send(e, c);
+            if (sent < 0) {
+                fail(e, c);
+                return -1;
+            }
+            if (sent == 0)
+                return want(e, c, EPOLLIN | EPOLLOUT);
+        }
         while (!e->ring_on && c->tx_off < c->tx_len) {
             ssize_t w = send(c->fd, c->tx + c->tx_off, c->tx_len - c->tx_off, MSG_NOSIGNAL);
             if (w < 0) {
@@ -523,7 +651,7 @@ static int drain(struct engine *e, struct lconn *c)
             closed_early(e, c);
             return -1;
         }
-        if (consume(e, c, e->rbuf, (size_t)n) < 0)
+        if ((c->tls ? tls_consume : consume)(e, c, e->rbuf, (size_t)n) < 0)
             return -1;
         if ((size_t)n < sizeof e->rbuf)
             return 0;
@@ -560,6 +688,7 @@ static int connect_all(struct engine *e)
     int pending = 0;
     for (int i = 0; i < e->o->connections; i++) {
         struct lconn *c = &e->conns[i];
+        c->connect_at = yard_now_ns();
         c->fd = load_connect(e->o, e->r, e->ep, c);
         if (c->fd < 0)
             return -1;
@@ -575,13 +704,31 @@ static int connect_all(struct engine *e)
         }
         for (int i = 0; i < n; i++) {
             struct lconn *c = events[i].data.ptr;
-            if (c->connected)
+            int step = 1;
+            if (c->connected && c->tls && !c->secured) {
+                if ((events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) &&
+                    tls_read_handshake(e, c) < 0)
+                    return -1;
+                step = tls_step(e, c);
+            } else if (c->connected) {
                 continue;
-            if (load_connected(e->o, e->r, e->ep, c->fd, c, true) < 0)
-                return -1; /* the target is not there: nothing to measure */
-            c->connected = true;
-            c->events = EPOLLIN; /* what load_connected registered */
-            pending--;
+            } else {
+                if (load_connected(e->o, e->r, e->ep, c->fd, c, true) < 0)
+                    return -1; /* the target is not there: nothing to measure */
+                c->connected = true;
+                c->events = EPOLLIN; /* what load_connected registered */
+                if (e->o->tls) {
+                    c->tls = yard_tls_client_new(e->o->tls_ctx, e->o->tls_host);
+                    if (!c->tls) {
+                        load_error(e->r, "out of memory for TLS");
+                        return -1;
+                    }
+                    step = tls_step(e, c);
+                }
+            }
+            if (step < 0)
+                return -1;
+            pending -= step;
         }
         if (pending > 0 && yard_now_ns() > deadline) {
             load_error(e->r, "%d of %d connections to %s not established within --timeout",
@@ -732,9 +879,14 @@ int load_engine_run(const load_opts_t *o, const load_proto_t *p, load_result_t *
     }
 out:
     if (e->conns)
-        for (int i = 0; i < o->connections; i++)
+        for (int i = 0; i < o->connections; i++) {
             if (e->conns[i].fd >= 0 && !e->conns[i].done)
                 close(e->conns[i].fd);
+            if (!e->conns[i].done) {
+                yard_tls_free(e->conns[i].tls);
+                yard_buf_free(&e->conns[i].wire);
+            }
+        }
     if (!r->end_ns)
         r->end_ns = yard_now_ns();
     if (!r->start_ns)

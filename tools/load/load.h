@@ -40,6 +40,12 @@ typedef struct load_opts {
     int threads;          /* generator threads, each its own loop and connection share */
     int io;               /* enum load_io: how the engine waits and sends */
     int conn_base;        /* id of this loop's first connection (threads) */
+    /* --tls: the engine's modes speak TLS (tls_ctx made once, shared by the
+     * threads; tls_host the name the server's certificate must carry). */
+    bool tls, tls_insecure;
+    const char *tls_ca;
+    struct yard_tls_ctx *tls_ctx;
+    char tls_host[256];
     int total_connections; /* over all threads */
     double total_rate;    /* over all threads */
     /* The mode's settings (load_mode_t.settings_size bytes): filled by its
@@ -66,6 +72,10 @@ typedef struct load_result {
     yard_hist_t **iv;
     size_t niv, ivcap;
     const char *io;       /* the I/O the run used: "epoll" or "uring" */
+    /* --tls: handshakes completed (full or resumed), failed, and how long
+     * each took from the TCP connect's start (ns). */
+    uint64_t tls_full, tls_resumed, tls_failures;
+    yard_hist_t tls_handshake;
     void *mode;           /* the mode's part */
 } load_result_t;
 

@@ -20,6 +20,7 @@
 
 #include "load.h"
 #include "yard/cli.h"
+#include "yard/tls.h"
 #include "yard/clock.h"
 
 
@@ -187,6 +188,14 @@ static const yard_opt_t common_opts[] = {
      .parse = parse_start_at,
      .help = "echo, counter, http: connect, then start the window at this wall-clock time "
              "(seconds since the epoch), so that generators on several hosts start together"},
+    {.name = "tls", .type = YARD_OPT_SWITCH, COMMON(tls),
+     .help = "echo and http: speak TLS (a --tls-listen port, docs/tls.md); each connection's "
+             "handshake is part of connecting, timed and counted in the report's tls figures"},
+    {.name = "tls-ca", .form = "FILE", .type = YARD_OPT_STRING, COMMON(tls_ca),
+     .help = "with --tls: trust the server's certificate when FILE's CA signed it (default: the "
+             "system's CAs); its name must be the target's HOST"},
+    {.name = "tls-insecure", .type = YARD_OPT_SWITCH, COMMON(tls_insecure),
+     .help = "with --tls: do not check the server's certificate"},
     {.name = "json", .type = YARD_OPT_SWITCH, COMMON(json),
      .help = "print one JSON object instead of the summary"},
     {.name = "help", .type = YARD_OPT_SWITCH, COMMON(help), .short_name = 'h',
@@ -316,6 +325,38 @@ static void parse_flags(int argc, char **argv, const load_mode_t *mode, load_opt
         misplaced(foreign, mode);
 }
 
+/* --tls: the modes that take it, its flags together, and the context
+ * every thread's connections share (exit 1 when a file does not load). */
+static void check_tls(load_opts_t *o, const load_mode_t *mode)
+{
+    if (!o->tls) {
+        if (o->tls_ca || o->tls_insecure)
+            yard_usage_exit("yard-load", "--tls-ca and --tls-insecure go with --tls%s", "");
+        return;
+    }
+    if (strcmp(mode->name, "echo") != 0 && strcmp(mode->name, "http") != 0)
+        yard_usage_exit("yard-load", "--tls applies to the echo and http modes, not yet to %s",
+                        mode->name);
+    if (o->io == LOAD_IO_URING)
+        yard_usage_exit("yard-load", "--tls runs on --io epoll (the ring does not carry TLS)%s",
+                        "");
+    o->io = LOAD_IO_EPOLL;
+    if (o->tls_ca && o->tls_insecure)
+        yard_usage_exit("yard-load", "--tls-ca and --tls-insecure exclude each other%s", "");
+    /* HOST of HOST:PORT, without an IPv6 address's brackets. */
+    const char *t = o->target_text, *colon = strrchr(t, ':');
+    size_t n = colon ? (size_t)(colon - t) : strlen(t);
+    if (n >= 2 && t[0] == '[' && t[n - 1] == ']')
+        t++, n -= 2;
+    snprintf(o->tls_host, sizeof o->tls_host, "%.*s", (int)n, t);
+    char err[512];
+    if (yard_tls_client_ctx_new(&o->tls_ctx, o->tls_ca, o->tls_insecure, NULL, NULL, err,
+                                sizeof err) < 0) {
+        fprintf(stderr, "yard-load: --tls: %s\n", err);
+        exit(1);
+    }
+}
+
 static load_result_t *result_new(const load_mode_t *mode)
 {
     load_result_t *r = calloc(1, sizeof *r);
@@ -326,6 +367,7 @@ static load_result_t *result_new(const load_mode_t *mode)
         return NULL;
     }
     yard_hist_init(&r->latency);
+    yard_hist_init(&r->tls_handshake);
     r->mode = part;
     if (part && mode->result_init)
         mode->result_init(part);
@@ -379,6 +421,10 @@ static void merge(const load_mode_t *mode, load_result_t *into, load_result_t *f
         load_error(into, "out of memory merging the interval logs");
     if (!into->io)
         into->io = from->io;
+    into->tls_full += from->tls_full;
+    into->tls_resumed += from->tls_resumed;
+    into->tls_failures += from->tls_failures;
+    yard_hist_merge(&into->tls_handshake, &from->tls_handshake);
     if (mode->merge)
         mode->merge(into->mode, from->mode, first);
 }
@@ -468,6 +514,7 @@ int main(int argc, char **argv)
     err[0] = 0;
     if (o.io != LOAD_IO_AUTO && !mode->engine)
         yard_usage_exit("yard-load", "--io applies to echo, counter and http, not to %s", mode->name);
+    check_tls(&o, mode);
     if ((o.hist_log || o.start_at > 0) && !mode->engine)
         yard_usage_exit("yard-load", "--%s applies to echo, counter and http, not to %s",
                     o.hist_log ? "hist-log" : "start-at", mode->name);
@@ -544,7 +591,8 @@ int main(int argc, char **argv)
     if (r->errors && !o.json)
         fprintf(stderr, "yard-load: %llu errors; first: %s\n", (unsigned long long)r->errors,
                 r->first_error);
-    int status = r->errors ? 1 : 0;
+    int status = r->errors || r->tls_failures ? 1 : 0;
     result_free(r);
+    yard_tls_ctx_free(o.tls_ctx);
     return status;
 }

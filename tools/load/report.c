@@ -67,6 +67,25 @@ static load_report_t figures(const load_mode_t *mode, const load_opts_t *o,
     return rep;
 }
 
+/* "tls": null without --tls; else the handshakes (each timed from its TCP
+ * connect's start) and the failures. */
+static void json_tls(const load_report_t *rep)
+{
+    const load_result_t *r = rep->r;
+    if (!rep->o->tls) {
+        printf("\"tls\": null, ");
+        return;
+    }
+    const yard_hist_t *t = &r->tls_handshake;
+    printf("\"tls\": {\"full_handshakes\": %llu, \"resumed_handshakes\": %llu, "
+           "\"failures\": %llu, \"handshake_us\": {\"p50\": %.3f, \"p90\": %.3f, "
+           "\"p99\": %.3f, \"max\": %.3f}}, ",
+           (unsigned long long)r->tls_full, (unsigned long long)r->tls_resumed,
+           (unsigned long long)r->tls_failures, us(yard_hist_percentile(t, 50)),
+           us(yard_hist_percentile(t, 90)), us(yard_hist_percentile(t, 99)),
+           us(yard_hist_percentile(t, 100)));
+}
+
 static void json_report(const load_mode_t *mode, const load_report_t *rep)
 {
     const load_opts_t *o = rep->o;
@@ -98,6 +117,7 @@ static void json_report(const load_mode_t *mode, const load_report_t *rep)
            (unsigned long long)r->unsent);
     if (mode->json)
         mode->json(rep);
+    json_tls(rep);
     if (o->hist_log) {
         printf("\"hist_log\": ");
         yard_json_string(stdout, o->hist_log);
@@ -167,6 +187,14 @@ static void text_report(const load_mode_t *mode, const load_report_t *rep)
                yard_hist_mean(h) / 1000.0);
     if (mode->text_tail)
         mode->text_tail(rep);
+    if (rep->o->tls) {
+        const yard_hist_t *t = &r->tls_handshake;
+        printf("  TLS           %llu full and %llu resumed handshakes, %llu failed; handshake "
+               "(us) p50 %.1f  p99 %.1f  max %.1f\n",
+               (unsigned long long)r->tls_full, (unsigned long long)r->tls_resumed,
+               (unsigned long long)r->tls_failures, us(yard_hist_percentile(t, 50)),
+               us(yard_hist_percentile(t, 99)), us(yard_hist_percentile(t, 100)));
+    }
     printf("  errors        %llu%s%s\n", (unsigned long long)r->errors,
            r->first_error[0] ? ": " : "", r->first_error);
     printf("  generator CPU %.3f s (%.0f%% of one core", rep->cpu_s, rep->cpu_pct);
