@@ -130,9 +130,23 @@ void chat_replay_job_run(void *arg)
     j->shown = got;
 }
 
+/* SASL EXTERNAL: the account that lists the certificate; an authzid the
+ * client named (j->account) must be that one. */
+static void external_job_run(struct auth_job *j)
+{
+    char want[CHAT_NAME_MAX + 1];
+    snprintf(want, sizeof want, "%s", j->account);
+    j->ok = yard_accounts_certfp_lookup(j->dir, j->certfp, j->canon) == 0 &&
+            (!want[0] || !strcasecmp(want, j->canon));
+}
+
 void chat_auth_job_run(void *arg)
 {
     struct auth_job *j = arg;
+    if (j->certfp[0]) {
+        external_job_run(j);
+        return;
+    }
     char hash[YARD_BCRYPT_LEN + 1];
     int max_cost = 0;
     int rc = yard_accounts_lookup(j->dir, j->account, strlen(j->account), hash, j->canon,

@@ -32,6 +32,7 @@ struct auth_job {
     char account[CHAT_NAME_MAX + 1];
     char canon[CHAT_NAME_MAX + 1];
     char password[YARD_ACCOUNT_PASSWORD_MAX + 1];
+    char certfp[65]; /* SASL EXTERNAL: the account is the certificate's, not a password's */
     bool ok;
     bool sasl;
     struct crypt_data cd;

@@ -96,6 +96,14 @@ static void whois(struct chat_app *app, struct session *s, yard_fx_t *fx, const 
             chat_numeric(fx, s, 301, "%s :%s", p.account, p.away_msg);
         if (!p.guest) /* a guest is logged in as nobody */
             chat_numeric(fx, s, 330, "%s %s :is logged in as", p.account, p.account);
+        /* One's own connection: whether it is encrypted, and with which
+         * certificate (the fingerprint to list with yard-chat account
+         * certfp add). Another user's connections are not known here. */
+        if (!strcasecmp(p.account, s->account) && s->tls)
+            chat_numeric(fx, s, 671, "%s :is using a secure connection", p.account);
+        if (!strcasecmp(p.account, s->account) && s->certfp[0])
+            chat_numeric(fx, s, 276, "%s :has client certificate fingerprint %s", p.account,
+                         s->certfp);
     }
     chat_numeric(fx, s, 318, "%s :End of /WHOIS list.", p.online ? p.account : nick);
 }

@@ -283,7 +283,9 @@ void chat_cmd_cap(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_i
             if (ls || (s->caps & cap_names[i].bit))
                 n += (size_t)snprintf(names + n, sizeof names - n, "%s%s%s", n ? " " : "",
                                       cap_names[i].name,
-                                      values && cap_names[i].bit == CAP_SASL ? "=PLAIN" : "");
+                                      !values || cap_names[i].bit != CAP_SASL ? ""
+                                      : s->tls                                 ? "=PLAIN,EXTERNAL"
+                                                                               : "=PLAIN");
         /* sts (IRCv3 strict transport security) is a value only, never
          * requested: the TLS port on a plain connection, how long to keep
          * to TLS on an encrypted one. */
@@ -342,6 +344,42 @@ static void set_client(struct session *s, const char *id, size_t len)
     s->client[o] = 0;
 }
 
+/* SASL EXTERNAL: the client certificate's account (checked by an I/O job
+ * that reads DIR/certfps), with the authzid the client may name ("+":
+ * none). No password, so no bcrypt and no guessing to slow down. */
+static void start_external(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                           const char *arg)
+{
+    if (!s->certfp[0]) {
+        chat_numeric(fx, s, 904, ":SASL authentication failed: no client certificate was "
+                                 "presented");
+        return;
+    }
+    char authzid[CHAT_NAME_MAX + 2] = "";
+    if (strcmp(arg, "+") != 0) {
+        long len = yard_b64decode(arg, strlen(arg), authzid, sizeof authzid - 1);
+        if (len < 0 || !yard_account_name_valid(authzid, (size_t)len)) {
+            chat_numeric(fx, s, 904, ":SASL authentication failed (malformed EXTERNAL)");
+            return;
+        }
+        authzid[len] = 0;
+    }
+    struct auth_job *j = calloc(1, sizeof *j);
+    if (!j) {
+        fx->nomem = true;
+        return;
+    }
+    j->kind = CHAT_JOB_AUTH;
+    j->dir = app->set->data_dir;
+    j->sasl = true;
+    snprintf(j->account, sizeof j->account, "%s", authzid);
+    memcpy(j->certfp, s->certfp, sizeof j->certfp);
+    s->login.job = j;
+    if (s->state != ST_READY)
+        s->state = ST_AUTH;
+    yard_fx_io(fx, chat_auth_job_run, j);
+}
+
 /* AUTHENTICATE PLAIN, then the payload in pieces (or * to abort). */
 void chat_cmd_authenticate(struct chat_app *app, struct session *s, yard_fx_t *fx,
                            yard_irc_msg_t *m)
@@ -360,12 +398,25 @@ void chat_cmd_authenticate(struct chat_app *app, struct session *s, yard_fx_t *f
         return;
     }
     const char *arg = m->params[0];
+    if (s->reg.sasl_external) {
+        s->reg.sasl_external = false;
+        if (!strcmp(arg, "*"))
+            chat_numeric(fx, s, 906, ":SASL authentication aborted");
+        else
+            start_external(app, s, fx, arg);
+        return;
+    }
     if (!s->reg.sasl_plain) {
         if (!strcmp(arg, "*")) {
             chat_numeric(fx, s, 906, ":SASL authentication aborted");
+        } else if (!strcasecmp(arg, "EXTERNAL") && s->tls) {
+            s->reg.sasl_external = true;
+            chat_sendf(fx, "AUTHENTICATE +");
         } else if (strcasecmp(arg, "PLAIN") != 0) {
-            chat_numeric(fx, s, 908, "PLAIN :are available SASL mechanisms");
-            chat_numeric(fx, s, 904, ":SASL authentication failed");
+            chat_numeric(fx, s, 908, "%s :are available SASL mechanisms",
+                         s->tls ? "PLAIN,EXTERNAL" : "PLAIN");
+            chat_numeric(fx, s, 904, ":SASL authentication failed%s",
+                         !strcasecmp(arg, "EXTERNAL") ? ": EXTERNAL needs a TLS connection" : "");
         } else {
             s->reg.sasl_plain = true;
             s->reg.sasl_len = 0;

@@ -118,6 +118,8 @@ void chat_open(void *state, void *session, yard_fx_t *fx)
     struct session *s = session;
     s->slot = -1;
     s->tls = fx->tls;
+    if (fx->certfp)
+        snprintf(s->certfp, sizeof s->certfp, "%s", fx->certfp);
     s->in.tokens = app->set->flood_burst;
     s->in.tokens_at = fx->now_ns;
     s->reg.register_by = fx->now_ns + app->set->register_timeout_ns;

@@ -14,6 +14,7 @@
 struct session_reg {
     bool cap_active;   /* CAP LS/REQ seen: registration waits for CAP END */
     bool sasl_plain;   /* AUTHENTICATE PLAIN accepted, payload expected */
+    bool sasl_external; /* AUTHENTICATE EXTERNAL accepted, the authzid expected */
     bool sasl_done;
     bool got_nick, got_user, have_pass;
     bool client_from_sasl;
@@ -80,6 +81,7 @@ struct session {
     char realname[CHAT_REALNAME_MAX + 1]; /* USER's, shown by extended-join */
     bool guest;              /* --guests: a nick, no account (s->account holds the nick) */
     bool tls;                /* the connection is encrypted */
+    char certfp[65];         /* its client certificate's SHA-256 ("" when none) */
     char sender[CHAT_NAME_MAX + 2]; /* as the log names it: the account, or "~" and the
                                      * guest's nick */
     int slot;                /* the member slot (state.h), or -1 */

@@ -65,6 +65,8 @@ typedef struct yard_fx {
     const yard_addr_t *peer; /* input: the peer's address (NULL when unknown) */
     bool tls;          /* input: the connection is encrypted (a --tls-listen listener) */
     uint16_t tls_port; /* input: the server's first TLS listener's port; 0: it has none */
+    const char *certfp; /* input: TLS with a client certificate: its SHA-256 (64 hex
+                         * digits); NULL: none */
     uint64_t wake_at;  /* 0: no timer; UINT64_MAX: cancel the armed one */
     bool wake_idle;    /* with wake_at: the timer only watches an idle connection */
     void (*job)(void *arg);

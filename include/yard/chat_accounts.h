@@ -34,4 +34,27 @@ int yard_accounts_list(const char *dir, void (*fn)(const char *name, void *arg),
 int yard_accounts_lookup(const char *dir, const char *name, size_t len,
                          char hash[YARD_BCRYPT_LEN + 1], char *canon, int *max_cost);
 
+/* Client certificates (SASL EXTERNAL): DIR/certfps, one "SHA256 name" line
+ * per certificate an account logs in with, written like DIR/accounts (under
+ * the same lock, mode 0600). A fingerprint is the SHA-256 of the
+ * certificate's DER bytes: 64 hex digits, colons between pairs allowed,
+ * kept in lower case without them. */
+#define YARD_CERTFP_LEN 64
+/* fp in canonical form into out (65 bytes): 0, or -EINVAL. */
+int yard_certfp_canon(const char *fp, char out[YARD_CERTFP_LEN + 1]);
+/* 0, or -errno with err: -ENOENT no such account (add) or not its
+ * certificate (remove); -EEXIST the certificate is listed already (for
+ * this account or another: one certificate, one account). */
+int yard_accounts_certfp_add(const char *dir, const char *name, const char *fp, char *err,
+                             size_t errlen);
+int yard_accounts_certfp_remove(const char *dir, const char *name, const char *fp, char *err,
+                                size_t errlen);
+/* Calls fn for each fingerprint of the account. 0 or -errno. */
+int yard_accounts_certfp_list(const char *dir, const char *name,
+                              void (*fn)(const char *fp, void *arg), void *arg, char *err,
+                              size_t errlen);
+/* The account that logs in with this certificate (canon: 31 bytes): 0,
+ * -ENOENT (none, or its account is gone), or -errno. */
+int yard_accounts_certfp_lookup(const char *dir, const char *fp, char *canon);
+
 #endif

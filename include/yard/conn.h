@@ -140,6 +140,7 @@ typedef struct yard_conn {
     yard_buf_t pout;       /* TLS: plaintext an app wrote without a scratch buffer */
     uint64_t tls_deadline; /* the handshake's end, 0 once it is done */
     bool opened;           /* app->open ran (app->close is owed) */
+    char certfp[65];       /* TLS: the client certificate's SHA-256, "" when none */
 } yard_conn_t;
 
 /* Allocate a connection for an accepted fd and let the app open it (on a

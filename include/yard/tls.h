@@ -52,6 +52,10 @@ yard_tls_t *yard_tls_new(yard_tls_ctx_t *ctx);
  * yard_tls_handshake) with nothing fed yet starts the handshake. NULL when
  * out of memory. */
 yard_tls_t *yard_tls_client_new(yard_tls_ctx_t *ctx, const char *host);
+/* The SHA-256 of the certificate the peer presented (a client's, asked
+ * for but not required: anyone may connect without one), as 64 lower-case
+ * hex digits into out: 0, or -ENOENT when it presented none. */
+int yard_tls_peer_fingerprint(const yard_tls_t *t, char out[65]);
 /* Whether the handshake resumed an earlier session (no certificate, no
  * private-key work). */
 bool yard_tls_resumed(const yard_tls_t *t);

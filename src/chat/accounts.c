@@ -286,3 +286,233 @@ int yard_accounts_lookup(const char *dir, const char *name, size_t len,
     free(e);
     return rc;
 }
+
+/* ---- client certificates: DIR/certfps --------------------------------- */
+
+struct certfp {
+    char fp[YARD_CERTFP_LEN + 1];
+    char name[YARD_ACCOUNT_NAME_MAX + 1];
+};
+
+int yard_certfp_canon(const char *fp, char out[YARD_CERTFP_LEN + 1])
+{
+    size_t o = 0;
+    for (const char *p = fp; *p; p++) {
+        if (*p == ':' && o % 2 == 0 && o > 0 && p[1])
+            continue;
+        if (!isxdigit((unsigned char)*p) || o == YARD_CERTFP_LEN)
+            return -EINVAL;
+        out[o++] = (char)tolower((unsigned char)*p);
+    }
+    out[o] = 0;
+    return o == YARD_CERTFP_LEN ? 0 : -EINVAL;
+}
+
+/* Every line of DIR/certfps; -ENOENT when there is none yet. */
+static int certfp_load(const char *dir, struct certfp **out, size_t *n, char *err, size_t errlen)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/certfps", dir);
+    *out = NULL;
+    *n = 0;
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        int e = errno;
+        snprintf(err, errlen, "open %s: %s", path, strerror(e));
+        return -e;
+    }
+    size_t cap = 0, lineno = 0;
+    char line[YARD_CERTFP_LEN + YARD_ACCOUNT_NAME_MAX + 8];
+    int rc = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        line[strcspn(line, "\n")] = 0;
+        char *sp = strchr(line, ' ');
+        struct certfp c;
+        if (!sp || (size_t)(sp - line) != YARD_CERTFP_LEN ||
+            !yard_account_name_valid(sp + 1, strlen(sp + 1))) {
+            snprintf(err, errlen, "%s:%zu: not 'sha256 name'", path, lineno);
+            rc = -EINVAL;
+            break;
+        }
+        *sp = 0;
+        if (yard_certfp_canon(line, c.fp) < 0) {
+            snprintf(err, errlen, "%s:%zu: not a SHA-256 fingerprint", path, lineno);
+            rc = -EINVAL;
+            break;
+        }
+        memcpy(c.name, sp + 1, strlen(sp + 1) + 1); /* valid: at most 30 characters */
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            struct certfp *g = realloc(*out, cap * sizeof *g);
+            if (!g) {
+                rc = -ENOMEM;
+                snprintf(err, errlen, "out of memory reading %s", path);
+                break;
+            }
+            *out = g;
+        }
+        (*out)[(*n)++] = c;
+    }
+    if (!rc && ferror(f)) {
+        rc = -EIO;
+        snprintf(err, errlen, "read %s: %s", path, strerror(errno));
+    }
+    fclose(f);
+    if (rc) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+    }
+    return rc;
+}
+
+static int certfp_store(const char *dir, const struct certfp *c, size_t n, char *err,
+                        size_t errlen)
+{
+    char path[4096], tmp[4200];
+    snprintf(path, sizeof path, "%s/certfps", dir);
+    snprintf(tmp, sizeof tmp, "%s/certfps.tmp", dir);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        int er = errno;
+        snprintf(err, errlen, "open %s: %s", tmp, strerror(er));
+        return -er;
+    }
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        close(fd);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%s %s\n", c[i].fp, c[i].name);
+    int er = 0;
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0)
+        er = errno;
+    if (fclose(f) != 0 && !er)
+        er = errno;
+    if (!er && rename(tmp, path) != 0)
+        er = errno;
+    if (er) {
+        snprintf(err, errlen, "write %s: %s", path, strerror(er));
+        unlink(tmp);
+        return -er;
+    }
+    return 0;
+}
+
+/* The account's canonical name, under the lock: 0 or -ENOENT (err says). */
+static int account_canon(const char *dir, const char *name, char *canon, char *err, size_t errlen)
+{
+    struct entry *e;
+    size_t n;
+    int rc = load(dir, &e, &n, err, errlen);
+    ssize_t i = rc ? -1 : find(e, n, name, strlen(name));
+    if (rc == -ENOENT || (!rc && i < 0)) {
+        snprintf(err, errlen, "no account '%s'", name);
+        rc = -ENOENT;
+    } else if (!rc) {
+        strcpy(canon, e[i].name);
+    }
+    free(e);
+    return rc;
+}
+
+/* Add or remove one line: the one place DIR/certfps changes. */
+static int certfp_change(const char *dir, const char *name, const char *fp, bool add, char *err,
+                         size_t errlen)
+{
+    char want[YARD_CERTFP_LEN + 1], canon[YARD_ACCOUNT_NAME_MAX + 1];
+    if (yard_certfp_canon(fp, want) < 0) {
+        snprintf(err, errlen, "'%s' is not a SHA-256 fingerprint (64 hex digits, colons between "
+                              "pairs allowed)", fp);
+        return -EINVAL;
+    }
+    int lk = lock_dir(dir, err, errlen);
+    if (lk < 0)
+        return lk;
+    int rc = account_canon(dir, name, canon, err, errlen);
+    struct certfp *c = NULL;
+    size_t n = 0;
+    if (!rc) {
+        rc = certfp_load(dir, &c, &n, err, errlen);
+        if (rc == -ENOENT)
+            rc = 0;
+    }
+    size_t i = 0;
+    while (!rc && i < n && strcmp(c[i].fp, want) != 0)
+        i++;
+    if (rc) {
+        /* said already */
+    } else if (add && i < n) {
+        snprintf(err, errlen, "that certificate is listed for '%s' already", c[i].name);
+        rc = -EEXIST;
+    } else if (add) {
+        struct certfp *g = realloc(c, (n + 1) * sizeof *g);
+        if (!g) {
+            rc = -ENOMEM;
+        } else {
+            c = g;
+            memcpy(c[n].fp, want, sizeof want);
+            snprintf(c[n].name, sizeof c[n].name, "%s", canon);
+            rc = certfp_store(dir, c, n + 1, err, errlen);
+        }
+    } else if (i == n || strcasecmp(c[i].name, canon) != 0) {
+        snprintf(err, errlen, "that certificate is not listed for '%s'", canon);
+        rc = -ENOENT;
+    } else {
+        memmove(&c[i], &c[i + 1], (n - i - 1) * sizeof *c);
+        rc = certfp_store(dir, c, n - 1, err, errlen);
+    }
+    free(c);
+    close(lk);
+    return rc;
+}
+
+int yard_accounts_certfp_add(const char *dir, const char *name, const char *fp, char *err,
+                             size_t errlen)
+{
+    return certfp_change(dir, name, fp, true, err, errlen);
+}
+
+int yard_accounts_certfp_remove(const char *dir, const char *name, const char *fp, char *err,
+                                size_t errlen)
+{
+    return certfp_change(dir, name, fp, false, err, errlen);
+}
+
+int yard_accounts_certfp_list(const char *dir, const char *name,
+                              void (*fn)(const char *fp, void *arg), void *arg, char *err,
+                              size_t errlen)
+{
+    struct certfp *c;
+    size_t n;
+    int rc = certfp_load(dir, &c, &n, err, errlen);
+    if (rc == -ENOENT)
+        return 0;
+    for (size_t i = 0; !rc && i < n; i++)
+        if (!strcasecmp(c[i].name, name))
+            fn(c[i].fp, arg);
+    free(c);
+    return rc;
+}
+
+int yard_accounts_certfp_lookup(const char *dir, const char *fp, char *canon)
+{
+    char err[256], want[YARD_CERTFP_LEN + 1];
+    if (yard_certfp_canon(fp, want) < 0)
+        return -EINVAL;
+    struct certfp *c;
+    size_t n;
+    int rc = certfp_load(dir, &c, &n, err, sizeof err);
+    if (rc)
+        return rc;
+    size_t i = 0;
+    while (i < n && strcmp(c[i].fp, want) != 0)
+        i++;
+    /* Only while the account exists: a removed account's certificates log
+     * nobody in. */
+    rc = i == n ? -ENOENT : account_canon(dir, c[i].name, canon, err, sizeof err);
+    free(c);
+    return rc;
+}

@@ -50,7 +50,8 @@ static yard_fx_t conn_fx(yard_conn_t *c, yard_scratch_t *s)
                        .now_ns = yard_now_ns(),
                        .peer = c->peer_addr.len ? &c->peer_addr : NULL,
                        .tls = c->tls != NULL,
-                       .tls_port = c->srv->tls_port};
+                       .tls_port = c->srv->tls_port,
+                       .certfp = c->certfp[0] ? c->certfp : NULL};
 }
 
 #define APP_LOCK(c)                                                                               \
@@ -815,6 +816,8 @@ static void tls_opened(yard_conn_t *c, yard_scratch_t *s)
         return;
     c->opened = true;
     c->tls_deadline = 0;
+    if (yard_tls_peer_fingerprint(c->tls, c->certfp) < 0)
+        c->certfp[0] = 0;
     if (c->srv->app->open)
         conn_call(c, s, c->srv->app->open);
 }

@@ -60,6 +60,14 @@ static int readable(const char *what, const char *file, char *err, size_t errlen
     return 0;
 }
 
+/* A client certificate is an identity (its fingerprint, listed for an
+ * account), not a chain to check: any certificate is taken, and none. */
+static int any_client_cert(int preverify_ok, X509_STORE_CTX *store)
+{
+    (void)preverify_ok, (void)store;
+    return 1;
+}
+
 static SSL_CTX *build(const char *cert_file, const char *key_file, char *err, size_t errlen)
 {
     char why[200];
@@ -78,6 +86,7 @@ static SSL_CTX *build(const char *cert_file, const char *key_file, char *err, si
                                  SSL_OP_CIPHER_SERVER_PREFERENCE);
     /* An idle connection gives its record buffers back. */
     SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, any_client_cert);
     static const unsigned char sid_ctx[] = "switchyard";
     SSL_CTX_set_session_id_context(ctx, sid_ctx, sizeof sid_ctx - 1);
     if (SSL_CTX_use_certificate_chain_file(ctx, cert_file) != 1) {
@@ -315,6 +324,24 @@ long yard_tls_read(yard_tls_t *t, uint8_t *buf, size_t room)
 bool yard_tls_established(const yard_tls_t *t) { return SSL_is_init_finished(t->ssl); }
 
 bool yard_tls_resumed(const yard_tls_t *t) { return SSL_session_reused(t->ssl) == 1; }
+
+int yard_tls_peer_fingerprint(const yard_tls_t *t, char out[65])
+{
+    X509 *cert = SSL_get0_peer_certificate(t->ssl);
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    if (!cert || X509_digest(cert, EVP_sha256(), md, &len) != 1 || len != 32) {
+        ERR_clear_error();
+        return -ENOENT;
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (unsigned i = 0; i < len; i++) {
+        out[2 * i] = hex[md[i] >> 4];
+        out[2 * i + 1] = hex[md[i] & 15];
+    }
+    out[64] = 0;
+    return 0;
+}
 
 int yard_tls_write(yard_tls_t *t, const uint8_t *p, size_t n)
 {

@@ -45,14 +45,18 @@ def add_account(data, name, password, cost=4):
 
 
 class Irc:
-    def __init__(self, port, host="127.0.0.1", timeout=10.0, source=None, tls=None):
+    def __init__(self, port, host="127.0.0.1", timeout=10.0, source=None, tls=None, cert=None):
         """source: the local address to connect from (another 127.x.y.z); tls: a
-        tlslib.Pki whose CA the server's certificate is checked against (TLS)."""
+        tlslib.Pki whose CA the server's certificate is checked against (TLS);
+        cert: (certificate file, key file) to present as the client's."""
         self.sock = socket.create_connection((host, port), timeout=timeout,
                                              source_address=(source, 0) if source else None)
         if tls is not None:
             from tlslib import client_context
-            self.sock = client_context(tls).wrap_socket(self.sock, server_hostname="localhost")
+            ctx = client_context(tls)
+            if cert:
+                ctx.load_cert_chain(*cert)
+            self.sock = ctx.wrap_socket(self.sock, server_hostname="localhost")
         self.raw = b""               # every byte received
         self.buf = b""
         self.lines: list[str] = []   # every line received, in order

@@ -4,13 +4,14 @@ refused over plain text while a TLS listener exists (unless --plaintext-login
 allow), and IRCv3 sts pointing plain clients to the TLS port."""
 
 import base64
+import shutil
 import subprocess
 
 import pytest
 
-from chatlib import Irc, accounts_fixture, chat_fixture, login_pass, login_sasl
+from chatlib import CHAT, Irc, accounts_fixture, chat_fixture, login_pass, login_sasl
 from conftest import BIN
-from tlslib import make_pki, tls_args
+from tlslib import make_client_cert, make_pki, tls_args
 
 accounts = accounts_fixture("alice", "bob")
 chat = chat_fixture()
@@ -92,3 +93,91 @@ def test_sts_without_a_tls_listener_is_refused(tmp_path):
                         "--sts-duration", "30d"], capture_output=True, text=True, timeout=15)
     assert r.returncode == 1 and "--sts-duration points clients to TLS: add --tls-listen" in \
         r.stderr, r.stderr
+
+
+def certfp(data, *args):
+    return subprocess.run([CHAT, "account", "certfp", *map(str, args), "--data", str(data)],
+                          capture_output=True, text=True, timeout=30)
+
+
+def external(port, pki, cert, authzid="+"):
+    """CAP, then AUTHENTICATE EXTERNAL over TLS with cert; the client, and
+    the line that ended the exchange (900..., or 904)."""
+    c = Irc(port, tls=pki, cert=cert)
+    c.send("CAP LS 302", "NICK someone", "USER someone 0 * :someone")
+    caps = c.expect(r"CAP \* LS :(.*)$").group(1).split()
+    assert "sasl=PLAIN,EXTERNAL" in caps, caps
+    c.send("CAP REQ :sasl", "AUTHENTICATE EXTERNAL")
+    c.expect(r"^AUTHENTICATE \+")
+    c.send(f"AUTHENTICATE {authzid}")
+    return c, c.expect(r" (90[03]|904) ")
+
+
+@pytest.mark.models()
+def test_sasl_external_logs_in_with_a_listed_certificate(chat, pki, model, tmp_path):
+    srv, data = chat(model, *tls_args(pki))
+    tls = srv.tls_addrs[0][1]
+    cert, key, fp = make_client_cert(tmp_path / "alice", "alice")
+    assert certfp(data, "add", "alice", fp).returncode == 0
+    listed = certfp(data, "list", "alice")
+    assert listed.stdout.split() == [fp.replace(":", "").lower()], listed
+    c, m = external(tls, pki, (cert, key))
+    assert m.group(1) == "900", c.lines
+    c.expect(r" 903 ")
+    c.send("CAP END")
+    c.expect(r" 001 alice ")
+    c.send("WHOIS alice")
+    c.expect(r" 671 alice alice :is using a secure connection")
+    c.expect(r" 276 alice alice :has client certificate fingerprint " + fp.replace(":", "").lower())
+    c.close()
+    # Naming the account it belongs to is the same; naming another is refused.
+    c, m = external(tls, pki, (cert, key), base64.b64encode(b"alice").decode())
+    assert m.group(1) == "900", c.lines
+    c.close()
+    c, m = external(tls, pki, (cert, key), base64.b64encode(b"bob").decode())
+    assert m.group(1) == "904", c.lines
+    c.close()
+    # A certificate nobody listed, and no certificate at all.
+    other = make_client_cert(tmp_path / "mallory", "mallory")
+    c, m = external(tls, pki, other[:2])
+    assert m.group(1) == "904", c.lines
+    c.close()
+    c = Irc(tls, tls=pki)
+    c.send("CAP LS 302", "NICK x", "USER x 0 * :x", "CAP REQ :sasl", "AUTHENTICATE EXTERNAL",
+           "AUTHENTICATE +")
+    c.expect(r" 904 \S+ :SASL authentication failed: no client certificate was presented")
+    c.close()
+    # Removed from the list: it logs nobody in any more.
+    assert certfp(data, "del", "alice", fp).returncode == 0
+    c, m = external(tls, pki, (cert, key))
+    assert m.group(1) == "904", c.lines
+    c.close()
+
+
+def test_sasl_external_needs_tls(chat, pki):
+    srv, _ = chat("epoll", *tls_args(pki))
+    c = Irc(srv.port)
+    c.send("CAP LS 302")
+    assert "sasl=PLAIN" in c.expect(r"CAP \* LS :(.*)$").group(1).split()
+    c.send("NICK x", "USER x 0 * :x", "CAP REQ :sasl", "AUTHENTICATE EXTERNAL")
+    c.expect(r" 908 \S+ PLAIN :are available SASL mechanisms")
+    c.expect(r" 904 \S+ :SASL authentication failed: EXTERNAL needs a TLS connection")
+    c.close()
+
+
+def test_certfp_command_errors(accounts, tmp_path):
+    data = tmp_path / "data"
+    shutil.copytree(accounts, data)
+    fp = "AB:" * 31 + "AB"
+    assert certfp(data, "add", "alice", fp).returncode == 0
+    r = certfp(data, "add", "bob", fp)  # one certificate, one account
+    assert r.returncode == 1 and "listed for 'alice' already" in r.stderr, r.stderr
+    r = certfp(data, "add", "nobody", "cd" * 32)
+    assert r.returncode == 1 and "no account 'nobody'" in r.stderr, r.stderr
+    r = certfp(data, "add", "alice", "xyz")
+    assert r.returncode == 2 and "not a SHA-256 fingerprint" in r.stderr, r.stderr
+    r = certfp(data, "del", "bob", fp)
+    assert r.returncode == 1 and "not listed for 'bob'" in r.stderr, r.stderr
+    r = certfp(data, "list")
+    assert r.returncode == 2, r.stderr
+    assert (data / "certfps").stat().st_mode & 0o777 == 0o600

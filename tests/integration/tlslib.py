@@ -67,3 +67,17 @@ def fingerprint(sock: ssl.SSLSocket) -> str:
 
 def tls_args(pki: Pki, listen: str = "127.0.0.1:0") -> list[str]:
     return ["--tls-listen", listen, "--tls-cert", str(pki.cert), "--tls-key", str(pki.key)]
+
+
+def make_client_cert(where: Path, name: str) -> tuple[Path, Path, str]:
+    """A self-signed client certificate (what IRC users make for SASL
+    EXTERNAL): its file, its key, and its SHA-256 as openssl prints it
+    (upper-case pairs between colons)."""
+    where.mkdir(parents=True, exist_ok=True)
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", f"{name}.key", "-out", f"{name}.crt", "-days", "2", "-subj", f"/CN={name}",
+            cwd=where)
+    p = subprocess.run(["openssl", "x509", "-in", f"{name}.crt", "-noout", "-fingerprint",
+                        "-sha256"], cwd=where, capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    return where / f"{name}.crt", where / f"{name}.key", p.stdout.strip().split("=", 1)[1]

@@ -73,6 +73,54 @@ static void print_name(const char *name, void *arg)
     printf("%s\n", name);
 }
 
+/* yard-chat account certfp add|list|del NAME [SHA256] --data DIR: the
+ * client certificates an account logs in with (SASL EXTERNAL). */
+static int certfp_main(int argc, char **argv)
+{
+    static const char who[] = "yard-chat account certfp";
+    static const struct option opts[] = {
+        {"data", required_argument, NULL, 'd'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    if (argc < 3)
+        return yard_usage_error(who, "expected add, list or del%s", "");
+    const char *verb = argv[2], *dir = NULL;
+    optind = 3;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd': dir = optarg; break;
+        case 'h':
+            printf("usage: yard-chat account certfp add NAME SHA256 --data DIR\n"
+                   "       yard-chat account certfp list NAME --data DIR\n"
+                   "       yard-chat account certfp del NAME SHA256 --data DIR\n");
+            return 0;
+        case ':': return yard_usage_error(who, "%s needs a value", argv[optind - 1]);
+        default: return yard_usage_error(who, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    bool list = !strcmp(verb, "list");
+    if (!list && strcmp(verb, "add") && strcmp(verb, "del"))
+        return yard_usage_error(who, "unknown action '%s' (add, list or del)", verb);
+    if (!dir)
+        return yard_usage_error(who, "--data DIR is required%s", "");
+    int want = list ? 1 : 2;
+    if (argc - optind != want)
+        return yard_usage_error(who, "%s needs %s", verb, list ? "an account NAME" :
+                                "an account NAME and a SHA-256 fingerprint");
+    const char *name = argv[optind], *fp = list ? NULL : argv[optind + 1];
+    char err[512];
+    int rc = list ? yard_accounts_certfp_list(dir, name, print_name, NULL, err, sizeof err)
+         : !strcmp(verb, "add") ? yard_accounts_certfp_add(dir, name, fp, err, sizeof err)
+                                : yard_accounts_certfp_remove(dir, name, fp, err, sizeof err);
+    if (rc < 0) {
+        fprintf(stderr, "%s %s: %s\n", who, verb, err);
+        return rc == -EINVAL ? 2 : 1;
+    }
+    return 0;
+}
+
 int chat_account_main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -84,6 +132,8 @@ int chat_account_main(int argc, char **argv)
     if (argc < 2)
         return yard_usage_error("yard-chat account", "expected add, remove or list%s", "");
     const char *verb = argv[1];
+    if (!strcmp(verb, "certfp"))
+        return certfp_main(argc, argv);
     const char *dir = NULL;
     int cost = 12;
     optind = 2;

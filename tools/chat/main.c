@@ -7,6 +7,7 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: yard-chat account add|remove|list [NAME] --data DIR [--cost N]\n"
+               "       yard-chat account certfp add|list|del NAME [SHA256] --data DIR\n"
                "       yard-chat log verify|dump --data DIR [--from ID]\n"
                "       yard-chat log generate --data DIR --messages N [--target #bench]\n"
                "                 [--senders 64] [--sender-prefix u] [--text-bytes 64]\n"
@@ -19,6 +20,9 @@ static void usage(FILE *f)
                "                       terminal, from its first line; never from argv\n"
                "  account remove NAME  delete an account\n"
                "  account list         the account names, one per line\n"
+               "  account certfp add|list|del NAME [SHA256]\n"
+               "                       the client certificates (SHA-256 of the DER bytes)\n"
+               "                       NAME logs in with by SASL EXTERNAL over TLS\n"
                "  --data DIR           the server's data directory (yard-serve --app chat\n"
                "                       --data DIR)\n"
                "  --cost N             bcrypt cost for add, 4..31 (default 12)\n"
