@@ -355,7 +355,7 @@ static void start_external(struct chat_app *app, struct session *s, yard_fx_t *f
                                  "presented");
         return;
     }
-    char authzid[CHAT_NAME_MAX + 2] = "";
+    char authzid[CHAT_NAME_MAX + 1] = "";
     if (strcmp(arg, "+") != 0) {
         long len = yard_b64decode(arg, strlen(arg), authzid, sizeof authzid - 1);
         if (len < 0 || !yard_account_name_valid(authzid, (size_t)len)) {
@@ -372,7 +372,7 @@ static void start_external(struct chat_app *app, struct session *s, yard_fx_t *f
     j->kind = CHAT_JOB_AUTH;
     j->dir = app->set->data_dir;
     j->sasl = true;
-    snprintf(j->account, sizeof j->account, "%s", authzid);
+    memcpy(j->account, authzid, sizeof authzid);
     memcpy(j->certfp, s->certfp, sizeof j->certfp);
     s->login.job = j;
     if (s->state != ST_READY)

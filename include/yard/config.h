@@ -27,6 +27,7 @@ typedef struct yard_config {
     const char *tls_cert;     /* PEM: the certificate, then its chain */
     const char *tls_key;      /* PEM: its private key */
     uint64_t tls_handshake_timeout_ns;
+    int tls_handshake_inline; /* 1: loop models with a pool run handshakes on the loop itself */
     int workers;        /* 0: the model's default */
     long max_conns;     /* 0: unlimited */
     const char *out;    /* output file of apps that persist bytes (sink) */

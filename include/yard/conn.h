@@ -141,6 +141,8 @@ typedef struct yard_conn {
     uint64_t tls_deadline; /* the handshake's end, 0 once it is done */
     bool opened;           /* app->open ran (app->close is owed) */
     char certfp[65];       /* TLS: the client certificate's SHA-256, "" when none */
+    bool tls_job;          /* the pending job is the handshake's (the engine's, not the app's) */
+    int tls_step;          /* its result: yard_tls_handshake's */
 } yard_conn_t;
 
 /* Allocate a connection for an accepted fd and let the app open it (on a

@@ -327,8 +327,14 @@ static void conn_reoffer(yard_conn_t *c, yard_scratch_t *s)
         conn_feed(c, &c->in, s, c->read_eof);
 }
 
+static void tls_job_done(yard_conn_t *c, yard_scratch_t *s);
+
 static void conn_job_done(yard_conn_t *c, yard_scratch_t *s)
 {
+    if (c->tls_job) {
+        tls_job_done(c, s);
+        return;
+    }
     c->job_pending = false;
     c->job_access = NULL;
     if (c->failed)
@@ -407,7 +413,8 @@ static void conn_call(yard_conn_t *c, yard_scratch_t *s, void (*cb)(void *, void
 /* The handshake's time is up: the app never heard of this connection. */
 static bool tls_overdue(yard_conn_t *c)
 {
-    if (!c->tls_deadline || yard_now_ns() < c->tls_deadline)
+    /* Not while a pool thread holds the handshake: its end closes it. */
+    if (!c->tls_deadline || c->job_pending || yard_now_ns() < c->tls_deadline)
         return false;
     yard_conn_fail(c, "TLS handshake timed out (--tls-handshake-timeout)", YARD_CLOSE_INFO);
     return true;
@@ -822,6 +829,25 @@ static void tls_opened(yard_conn_t *c, yard_scratch_t *s)
         conn_call(c, s, c->srv->app->open);
 }
 
+/* The handshake's step, on a pool thread: the private-key work of a full
+ * handshake (a signature, a key exchange) off the event loop, so a burst
+ * of handshakes does not stall established connections. Only this thread
+ * touches the connection meanwhile (the model waits for the job). */
+static void tls_handshake_job(void *arg)
+{
+    yard_conn_t *c = arg;
+    c->tls_step = yard_tls_handshake(c->tls);
+}
+
+/* Whether this step of the handshake goes to the model's pool: on the loop
+ * models that have one, unless --tls-handshake inline. */
+static bool tls_offloads(const yard_conn_t *c)
+{
+    return !c->opened && c->policy->job_pool && !c->srv->cfg->tls_handshake_inline;
+}
+
+static void tls_pump(yard_conn_t *c, yard_scratch_t *s);
+
 /* Records arrived: decrypt everything they hold (the model will not be
  * told again about bytes OpenSSL already has) and hand it to the app in
  * pieces of at most a read's size, then send what the handshake wrote. */
@@ -833,6 +859,33 @@ static void tls_input(yard_conn_t *c, yard_scratch_t *s, const uint8_t *p, size_
         yard_conn_fail(c, "out of memory", YARD_CLOSE_WARN);
         return;
     }
+    if (tls_offloads(c)) {
+        c->job_pending = c->tls_job = true;
+        c->job = (yard_job_t){.fn = tls_handshake_job, .arg = c, .owner = c};
+        c->job_access = NULL;
+        return; /* yard_conn_next hands it out; tls_job_done goes on */
+    }
+    tls_pump(c, s);
+}
+
+/* The pool ran the handshake's step: its records leave, a failure closes,
+ * and what the records held beyond the handshake goes to the app. */
+static void tls_job_done(yard_conn_t *c, yard_scratch_t *s)
+{
+    c->job_pending = c->tls_job = false;
+    if (c->failed)
+        return;
+    if (c->tls_step < 0 && c->tls_step != -EPROTO)
+        yard_conn_fail(c, "out of memory", YARD_CLOSE_WARN);
+    else if (c->tls_step < 0)
+        tls_failed(c);
+    else
+        tls_pump(c, s);
+    conn_flush(c, s);
+}
+
+static void tls_pump(yard_conn_t *c, yard_scratch_t *s)
+{
     while (!c->failed && !c->closing) {
         yard_buf_t *ib = c->in.len ? &c->in : &s->in;
         uint8_t *dst = yard_buf_reserve(ib, YARD_READ_CHUNK);

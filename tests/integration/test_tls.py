@@ -80,6 +80,16 @@ def test_echo_over_tls_is_byte_exact_beside_plain(start_server, pki, model):
         echo_exact(p, b"plain beside TLS")
 
 
+@pytest.mark.models("loop")
+def test_echo_over_tls_with_handshakes_on_the_loop(start_server, pki, model):
+    """--tls-handshake inline: the loop models' other design (the default
+    puts each handshake's private-key work on the offload pool)."""
+    srv = start(start_server, "echo", model, pki, "--tls-handshake", "inline")
+    for _ in range(3):
+        with tls_connect(srv.tls_addrs[0], pki) as s:
+            echo_exact(s, os.urandom(70_000))
+
+
 @pytest.mark.models()
 def test_counter_over_tls_counts_exactly(start_server, pki, model):
     srv = start(start_server, "counter", model, pki, plain=False)
@@ -141,6 +151,8 @@ def test_start_up_errors_name_the_file(tmp_path, pki):
     assert r.returncode == 1 and "is not the key of --tls-cert" in r.stderr, r.stderr
     # Usage errors: exit 2 and no listener.
     r = run_serve(*base, "--tls-cert", pki.cert, "--tls-key", pki.key)
+    assert r.returncode == 2 and "add --tls-listen" in r.stderr, r.stderr
+    r = run_serve(*base, "--tls-handshake", "inline")
     assert r.returncode == 2 and "add --tls-listen" in r.stderr, r.stderr
     r = run_serve(*base, "--tls-listen", "127.0.0.1:0", "--tls-cert", pki.cert)
     assert r.returncode == 2 and "needs --tls-cert FILE and --tls-key FILE" in r.stderr, r.stderr

@@ -64,6 +64,9 @@ static int parse_tls_listen(const char *text, void *field, char *err, size_t err
     return 0;
 }
 
+static const yard_opt_choice_t handshake_places[] = {
+    YARD_OPT_CHOICE("offload", 0), YARD_OPT_CHOICE("inline", 1), YARD_OPT_CHOICES_END};
+
 static const yard_opt_choice_t flush_modes[] = {YARD_OPT_CHOICE("each", YARD_FLUSH_EACH),
                                                 YARD_OPT_CHOICE("buffered", YARD_FLUSH_BUFFERED),
                                                 YARD_OPT_CHOICES_END};
@@ -97,6 +100,12 @@ static const yard_opt_t engine_opts[] = {
     {.name = "tls-handshake-timeout", .form = "DUR", .type = YARD_OPT_DURATION,
      ARG(cfg.tls_handshake_timeout_ns), .unit_ns = YARD_NS_PER_S, .def = "10s",
      .help = "close a TLS connection whose handshake has not ended within DUR"},
+    {.name = "tls-handshake", .form = "WHERE", .type = YARD_OPT_ENUM,
+     ARG(cfg.tls_handshake_inline), .choices = handshake_places, .def = "offload",
+     .help = "loop models with an offload pool (epoll, reactors, coro, uring; --offload-threads "
+             "> 0): run each handshake's private-key work on the pool ('offload') or on the loop "
+             "itself ('inline'); fork and thread run it in the connection's own process or "
+             "thread either way"},
     {.name = "max-conns", .form = "N", .type = YARD_OPT_INT, ARG(cfg.max_conns), .min = 0,
      .max = LONG_MAX, .def = "0",
      .help = "close connection N+1 at once (logged); 0 = no limit"},
@@ -492,9 +501,10 @@ static void apply_model_and_app(const yard_opt_arg_t *args, size_t nargs, yard_c
 static void check_tls_flags(const yard_opt_arg_t *args, size_t nargs, yard_config_t *cfg)
 {
     bool tls = cfg->tls_listen.n > 0;
-    if (!tls && (cfg->tls_cert || cfg->tls_key || engine_given(args, nargs, "tls-handshake-timeout")))
-        yard_usage_exit(progname, "--tls-cert, --tls-key and --tls-handshake-timeout apply to TLS "
-                        "listeners: add --tls-listen HOST:PORT%s", "");
+    if (!tls && (cfg->tls_cert || cfg->tls_key || engine_given(args, nargs, "tls-handshake-timeout") ||
+                 engine_given(args, nargs, "tls-handshake")))
+        yard_usage_exit(progname, "--tls-cert, --tls-key, --tls-handshake-timeout and "
+                        "--tls-handshake apply to TLS listeners: add --tls-listen HOST:PORT%s", "");
     if (tls && (!cfg->tls_cert || !cfg->tls_key))
         yard_usage_exit(progname, "--tls-listen needs --tls-cert FILE and --tls-key FILE%s", "");
     if (tls && cfg->tls_handshake_timeout_ns == 0)
