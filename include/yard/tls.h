@@ -56,6 +56,15 @@ yard_tls_t *yard_tls_client_new(yard_tls_ctx_t *ctx, const char *host);
  * for but not required: anyone may connect without one), as 64 lower-case
  * hex digits into out: 0, or -ENOENT when it presented none. */
 int yard_tls_peer_fingerprint(const yard_tls_t *t, char out[65]);
+/* A client's session to resume (a ticket the server sent): the
+ * connection's, once it has one it may resume (in TLS 1.3 the ticket comes
+ * after the handshake, with the first reply), else NULL. Free it with
+ * yard_tls_session_free; offer it, before the handshake, to a new
+ * connection to the same server. */
+typedef struct yard_tls_session yard_tls_session_t;
+yard_tls_session_t *yard_tls_session_take(yard_tls_t *t);
+void yard_tls_session_offer(yard_tls_t *t, yard_tls_session_t *s);
+void yard_tls_session_free(yard_tls_session_t *s);
 /* Whether the handshake resumed an earlier session (no certificate, no
  * private-key work). */
 bool yard_tls_resumed(const yard_tls_t *t);

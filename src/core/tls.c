@@ -325,6 +325,24 @@ bool yard_tls_established(const yard_tls_t *t) { return SSL_is_init_finished(t->
 
 bool yard_tls_resumed(const yard_tls_t *t) { return SSL_session_reused(t->ssl) == 1; }
 
+yard_tls_session_t *yard_tls_session_take(yard_tls_t *t)
+{
+    SSL_SESSION *s = SSL_get1_session(t->ssl);
+    if (s && !SSL_SESSION_is_resumable(s)) {
+        SSL_SESSION_free(s);
+        s = NULL;
+    }
+    return (yard_tls_session_t *)s;
+}
+
+void yard_tls_session_offer(yard_tls_t *t, yard_tls_session_t *s)
+{
+    if (s && SSL_set_session(t->ssl, (SSL_SESSION *)s) != 1)
+        ERR_clear_error();
+}
+
+void yard_tls_session_free(yard_tls_session_t *s) { SSL_SESSION_free((SSL_SESSION *)s); }
+
 int yard_tls_peer_fingerprint(const yard_tls_t *t, char out[65])
 {
     X509 *cert = SSL_get0_peer_certificate(t->ssl);

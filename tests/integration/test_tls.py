@@ -332,3 +332,31 @@ def test_yard_load_tls_usage_errors(pki):
                  ["echo", "--tls-insecure"], ["echo", "--tls", "--tls-ca", pki.ca, "--tls-insecure"]):
         r = yard_load(*args, "--target", "127.0.0.1:9")
         assert r.returncode == 2 and "tls" in r.stderr.lower(), (args, r.stderr)
+
+
+@pytest.mark.models(names=["epoll", "fork", "coro"])
+def test_yard_load_handshake_mode_counts_full_and_resumed(start_server, pki, model):
+    srv = start(start_server, "echo", model, pki)
+    target = "127.0.0.1:%d" % srv.tls_addrs[0][1]
+    full = json.loads(yard_load("handshake", "--target", target, "--tls", "--tls-ca", pki.ca,
+                                "--connections", 2, "--messages", 15, "--size", 40, "--json").stdout)
+    assert full["messages"] == 30 and full["errors"] == 0, full["first_error"]
+    assert full["tls"]["full_handshakes"] == 30 and full["tls"]["resumed_handshakes"] == 0
+    assert full["bytes_sent"] == full["bytes_received"] == 30 * 40
+    resumed = json.loads(yard_load("handshake", "--target", target, "--tls", "--tls-ca", pki.ca,
+                                   "--tls-resume", "on", "--connections", 2, "--messages", 15,
+                                   "--json").stdout)
+    t = resumed["tls"]
+    assert resumed["messages"] == 30 and t["full_handshakes"] + t["resumed_handshakes"] == 30
+    # The first rounds (one per slot at most) have no session yet; the rest resume one.
+    assert t["full_handshakes"] <= 2 and t["resumed_handshakes"] >= 28, t
+    plain = json.loads(yard_load("handshake", "--target", "127.0.0.1:%d" % srv.port,
+                                 "--connections", 2, "--messages", 10, "--json").stdout)
+    assert plain["messages"] == 20 and plain["errors"] == 0 and plain["tls"] is None
+    opened = json.loads(yard_load("handshake", "--target", target, "--tls", "--tls-ca", pki.ca,
+                                  "--rate", 50, "--connections", 16, "--duration", "1s",
+                                  "--json").stdout)
+    assert opened["loop"] == "open" and opened["target_rate"] == 50 and opened["messages"] > 0
+    assert opened["errors"] == 0 and opened["tls"]["full_handshakes"] == opened["messages"]
+    r = yard_load("handshake", "--target", target, "--tls-resume", "on", "--messages", 1)
+    assert r.returncode == 2 and "--tls-resume goes with --tls" in r.stderr, r.stderr

@@ -27,13 +27,14 @@
 /* The modes, in the order --help lists them; adding one is its file, one
  * line here and one in CMakeLists.txt. */
 extern const load_mode_t load_mode_echo, load_mode_counter, load_mode_rate, load_mode_http,
-    load_mode_chat;
+    load_mode_chat, load_mode_handshake;
 static const load_mode_t *const modes[] = {
     &load_mode_echo,
     &load_mode_counter,
     &load_mode_rate,
     &load_mode_http,
     &load_mode_chat,
+    &load_mode_handshake,
 };
 #define NMODES (sizeof modes / sizeof modes[0])
 
@@ -334,9 +335,10 @@ static void check_tls(load_opts_t *o, const load_mode_t *mode)
             yard_usage_exit("yard-load", "--tls-ca and --tls-insecure go with --tls%s", "");
         return;
     }
-    if (strcmp(mode->name, "echo") != 0 && strcmp(mode->name, "http") != 0)
-        yard_usage_exit("yard-load", "--tls applies to the echo and http modes, not yet to %s",
-                        mode->name);
+    if (strcmp(mode->name, "echo") != 0 && strcmp(mode->name, "http") != 0 &&
+        strcmp(mode->name, "handshake") != 0)
+        yard_usage_exit("yard-load", "--tls applies to the echo, http and handshake modes, not "
+                        "yet to %s", mode->name);
     if (o->io == LOAD_IO_URING)
         yard_usage_exit("yard-load", "--tls runs on --io epoll (the ring does not carry TLS)%s",
                         "");
