@@ -333,6 +333,12 @@ def load_experiment(path: Path, models: list | None = None, ncpu: int | None = N
         srv = _get(data, "servers", dict, path, "", required=True)
         app = _get(srv, "app", str, path, "servers")
         flags = _str_list(srv.get("flags", []), path, "servers.flags")
+        # "tls": the models listen with --tls-listen (servers.flags give the certificate);
+        # the load's {target} is then tls:HOST:PORT.
+        listen = _get(srv, "listen", str, path, "servers", default="plain")
+        if listen not in ("plain", "tls"):
+            raise _err(path, "servers.listen", f"must be 'plain' or 'tls', got {listen!r}")
+        listen_flag = "--tls-listen" if listen == "tls" else "--listen"
         mlist = srv.get("models", [])
         if mlist == "all":
             mlist = list(names)
@@ -341,7 +347,7 @@ def load_experiment(path: Path, models: list | None = None, ncpu: int | None = N
             raise _err(path, "servers.app", "is required when servers.models is given")
         for m in mlist:
             alts.append(Alternative(m, ["{bin}/yard-serve", "--app", app, "--model", m,
-                                        "--listen", "127.0.0.1:0", *flags], model=m))
+                                        listen_flag, "127.0.0.1:0", *flags], model=m))
         extra = srv.get("extra", [])
         if not isinstance(extra, list):
             raise _err(path, "servers.extra", "must be an array of tables [[servers.extra]]")
@@ -432,7 +438,7 @@ def load_experiment(path: Path, models: list | None = None, ncpu: int | None = N
     for i, x in enumerate(exclude):
         _conditions(x, sweep, labels, path, f"exclude[{i}]")
 
-    known = {"bin", "duration", "load_threads", *sweep}
+    known = {"bin", "duration", "load_threads", "pki", *sweep}
     for a in alts:
         bad = placeholders(a.argv) - known
         if bad:

@@ -14,6 +14,7 @@ from typing import Any
 
 from . import __version__
 from .experiment import Alternative, Experiment, render
+from .pki import pki_dir
 from .server import MeasuredServer, pinned
 from .stats import cpu_mean_cv
 
@@ -59,10 +60,16 @@ def _run_cmd(argv: list[str], cpus: set[int], timeout: float) -> dict:
             "wall_s": time.monotonic() - t0}
 
 
+def _uses_pki(t: Trial) -> bool:
+    return any("{pki}" in a for a in [*t.alt.argv, *t.exp.load])
+
+
 def run_trial(t: Trial, bin_dir: Path, seq: int) -> dict:
     scpus, lcpus = t.exp.placement(t.point, os.sched_getaffinity(0))
     values = {"bin": str(bin_dir), **t.point, "duration": t.exp.duration,
               "load_threads": max(1, len(lcpus))}
+    if _uses_pki(t):
+        values["pki"] = str(pki_dir())
     rec: dict[str, Any] = {"experiment": t.exp.name, "alternative": t.alt.label,
                            "model": t.alt.model, "point": t.point, "rep": t.rep,
                            "started": time.time(), "status": "ok", "problems": []}

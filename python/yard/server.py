@@ -109,7 +109,8 @@ class MeasuredServer:
                                  f"{READY_TIMEOUT} s (got {line!r})")
             return None
         plain, tls = listening_addresses(line)
-        return (plain or tls)[0]
+        # A TLS-only server's target keeps its "tls:" (yard-load then speaks TLS).
+        return plain[0] if plain else "tls:" + tls[0]
 
     def begin_sampling(self) -> None:
         self.sampler = Sampler(self.group, self.interval)

@@ -75,3 +75,20 @@ def test_bench_smoke(tmp_path):
         assert int(threads) == len(t["pinning"]["load_cpus"]) >= 1
         workers = "--workers" in t["commands"]["server"]
         assert workers == (t["alternative"] == "reactors")
+    # TLS (docs/tls.md): certificates made for the run ({pki}), the models listening with
+    # --tls-listen, the load speaking TLS to tls:HOST:PORT; handshakes full, then resumed.
+    hs = {t["point"]["resume"]: t for t in (json.loads(p.read_text()) for p in raw
+                                            if p.parent.name == "tls")}
+    assert set(hs) == {"off", "on"}
+    for resume, t in hs.items():
+        assert t["status"] == "ok", t["problems"]
+        assert t["commands"]["load"][t["commands"]["load"].index("--target") + 1].startswith("tls:")
+        tls = t["load"]["stdout_json"]["tls"]
+        assert tls["failures"] == 0 and tls["full_handshakes"] + tls["resumed_handshakes"] > 0
+        assert (tls["resumed_handshakes"] > 0) == (resume == "on"), tls
+    te = {t["alternative"]: t for t in (json.loads(p.read_text()) for p in raw
+                                        if p.parent.name == "tls_echo")}
+    assert set(te) == {"epoll", "epoll+tls"}
+    assert all(t["status"] == "ok" for t in te.values()), [t["problems"] for t in te.values()]
+    assert te["epoll"]["load"]["stdout_json"]["tls"] is None
+    assert te["epoll+tls"]["load"]["stdout_json"]["tls"]["full_handshakes"] == 10

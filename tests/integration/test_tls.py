@@ -316,9 +316,14 @@ def test_yard_load_over_tls_counts_handshakes_and_round_trips(start_server, pki,
     t = doc["tls"]
     assert t["full_handshakes"] == 20 and t["resumed_handshakes"] == 0 and t["failures"] == 0
     assert 0 < t["handshake_us"]["p50"] <= t["handshake_us"]["max"]
+    # tls:HOST:PORT, as the server's first line writes it, is the same as --tls; a CA
+    # given for a plain target changes nothing.
+    r = yard_load("echo", "--target", "tls:" + target, "--tls-ca", pki.ca, "--messages", 5,
+                  "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["tls"]["full_handshakes"] == 1, r.stderr
     plain = json.loads(yard_load("echo", "--target", "127.0.0.1:%d" % srv.port, "--messages", 5,
-                                 "--json").stdout)
-    assert plain["tls"] is None
+                                 "--tls-ca", pki.ca, "--json").stdout)
+    assert plain["tls"] is None and plain["errors"] == 0
     # A server the system's CAs do not vouch for, and a port without TLS: exit 1, and why.
     r = yard_load("echo", "--target", target, "--tls", "--messages", 5)
     assert r.returncode == 1 and "certificate verify failed" in r.stderr, r.stderr
@@ -329,7 +334,7 @@ def test_yard_load_over_tls_counts_handshakes_and_round_trips(start_server, pki,
 
 def test_yard_load_tls_usage_errors(pki):
     for args in (["rate", "--tls"], ["echo", "--tls", "--io", "uring"],
-                 ["echo", "--tls-insecure"], ["echo", "--tls", "--tls-ca", pki.ca, "--tls-insecure"]):
+                 ["echo", "--tls", "--tls-ca", pki.ca, "--tls-insecure"]):
         r = yard_load(*args, "--target", "127.0.0.1:9")
         assert r.returncode == 2 and "tls" in r.stderr.lower(), (args, r.stderr)
 

@@ -149,7 +149,8 @@ static const yard_opt_choice_t io_modes[] = {
 static const yard_opt_t common_opts[] = {
     {.name = "target", .form = "HOST:PORT", .type = YARD_OPT_STRING, COMMON(target_text),
      .required = "the server to load",
-     .help = "the server: a numeric IPv4 address, [IPv6] or localhost"},
+     .help = "the server: a numeric IPv4 address, [IPv6] or localhost; tls:HOST:PORT (as "
+             "yard-serve writes a TLS listener) is the same as --tls"},
     {.name = "connections", .form = "N", .type = YARD_OPT_INT, COMMON(connections), .min = 1,
      .max = MAX_CONNECTIONS, .def = "1", .help = "concurrent connections"},
     {.name = "users", .form = "N", .type = YARD_OPT_INT, COMMON(connections), .min = 1,
@@ -193,10 +194,10 @@ static const yard_opt_t common_opts[] = {
      .help = "echo and http: speak TLS (a --tls-listen port, docs/tls.md); each connection's "
              "handshake is part of connecting, timed and counted in the report's tls figures"},
     {.name = "tls-ca", .form = "FILE", .type = YARD_OPT_STRING, COMMON(tls_ca),
-     .help = "with --tls: trust the server's certificate when FILE's CA signed it (default: the "
-             "system's CAs); its name must be the target's HOST"},
+     .help = "a TLS target: trust its certificate when FILE's CA signed it (default: the "
+             "system's CAs); its name must be the target's HOST. No effect on a plain target"},
     {.name = "tls-insecure", .type = YARD_OPT_SWITCH, COMMON(tls_insecure),
-     .help = "with --tls: do not check the server's certificate"},
+     .help = "a TLS target: do not check its certificate. No effect on a plain target"},
     {.name = "json", .type = YARD_OPT_SWITCH, COMMON(json),
      .help = "print one JSON object instead of the summary"},
     {.name = "help", .type = YARD_OPT_SWITCH, COMMON(help), .short_name = 'h',
@@ -320,6 +321,12 @@ static void parse_flags(int argc, char **argv, const load_mode_t *mode, load_opt
     }
     free(args);
     check_required(common_opts, given);
+    /* "tls:HOST:PORT", as yard-serve's first line writes a TLS listener:
+     * the same as --tls. */
+    if (!strncmp(o->target_text, "tls:", 4)) {
+        o->target_text += 4;
+        o->tls = true;
+    }
     if (yard_addr_parse(o->target_text, &o->target, err, sizeof err) < 0)
         yard_usage_exit("yard-load", "--target: %s", err);
     if (foreign)
@@ -330,11 +337,8 @@ static void parse_flags(int argc, char **argv, const load_mode_t *mode, load_opt
  * every thread's connections share (exit 1 when a file does not load). */
 static void check_tls(load_opts_t *o, const load_mode_t *mode)
 {
-    if (!o->tls) {
-        if (o->tls_ca || o->tls_insecure)
-            yard_usage_exit("yard-load", "--tls-ca and --tls-insecure go with --tls%s", "");
+    if (!o->tls) /* --tls-ca and --tls-insecure say how to trust a TLS target: none here */
         return;
-    }
     if (strcmp(mode->name, "echo") != 0 && strcmp(mode->name, "http") != 0 &&
         strcmp(mode->name, "handshake") != 0)
         yard_usage_exit("yard-load", "--tls applies to the echo, http and handshake modes, not "
