@@ -1,4 +1,4 @@
-/* The Eve runtime library (tools/eve/rt, eve_rt.h): strings, conversions,
+/* The Eve runtime library (src/eve_rt, eve_rt.h): strings, conversions,
  * arithmetic, containers and their references, temporaries, permissions
  * and the finish hand-over, and whole programs run by eve_main in a forked
  * child (a TCP echo and a counter written as the code generator writes

@@ -1,6 +1,6 @@
 /* yard-eve's code generator (issue 23, docs/eve.md "How code is
  * generated"): C11 for a checked program, calling the Eve runtime
- * (tools/eve/rt/eve_rt.h, eve_gen.h) on the coro runtime. Pure: no I/O. */
+ * (src/eve_rt/eve_rt.h, eve_gen.h) on the coro runtime. Pure: no I/O. */
 #ifndef YARD_EVE_GEN_H_
 #define YARD_EVE_GEN_H_
 
