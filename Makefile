@@ -14,6 +14,7 @@
 #   make bench      the quick benchmark suite and its HTML report
 #   make fuzz       run every libFuzzer target for FUZZ_SECONDS each (clang)
 #   make asan | tsan | debug   sanitized or debug builds in build/<name>/
+#   make install PREFIX=P   the tools in P/bin, the Eve runtime in P/lib/switchyard
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -36,7 +37,7 @@ APT_IF_NO_COMMAND := node:nodejs npm:npm
 SUITE := tests/pytest-suite
 NPROC := $(shell nproc)
 
-.PHONY: all build setup deps venv peers prepare check test test-unit test-integration test-asan test-tsan \
+.PHONY: all build install setup deps venv peers prepare check test test-unit test-integration test-asan test-tsan \
 	test-cross cross \
 	bench fuzz asan tsan debug clean
 
@@ -45,6 +46,12 @@ all: build
 build: deps
 	@cmake --preset release >/dev/null
 	@cmake --build build
+
+# The tools in $(PREFIX)/bin, yard-eve's runtime in $(PREFIX)/lib/switchyard
+# (docs/eve.md, "Installing"); the same as cmake --install build --prefix P.
+PREFIX ?= /usr/local
+install: build
+	@cmake --install build --prefix "$(PREFIX)"
 
 debug asan tsan: deps
 	@cmake --preset $@ >/dev/null

@@ -11,8 +11,9 @@
  * 1 a bad program (each error as "file:line:col: error: message" on stderr),
  * an unreadable file or a failed C compiler, 2 a usage error; run exits
  * with the program's status. */
-#define _DEFAULT_SOURCE /* mkdtemp */
+#define _DEFAULT_SOURCE /* mkdtemp, realpath, readlink */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -332,10 +333,77 @@ static bool add_words(char *s, char **av, int *n)
 
 #endif
 
+#if HAVE_RUNTIME
+/* Where the runtime's headers and archives are. */
+typedef struct {
+    char rt_include[4200];  /* eve_rt.h, eve_gen.h */
+    char include[4200];     /* yard/coro.h and the rest of yard/ */
+    char libs[16384];       /* the archives in link order, then the system's libraries */
+} runtime_t;
+
+static bool readable(const char *dir, const char *file)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    return access(path, R_OK) == 0;
+}
+
+/* An installed yard-eve finds its runtime beside its own binary, in
+ * BINDIR/../lib/switchyard; otherwise (run from the build tree) it uses the
+ * build's own paths, compiled in. False with a message when neither has it. */
+static bool find_runtime(runtime_t *rt)
+{
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = 0;
+            char dir[4200], real[PATH_MAX];
+            snprintf(dir, sizeof dir, "%s/" YARD_EVE_INSTALL_DIR, exe);
+            if (realpath(dir, real) && readable(real, "include/eve_rt.h")) {
+                snprintf(rt->rt_include, sizeof rt->rt_include, "%s/include", real);
+                snprintf(rt->include, sizeof rt->include, "%s/include", real);
+                char names[] = YARD_EVE_LIB_NAMES;
+                size_t used = 0;
+                rt->libs[0] = 0;
+                for (char *w = strtok(names, " "); w; w = strtok(NULL, " ")) {
+                    int k = snprintf(rt->libs + used, sizeof rt->libs - used, "%s/%s ", real, w);
+                    if (k < 0 || (size_t)k >= sizeof rt->libs - used) {
+                        fprintf(stderr, PROG ": the runtime's path %s is too long\n", real);
+                        return false;
+                    }
+                    used += (size_t)k;
+                }
+                snprintf(rt->libs + used, sizeof rt->libs - used, "%s", YARD_EVE_SYSTEM_LIBS);
+                return true;
+            }
+        }
+    }
+    if (readable(YARD_EVE_RT_DIR, "eve_rt.h")) {
+        snprintf(rt->rt_include, sizeof rt->rt_include, "%s", YARD_EVE_RT_DIR);
+        snprintf(rt->include, sizeof rt->include, "%s", YARD_EVE_INCLUDE_DIR);
+        snprintf(rt->libs, sizeof rt->libs, "%s %s", YARD_EVE_LIBS, YARD_EVE_SYSTEM_LIBS);
+        return true;
+    }
+    fprintf(stderr,
+            PROG ": cannot find the Eve runtime: not installed beside this program (BINDIR/" YARD_EVE_INSTALL_DIR
+                 "/include/eve_rt.h) and not in the build tree it was built in (" YARD_EVE_RT_DIR ")\n");
+    return false;
+}
+#endif
+
 /* Compiles the C in c_path to bin with the runtime. 0 or EXIT_BAD_PROGRAM. */
 static int compile_c(const char *c_path, const char *bin, bool debug)
 {
 #if HAVE_RUNTIME
+    static runtime_t rt;
+    if (!find_runtime(&rt))
+        return EXIT_BAD_PROGRAM;
+    char inc_rt[4300], inc[4300];
+    snprintf(inc_rt, sizeof inc_rt, "-I%s", rt.rt_include);
+    snprintf(inc, sizeof inc, "-I%s", rt.include);
     char *av[MAX_CC_ARGS];
     int n = 0;
     const char *cc_env = getenv("YARD_EVE_CC");
@@ -343,7 +411,7 @@ static int compile_c(const char *c_path, const char *bin, bool debug)
     char *flags = strdup(YARD_EVE_SANITIZE);
     const char *extra_env = getenv("YARD_EVE_CFLAGS");
     char *extra = strdup(extra_env ? extra_env : "");
-    char *libs = strdup(YARD_EVE_LIBS);
+    char *libs = strdup(rt.libs);
     if (!cc || !flags || !extra || !libs) {
         fprintf(stderr, PROG ": out of memory\n");
         free(cc), free(flags), free(extra), free(libs);
@@ -351,7 +419,7 @@ static int compile_c(const char *c_path, const char *bin, bool debug)
     }
     bool ok = add_words(cc, av, &n);
     const char *fixed[] = {"-std=c11", "-D_POSIX_C_SOURCE=200809L", debug ? "-O0" : "-O2", "-g", "-fwrapv",
-                           "-pthread", "-I" YARD_EVE_RT_DIR, "-I" YARD_EVE_INCLUDE_DIR};
+                           "-pthread", inc_rt, inc};
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0] && ok; i++)
         av[n++] = (char *)fixed[i];
     ok = ok && add_words(flags, av, &n) && add_words(extra, av, &n);
