@@ -24,7 +24,8 @@ from yard.runner import Trial, plan, run_trial
 EXP = REPO / "experiments" / "eve_fib.toml"
 TASKS_RUNTIMES = ["coro-perms", "coro", "threads", "openmp", "tbb"]
 # eve: examples/eve/fib_bench.eve compiled by yard-eve (issue 23), beside coro-perms
-ALL = ["coro-perms", "eve"] + TASKS_RUNTIMES[1:] + ["go", "forkjoin"]
+# eve-printed: the paper's Program 1 as printed, through yard-eve call (issue 42), cutoff 0 only
+ALL = ["coro-perms", "eve", "eve-printed"] + TASKS_RUNTIMES[1:] + ["go", "forkjoin"]
 
 
 def load(ncpu=4):
@@ -37,7 +38,8 @@ def test_loads_with_every_runtime_and_peer():
     e = load()
     assert e.kind == "tool" and [a.label for a in e.alternatives] == ALL
     assert {a.label: a.runtime for a in e.alternatives} == {
-        **{r: r for r in TASKS_RUNTIMES}, "eve": None, "go": None, "forkjoin": None}
+        **{r: r for r in TASKS_RUNTIMES}, "eve": None, "eve-printed": None, "go": None,
+        "forkjoin": None}
     assert e.cpus_from == "workers"
     assert e.list_runtimes == ["{bin}/yard-tasks", "--list-runtimes", "--json"]
     assert [f["metric"] for f in e.figures] == ["min_s", "min_s", "ns_per_task"]
@@ -63,13 +65,21 @@ def test_full_sweep_trials():
     for a, _ in runs:
         per_alt[a.label] += 1
     points = (6 * 2 + 1) * 3  # (n 30..35 x 2 cutoffs + fib(20) at cutoff 0) x 3 workers
-    assert per_alt == {**{a: points for a in ALL}, "threads": points - 6 * 3}
+    # eve-printed: cutoff 0 only (the printed program has none)
+    assert per_alt == {**{a: points for a in ALL}, "threads": points - 6 * 3,
+                       "eve-printed": points - 6 * 3}
+    assert not [p for a, p in runs if a.label == "eve-printed" and p["cutoff"] != 0]
     # Every argv renders: yard-tasks with its runtime, the peers through their launchers.
     a = {x.label: x for x in e.alternatives}
     assert a["tbb"].argv[:5] == ["{bin}/yard-tasks", "fib", "{n}", "--runtime", "tbb"]
     assert a["go"].argv[0] == "peers/go/run" and a["forkjoin"].argv[0] == "peers/java/run"
     assert a["eve"].argv[:3] == ["env", "YARD_EVE_WORKERS={workers}", "{bin}/eve-fib-bench"]
+    assert a["eve-printed"].argv == [
+        "env", "YARD_EVE_WORKERS={workers}", "{bin}/yard-eve", "call", "--json", "--repeat", "{repeat}",
+        "../shared/eve/program1.eve", "fib", "{n}"]
     for x in e.alternatives:
+        if x.label == "eve-printed":
+            continue
         # eve-fib-bench always prints its JSON record; the others are asked to
         assert (x.argv[-1] == "--json" or x.label == "eve") and "{cutoff}" in x.argv
         assert "{workers}" in x.argv or "YARD_EVE_WORKERS={workers}" in x.argv
@@ -82,7 +92,8 @@ def test_quick_suite_is_short():
     assert pts == {(30, 20), (25, 0)}
     assert {p["workers"] for _, p in runs} == {1, 2} and {p["repeat"] for _, p in runs} == {3}
     assert not [1 for a, p in runs if a.label == "threads" and p["cutoff"] == 0]
-    assert len(runs) == 2 * 2 * len(ALL) - 2 and q.repetitions == 3
+    # threads is not run at (25, 0) (cutoff 0 beyond fib(20)), eve-printed not at (30, 20)
+    assert len(runs) == 2 * 2 * len(ALL) - 2 - 2 and q.repetitions == 3
     assert len(plan([q], seed=1)) == 3 * len(runs)
     # On one CPU, two workers cannot each have one: that point is dropped, with why.
     q1 = load(ncpu=1).for_suite("quick")

@@ -352,3 +352,105 @@ def test_counter_many_connections_exact(start_server):
         s.sendall(b"\x00")
         assert int.from_bytes(recv_exactly(s, 8), "big") == clients * per
     assert server.stop() == 0
+
+
+# ---- yard-eve call (issue 42) ---------------------------------------------------------------
+
+CALLS = """\
+import text
+
+greeting : string = "hello"
+
+twice: (s: string) string:
+    return s + s
+
+half: (x: float) float:
+    return x / 2.0
+
+pick: (b: bool, yes: char, no: char) char:
+    if b:
+        return yes
+    return no
+
+where: (s: string, c: char) int:
+    return text.find(s, c)
+
+shout: (s: string):
+    stdout.write_line(greeting + " " + s)
+
+names: () vector<string>:
+    v : vector<string>
+    return v
+
+numbers: (v: vector<int>) int:
+    return v.size()
+"""
+
+
+@pytest.mark.parametrize("args,out", [
+    (["twice", 'a "q" \\ é'], 'a "q" \\ éa "q" \\ é\n'),
+    (["twice", ""], "\n"),
+    (["half", "3"], "1.5\n"),
+    (["half", "-1e3"], "-5e+02\n"),   # to_string: the shortest %g that reads back
+    (["pick", "true", "'", "n"], "'\n"),
+    (["pick", "false", "y", "\\"], "\\\n"),
+    (["where", "abc", "c"], "2\n"),
+    (["shout", "world"], "hello world\n"),   # a void function: its own output only
+])
+def test_call_converts_arguments_and_prints_the_result(tmp_path, args, out):
+    src = tmp_path / "calls.eve"
+    src.write_text(CALLS)
+    # the functions not called are static functions nobody calls
+    r = run([YARD_EVE, "call", src, *args],
+            env={"YARD_EVE_CFLAGS": STRICT["YARD_EVE_CFLAGS"] + " -Wno-unused-function"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode() == out
+
+
+@pytest.mark.parametrize("args,message", [
+    (["half", "x"], "argument 1 of 'half' is a float; 'x' is not a finite number"),
+    (["half", "nan"], "argument 1 of 'half' is a float; 'nan' is not a finite number"),
+    (["half", "1e999"], "argument 1 of 'half' is a float; '1e999' is not a finite number"),
+    (["pick", "yes", "a", "b"], "argument 1 of 'pick' is a bool: true or false, not 'yes'"),
+    (["pick", "true", "ab", "b"], "argument 2 of 'pick' is a char: exactly one byte, not 'ab'"),
+    (["names"], "'names' returns an object, which call cannot print"),
+    (["numbers", "1"], "parameter 'v' of 'numbers' is not an int, float, bool, char or string"),
+    (["greeting"], "has no function 'greeting' (its functions: twice, half, pick, where, shout, names, "
+                   "numbers)"),
+])
+def test_call_refuses_what_it_cannot_do(tmp_path, args, message):
+    src = tmp_path / "calls.eve"
+    src.write_text(CALLS)
+    r = run([YARD_EVE, "call", src, *args])
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.decode().startswith("yard-eve: call: ") and message in r.stderr.decode(), r.stderr
+    assert r.stdout == b""
+
+
+def test_call_usage(tmp_path):
+    src = tmp_path / "calls.eve"
+    src.write_text(CALLS)
+    for argv in (["call"], ["call", src], ["call", "--repeat", "3", src, "half", "1"],
+                 ["call", "--json", "--repeat", "0", src, "half", "1"], ["call", "--bogus", src, "half"]):
+        r = run([YARD_EVE, *argv])
+        assert r.returncode == 2 and r.stderr.startswith(b"yard-eve: call: "), (argv, r.stderr)
+
+
+def test_call_on_a_bad_program_is_a_program_error(tmp_path):
+    src = tmp_path / "bad.eve"
+    src.write_text("f: (n: int) int:\n    return m\n")
+    r = run([YARD_EVE, "call", src, "f", "1"])
+    assert r.returncode == 1
+    assert f"{src}:2:12: error: unknown name 'm'".encode() in r.stderr
+
+
+def test_call_json_passes_the_functions_own_output_to_stderr(tmp_path):
+    src = tmp_path / "calls.eve"
+    src.write_text(CALLS)
+    r = run([YARD_EVE, "call", "--json", "--repeat", "2", src, "shout", "x"])
+    assert r.returncode == 0, r.stderr
+    rec = json.loads(r.stdout)
+    assert rec["result"] is None and rec["repeat"] == 2 and len(rec["times_s"]) == 2
+    assert r.stderr == b"hello x\nhello x\n"
+    r = run([YARD_EVE, "call", "--json", src, "twice", "a\nb"])
+    assert json.loads(r.stdout)["result"] == "a\nba\nb"

@@ -125,6 +125,28 @@ int eve_diag_format(const eve_ctx_t *cx, size_t i, char *out, size_t size)
                     (unsigned)d->pos.col, d->msg);
 }
 
+void eve_warning(eve_ctx_t *cx, eve_pos_t pos, const char *fmt, ...)
+{
+    eve_diag_t d = {.pos = pos};
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d.msg, sizeof d.msg, fmt, ap);
+    va_end(ap);
+    for (size_t i = 0; i < cx->nwarnings; i++)
+        if (cx->warnings[i].pos.line == pos.line && cx->warnings[i].pos.col == pos.col &&
+            strcmp(cx->warnings[i].msg, d.msg) == 0)
+            return;
+    if (cx->nwarnings < EVE_MAX_DIAGS)
+        cx->warnings[cx->nwarnings++] = d;
+}
+
+int eve_warning_format(const eve_ctx_t *cx, size_t i, char *out, size_t size)
+{
+    const eve_diag_t *d = &cx->warnings[i];
+    return snprintf(out, size, "%s:%u:%u: warning: %s", cx->file, (unsigned)d->pos.line,
+                    (unsigned)d->pos.col, d->msg);
+}
+
 /* ---- token names ----------------------------------------------------------- */
 
 static const char *const tok_names[EVE_T_COUNT] = {
@@ -306,6 +328,8 @@ static void dump_type(out_t *o, const eve_type_t *t)
     }
     if (t->shared)
         puts_(o, "@");
+    if (t->ref)
+        puts_(o, "&");
 }
 
 static void dump_perms(out_t *o, const eve_perms_t *p)

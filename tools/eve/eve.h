@@ -44,6 +44,11 @@ typedef struct {
     eve_diag_t diags[EVE_MAX_DIAGS];
     size_t ndiags;     /* kept, at most EVE_MAX_DIAGS */
     size_t nerrors;    /* reported, kept or not */
+    /* Warnings: what the compiler assumed where a program is ambiguous (the
+     * paper's listings, docs/eve.md); a program with warnings still builds.
+     * The same message at the same place is kept once. */
+    eve_diag_t warnings[EVE_MAX_DIAGS];
+    size_t nwarnings;
 } eve_ctx_t;
 
 /* A context for one compilation; false when out of memory. */
@@ -58,6 +63,13 @@ void eve_error(eve_ctx_t *cx, eve_pos_t pos, const char *fmt, ...)
 /* Writes diagnostic i as "file:line:col: error: message" (no newline) into
  * out; returns what snprintf returns. */
 int eve_diag_format(const eve_ctx_t *cx, size_t i, char *out, size_t size);
+void eve_warning(eve_ctx_t *cx, eve_pos_t pos, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* "FILE:LINE:COL: warning: MESSAGE" of warning i into out. */
+int eve_warning_format(const eve_ctx_t *cx, size_t i, char *out, size_t size);
 
 /* ---- the arena ---------------------------------------------------------- */
 
@@ -165,6 +177,7 @@ struct eve_type {
     eve_type_t **args;
     size_t nargs;
     bool shared; /* T@ */
+    bool ref;    /* T& (a parameter only): a reference to the caller's value or object */
 };
 
 /* One entry of a permission list: x (read), +x (full), -x (null), =x (copy

@@ -294,6 +294,8 @@ static eve_type_t *parse_type(parser_t *p, const char *context)
     }
     if (accept(p, EVE_T_AT))
         ty->shared = true;
+    if (accept(p, EVE_T_AMP))
+        ty->ref = true;
     leave(p);
     return ty;
 }
