@@ -17,6 +17,8 @@ void eve_cx_init(eve_cx_t *cx)
     cx->deferred = NULL;
     cx->fin_depth = 0;
     cx->handover = 0;
+    cx->ev_origin = NULL;
+    cx->ev_data = NULL;
 }
 
 void eve_cx_done(eve_cx_t *cx)

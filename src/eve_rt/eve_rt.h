@@ -112,6 +112,10 @@ typedef struct eve_cx {
     struct eve_deferred *deferred; /* listeners made here, started at eve_cx_done */
     unsigned fin_depth;            /* finish scopes open in this context */
     uint64_t handover;             /* bit d-1: scope d got a task asking for an object held here */
+    /* A callback's context: the source whose event it runs for and the
+     * event's payload (socket.read_buffer() reads the data event's bytes). */
+    const void *ev_origin;
+    void *ev_data; /* the payload's pointer (a data event's read_buffer) */
 } eve_cx_t;
 
 void eve_cx_init(eve_cx_t *cx);
@@ -281,6 +285,12 @@ eve_socket_t *eve_socket_new(void);
 /* Writes all of bytes (parks while the peer is slow); after the socket has
  * closed or failed, nothing. */
 void eve_socket_write(eve_cx_t *cx, eve_socket_t *s, const void *bytes, size_t len);
+/* The bytes of the data event being handled, as a new vector<char>
+ * (owned): socket.read_buffer() (the paper's Program 2). Only in a `data`
+ * callback of s itself (any other place is a run-time error at pos). */
+eve_vec_t *eve_sock_read_buffer(eve_cx_t *cx, eve_socket_t *s, const char *pos);
+/* Writes the chars of v: socket.write_buffer(v). */
+void eve_sock_write_vec(eve_cx_t *cx, eve_socket_t *s, const eve_vec_t *v, const char *pos);
 /* Closes the connection: the socket emits `close` once (after the callback
  * running now, if it is one of the socket's), and nothing else after. */
 void eve_socket_close(eve_cx_t *cx, eve_socket_t *s);

@@ -50,10 +50,12 @@ void rt_gate_wait(void)
 
 /* ---- callback lists -------------------------------------------------------------------------- */
 
-void rt_run_cb(const eve_cb_t *cb, eve_val_t payload)
+void rt_run_cb(const eve_cb_t *cb, eve_val_t payload, const void *origin)
 {
     eve_cx_t cx;
     eve_cx_init(&cx);
+    cx.ev_origin = origin;
+    cx.ev_data = payload.p;
     if (cb->nperms) {
         /* Normalized at registration: straight to the coro runtime. */
         if (yard_coro_perms_acquire(cb->perms, cb->nperms) != 0)
@@ -75,7 +77,7 @@ void rt_dispatch(struct rt_src *src, int which, eve_val_t payload, const atomic_
     for (; n; n = atomic_load_explicit(&n->next, memory_order_acquire)) {
         if (stop && atomic_load_explicit(stop, memory_order_acquire))
             return;
-        rt_run_cb(&n->cb, payload);
+        rt_run_cb(&n->cb, payload, src);
     }
 }
 

@@ -99,7 +99,7 @@ struct rt_src *rt_signals_src(void);
  * (NULL: never). Waits for the gate first. */
 void rt_dispatch(struct rt_src *src, int which, eve_val_t payload, const atomic_bool *stop);
 /* One callback invocation: cx, permissions, fn, release, cx done. */
-void rt_run_cb(const eve_cb_t *cb, eve_val_t payload);
+void rt_run_cb(const eve_cb_t *cb, eve_val_t payload, const void *origin);
 bool rt_src_empty(struct rt_src *src, int which);
 /* The source is gone for good: later registrations free their env at
  * once; every callback's env is freed now. No dispatch may be running. */

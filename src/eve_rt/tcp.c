@@ -550,3 +550,30 @@ static void conn_main(void *arg)
     rt_live_dec();
     eve_release(s);
 }
+
+/* ---- the paper's buffers: socket.read_buffer(), socket.write_buffer(v) ---------------------------- */
+
+eve_vec_t *eve_sock_read_buffer(eve_cx_t *cx, eve_socket_t *s, const char *pos)
+{
+    /* The data event's bytes are the payload of the callback running in
+     * cx, which the socket's own coroutine runs: nobody else touches them. */
+    if (cx->ev_origin != (const void *)&s->src || !cx->ev_data)
+        eve_fail(pos, "read_buffer() outside a data callback of this socket");
+    const eve_rbuf_t *b = cx->ev_data;
+    eve_vec_t *v = eve_vec_new(EVE_K_CHAR);
+    for (size_t i = 0; i < b->len; i++)
+        eve_vec_push(v, (eve_val_t){.c = b->bytes[i]});
+    return v;
+}
+
+void eve_sock_write_vec(eve_cx_t *cx, eve_socket_t *s, const eve_vec_t *v, const char *pos)
+{
+    size_t n = (size_t)eve_vec_size(v);
+    unsigned char small[4096];
+    unsigned char *bytes = n <= sizeof small ? small : rt_malloc(n);
+    for (size_t i = 0; i < n; i++)
+        bytes[i] = eve_vec_get(v, (int64_t)i, pos).c;
+    eve_socket_write(cx, s, bytes, n);
+    if (bytes != small)
+        free(bytes);
+}

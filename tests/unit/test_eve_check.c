@@ -75,6 +75,37 @@ static void expect_errors(const char *src, const char *want)
         TEST_FAIL("errors differ\n--- got:\n%s--- want:\n%s--- source:\n%s", errs, full, src);
 }
 
+/* Checks clean, with exactly these warnings ("L:C: message\n" each). */
+static void expect_warnings(const char *src, const char *want)
+{
+    eve_ctx_t cx;
+    ASSERT(eve_ctx_init(&cx, "t.eve"));
+    eve_node_t *prog = eve_parse(&cx, src, strlen(src));
+    ASSERT(prog);
+    bool ok = eve_check(&cx, prog);
+    char got[4096];
+    size_t at = 0;
+    got[0] = 0;
+    for (size_t i = 0; !ok && i < cx.ndiags && at < sizeof got; i++) {
+        char line[512];
+        eve_diag_format(&cx, i, line, sizeof line);
+        at += (size_t)snprintf(got + at, sizeof got - at, "%s\n", line);
+    }
+    if (!ok)
+        TEST_FAIL("expected no errors, got:\n%s--- source:\n%s", got, src);
+    for (size_t i = 0; i < cx.nwarnings && at < sizeof got; i++) {
+        char line[512];
+        eve_warning_format(&cx, i, line, sizeof line);
+        const char *w = strstr(line, ": warning: ");
+        ASSERT(w);
+        at += (size_t)snprintf(got + at, sizeof got - at, "%.*s%s\n", (int)(w - line - strlen("t.eve:")),
+                               line + strlen("t.eve:"), w + strlen(": warning"));
+    }
+    if (strcmp(got, want) != 0)
+        TEST_FAIL("warnings differ\n--- got:\n%s--- want:\n%s--- source:\n%s", got, want, src);
+    eve_ctx_free(&cx);
+}
+
 /* ---- names ------------------------------------------------------------------------ */
 
 static void test_names(void)
@@ -86,7 +117,8 @@ static void test_names(void)
               "m : int = 2\n"
               "n = m + 1\n");
     expect_errors("x : integer\n", "1:5: unknown type 'integer'");
-    expect_errors("import net.tcp\n", "1:1: unknown module 'net.tcp' (the library's modules: text)");
+    expect_errors("import net.tcp\n",
+                  "1:1: unknown module 'net.tcp' (the library's modules: text, io.socket, util.timeout)");
     expect_errors("i : int = text.find(\"ab\", 'b')\n", "1:11: unknown name 'text' (a library module: import text)");
     expect_ok("import text\n"
               "i : int = text.find(\"ab\", 'b')\n");
@@ -128,8 +160,8 @@ static void test_names(void)
     expect_errors("f: () [room]:\n"
                   "    pass\n",
                   "1:8: unknown name 'room'");
-    expect_errors("@ [stdout]: stdout.write_line(\"x\")\n",
-                  "1:4: 'stdout' belongs to the library: it needs no permission");
+    expect_warnings("@ [stdout]: stdout.write_line(\"x\")\n",
+                    "1:4: 'stdout' belongs to the library and needs no permission: 'stdout' is ignored\n");
 }
 
 /* ---- types -------------------------------------------------------------------------- */
@@ -398,11 +430,16 @@ static void test_undeclared(void)
                   "@: stdout.write_line(to_string(x))\n"
                   "@ [x]: stdout.write_line(to_string(x))\n",
                   "2:32: 'x' is used but not declared in the task's permissions");
-    /* an object that is not shared must be named too: tasks may share it */
+    /* an object that is not shared must be named too: tasks may share it;
+     * the source of an `on` is read without naming it, not written */
     expect_errors("f: (s: tcp_socket):\n"
                   "    on s data (b):\n"
                   "        s.write(b)\n",
-                  "3:9: 's' is used but not declared in the callback's permissions");
+                  "3:9: 's' is modified but the callback has only read permission (write [+s])");
+    expect_errors("f: (s: tcp_socket, t: tcp_socket):\n"
+                  "    on s data (b):\n"
+                  "        t.write(b)\n",
+                  "3:9: 't' is used but not declared in the callback's permissions");
     expect_ok("f: (s: tcp_socket):\n"
               "    on s data (b) [+s]:\n"
               "        s.write(b)\n");
@@ -730,6 +767,104 @@ static void test_corpus(void)
     ASSERT_GT(parsed, 0);
 }
 
+/* ---- the paper's forms (issue 42, docs/eve.md "The paper's listings") ------------------------ */
+
+static void test_paper_forms(void)
+{
+    /* imports: the paper's modules, and a.b.* for a module */
+    expect_ok("import io.socket.*\nimport util.timeout\nimport text.*\ni : int = text.find(\"ab\", 'b')\n");
+    expect_errors("import net.*\n",
+                  "1:1: unknown module 'net' (the library's modules: text, io.socket, util.timeout)");
+    /* socket, connection and error name the library's types */
+    expect_ok("f: (s: socket) [+s]:\n    s.write(\"x\")\n");
+    /* T& in a parameter only */
+    expect_ok("f: (x: int&) int:\n    return x\n");
+    expect_errors("x : int& = 1\n", "1:5: '&' (a reference) marks a parameter's type, not this type");
+    expect_errors("f: (v: vector<int&>):\n    pass\n",
+                  "1:15: '&' (a reference) marks a parameter's type, not this type");
+    /* '@' on an element: an object is taken as it is (warned); a value not */
+    expect_warnings("s : set<tcp_socket@>@\n",
+                    "1:9: 'tcp_socket@' as a type argument: taken as tcp_socket (an object is reached by "
+                    "reference; a task's permission on it is what its list names)\n");
+    expect_errors("s : set<int@>\n", "1:9: '@' (shared) marks a variable or a parameter, not this type");
+    /* a handler given by assignment, with a result: c() accepts */
+    static const char server[] =
+        "clients : set<tcp_socket>@\n"
+        "tcp_socket.listen(8080):\n"
+        "    connection = [+clients] (c: connection&) bool:\n"
+        "        client : tcp_socket = c()\n"
+        "        clients.insert(client)\n"
+        "        on client data [clients]:\n"
+        "            message : vector<char>@ = client.read_buffer()\n"
+        "            @ for (m: tcp_socket in clients) [message, +m]:\n"
+        "                m.write_buffer(message)\n"
+        "        on client close [+clients]:\n"
+        "            clients.remove(client)\n"
+        "        return true\n"
+        "    error = (e: error&) bool:\n"
+        "        stderr.write(\"no: %s (%d%%)\", error, 5)\n"
+        "        return true\n";
+    expect_warnings(server, "14:39: 'error' is the handler's name, not a variable: taken as its parameter 'e'\n");
+    /* the source of `on client data` is read without naming it; writing it is not */
+    expect_errors("tcp_socket.listen(\"a\"):\n"
+                  "    connection (c):\n"
+                  "        on c data:\n"
+                  "            c.write(\"x\")\n",
+                  "4:13: 'c' is modified but the callback has only read permission (write [+c])");
+    /* a handler with a result must return it */
+    expect_errors("tcp_socket.listen(\"a\"):\n"
+                  "    connection = (c: connection) bool:\n"
+                  "        c().close()\n",
+                  "2:5: the handler 'connection' returns bool but may reach its end without a return");
+    expect_errors("tcp_socket.listen(\"a\"):\n"
+                  "    connection = (c: connection) bool:\n"
+                  "        return 1\n",
+                  "3:16: 'connection' returns bool, not int");
+    /* only a connection is accepted by calling it */
+    expect_errors("tcp_socket.listen(\"a\"):\n"
+                  "    connection (c: tcp_socket):\n"
+                  "        s : tcp_socket = c()\n",
+                  "3:26: cannot call a value of type tcp_socket");
+    /* read_buffer() and write_buffer(v) take and give vector<char> */
+    expect_errors("f: (c: tcp_socket) [+c]:\n"
+                  "    v : vector<int>\n"
+                  "    c.write_buffer(v)\n",
+                  "3:20: argument 1 of 'write_buffer' is vector<int>, expected vector<char>");
+    /* write with a format */
+    expect_ok("stdout.write(\"%s=%d %c %f 100%%\\n\", \"x\", 1, 'c', 1.5)\n");
+    expect_errors("stdout.write(\"%s %s\", 1)\n",
+                  "1:14: write: the format has more conversions than the 1 argument after it");
+    expect_errors("stdout.write(\"%s\", 1, 2)\n", "1:23: write: 2 arguments after the format, which has 1 conversion");
+    expect_errors("stdout.write(\"%x\", 1)\n",
+                  "1:14: write: unknown conversion '%x' in the format (it knows %s, %d, %f, %c and %%)");
+    expect_errors("f : string = \"%s\"\nstdout.write(f, 1)\n",
+                  "2:14: write with arguments takes a format that is a string literal");
+    expect_errors("v : vector<int>\nstdout.write(\"%s\", v)\n",
+                  "2:20: argument 1 of 'to_string' is vector<int>, expected basic");
+    /* listen on a port */
+    expect_ok("tcp_socket.listen(8080):\n    listening (a): pass\n");
+    expect_errors("tcp_socket.listen(65536):\n    listening (a): pass\n", "1:19: port 65536 is not from 0 to 65535");
+    /* main runs when the program has no statement of its own */
+    {
+        eve_ctx_t cx;
+        ASSERT(eve_ctx_init(&cx, "t.eve"));
+        const char *src = "import text\nn : int = 1\nmain: () void:\n    m : int = 2\n";
+        eve_node_t *prog = eve_parse(&cx, src, strlen(src));
+        ASSERT(prog && eve_check(&cx, prog));
+        ASSERT_EQ(prog->u.program.items.n, (size_t)4);
+        const eve_node_t *last = prog->u.program.items.v[3];
+        ASSERT_EQ(last->kind, EVE_N_EXPR);
+        ASSERT_STR_EQ(last->u.expr.expr->u.call.callee->u.name.name, "main");
+        eve_ctx_free(&cx);
+        ASSERT(eve_ctx_init(&cx, "t.eve"));
+        src = "main: () void:\n    pass\nstdout.write(\"x\")\n";
+        prog = eve_parse(&cx, src, strlen(src));
+        ASSERT(prog && eve_check(&cx, prog));
+        ASSERT_EQ(prog->u.program.items.n, (size_t)2); /* a statement of its own: main is not called */
+        eve_ctx_free(&cx);
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const struct test_case cases[] = {
@@ -746,6 +881,7 @@ int main(int argc, char **argv)
         {"stdlib_table", test_stdlib_table},
         {"examples", test_examples},
         {"corpus", test_corpus},
+        {"paper_forms", test_paper_forms},
         {NULL, NULL},
     };
     return test_main(argc, argv, cases);

@@ -604,6 +604,91 @@ static void test_examples(void)
     }
 }
 
+/* ---- the paper's forms (issue 42, docs/eve.md "The paper's listings") ----------------------- */
+
+/* Parses src (must succeed) and returns its warnings, one "L:C: message" a line. */
+static void expect_warnings(const char *src, const char *want)
+{
+    eve_ctx_t cx;
+    ASSERT(eve_ctx_init(&cx, "t.eve"));
+    eve_node_t *prog = eve_parse(&cx, src, strlen(src));
+    ASSERT(prog);
+    char got[4096];
+    size_t at = 0;
+    got[0] = 0;
+    for (size_t i = 0; i < cx.nwarnings && at < sizeof got; i++) {
+        char line[512];
+        eve_warning_format(&cx, i, line, sizeof line);
+        at += (size_t)snprintf(got + at, sizeof got - at, "%s\n", line + strlen("t.eve:"));
+    }
+    ASSERT_STR_EQ(got, want);
+    eve_ctx_free(&cx);
+}
+
+static const char paper_src[] =
+    "import io.socket.*\n"
+    "import util.timeout\n"
+    "main: () void:\n"
+    "  tcp_socket.listen(8080):\n"
+    "    connection = [+clients] (c: connection&) bool:\n"
+    "      clients.insert(c())\n"
+    "    return true\n"
+    "  error = [+stderr] (e: error&) bool:\n"
+    "    return false\n";
+static const char paper_dump[] =
+    "(program\n"
+    "  (import io.socket.*)\n"
+    "  (import util.timeout)\n"
+    "  (func main (params) (returns void)\n"
+    "    (expr (call (. tcp_socket listen) 8080)\n"
+    "      (handler connection (params (c connection&)) (perms +clients) (returns bool)\n"
+    "        (expr (call (. clients insert) (call c)))\n"
+    "        (return true))\n"
+    "      (handler error (params (e error&)) (perms +stderr) (returns bool)\n"
+    "        (return false)))))\n";
+
+static void test_paper_forms(void)
+{
+    /* wildcard imports, a handler assigned a lambda, T&, the `return` at
+     * the handler block's indentation and the handler assigned after the
+     * block: all one call's handlers */
+    char err[512];
+    char *dump = parse(paper_src, strlen(paper_src), err, sizeof err, NULL);
+    if (!dump)
+        TEST_FAIL("did not parse: %s", err);
+    if (strcmp(dump, paper_dump) != 0)
+        TEST_FAIL("dump differs\n--- got:\n%s--- want:\n%s", dump, paper_dump);
+    free(dump);
+    expect_warnings(paper_src,
+                    "7:5: warning: 'return' at the indentation of the handler block: taken as the last statement "
+                    "of the handler 'connection' above it\n"
+                    "8:3: warning: the handler 'error' is assigned after the handler block of the call on line 4: "
+                    "taken as one more handler of that call\n");
+    /* the written forms keep their meaning: no warning */
+    expect_warnings("f: (x: int&) int:\n    return x\n", "");
+    /* a one-expression lambda assigned after the block is a handler returning it */
+    expect_dump("tcp_socket.listen(\"a\"):\n"
+                "    listening (a): pass\n"
+                "error = [] (e: string) bool: true\n",
+                "(program\n"
+                "  (expr (call (. tcp_socket listen) \"a\")\n"
+                "    (handler listening (params (a))\n"
+                "      (pass))\n"
+                "    (handler error (params (e string)) (perms) (returns bool)\n"
+                "      (return true))))\n");
+    /* an assigned lambda that follows no handler block stays an assignment
+     * (which the checker refuses: a lambda is no value to store) */
+    expect_dump("h = [] (x: int): x\n", "(program\n  (= h (lambda (perms) (params (x int)) x)))\n");
+    /* a 'return' first in a handler block has no handler to belong to */
+    expect_error("f(1):\n    return 1\n",
+                 "t.eve:2:5: error: expected a callback (name [(params)] [perms]: or name = [perms] (params) "
+                 "[type]:) in the call's handler block, found 'return'");
+    expect_error("import a.*.b\n", "t.eve:1:11: error: expected newline after the import, found '.'");
+    expect_error("tcp_socket.listen(\"a\"):\n    error = [] e:\n        pass\n",
+                 "t.eve:2:16: error: expected '(' in the handler's assignment (name = [perms] (params) type:), "
+                 "found identifier 'e'");
+}
+
 int main(int argc, char **argv)
 {
     static const struct test_case cases[] = {
@@ -626,6 +711,7 @@ int main(int argc, char **argv)
         {"long_lists", test_long_lists},
         {"many_errors_capped", test_many_errors_capped},
         {"examples", test_examples},
+        {"paper_forms", test_paper_forms},
         {NULL, NULL},
     };
     return test_main(argc, argv, cases);

@@ -504,6 +504,11 @@ static void dump_node(out_t *o, const eve_node_t *n, int indent)
         puts_(o, n->u.handler.name);
         dump_params(o, &n->u.handler.params);
         dump_perms(o, &n->u.handler.perms);
+        if (n->u.handler.ret) {
+            puts_(o, " (returns ");
+            dump_type(o, n->u.handler.ret);
+            puts_(o, ")");
+        }
         dump_stmts(o, &n->u.handler.body, indent + 1);
         puts_(o, ")");
         break;

@@ -127,6 +127,11 @@ typedef struct {
     eve_sym_t *exit_sym;
     const eve_ty_t *t_err, *t_void, *t_int, *t_bool, *t_float, *t_char, *t_string;
     const eve_ty_t *t_basic, *t_bytes, *t_generic[2];
+    /* a T& may be written here: a parameter's type being resolved */
+    bool allow_ref;
+    /* the callback being checked: its event's name and its one parameter's
+     * (the paper writes `error` for the error handler's parameter `e`) */
+    const char *handler_name, *handler_param;
 } chk_t;
 
 /* ---- memory and errors ----------------------------------------------------------- */
@@ -741,13 +746,44 @@ static bool is_lib_module(const char *name)
 /* ---- types written in the program --------------------------------------------------- */
 
 /* where: "variable", "parameter", "field", "result", "argument" (of a generic) */
+/* The paper's names for library types (its Program 2), used where the
+ * program declares no type of that name: `socket` and a listener's
+ * `connection` are sockets (calling a connection parameter, c(), gives it),
+ * the `error` a listener reports is its message. */
+static const char *const type_aliases[][2] = {
+    {"socket", "tcp_socket"}, {"connection", "tcp_socket"}, {"error", "string"}};
+
+/* "'@' on an element's type": an object is taken as it is (elements are
+ * reached by reference already); a value cannot be shared there. */
+static void shared_element(chk_t *c, const eve_type_t *t, const eve_ty_t *r, const char *where)
+{
+    char b[96];
+    if (!t->shared || is_err(r))
+        return;
+    if (eve_ty_is_value(r))
+        err(c, t->pos, "'@' (shared) marks a variable or a parameter, not this type");
+    else
+        eve_warning(c->cx, t->pos, "'%s@' as %s: taken as %s (an object is reached by reference; a task's "
+                    "permission on it is what its list names)", t->name, where, tn(r, b));
+}
+
 static const eve_ty_t *resolve_type(chk_t *c, const eve_type_t *t, bool allow_void, bool allow_shared)
 {
     if (!t)
         return c->t_err;
+    bool ref_ok = c->allow_ref;
+    c->allow_ref = false; /* not in type arguments */
     if (t->shared && !allow_shared)
         err(c, t->pos, "'@' (shared) marks a variable or a parameter, not this type");
-    eve_sym_t *s = lookup(c, t->name);
+    if (t->ref && !ref_ok)
+        err(c, t->pos, "'&' (a reference) marks a parameter's type, not this type");
+    const char *name = t->name;
+    eve_sym_t *s = lookup(c, name);
+    for (size_t i = 0; !s && i < sizeof type_aliases / sizeof type_aliases[0]; i++)
+        if (strcmp(name, type_aliases[i][0]) == 0) {
+            name = type_aliases[i][1];
+            s = lookup(c, name);
+        }
     if (!s) {
         err(c, t->pos, "unknown type '%s'", t->name);
         return c->t_err;
@@ -756,8 +792,8 @@ static const eve_ty_t *resolve_type(chk_t *c, const eve_type_t *t, bool allow_vo
         err(c, t->pos, "'%s' is not a type", t->name);
         return c->t_err;
     }
-    const eve_ty_t *b = s->cls->lib ? basic_kind(c, t->name) : NULL;
-    int k = s->cls->lib ? container_kind(t->name) : -1;
+    const eve_ty_t *b = s->cls->lib ? basic_kind(c, name) : NULL;
+    int k = s->cls->lib ? container_kind(name) : -1;
     size_t want = k < 0 ? 0 : k == EVE_TY_MAP ? 2 : 1;
     if (t->nargs != want) {
         if (want == 0)
@@ -775,8 +811,11 @@ static const eve_ty_t *resolve_type(chk_t *c, const eve_type_t *t, bool allow_vo
         return b;
     }
     if (k >= 0) {
-        const eve_ty_t *a0 = resolve_type(c, t->args[0], k == EVE_TY_EMITTER, false);
-        const eve_ty_t *a1 = want == 2 ? resolve_type(c, t->args[1], false, false) : NULL;
+        const eve_ty_t *a0 = resolve_type(c, t->args[0], k == EVE_TY_EMITTER, true);
+        shared_element(c, t->args[0], a0, "a type argument");
+        const eve_ty_t *a1 = want == 2 ? resolve_type(c, t->args[1], false, true) : NULL;
+        if (a1)
+            shared_element(c, t->args[1], a1, "a type argument");
         if (k == EVE_TY_MAP && !is_err(a0) && !eve_ty_is_value(a0)) {
             char buf[96];
             err(c, t->args[0]->pos, "a map's key must be a value type (int, bool, float, char, string), not %s",
@@ -789,6 +828,16 @@ static const eve_ty_t *resolve_type(chk_t *c, const eve_type_t *t, bool allow_vo
         return mkty(c, (eve_ty_kind_t)k, a0, a1);
     }
     return class_type(c, s->cls);
+}
+
+/* A parameter's type: T& may be written (a reference: for an object what a
+ * parameter is anyway, for a value the caller's value, read only). */
+static const eve_ty_t *resolve_param_type(chk_t *c, const eve_type_t *t, bool allow_shared)
+{
+    c->allow_ref = true;
+    const eve_ty_t *r = resolve_type(c, t, false, allow_shared);
+    c->allow_ref = false;
+    return r;
 }
 
 /* ---- permission scopes and holdings ------------------------------------------------------ */
@@ -1016,7 +1065,9 @@ static eve_sym_t *perm_sym(chk_t *c, const eve_perm_t *pm)
         return NULL;
     }
     if (s->kind == EVE_SYM_LIBOBJ) {
-        err(c, pm->pos, "'%s' belongs to the library: it needs no permission", root);
+        /* the paper's Program 2 writes [+stderr]: harmless, so not refused */
+        eve_warning(c->cx, pm->pos, "'%s' belongs to the library and needs no permission: '%s%s' is ignored", root,
+                    perm_sigil(pm->kind), pm->name);
         return NULL;
     }
     if (s->kind != EVE_SYM_VAR) {
@@ -1128,6 +1179,14 @@ static const eve_ty_t *name_value(chk_t *c, eve_node_t *n, int mode, const char 
             return m->ty;
         }
     }
+    if (!s && c->handler_name && c->handler_param && strcmp(name, c->handler_name) == 0) {
+        /* the paper's Program 2 prints `error` inside the error handler
+         * whose parameter is `e`: the handler's name, read as its value */
+        eve_warning(c->cx, n->pos, "'%s' is the handler's name, not a variable: taken as its parameter '%s'", name,
+                    c->handler_param);
+        n->u.name.name = c->handler_param;
+        return name_value(c, n, mode, sub);
+    }
     if (!s) {
         if (is_lib_module(name))
             err(c, n->pos, "unknown name '%s' (a library module: import %s)", name, name);
@@ -1228,10 +1287,126 @@ static int self_mode(const struct eve_fninfo *fn)
     return A_READ;
 }
 
+static eve_node_t *mknode(chk_t *c, eve_node_kind_t k, eve_pos_t pos)
+{
+    eve_node_t *n = alloc(c, sizeof *n);
+    if (n) {
+        n->kind = k;
+        n->pos = pos;
+    }
+    return n;
+}
+
+static eve_node_t *mkstring(chk_t *c, eve_pos_t pos, const char *bytes, size_t len)
+{
+    eve_node_t *n = mknode(c, EVE_N_STRING, pos);
+    char *b = alloc(c, len + 1);
+    if (!n || !b)
+        return NULL;
+    memcpy(b, bytes, len);
+    n->u.string.bytes = b;
+    n->u.string.len = len;
+    return n;
+}
+
+/* a + b, strings (a NULL: b alone) */
+static eve_node_t *concat(chk_t *c, eve_node_t *a, eve_node_t *b)
+{
+    if (!a || !b)
+        return a ? a : b;
+    eve_node_t *n = mknode(c, EVE_N_BINARY, b->pos);
+    if (n) {
+        n->u.binary.op = EVE_T_PLUS;
+        n->u.binary.lhs = a;
+        n->u.binary.rhs = b;
+    }
+    return n;
+}
+
+/* stream.write(FORMAT, args...) (the paper's `stderr.write("...: %s",
+ * error)`): FORMAT, a string literal, becomes the concatenation of its
+ * text and of to_string(arg) for each %s, %d, %f or %c in it (%% is a
+ * '%'), which write's one argument then takes. False (reported) when the
+ * format is no literal or does not match the arguments. */
+static bool expand_format(chk_t *c, eve_node_t *call, const char *what)
+{
+    eve_list_t *a = &call->u.call.args;
+    eve_node_t *f = a->v[0];
+    if (f->kind != EVE_N_STRING) {
+        err(c, start_pos(f), "%s with arguments takes a format that is a string literal", what);
+        return false;
+    }
+    eve_node_t *out = NULL;
+    size_t next = 1, from = 0;
+    const char *s = f->u.string.bytes;
+    char lit[EVE_MAX_MSG];
+    for (size_t i = 0; i <= f->u.string.len; i++) {
+        bool end = i == f->u.string.len;
+        if (!end && s[i] != '%')
+            continue;
+        if (!end && i + 1 < f->u.string.len && s[i + 1] == '%') {
+            out = concat(c, out, mkstring(c, f->pos, s + from, i + 1 - from)); /* the text and one '%' */
+            from = i + 2;
+            i++;
+            continue;
+        }
+        if (i > from)
+            out = concat(c, out, mkstring(c, f->pos, s + from, i - from));
+        if (end)
+            break;
+        char conv = i + 1 < f->u.string.len ? s[i + 1] : 0;
+        if (conv != 's' && conv != 'd' && conv != 'f' && conv != 'c') {
+            snprintf(lit, sizeof lit, conv > 0x20 && conv < 0x7f ? "'%%%c'" : "'%%' at the end", conv);
+            err(c, f->pos, "%s: unknown conversion %s in the format (it knows %%s, %%d, %%f, %%c and %%%%)", what,
+                lit);
+            return false;
+        }
+        if (next >= a->n) {
+            err(c, f->pos, "%s: the format has more conversions than the %zu argument%s after it", what, a->n - 1,
+                a->n == 2 ? "" : "s");
+            return false;
+        }
+        eve_node_t *conv_call = mknode(c, EVE_N_CALL, a->v[next]->pos);
+        eve_node_t *fn = mknode(c, EVE_N_NAME, a->v[next]->pos);
+        eve_node_t **args = alloc(c, sizeof *args);
+        if (!conv_call || !fn || !args)
+            return false;
+        fn->u.name.name = "to_string";
+        args[0] = a->v[next++];
+        conv_call->u.call.callee = fn;
+        conv_call->u.call.args.v = args;
+        conv_call->u.call.args.n = 1;
+        out = concat(c, out, conv_call);
+        from = i + 2;
+        i++;
+    }
+    if (next < a->n) {
+        err(c, start_pos(a->v[next]), "%s: %zu argument%s after the format, which has %zu conversion%s", what,
+            a->n - 1, a->n == 2 ? "" : "s", next - 1, next == 2 ? "" : "s");
+        return false;
+    }
+    if (!out)
+        out = mkstring(c, f->pos, "", 0);
+    if (!out)
+        return false;
+    a->v[0] = out;
+    a->n = 1;
+    return true;
+}
+
 static const eve_ty_t *call_value(chk_t *c, eve_node_t *n)
 {
     eve_node_t *callee = n->u.call.callee;
     char name[EVE_MAX_IDENT * 2 + 2];
+    if (callee->kind == EVE_N_NAME && n->u.call.args.n == 0) {
+        eve_sym_t *s = lookup(c, callee->u.name.name);
+        if (s && s->kind == EVE_SYM_VAR && s->accepts) {
+            /* c() on a connection: accepting it gives its socket, which our
+             * runtime accepted before the handler ran: the value is c's */
+            *n = *callee;
+            return name_value(c, n, A_READ, NULL);
+        }
+    }
     if (callee->kind == EVE_N_NAME) {
         const char *fname = callee->u.name.name;
         eve_sym_t *s = lookup(c, fname);
@@ -1280,6 +1455,20 @@ static const eve_ty_t *call_value(chk_t *c, eve_node_t *n)
                     value(c, n->u.call.args.v[i], A_READ, NULL);
                 return c->t_err;
             }
+            /* tcp_socket.listen(8080), the paper's: a port on every IPv4 address */
+            eve_node_t *port = n->u.call.args.n == 1 ? n->u.call.args.v[0] : NULL;
+            if (cls && cls->lib && strcmp(cls->name, "tcp_socket") == 0 && strcmp(mname, "listen") == 0 && port &&
+                port->kind == EVE_N_INT) {
+                char addr[32] = "";
+                int k = 0;
+                if (port->u.int_.value > 65535) /* one error: the address is then "" */
+                    err(c, port->pos, "port %llu is not from 0 to 65535", (unsigned long long)port->u.int_.value);
+                else
+                    k = snprintf(addr, sizeof addr, "0.0.0.0:%u", (unsigned)port->u.int_.value);
+                eve_node_t *sn = mkstring(c, port->pos, addr, (size_t)k);
+                if (sn)
+                    n->u.call.args.v[0] = sn;
+            }
             check_args(c, n, name, m->ty, NULL, NULL);
             return m->ty->ret;
         }
@@ -1304,6 +1493,12 @@ static const eve_ty_t *call_value(chk_t *c, eve_node_t *n)
             char buf[96];
             err(c, callee->pos, "%s has no method '%s'", tn(rt, buf), mname);
             for (size_t i = 0; i < n->u.call.args.n; i++)
+                value(c, n->u.call.args.v[i], A_READ, NULL);
+            return c->t_err;
+        }
+        if (!m->decl && cls && cls->lib && strcmp(cls->name, "stream") == 0 && strcmp(mname, "write") == 0 &&
+            n->u.call.args.n >= 2 && !expand_format(c, n, "write")) {
+            for (size_t i = 1; i < n->u.call.args.n; i++)
                 value(c, n->u.call.args.v[i], A_READ, NULL);
             return c->t_err;
         }
@@ -1430,7 +1625,7 @@ static const eve_ty_t *lambda_value(chk_t *c, eve_node_t *n)
         if (!p->type)
             err(c, p->pos, "lambda parameter '%s' needs a type", p->name);
         else
-            t = resolve_type(c, p->type, false, false);
+            t = resolve_param_type(c, p->type, false);
         ft->params[i] = t;
         eve_sym_t *s = declare(c, p->name, EVE_SYM_VAR, p->pos);
         if (s) {
@@ -1744,9 +1939,10 @@ static void assign_stmt(chk_t *c, eve_node_t *n)
         err(c, n->pos, "cannot assign %s to %s '%s'", tn(r, b1), tn(tt, b2), what ? what : "element");
 }
 
-/* One callback: `on obj event (params) [perms]:` or a handler of a call. */
+/* One callback: `on obj event (params) [perms]:` (source: obj) or a handler
+ * of a call (source NULL; ret: the result an assigned handler declares). */
 static void callback(chk_t *c, eve_pos_t pos, const eve_ty_t *objt, const char *event, eve_params_t *params,
-                     eve_perms_t *perms, eve_list_t *body)
+                     eve_perms_t *perms, eve_list_t *body, const eve_type_t *ret, const eve_node_t *source)
 {
     char b1[96], b2[96];
     const eve_ty_t *payload = c->t_err;
@@ -1758,11 +1954,27 @@ static void callback(chk_t *c, eve_pos_t pos, const eve_ty_t *objt, const char *
         else
             payload = m->kind == EVE_MEM_EVENT ? m->ty : m->ty->a;
     }
-    pscope_t ps = {.kind = PS_CALLBACK, .ret = c->t_void, .fname = event};
+    const eve_ty_t *rt = ret ? resolve_type(c, ret, true, false) : c->t_void;
+    pscope_t ps = {.kind = PS_CALLBACK, .ret = rt, .fname = event};
     pscope_t *outer = c->ps;
+    const char *outer_handler = c->handler_name, *outer_param = c->handler_param;
     open_scope(c);
     c->ps = &ps;
     open_perms(c, &ps, perms, NULL);
+    /* The object an `on` names is the event's source: its callback may read
+     * it without naming it (the paper's Program 2 uses `client` so in its
+     * `on client data` callback). No permission is acquired for it: as a
+     * callback's parameter, it is the object the event is about. */
+    if (source && source->kind == EVE_N_NAME && source->sym && source->sym->kind == EVE_SYM_VAR &&
+        source->sym->ty && source->sym->ty->kind == EVE_TY_CLASS) {
+        bool listed = false;
+        for (size_t i = 0; i < perms->n; i++)
+            listed = listed || perms->v[i].sym == source->sym;
+        if (!listed)
+            push_grant(c, &ps, source->sym, EVE_PERM_READ, source->u.name.name);
+    }
+    c->handler_name = event;
+    c->handler_param = params->n == 1 ? params->v[0].name : NULL;
     if (params->n > 1)
         err(c, params->v[1].pos, "a callback takes at most one parameter (the value the event carries)");
     for (size_t i = 0; i < params->n; i++) {
@@ -1773,19 +1985,27 @@ static void callback(chk_t *c, eve_pos_t pos, const eve_ty_t *objt, const char *
             t = c->t_err;
         }
         if (p->type) {
-            const eve_ty_t *wt = resolve_type(c, p->type, false, false);
+            const eve_ty_t *wt = resolve_param_type(c, p->type, false);
             if (i == 0 && !is_err(t) && !ty_eq(wt, t))
                 err(c, p->type->pos, "parameter '%s' is %s but event '%s' carries %s", p->name, tn(wt, b1), event,
                     tn(t, b2));
             t = wt;
         }
         eve_sym_t *s = declare(c, p->name, EVE_SYM_VAR, p->pos);
-        if (s)
+        if (s) {
             s->ty = i == 0 ? t : c->t_err;
+            /* `c: connection`: a pending connection, c() accepts it (ours
+             * are accepted already: c() is the socket) */
+            s->accepts = p->type && strcmp(p->type->name, "connection") == 0 && !lookup(c, "connection");
+        }
     }
     stmts(c, body);
+    if (!is_err(rt) && rt->kind != EVE_TY_VOID && !always_returns(c, body))
+        err(c, pos, "the handler '%s' returns %s but may reach its end without a return", event, tn(rt, b1));
     pop_grants(&ps);
     c->ps = outer;
+    c->handler_name = outer_handler;
+    c->handler_param = outer_param;
     close_scope(c);
 }
 
@@ -1819,7 +2039,8 @@ static void task(chk_t *c, eve_node_t *n)
             }
         }
         if (n->u.for_.type) {
-            const eve_ty_t *wt = resolve_type(c, n->u.for_.type, false, false);
+            const eve_ty_t *wt = resolve_type(c, n->u.for_.type, false, true);
+            shared_element(c, n->u.for_.type, wt, "a loop variable's type");
             if (!is_err(et) && !is_err(wt) && !ty_eq(wt, et))
                 err(c, n->u.for_.type->pos, "loop variable '%s' is declared %s but the elements are %s",
                     n->u.for_.var, tn(wt, b1), tn(et, b2));
@@ -1868,7 +2089,8 @@ static void for_stmt(chk_t *c, eve_node_t *n)
         }
     }
     if (n->u.for_.type) {
-        const eve_ty_t *wt = resolve_type(c, n->u.for_.type, false, false);
+        const eve_ty_t *wt = resolve_type(c, n->u.for_.type, false, true);
+        shared_element(c, n->u.for_.type, wt, "a loop variable's type");
         if (!is_err(et) && !is_err(wt) && !ty_eq(wt, et))
             err(c, n->u.for_.type->pos, "loop variable '%s' is declared %s but the elements are %s", n->u.for_.var,
                 tn(wt, b1), tn(et, b2));
@@ -1909,7 +2131,7 @@ static void stmt(chk_t *c, eve_node_t *n)
         for (size_t i = 0; i < n->u.expr.handlers.n; i++) {
             eve_node_t *h = n->u.expr.handlers.v[i];
             callback(c, h->pos, t, h->u.handler.name, &h->u.handler.params, &h->u.handler.perms,
-                     &h->u.handler.body);
+                     &h->u.handler.body, h->u.handler.ret, NULL);
         }
         break;
     }
@@ -1961,7 +2183,7 @@ static void stmt(chk_t *c, eve_node_t *n)
         break;
     case EVE_N_ON: {
         const eve_ty_t *t = value(c, n->u.on.obj, A_READ, NULL);
-        callback(c, n->pos, t, n->u.on.event, &n->u.on.params, &n->u.on.perms, &n->u.on.body);
+        callback(c, n->pos, t, n->u.on.event, &n->u.on.params, &n->u.on.perms, &n->u.on.body, NULL, n->u.on.obj);
         break;
     }
     case EVE_N_BREAK:
@@ -2027,7 +2249,7 @@ static struct eve_fninfo *resolve_fn(chk_t *c, eve_node_t *f, eve_class_t *cls)
     }
     for (size_t i = 0; i < np; i++) {
         const eve_param_t *p = &f->u.func.params.v[i];
-        const eve_ty_t *t = resolve_type(c, p->type, false, true);
+        const eve_ty_t *t = resolve_param_type(c, p->type, true);
         eve_sym_t *s = declare(c, p->name, EVE_SYM_VAR, p->pos);
         ft->params[i] = t;
         if (!s)
@@ -2104,6 +2326,37 @@ static void check_fn_body(chk_t *c, eve_node_t *f, struct eve_fninfo *fn, eve_cl
 
 /* ---- the program ---------------------------------------------------------------------------- */
 
+/* A program with no top-level statement that declares `main: ()` (the
+ * paper's Program 2) runs main: a call of it becomes its one statement. */
+static void entry_main(chk_t *c, eve_node_t *program)
+{
+    eve_list_t *items = &program->u.program.items;
+    eve_node_t *main_fn = NULL;
+    for (size_t i = 0; i < items->n; i++) {
+        const eve_node_t *it = items->v[i];
+        if (it->kind == EVE_N_FUNC && strcmp(it->u.func.name, "main") == 0 && it->u.func.params.n == 0)
+            main_fn = items->v[i];
+        else if (it->kind != EVE_N_IMPORT && it->kind != EVE_N_CLASS && it->kind != EVE_N_FUNC &&
+                 it->kind != EVE_N_VAR)
+            return;
+    }
+    if (!main_fn)
+        return;
+    eve_node_t *stmt = mknode(c, EVE_N_EXPR, main_fn->pos);
+    eve_node_t *call = mknode(c, EVE_N_CALL, main_fn->pos);
+    eve_node_t *name = mknode(c, EVE_N_NAME, main_fn->pos);
+    eve_node_t **v = alloc(c, (items->n + 1) * sizeof *v);
+    if (!stmt || !call || !name || !v)
+        return;
+    name->u.name.name = "main";
+    call->u.call.callee = name;
+    stmt->u.expr.expr = call;
+    memcpy(v, items->v, items->n * sizeof *v);
+    v[items->n] = stmt;
+    items->v = v;
+    items->n++;
+}
+
 bool eve_check(eve_ctx_t *cx, eve_node_t *program)
 {
     chk_t c0, *c = &c0;
@@ -2136,6 +2389,7 @@ bool eve_check(eve_ctx_t *cx, eve_node_t *program)
         return false;
     }
     load_stdlib(c);
+    entry_main(c, program);
 
     /* the program's scope (depth 1): its declarations are visible everywhere */
     open_scope(c);
@@ -2145,6 +2399,16 @@ bool eve_check(eve_ctx_t *cx, eve_node_t *program)
         eve_node_t *n = items->v[i];
         if (n->kind == EVE_N_IMPORT) {
             const char *path = n->u.import.path;
+            size_t plen = strlen(path);
+            if (plen > 2 && strcmp(path + plen - 2, ".*") == 0) {
+                /* import a.b.*: every name of a.b, which the library's
+                 * modules do not keep apart from the module itself */
+                char *base = alloc(c, plen - 1);
+                if (!base)
+                    continue;
+                memcpy(base, path, plen - 2);
+                path = base;
+            }
             if (!is_lib_module(path)) {
                 char list[EVE_MAX_MSG / 2] = "";
                 size_t at = 0;

@@ -75,6 +75,7 @@ struct eve_sym {
     const eve_ty_t *ty;       /* VAR, FUNC, FIELD, METHOD, LIBOBJ */
     bool shared;              /* VAR: declared T@ */
     bool global;              /* VAR: declared at the top level */
+    bool accepts;             /* VAR: a `connection` parameter: c() accepts it, giving its socket */
     const eve_node_t *decl;   /* FUNC, METHOD: the EVE_N_FUNC; CLASS: the EVE_N_CLASS */
     eve_class_t *cls;         /* CLASS */
     eve_member_t *member;     /* FIELD, METHOD */

@@ -272,7 +272,7 @@ struct eve_node {
     struct eve_sym *sym;
     union {
         struct { eve_list_t items; } program;
-        struct { const char *path; } import;                   /* dotted */
+        struct { const char *path; } import;                   /* dotted; "a.b.*": every name of a.b */
         struct { const char *name; eve_list_t members; } class_; /* VAR and FUNC */
         struct {
             const char *name;
@@ -324,6 +324,8 @@ struct eve_node {
             eve_params_t params;
             eve_perms_t perms;
             eve_list_t body;
+            eve_type_t *ret;      /* NULL: void; a handler given as `name = [perms] (params) T:` */
+            bool assigned;        /* given in that form (the paper's), not `name (params) [perms]:` */
         } handler;
         struct { uint64_t value; } int_;
         struct { const char *text; } float_; /* as written */

@@ -530,8 +530,12 @@ static void an_perms(gen_t *g, frame_t *f, const eve_perms_t *p)
         const eve_perm_t *pe = &p->v[i];
         if (!pe->sym)
             continue;
-        /* the spawner evaluates the permission's object; the frame keeps it */
-        use_var(g, f->parent, pe->sym, false);
+        /* the spawner evaluates the permission's object; the frame keeps it.
+         * A parallel for's own element is the spawner's to hand out, not a
+         * variable of a frame around it (walking up from the spawner for
+         * it would capture it into every enclosing frame). */
+        if (!f->loopvar || vsym(g, pe->sym) != f->loopvar)
+            use_var(g, f->parent, pe->sym, false);
         if (pe->kind != EVE_PERM_NULL)
             use_var(g, f, pe->sym, true);
     }
@@ -1118,7 +1122,7 @@ static char *lib_method(gen_t *g, const eve_node_t *n, const eve_ty_t *rt, const
     case EVE_TY_SET:
         if (IS("size")) return fmt(g, "eve_set_size(%s)", recv);
         if (IS("contains")) return fmt(g, "eve_set_contains(%s, %s)", recv, to_val(g, x, rt->a));
-        if (IS("add")) return fmt(g, "eve_set_add(%s, %s)", recv, to_val(g, x, rt->a));
+        if (IS("add") || IS("insert")) return fmt(g, "eve_set_add(%s, %s)", recv, to_val(g, x, rt->a));
         if (IS("remove")) return fmt(g, "eve_set_remove(%s, %s)", recv, to_val(g, x, rt->a));
         if (IS("clear")) return fmt(g, "eve_set_clear(%s)", recv);
         break;
@@ -1137,6 +1141,8 @@ static char *lib_method(gen_t *g, const eve_node_t *n, const eve_ty_t *rt, const
         if (strcmp(cn, "tcp_socket") == 0) {
             if (IS("write")) return fmt(g, "eve_sock_write_%s(cx, %s, %s)", bytes_kind(xt), recv, x);
             if (IS("close")) return fmt(g, "eve_socket_close(cx, %s)", recv);
+            if (IS("read_buffer")) return tmp_owned(g, n->type, fmt(g, "eve_sock_read_buffer(cx, %s, %s)", recv, P));
+            if (IS("write_buffer")) return fmt(g, "eve_sock_write_vec(cx, %s, %s, %s)", recv, x, P);
         } else if (strcmp(cn, "tcp_listener") == 0) {
             if (IS("close")) return fmt(g, "eve_listener_close(cx, %s)", recv);
         } else if (strcmp(cn, "read_buffer") == 0) {
@@ -1841,6 +1847,10 @@ static void g_stmt(gen_t *g, const eve_node_t *n)
             g->ind--;
             line(g, "}");
         } else {
+            /* a handler's result (the paper's `return true`) is computed for
+             * what it does and not used: nothing in the runtime asks for it */
+            if (n->u.ret.value)
+                line(g, "(void)(%s);", gx(g, n->u.ret.value));
             drain(g);
             run_cleanups(g, 0);
             line(g, "return;");

@@ -347,7 +347,7 @@ static void parse_perms(parser_t *p, eve_perms_t *out)
                                                   : "a name after the permission's sign",
                      "in the permission list");
         /* A dotted path, joined into one string. */
-        char path[EVE_MAX_IDENT + 1];
+        char path[EVE_MAX_IDENT + 3];
         size_t len = 0;
         for (;;) {
             const eve_tok_t *t = advance(p);
@@ -561,12 +561,49 @@ static eve_node_t *parse_expr(parser_t *p)
 static eve_node_t *parse_stmt(parser_t *p, void *arg);
 
 /* The statements of a block up to its DEDENT (consumed). */
+static void append(parser_t *p, eve_list_t *l, eve_node_t *s);
+
+/* `name = [perms] (params) [type]: block` right after a call with a handler
+ * block, in the same block: the paper's Program 2 assigns its listener's
+ * `error` handler so, at the indentation of the call rather than inside
+ * its block. A lambda cannot be stored in a variable, so the statement can
+ * mean nothing else: it is taken as one more handler of that call, with a
+ * warning (docs/eve.md, "The paper's listings"). True when s was taken. */
+static bool attach_assigned_handler(parser_t *p, eve_list_t *items, eve_node_t *s)
+{
+    if (s->kind != EVE_N_ASSIGN || s->u.assign.op != EVE_T_ASSIGN || s->u.assign.target->kind != EVE_N_NAME ||
+        s->u.assign.value->kind != EVE_N_LAMBDA || items->n == 0)
+        return false;
+    eve_node_t *call = items->v[items->n - 1];
+    if (call->kind != EVE_N_EXPR || call->u.expr.handlers.n == 0)
+        return false;
+    const eve_node_t *target = s->u.assign.target, *lam = s->u.assign.value;
+    eve_node_t *h = node(p, EVE_N_HANDLER, target->pos);
+    h->u.handler.name = target->u.name.name;
+    h->u.handler.params = lam->u.lambda.params;
+    h->u.handler.perms = lam->u.lambda.perms;
+    h->u.handler.ret = lam->u.lambda.ret;
+    h->u.handler.assigned = true;
+    if (lam->u.lambda.expr) {
+        eve_node_t *r = node(p, EVE_N_RETURN, lam->u.lambda.expr->pos);
+        r->u.ret.value = lam->u.lambda.expr;
+        append(p, &h->u.handler.body, r);
+    } else {
+        h->u.handler.body = lam->u.lambda.body;
+    }
+    eve_warning(p->cx, target->pos,
+                "the handler '%s' is assigned after the handler block of the call on line %u: taken as one "
+                "more handler of that call", h->u.handler.name, (unsigned)call->pos.line);
+    append(p, &call->u.expr.handlers, h);
+    return true;
+}
+
 static void parse_block_items(parser_t *p, eve_list_t *out, stmt_fn fn, void *arg)
 {
     size_t cap = 0;
     while (kind(p) != EVE_T_DEDENT && kind(p) != EVE_T_EOF) {
         eve_node_t *s = try_parse(p, fn, arg);
-        if (s)
+        if (s && !attach_assigned_handler(p, out, s))
             push(p, &out->v, &out->n, &cap, &s, sizeof s);
     }
     accept(p, EVE_T_DEDENT);
@@ -625,17 +662,38 @@ static void parse_for_head(parser_t *p, eve_node_t *n)
     expect(p, EVE_T_RPAREN, "after the collection of 'for'");
 }
 
-/* A call's handler block entry: name [params] [perms] ':' body. */
+/* The assigned form of a handler, after "name =" (the paper's Program 2):
+ * [perms] '(' params ')' [type] ':' body, the lambda's order. */
+static void parse_assigned_handler(parser_t *p, eve_node_t *n)
+{
+    n->u.handler.assigned = true;
+    if (kind(p) == EVE_T_LBRACKET)
+        parse_perms(p, &n->u.handler.perms);
+    parse_params(p, &n->u.handler.params, false, "in the handler's assignment (name = [perms] (params) type:)");
+    if (kind(p) == EVE_T_IDENT)
+        n->u.handler.ret = parse_type(p, "for the handler's result");
+    expect(p, EVE_T_COLON, "after the handler's head");
+    parse_body(p, &n->u.handler.body, "as the handler's body");
+}
+
+/* A call's handler block entry: name [params] [perms] ':' body, or
+ * name '=' [perms] params [type] ':' body. */
 static eve_node_t *parse_handler(parser_t *p, void *arg)
 {
     (void)arg;
     const eve_tok_t *t = cur(p);
     if (t->kind != EVE_T_IDENT)
-        expected(p, "a callback (name [(params)] [perms]:)", "in the call's handler block");
+        expected(p, "a callback (name [(params)] [perms]: or name = [perms] (params) [type]:)",
+                 "in the call's handler block");
     enter(p, t->pos);
     advance(p);
     eve_node_t *n = node(p, EVE_N_HANDLER, t->pos);
     n->u.handler.name = t->text;
+    if (accept(p, EVE_T_ASSIGN)) {
+        parse_assigned_handler(p, n);
+        leave(p);
+        return n;
+    }
     if (kind(p) == EVE_T_LPAREN)
         parse_params(p, &n->u.handler.params, false, NULL);
     if (kind(p) == EVE_T_LBRACKET)
@@ -644,6 +702,43 @@ static eve_node_t *parse_handler(parser_t *p, void *arg)
     parse_body(p, &n->u.handler.body, "as the callback's body");
     leave(p);
     return n;
+}
+
+/* Appends s to a list built with exact sizes (a handler's body). */
+static void append(parser_t *p, eve_list_t *l, eve_node_t *s)
+{
+    eve_node_t **v = alloc(p, (l->n + 1) * sizeof *v);
+    if (l->n)
+        memcpy(v, l->v, l->n * sizeof *v);
+    v[l->n++] = s;
+    l->v = v;
+}
+
+/* The handlers of call (its block is open: INDENT taken) up to the DEDENT.
+ * A 'return' at the block's own indentation, right after a handler, is
+ * taken as that handler's last statement: the paper's Program 2 prints
+ * `return true` so (docs/eve.md, "The paper's listings"), with a warning. */
+static void parse_handler_block(parser_t *p, eve_node_t *call)
+{
+    eve_list_t *out = &call->u.expr.handlers;
+    size_t cap = 0;
+    while (kind(p) != EVE_T_DEDENT && kind(p) != EVE_T_EOF) {
+        if (kind(p) == EVE_T_RETURN && out->n > 0) {
+            eve_node_t *h = out->v[out->n - 1];
+            eve_node_t *r = try_parse(p, parse_stmt, NULL);
+            if (r) {
+                eve_warning(p->cx, r->pos,
+                            "'return' at the indentation of the handler block: taken as the last statement "
+                            "of the handler '%s' above it", h->u.handler.name);
+                append(p, &h->u.handler.body, r);
+            }
+            continue;
+        }
+        eve_node_t *s = try_parse(p, parse_handler, NULL);
+        if (s)
+            push(p, &out->v, &out->n, &cap, &s, sizeof s);
+    }
+    accept(p, EVE_T_DEDENT);
 }
 
 /* names ':' type ['=' expr] */
@@ -737,7 +832,7 @@ static eve_node_t *parse_simple(parser_t *p)
         if (kind(p) != EVE_T_INDENT)
             expected(p, "an indented block of callbacks", NULL);
         advance(p);
-        parse_block_items(p, &n->u.expr.handlers, parse_handler, NULL);
+        parse_handler_block(p, n);
         return n;
     }
     default: {
@@ -890,6 +985,12 @@ static eve_node_t *parse_top(parser_t *p, void *arg)
             len += s->len;
             if (!accept(p, EVE_T_DOT))
                 break;
+            if (kind(p) == EVE_T_STAR) { /* import a.b.*: every name of a.b */
+                advance(p);
+                memcpy(path + len, ".*", 2);
+                len += 2;
+                break;
+            }
         }
         n->u.import.path = eve_arena_strndup(p->cx->arena, path, len);
         if (!n->u.import.path)
@@ -926,7 +1027,7 @@ static eve_node_t *parse_program(parser_t *p)
             continue;
         }
         eve_node_t *item = try_parse(p, parse_top, NULL);
-        if (item)
+        if (item && !attach_assigned_handler(p, &prog->u.program.items, item))
             push(p, &prog->u.program.items.v, &prog->u.program.items.n, &cap, &item,
                  sizeof item);
     }

@@ -51,6 +51,11 @@ const eve_lib_entry_t eve_stdlib[] = {
 
     /* modules: `import text` */
     MODULE("text"),
+    /* the paper's modules (its Program 2: import io.socket.*, import
+     * util.timeout): the sockets and the timers, which every program has
+     * anyway; importing them is allowed and brings nothing new */
+    MODULE("io.socket"),
+    MODULE("util.timeout"),
     FUNC("text", "find", "(s: string, c: char) int"), /* -1: not found */
     FUNC("text", "trim", "(s: string) string"),
 
@@ -71,6 +76,7 @@ const eve_lib_entry_t eve_stdlib[] = {
     METHOD("set", "size", "() int"),
     METHOD("set", "contains", "(value: T) bool"),
     MUTATOR("set", "add", "(value: T) void"),
+    MUTATOR("set", "insert", "(value: T) void"), /* the paper's name for add */
     MUTATOR("set", "remove", "(value: T) void"),
     MUTATOR("set", "clear", "() void"),
 
@@ -96,6 +102,10 @@ const eve_lib_entry_t eve_stdlib[] = {
     EVENT("tcp_socket", "close", "void"),
     MUTATOR("tcp_socket", "write", "(data: bytes) void"),
     MUTATOR("tcp_socket", "close", "() void"),
+    /* the paper's buffers (Program 2): the data event's bytes, in a data
+     * callback of this socket; and writing a vector of chars */
+    METHOD("tcp_socket", "read_buffer", "() vector<char>"),
+    MUTATOR("tcp_socket", "write_buffer", "(data: vector<char>) void"),
 
     /* read_buffer: bytes received; b[i] is a char; for (c in b) */
     METHOD("read_buffer", "size", "() int"),
