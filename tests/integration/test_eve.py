@@ -454,3 +454,15 @@ def test_call_json_passes_the_functions_own_output_to_stderr(tmp_path):
     assert r.stderr == b"hello x\nhello x\n"
     r = run([YARD_EVE, "call", "--json", src, "twice", "a\nb"])
     assert json.loads(r.stdout)["result"] == "a\nba\nb"
+
+
+def test_call_prints_a_programs_warnings_once(tmp_path):
+    src = tmp_path / "w.eve"
+    src.write_text("room : set<tcp_socket@>\n"
+                   "f: (n: int) int:\n"
+                   "    return n * 2\n")
+    r = run([YARD_EVE, "call", src, "f", "21"])
+    assert (r.returncode, r.stdout) == (0, b"42\n"), r.stderr
+    assert r.stderr.decode() == (f"{src}:1:12: warning: 'tcp_socket@' as a type argument: taken as tcp_socket "
+                                 "(an object is reached by reference; a task's permission on it is what its "
+                                 "list names)\n")

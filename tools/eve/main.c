@@ -125,8 +125,14 @@ static char *read_source(const char *path, size_t *len)
     return buf;
 }
 
+/* Set while a program is read a first time only to be read again (call):
+ * its warnings are printed once, by the second reading. */
+static bool quiet_warnings;
+
 static void print_warnings(const eve_ctx_t *cx)
 {
+    if (quiet_warnings)
+        return;
     char line[EVE_MAX_MSG + 512];
     for (size_t i = 0; i < cx->nwarnings; i++) {
         eve_warning_format(cx, i, line, sizeof line);
@@ -1019,7 +1025,9 @@ static int cmd_call(int argc, char **argv)
     eve_ctx_t cx;
     char *src;
     eve_node_t *prog;
+    quiet_warnings = true;
     int rc = load(file, true, &cx, &src, &prog);
+    quiet_warnings = false;
     if (rc)
         return rc;
     text_t names = {0}, t = {0};
