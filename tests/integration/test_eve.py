@@ -466,3 +466,59 @@ def test_call_prints_a_programs_warnings_once(tmp_path):
     assert r.stderr.decode() == (f"{src}:1:12: warning: 'tcp_socket@' as a type argument: taken as tcp_socket "
                                  "(an object is reached by reference; a task's permission on it is what its "
                                  "list names)\n")
+
+
+def test_read_buffer_outside_a_data_callback_is_a_runtime_error(tmp_path):
+    """socket.read_buffer() (the paper's) reads the data event being handled: in the connection
+    handler there is none, which is a run-time error at its position, not a crash."""
+    r, exe = build(tmp_path, "tcp_socket.listen(\"127.0.0.1:0\"):\n"
+                             "    listening (addr: string):\n"
+                             "        stdout.write_line(\"listening \" + addr)\n"
+                             "    connection (c):\n"
+                             "        v : vector<char> = c.read_buffer()\n"
+                             "        stdout.write_line(to_string(v.size()))\n")
+    assert r.returncode == 0, r.stderr
+    p = subprocess.Popen([str(exe)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        line = p.stdout.readline().decode()
+        assert line.startswith("listening 127.0.0.1:"), line
+        port = int(line.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            assert p.wait(timeout=10) == 1
+        assert p.stderr.read().decode() == (f"{tmp_path / 'prog.eve'}:5:41: run-time error: read_buffer() "
+                                            "outside a data callback of this socket\n")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        p.stdout.close()
+        p.stderr.close()
+
+
+def test_write_buffer_echoes_what_read_buffer_read(tmp_path):
+    """The paper's buffers in a program of our own: each data event's bytes written back."""
+    r, exe = build(tmp_path, "tcp_socket.listen(\"127.0.0.1:0\"):\n"
+                             "    listening (addr: string):\n"
+                             "        stdout.write_line(\"listening \" + addr)\n"
+                             "    connection (c):\n"
+                             "        on c data [+c]:\n"
+                             "            c.write_buffer(c.read_buffer())\n"
+                             "on signals terminate:\n"
+                             "    exit(0)\n")
+    assert r.returncode == 0, r.stderr
+    p = subprocess.Popen([str(exe)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        line = p.stdout.readline().decode()
+        port = int(line.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            data = bytes(range(256)) * 300
+            s.sendall(data)
+            assert recv_exactly(s, len(data)) == data
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=5) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        p.stdout.close()
+        p.stderr.close()
