@@ -274,6 +274,12 @@ void yard_coro_finish_init(yard_coro_finish_t *f);
 #define YARD_CORO_MAX_PERMS 16
 int yard_coro_task(yard_coro_finish_t *f, const yard_coro_perm_t *perms, size_t nperms,
                    void (*fn)(void *), void *arg);
+/* Gives the permissions of the task whose body is running back now, as its
+ * end would, and starts what waited for them: what the body does after
+ * this needs none (it may drop the last reference to an object it held a
+ * permission on, which the end of the task could otherwise touch after the
+ * object is gone). Once per task; 0, or -EINVAL outside a task's body. */
+int yard_coro_task_release_perms(void);
 /* Waits until every task of the scope has finished. May park. */
 void yard_coro_finish_wait(yard_coro_finish_t *f);
 

@@ -37,6 +37,7 @@ struct yard_coro_task {
     void *arg;
     yard_coro_finish_t *finish;
     struct yard_coro_task *wait_next;
+    bool released;      /* its body gave its permissions back early (yard_coro_task_release_perms) */
     size_t n;
     yard_coro_perm_t perms[]; /* n of them, sorted by object address */
 };
@@ -213,7 +214,8 @@ static void task_main(void *arg)
 {
     struct yard_coro_task *t = arg;
     t->fn(t->arg);
-    release_and_retry(t->perms, t->n);
+    if (!t->released)
+        release_and_retry(t->perms, t->n);
     yard_coro_finish_t *f = t->finish;
     if (offsetof(struct yard_coro_task, perms) + t->n * sizeof(yard_coro_perm_t) <= YARD_CORO_SMALL)
         yard_coro__small_free(t);
@@ -277,6 +279,7 @@ int yard_coro_task(yard_coro_finish_t *f, const yard_coro_perm_t *perms, size_t 
     t->arg = arg;
     t->finish = f;
     t->wait_next = NULL;
+    t->released = false;
     set_perms(t, perms, nperms);
     if (f->owner && f->owner == yard_coro_self())
         f->local++; /* added to pending by the owner's wait */
@@ -284,6 +287,23 @@ int yard_coro_task(yard_coro_finish_t *f, const yard_coro_perm_t *perms, size_t 
         atomic_fetch_add_explicit(&f->pending, 1, memory_order_relaxed);
     if (try_grant(t, true))
         start_task(t);
+    return 0;
+}
+
+int yard_coro_task_release_perms(void)
+{
+    /* The task whose body runs here: the innermost one run inline on this
+     * coroutine's stack (yard_coro_finish_wait), else the coroutine's own. */
+    yard_coro_t *c = yard_coro_self();
+    if (c && c->inline_top)
+        c = c->inline_top;
+    if (!c || c->fn != task_main)
+        return -EINVAL;
+    struct yard_coro_task *t = c->arg;
+    if (!t->released) {
+        t->released = true;
+        release_and_retry(t->perms, t->n);
+    }
     return 0;
 }
 

@@ -251,6 +251,12 @@ void eve_task_spawn(eve_cx_t *cx, yard_coro_finish_t *f, void *env, const yard_c
         eve_fail(pos, "cannot start a task: %s", rc == -ENOMEM ? "out of memory" : "bad permissions");
 }
 
+void eve_task_done(eve_cx_t *cx)
+{
+    if (cx->nheld && yard_coro_task_release_perms() == 0)
+        cx->nheld = 0;
+}
+
 /* ---- finish ----------------------------------------------------------------------------------- */
 
 void eve_finish_begin(eve_cx_t *cx, yard_coro_finish_t *f)

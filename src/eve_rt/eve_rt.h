@@ -172,6 +172,10 @@ void *eve_task_env(size_t env_size, eve_task_fn fn);
  * returns. */
 void eve_task_spawn(eve_cx_t *cx, yard_coro_finish_t *f, void *env, const yard_coro_perm_t *perms,
                     size_t n, const char *pos);
+/* The end of a task's body, before it releases what it captured: gives its
+ * permissions back (an object it captured may go with the capture, and a
+ * permission must not outlive its object). */
+void eve_task_done(eve_cx_t *cx);
 /* finish: */
 void eve_finish_begin(eve_cx_t *cx, yard_coro_finish_t *f);
 /* Waits for every task of f. If a task spawned into it asked for an object

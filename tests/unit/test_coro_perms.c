@@ -353,6 +353,57 @@ static void test_stress(void)
     ASSERT_GT(atomic_load(&read_sum), 0);
 }
 
+/* ------------------------------------------------------------------------ */
+/* a task giving its permissions back before its body ends                   */
+
+static yard_coro_obj_t o_early;
+static atomic_int early_second_ran, early_first_done;
+
+static void early_second(void *arg)
+{
+    (void)arg;
+    ASSERT_EQ(o_early.full, 1); /* FULL: its own, granted after the first gave it back */
+    atomic_store(&early_second_ran, 1);
+}
+
+static void early_first(void *arg)
+{
+    yard_coro_finish_t *f = arg;
+    ASSERT_EQ(o_early.full, 1);
+    yard_coro_perm_t p = {&o_early, YARD_PERM_FULL};
+    ASSERT_EQ(yard_coro_task(f, &p, 1, early_second, NULL), 0);
+    /* queued behind us until we give FULL back: not before */
+    ASSERT(wait_queued(&o_early));
+    ASSERT_EQ(atomic_load(&early_second_ran), 0);
+    ASSERT_EQ(yard_coro_task_release_perms(), 0);
+    ASSERT_EQ(yard_coro_task_release_perms(), 0); /* once: a second call changes nothing */
+    ASSERT(wait_flag(&early_second_ran, 1)); /* it ran while this body still runs */
+    atomic_store(&early_first_done, 1);
+}
+
+static void early_main(void *arg)
+{
+    (void)arg;
+    atomic_store(&early_second_ran, 0);
+    atomic_store(&early_first_done, 0);
+    ASSERT_EQ(yard_coro_task_release_perms(), -EINVAL); /* not a task's body */
+    yard_coro_finish_t f;
+    yard_coro_finish_init(&f);
+    yard_coro_perm_t p = {&o_early, YARD_PERM_FULL};
+    ASSERT_EQ(yard_coro_task(&f, &p, 1, early_first, &f), 0);
+    yard_coro_finish_wait(&f);
+    ASSERT_EQ(atomic_load(&early_first_done), 1);
+    /* nobody holds it, and the end of the first task did not give it back twice */
+    ASSERT_EQ(o_early.full, 0);
+    ASSERT_EQ(o_early.readers, 0);
+}
+
+static void test_task_releases_early(void)
+{
+    run(2, early_main, NULL);
+    run(1, early_main, NULL);
+}
+
 int main(int argc, char **argv)
 {
     static const struct test_case cases[] = {
@@ -361,6 +412,7 @@ int main(int argc, char **argv)
         {"readers_share", test_readers_share},
         {"queue_with_tasks", test_queue_with_tasks},
         {"stress", test_stress},
+        {"task_releases_early", test_task_releases_early},
         {NULL, NULL},
     };
     return test_main(argc, argv, cases);

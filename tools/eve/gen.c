@@ -2123,6 +2123,7 @@ static void g_frame_fn(gen_t *g, frame_t *f)
         sb_printf(&body, "}\n\nstatic void %s(eve_cx_t *cx, void *arg)\n{\n", f->cname);
         line(g, "struct env_%s *e = arg;", f->cname);
         line(g, "%s_body(cx, e);", f->cname);
+        line(g, "eve_task_done(cx);"); /* before the captures go: they may be the objects held */
         release_env(g, f);
         sb_puts(&body, "}\n\n");
     } else if (f->kind == F_CB) {

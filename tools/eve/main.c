@@ -1023,18 +1023,23 @@ static int cmd_call(int argc, char **argv)
         repeat = 1;
 
     eve_ctx_t cx;
-    char *src;
     eve_node_t *prog;
+    size_t srclen;
+    char *src = read_source(file, &srclen); /* its bytes, not NUL-terminated */
+    if (!src)
+        return EXIT_BAD_PROGRAM;
     quiet_warnings = true;
-    int rc = load(file, true, &cx, &src, &prog);
+    int rc = load_text(file, src, srclen, true, &cx, &prog);
     quiet_warnings = false;
-    if (rc)
+    if (rc) {
+        free(src);
         return rc;
+    }
     text_t names = {0}, t = {0};
     const eve_node_t *fn = find_function(prog, fname, &names);
     rc = YARD_EXIT_USAGE;
     if (callable(fn, file, fname, nargs, &names)) {
-        put_str(&t, src);
+        put(&t, src, srclen);
         if (put_call(&t, fn, args, nargs, repeat, json))
             rc = 0;
         if (t.failed) {
