@@ -2431,7 +2431,7 @@ char *eve_gen_c(eve_ctx_t *cx, const eve_node_t *program, const char *source, co
     }
 
     /* pass 2 */
-    sb_t globals = {0}, top = {0};
+    sb_t globals = {0}, top = {0}, fini = {0};
     for (size_t i = 0; i < items->n; i++) {
         const eve_node_t *it = items->v[i];
         if (it->kind == EVE_N_CLASS)
@@ -2468,11 +2468,15 @@ char *eve_gen_c(eve_ctx_t *cx, const eve_node_t *program, const char *source, co
                 continue;
             if (v->cell) {
                 sb_printf(&globals, "static eve_box_t %s;\n", v->cname);
-                if (v->ty && v->ty->kind == EVE_TY_STRING)
+                if (v->ty && v->ty->kind == EVE_TY_STRING) {
                     line(g, "%s.str = true; %s.v.p = &eve_str_empty;", v->cname, v->cname);
+                    sb_printf(&fini, "    eve_release(%s.v.p);\n", v->cname);
+                }
             } else {
                 sb_printf(&globals, "static %s%s;\n", ctype(g, v->ty), v->cname);
                 line(g, "%s = %s;", v->cname, fresh(g, v->ty, it->pos));
+                if (ty_ref(v->ty))
+                    sb_printf(&fini, "    eve_release(%s);\n", v->cname);
             }
         }
     }
@@ -2503,10 +2507,17 @@ char *eve_gen_c(eve_ctx_t *cx, const eve_node_t *program, const char *source, co
     sb_puts(&out, "\n");
     sb_puts(&out, g->funcs.p ? g->funcs.p : "");
     sb_puts(&out, top.p ? top.p : "");
-    sb_puts(&out, "\nint main(int argc, char **argv)\n{\n    return eve_main(argc, argv, \"");
+    /* a program that ends by itself lets its globals go (the scheduler has
+     * stopped: nothing else holds them now) */
+    sb_puts(&out, "\nstatic void eve_globals_release(void)\n{\n");
+    sb_puts(&out, fini.p ? fini.p : "");
+    sb_puts(&out, "}\n");
+    sb_puts(&out, "\nint main(int argc, char **argv)\n{\n    int rc_ = eve_main(argc, argv, \"");
     c_escape(&out, name);
-    sb_puts(&out, "\", eve_top);\n}\n");
-    bool oom = out.oom || g->lits.oom || g->types.oom || g->protos.oom || g->funcs.oom || globals.oom || top.oom;
+    sb_puts(&out, "\", eve_top);\n    eve_globals_release();\n    return rc_;\n}\n");
+    bool oom = out.oom || g->lits.oom || g->types.oom || g->protos.oom || g->funcs.oom || globals.oom || top.oom ||
+               fini.oom;
+    free(fini.p);
     free(g->lits.p);
     free(g->types.p);
     free(g->protos.p);
