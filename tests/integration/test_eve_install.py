@@ -84,6 +84,9 @@ def test_installed_yard_eve_builds_and_runs_without_the_build_tree(prefix, tmp_p
     assert (r.returncode, r.stdout) == (0, "sum 55 installed\n"), r.stderr
     r = hidden([yard_eve, "run", "hello.eve", "again"], work)
     assert (r.returncode, r.stdout) == (0, "sum 55 again\n"), r.stderr
+    (work / "sq.eve").write_text("sq: (n: int) int:\n    return n * n\n")
+    r = hidden([yard_eve, "call", "sq.eve", "sq", "12"], work)
+    assert (r.returncode, r.stdout) == (0, "144\n"), r.stderr
 
 
 def test_yard_eve_says_when_it_finds_no_runtime(tmp_path):
