@@ -65,9 +65,9 @@ static const command_t commands[] = {
      "compile FILE.eve to the program BIN (OPTS: --emit-c FILE.c keeps the C; --debug: -O0)"},
     {"run", cmd_run, "run [--debug] FILE.eve [ARGS]",
      "compile FILE.eve into a temporary directory and run it with ARGS; exit with its status"},
-    {"call", cmd_call, "call [--json [--repeat K]] FILE.eve NAME [ARGS]",
-     "compile FILE.eve and call its function NAME with ARGS (converted to its parameters' types); print\n"
-     "                                the result (--json: a record with it and the time of each of K calls)"},
+    {"call", cmd_call, "call [OPTS] FILE.eve NAME [ARGS]",
+     "compile FILE.eve, call its function NAME with ARGS as its parameters' types, print the result\n"
+     "                                         (OPTS: --debug; --json [--repeat K]: a record of the result and each call's time)"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -78,7 +78,8 @@ static void usage(FILE *f)
         fprintf(f, "  " PROG " %-28s %s\n", commands[i].usage, commands[i].summary);
     fprintf(f, "\n  " PROG " --help                       this text\n"
                "\nexit status: 0 ok, 1 errors in the program (file:line:col: error: ...) or a\n"
-               "failed C compiler, 2 usage error; run: the program's own status.\n"
+               "failed C compiler, 2 usage error (call: also an unknown function, a wrong count\n"
+               "of arguments, a value that does not convert); run and call: the program's own status.\n"
                "\nenvironment: YARD_EVE_CC the C compiler (default: the one yard was built with);\n"
                "YARD_EVE_CFLAGS more flags for it; a built program reads YARD_EVE_WORKERS\n"
                "(worker threads; default: the CPUs it may use). The language: docs/eve.md.\n");
