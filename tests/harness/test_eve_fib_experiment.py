@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness_paths import REPO
+from harness_paths import BIN, REPO
 
 from yard import report
 from yard.cli import list_runtimes, skip_unavailable_runtimes
@@ -374,3 +374,24 @@ def test_quick_run_end_to_end(tmp_path):
     html = (latest / "report.html").read_text()
     assert "runtime tbb: no oneTBB here" in html
     assert html.count("data:image/png;base64,") >= 3
+
+
+def test_eve_printed_trial_runs_program1_as_printed(monkeypatch):
+    """The variant eve-printed end to end: the harness renders its argv and runs the paper's
+    Program 1 (../shared/eve, beside the repository) through yard-eve call, and the record's
+    numbers become the trial's metrics."""
+    listing = REPO.parent / "shared" / "eve" / "program1.eve"
+    yard_eve = BIN / "yard-eve"
+    if not listing.is_file():
+        pytest.skip(f"the paper's listing is not here: {listing.parent} is absent")
+    if not os.access(yard_eve, os.X_OK):
+        pytest.skip(f"{yard_eve} is not built")
+    monkeypatch.chdir(REPO)  # the variant names the listing relative to the repository
+    e = load(ncpu=2)
+    alt = next(a for a in e.alternatives if a.label == "eve-printed")
+    rec = run_trial(Trial(e, alt, {"n": 20, "cutoff": 0, "workers": 1, "repeat": 3}, 0),
+                    yard_eve.parent, 0)
+    assert rec["status"] == "ok" and rec["problems"] == [], rec
+    m = rec["metrics"]
+    assert (m["result"], m["repeat"], m["workers"]) == (6765, 3, 1)
+    assert 0 < m["min_s"] <= m["median_s"]
