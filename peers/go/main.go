@@ -7,6 +7,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -29,6 +31,9 @@ const drainWindow = 150 * time.Millisecond
 type options struct {
 	app        string
 	listen     string
+	tlsListen  addrList
+	tlsCert    string
+	tlsKey     string
 	cluster    int
 	out        string
 	flush      string
@@ -41,7 +46,13 @@ func usage() {
 	fmt.Fprint(os.Stderr, `usage: yard-peer-go --app echo|counter|sink|rest|broadcast --listen HOST:PORT [flags]
 
   --app NAME          echo, counter, sink, rest or broadcast (required)
-  --listen HOST:PORT  address to listen on; port 0 picks a free port, IPv6 as [::1]:PORT (required)
+  --listen HOST:PORT  address to listen on; port 0 picks a free port, IPv6 as [::1]:PORT
+                      (required unless --tls-listen is given)
+  --tls-listen HOST:PORT
+                      also listen for TLS connections (1.2 and 1.3) here; may be given
+                      several times; needs --tls-cert and --tls-key
+  --tls-cert FILE     TLS: the server's certificate, then its chain (PEM)
+  --tls-key FILE      TLS: the certificate's private key (PEM)
   --cluster N         use N CPUs: sets GOMAXPROCS=N (default: $GOMAXPROCS, else all CPUs)
   --out PATH          sink: file the received bytes are appended to (default /dev/null)
   --flush MODE        sink: each (one write per chunk received) or buffered (64 KiB per
@@ -53,7 +64,8 @@ func usage() {
   --bcrypt-cost N     rest: bcrypt cost, 4..31 (default 10)
   --longpoll-ms MS    rest: delay before GET /longPoll answers (default 5000)
 
-Prints "listening HOST:PORT" once it accepts connections; exits 0 on SIGTERM or SIGINT.
+Prints "listening HOST:PORT" once it accepts connections (every address, a TLS one as
+tls:HOST:PORT); exits 0 on SIGTERM or SIGINT.
 
        yard-peer-go fib N --workers W [--cutoff C] [--repeat K] [--json]
 runs the Eve study's parallel Fibonacci instead (see fib --help).
@@ -71,6 +83,9 @@ func parseFlags() options {
 	fs.Usage = usage
 	fs.StringVar(&o.app, "app", "", "")
 	fs.StringVar(&o.listen, "listen", "", "")
+	fs.Var(&o.tlsListen, "tls-listen", "")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "")
 	fs.IntVar(&o.cluster, "cluster", 0, "")
 	fs.StringVar(&o.out, "out", "/dev/null", "")
 	fs.StringVar(&o.flush, "flush", "each", "")
@@ -93,13 +108,20 @@ func parseFlags() options {
 	default:
 		die(2, "--app %q: expected echo, counter, sink, rest or broadcast", o.app)
 	}
-	if o.listen == "" {
+	if len(o.tlsListen) == 0 && (o.tlsCert != "" || o.tlsKey != "") {
+		die(2, "--tls-cert and --tls-key apply to TLS listeners: add --tls-listen HOST:PORT")
+	}
+	if len(o.tlsListen) > 0 && (o.tlsCert == "" || o.tlsKey == "") {
+		die(2, "--tls-listen needs --tls-cert FILE and --tls-key FILE")
+	}
+	if o.listen == "" && len(o.tlsListen) == 0 {
 		die(2, "--listen is required, as HOST:PORT (e.g. 127.0.0.1:0 or [::1]:0)")
 	}
-	if _, port, err := net.SplitHostPort(o.listen); err != nil {
-		die(2, "--listen %q: expected HOST:PORT (IPv6 as [::1]:PORT)", o.listen)
-	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-		die(2, "--listen %q: port must be a number 0..65535", o.listen)
+	if o.listen != "" {
+		checkAddr("--listen", o.listen)
+	}
+	for _, a := range o.tlsListen {
+		checkAddr("--tls-listen", a)
 	}
 	if o.flush != "each" && o.flush != "buffered" {
 		die(2, "--flush %q: expected each or buffered", o.flush)
@@ -120,6 +142,45 @@ func parseFlags() options {
 		die(2, "--longpoll-ms %d: expected a non-negative number of milliseconds", o.longPollMS)
 	}
 	return o
+}
+
+func checkAddr(flag, addr string) {
+	if _, port, err := net.SplitHostPort(addr); err != nil {
+		die(2, "%s %q: expected HOST:PORT (IPv6 as [::1]:PORT)", flag, addr)
+	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		die(2, "%s %q: port must be a number 0..65535", flag, addr)
+	}
+}
+
+// listeners opens --listen, then each --tls-listen wrapped in crypto/tls,
+// and the "listening" line's words for them, in that order.
+func listeners(o options, nextProtos []string) ([]net.Listener, string) {
+	var lns []net.Listener
+	var words []string
+	if o.listen != "" {
+		ln, err := listen(o.listen)
+		if err != nil {
+			die(1, "%v", err)
+		}
+		lns = append(lns, ln)
+		words = append(words, ln.Addr().String())
+	}
+	if len(o.tlsListen) > 0 {
+		pair, err := loadCertificate(o.tlsCert, o.tlsKey)
+		if err != nil {
+			die(1, "%v", err)
+		}
+		config := serverTLSConfig(pair, nextProtos)
+		for _, a := range o.tlsListen {
+			ln, err := listen(a)
+			if err != nil {
+				die(1, "%v", err)
+			}
+			lns = append(lns, tls.NewListener(ln, config))
+			words = append(words, "tls:"+ln.Addr().String())
+		}
+	}
+	return lns, strings.Join(words, " ")
 }
 
 // listen binds HOST:PORT. An IPv4 or IPv6 literal picks that family only, so
@@ -186,6 +247,31 @@ func (s *connSet) waitTimeout(d time.Duration) bool {
 	}
 }
 
+// acceptLoop gives each connection its own goroutine; a TLS connection's
+// handshake runs there too, before the app sees it.
+func acceptLoop(ln net.Listener, conns *connSet, handle func(net.Conn)) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of descriptors and the like: back off instead of spinning.
+			fmt.Fprintf(os.Stderr, "yard-peer-go: accept: %v\n", err)
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		conns.add(c)
+		go func() {
+			defer conns.done(c)
+			defer c.Close()
+			if handshake(c) {
+				handle(c)
+			}
+		}()
+	}
+}
+
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "fib" {
 		os.Exit(runFib(os.Args[2:])) // the Eve study's Fibonacci (fib.go), not a server
@@ -198,20 +284,18 @@ func main() {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 
-	ln, err := listen(o.listen)
-	if err != nil {
-		die(1, "%v", err)
-	}
-
 	if o.app == "rest" {
+		lns, where := listeners(o, []string{"http/1.1"})
 		srv, err := newRESTServer(o)
 		if err != nil {
 			die(1, "%v", err)
 		}
-		fmt.Printf("listening %s\n", ln.Addr())
-		serveRESTUntilSignal(srv, ln, sigs)
+		fmt.Printf("listening %s\n", where)
+		serveRESTUntilSignal(srv, lns, sigs)
 		os.Exit(0)
 	}
+	lns, where := listeners(o, nil)
+	var err error
 
 	var handle func(net.Conn)
 	var sink *sinkApp
@@ -241,33 +325,18 @@ func main() {
 	}
 
 	conns := &connSet{conns: make(map[net.Conn]struct{})}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				if errors.Is(err, net.ErrClosed) {
-					return
-				}
-				// Out of descriptors and the like: back off instead of spinning.
-				fmt.Fprintf(os.Stderr, "yard-peer-go: accept: %v\n", err)
-				time.Sleep(10 * time.Millisecond)
-				continue
-			}
-			conns.add(c)
-			go func() {
-				defer conns.done(c)
-				defer c.Close()
-				handle(c)
-			}()
-		}
-	}()
-	fmt.Printf("listening %s\n", ln.Addr())
+	for _, ln := range lns {
+		go acceptLoop(ln, conns, handle)
+	}
+	fmt.Printf("listening %s\n", where)
 	if printOut != nil {
 		redirectStdout(printOut)
 	}
 
 	<-sigs
-	ln.Close()
+	for _, ln := range lns {
+		ln.Close()
+	}
 	if sink != nil || printOut != nil {
 		// Let bytes already in flight arrive, then every handler flushes.
 		deadline := time.Now().Add(drainWindow)

@@ -59,9 +59,11 @@ func newRESTServer(o options) (*http.Server, error) {
 
 // serveRESTUntilSignal serves until SIGTERM/SIGINT, then shuts down: pending
 // long polls get a short grace period and are then cut.
-func serveRESTUntilSignal(srv *http.Server, ln net.Listener, sigs <-chan os.Signal) {
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+func serveRESTUntilSignal(srv *http.Server, lns []net.Listener, sigs <-chan os.Signal) {
+	errc := make(chan error, len(lns))
+	for _, ln := range lns {
+		go func(ln net.Listener) { errc <- srv.Serve(ln) }(ln)
+	}
 	select {
 	case <-sigs:
 	case err := <-errc:

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"crypto/tls"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+)
+
+// handshakeTimeout bounds a TLS handshake, as yard-serve's default
+// --tls-handshake-timeout does: a client that opens a connection and never
+// finishes its handshake is closed instead of holding a goroutine forever.
+const handshakeTimeout = 10 * time.Second
+
+// addrList is a repeatable flag: every --tls-listen adds one address.
+type addrList []string
+
+func (a *addrList) String() string     { return strings.Join(*a, " ") }
+func (a *addrList) Set(s string) error { *a = append(*a, s); return nil }
+
+// loadCertificate reads the PEM chain and key. Each failure names the file
+// it is about, as yard-serve's messages do.
+func loadCertificate(certFile, keyFile string) (tls.Certificate, error) {
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("--tls-cert %s: %v", certFile, errReason(err))
+	}
+	keyPEM, err := os.ReadFile(keyFile)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("--tls-key %s: %v", keyFile, errReason(err))
+	}
+	if !hasPEMBlock(certPEM, func(t string) bool { return t == "CERTIFICATE" }) {
+		return tls.Certificate{}, fmt.Errorf("--tls-cert %s: not a PEM certificate", certFile)
+	}
+	if !hasPEMBlock(keyPEM, func(t string) bool { return strings.HasSuffix(t, "PRIVATE KEY") }) {
+		return tls.Certificate{}, fmt.Errorf("--tls-key %s: not a PEM private key", keyFile)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		if strings.Contains(err.Error(), "does not match") {
+			return tls.Certificate{}, fmt.Errorf("--tls-key %s is not the key of --tls-cert %s: %v",
+				keyFile, certFile, err)
+		}
+		// Blocks of the right type whose contents do not parse.
+		return tls.Certificate{}, fmt.Errorf("--tls-cert %s, --tls-key %s: %v", certFile, keyFile, err)
+	}
+	return pair, nil
+}
+
+// errReason drops the "open FILE: " that *PathError repeats.
+func errReason(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
+
+func hasPEMBlock(data []byte, want func(string) bool) bool {
+	for {
+		var b *pem.Block
+		b, data = pem.Decode(data)
+		if b == nil {
+			return false
+		}
+		if want(b.Type) {
+			return true
+		}
+	}
+}
+
+// serverTLSConfig is TLS 1.2 and 1.3 only with crypto/tls's defaults (its
+// cipher suites and curves, session tickets on, no renegotiation: a Go
+// server never renegotiates). nextProtos is set for HTTP so that a client
+// offering ALPN learns it speaks HTTP/1.1.
+func serverTLSConfig(pair tls.Certificate, nextProtos []string) *tls.Config {
+	return &tls.Config{
+		Certificates: []tls.Certificate{pair},
+		MinVersion:   tls.VersionTLS12,
+		NextProtos:   nextProtos,
+	}
+}
+
+// handshake finishes a TLS connection's handshake within handshakeTimeout
+// before the app sees it; a plain connection passes through. The app then
+// never blocks on a half-open handshake, and a failed one closes the
+// connection without reaching the app.
+func handshake(c net.Conn) bool {
+	tc, ok := c.(*tls.Conn)
+	if !ok {
+		return true
+	}
+	tc.SetDeadline(time.Now().Add(handshakeTimeout))
+	if err := tc.Handshake(); err != nil {
+		return false
+	}
+	tc.SetDeadline(time.Time{})
+	return true
+}
