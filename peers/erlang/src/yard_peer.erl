@@ -2,7 +2,7 @@
 %% broadcast chat with a process per connection, and the REST service on inets httpd
 %% (yard_peer_rest). Started by peers/erlang/run; see docs/peers.md.
 -module(yard_peer).
--export([main/0, counter_loop/1]).
+-export([main/0, counter_loop/1, setopts/2]).
 
 -define(SINK_BUFFER, 65536).
 -define(DRAIN_MS, 150).
@@ -13,8 +13,11 @@
 -define(CHAT_MAX_LINE, 65536).
 -define(CHAT_MAX_QUEUED, 1048576).
 
+-define(HANDSHAKE_MS, 10000).
+
 -record(opts, {app, host, port, out = "/dev/null", flush = each,
-               bcrypt_cost = 10, longpoll_ms = 5000}).
+               bcrypt_cost = 10, longpoll_ms = 5000,
+               tls_listen = [], tls_cert, tls_key}).
 
 main() ->
     Args = init:get_plain_arguments(),
@@ -24,10 +27,10 @@ main() ->
     ok = gen_event:swap_handler(erl_signal_server, {erl_signal_handler, []},
                                 {yard_peer_signal, self()}),
     os:set_signal(sigterm, handle),
+    Listens = listens(Opts),
     case Opts#opts.app of
-        rest -> yard_peer_rest:start(Opts#opts.host, Opts#opts.port, Opts#opts.longpoll_ms,
-                                     Opts#opts.bcrypt_cost);
-        App -> start_tcp(App, Opts)
+        rest -> yard_peer_rest:start(Listens, Opts#opts.longpoll_ms, Opts#opts.bcrypt_cost);
+        App -> start_tcp(App, Listens, Opts)
     end,
     receive
         shutdown -> shutdown(Opts#opts.app)
@@ -38,7 +41,11 @@ usage_error(Fmt, Args) ->
     erlang:halt(2).
 
 parse([], O = #opts{app = undefined}) -> usage_error("--app is required: echo, counter, sink, rest or broadcast", []), O;
-parse([], O = #opts{host = undefined}) -> usage_error("--listen is required, as HOST:PORT", []), O;
+parse([], O = #opts{tls_listen = [], tls_cert = C, tls_key = K}) when C =/= undefined; K =/= undefined ->
+    usage_error("--tls-cert and --tls-key apply to TLS listeners: add --tls-listen HOST:PORT", []), O;
+parse([], O = #opts{tls_listen = [_ | _], tls_cert = C, tls_key = K}) when C =:= undefined; K =:= undefined ->
+    usage_error("--tls-listen needs --tls-cert FILE and --tls-key FILE", []), O;
+parse([], O = #opts{host = undefined, tls_listen = []}) -> usage_error("--listen is required, as HOST:PORT", []), O;
 parse([], O) -> O;
 parse(["--app", A | T], O) ->
     case lists:member(A, ["echo", "counter", "sink", "rest", "broadcast"]) of
@@ -46,8 +53,12 @@ parse(["--app", A | T], O) ->
         false -> usage_error("--app ~p: expected echo, counter, sink, rest or broadcast", [A])
     end;
 parse(["--listen", L | T], O) ->
-    {H, P} = parse_listen(L),
+    {H, P} = parse_listen("--listen", L),
     parse(T, O#opts{host = H, port = P});
+parse(["--tls-listen", L | T], O) ->
+    parse(T, O#opts{tls_listen = O#opts.tls_listen ++ [parse_listen("--tls-listen", L)]});
+parse(["--tls-cert", F | T], O) -> parse(T, O#opts{tls_cert = F});
+parse(["--tls-key", F | T], O) -> parse(T, O#opts{tls_key = F});
 parse(["--out", P | T], O) -> parse(T, O#opts{out = P});
 parse(["--flush", "each" | T], O) -> parse(T, O#opts{flush = each});
 parse(["--flush", "buffered" | T], O) -> parse(T, O#opts{flush = buffered});
@@ -64,50 +75,91 @@ int(Flag, S, Min, Max) ->
         _ -> usage_error("~s ~p: expected an integer ~b..~b", [Flag, S, Min, Max])
     end.
 
-parse_listen(L) ->
+parse_listen(Flag, L) ->
     R = case re:run(L, "^\\[([^\\]]+)\\]:([0-9]+)$", [{capture, all_but_first, list}]) of
             {match, M} -> M;
             nomatch -> re:run(L, "^([^:\\[\\]]+):([0-9]+)$", [{capture, all_but_first, list}])
         end,
     case R of
-        {match, [H, P]} -> listen_addr(L, H, list_to_integer(P));
-        [H, P] -> listen_addr(L, H, list_to_integer(P));
-        _ -> usage_error("--listen ~p: expected HOST:PORT (IPv6 as [::1]:PORT)", [L])
+        {match, [H, P]} -> listen_addr(Flag, L, H, list_to_integer(P));
+        [H, P] -> listen_addr(Flag, L, H, list_to_integer(P));
+        _ -> usage_error("~s ~p: expected HOST:PORT (IPv6 as [::1]:PORT)", [Flag, L])
     end.
 
-listen_addr(L, _, P) when P > 65535 -> usage_error("--listen ~p: port must be 0..65535", [L]);
-listen_addr(L, H, P) ->
+listen_addr(Flag, L, _, P) when P > 65535 -> usage_error("~s ~p: port must be 0..65535", [Flag, L]);
+listen_addr(Flag, L, H, P) ->
     case inet:parse_address(H) of
         {ok, Ip} -> {Ip, P};
         {error, _} ->
             case inet:getaddr(H, inet) of
                 {ok, Ip} -> {Ip, P};
-                {error, E} -> io:format(standard_error, "yard-peer-erlang: --listen ~s: ~p~n", [L, E]),
+                {error, E} -> io:format(standard_error, "yard-peer-erlang: ~s ~s: ~p~n", [Flag, L, E]),
                               erlang:halt(1)
             end
     end.
 
-print_listening(Ip, Port) when tuple_size(Ip) =:= 8 ->
-    io:format("listening [~s]:~b~n", [inet:ntoa(Ip), Port]);
-print_listening(Ip, Port) ->
-    io:format("listening ~s:~b~n", [inet:ntoa(Ip), Port]).
+%% The listeners to open, --listen first, then each --tls-listen with the
+%% ssl options (loaded, so a bad file is exit 1 before anything listens).
+listens(O) ->
+    Plain = case O#opts.host of
+                undefined -> [];
+                H -> [{H, O#opts.port, plain}]
+            end,
+    case O#opts.tls_listen of
+        [] -> Plain;
+        Tls ->
+            SslOpts = yard_peer_tls:server_opts(O#opts.tls_cert, O#opts.tls_key),
+            Plain ++ [{H, P, {tls, SslOpts}} || {H, P} <- Tls]
+    end.
 
-start_tcp(App, O) ->
-    Family = case tuple_size(O#opts.host) of 8 -> inet6; 4 -> inet end,
-    case gen_tcp:listen(O#opts.port, [binary, Family, {ip, O#opts.host}, {active, false},
-                                     {reuseaddr, true}, {nodelay, true}, {backlog, 1024},
-                                     {buffer, 65536}]) of
-        {ok, LS} ->
-            Handler = handler(App, O),
-            register(yard_conns, spawn(fun() -> conns_loop(#{}) end)),
-            [spawn(fun() -> acceptor(LS, Handler) end) || _ <- lists:seq(1, ?ACCEPTORS)],
-            {ok, Port} = inet:port(LS),
-            put(listen_socket, LS),
-            print_listening(O#opts.host, Port);
+%% One word of the listening line.
+format_addr(Ip, Port, Kind) ->
+    Prefix = case Kind of plain -> ""; _ -> "tls:" end,
+    case tuple_size(Ip) of
+        8 -> io_lib:format("~s[~s]:~b", [Prefix, inet:ntoa(Ip), Port]);
+        4 -> io_lib:format("~s~s:~b", [Prefix, inet:ntoa(Ip), Port])
+    end.
+
+start_tcp(App, Listens, O) ->
+    Handler = handler(App, O),
+    register(yard_conns, spawn(fun() -> conns_loop(#{}) end)),
+    Words = [begin
+                 LS = listen_one(Ip, Port, Kind),
+                 [spawn(fun() -> acceptor(LS, Handler) end) || _ <- lists:seq(1, ?ACCEPTORS)],
+                 put(listen_sockets, [LS | case get(listen_sockets) of undefined -> []; L -> L end]),
+                 format_addr(Ip, sock_port(LS), Kind)
+             end || {Ip, Port, Kind} <- Listens],
+    io:format("listening ~s~n", [lists:join(" ", Words)]).
+
+listen_one(Ip, Port, Kind) ->
+    Family = case tuple_size(Ip) of 8 -> inet6; 4 -> inet end,
+    TcpOpts = [binary, Family, {ip, Ip}, {active, false}, {reuseaddr, true}, {nodelay, true},
+               {backlog, 1024}, {buffer, 65536}],
+    R = case Kind of
+            plain -> gen_tcp:listen(Port, TcpOpts);
+            {tls, SslOpts} -> ssl:listen(Port, TcpOpts ++ SslOpts)
+        end,
+    case R of
+        {ok, LS} -> LS;
         {error, E} ->
             io:format(standard_error, "yard-peer-erlang: listen: ~p~n", [E]),
             erlang:halt(1)
     end.
+
+sock_port(S) when is_port(S) -> {ok, P} = inet:port(S), P;
+sock_port(S) -> {ok, {_, P}} = ssl:sockname(S), P.
+
+%% A connection is a gen_tcp port or an ssl socket; the apps call these.
+recv(S, N) when is_port(S) -> gen_tcp:recv(S, N);
+recv(S, N) -> ssl:recv(S, N).
+recv(S, N, T) when is_port(S) -> gen_tcp:recv(S, N, T);
+recv(S, N, T) -> ssl:recv(S, N, T).
+send(S, D) when is_port(S) -> gen_tcp:send(S, D);
+send(S, D) -> ssl:send(S, D).
+close(S) when is_port(S) -> gen_tcp:close(S);
+close(S) -> ssl:close(S).
+setopts(S, Opts) when is_port(S) -> inet:setopts(S, Opts);
+setopts(S, Opts) -> ssl:setopts(S, Opts).
 
 handler(echo, _) -> fun echo/1;
 handler(counter, _) ->
@@ -127,12 +179,27 @@ handler(sink, O) ->
 %% The acceptor that takes a connection becomes its handler and spawns its
 %% own replacement, so the pool stays ?ACCEPTORS strong and no socket changes
 %% owner.
-acceptor(LS, Handler) ->
+acceptor(LS, Handler) when is_port(LS) ->
     case gen_tcp:accept(LS) of
         {ok, S} ->
             spawn(fun() -> acceptor(LS, Handler) end),
             yard_conns ! {add, self(), S},
             Handler(S);
+        {error, closed} -> ok;
+        {error, _} -> timer:sleep(10), acceptor(LS, Handler)
+    end;
+%% TLS: the handshake runs in the connection's own process, once its
+%% replacement is accepting; one that fails or stalls ends only this process.
+acceptor(LS, Handler) ->
+    case ssl:transport_accept(LS) of
+        {ok, T} ->
+            spawn(fun() -> acceptor(LS, Handler) end),
+            case ssl:handshake(T, ?HANDSHAKE_MS) of
+                {ok, S} ->
+                    yard_conns ! {add, self(), S},
+                    Handler(S);
+                {error, _} -> ok
+            end;
         {error, closed} -> ok;
         {error, _} -> timer:sleep(10), acceptor(LS, Handler)
     end.
@@ -145,9 +212,9 @@ conns_loop(M) ->
     end.
 
 echo(S) ->
-    case gen_tcp:recv(S, 0) of
-        {ok, Data} -> gen_tcp:send(S, Data), echo(S);
-        {error, _} -> gen_tcp:close(S)
+    case recv(S, 0) of
+        {ok, Data} -> send(S, Data), echo(S);
+        {error, _} -> close(S)
     end.
 
 %% The counter is one process owning the value (as in the Eve study). A
@@ -159,19 +226,19 @@ counter_loop(N) ->
     end.
 
 counter(S) ->
-    case gen_tcp:recv(S, 0) of
+    case recv(S, 0) of
         {ok, Data} ->
             {Ops, Bad} = valid_prefix(Data, 0),
             Incs = count_incs(Ops, 0),
             Ref = make_ref(),
             yard_counter ! {add, self(), Ref, Incs},
             Base = receive {Ref, B} -> B end,
-            gen_tcp:send(S, replies(Ops, Base, [])),
+            send(S, replies(Ops, Base, [])),
             case Bad of
-                true -> gen_tcp:close(S);
+                true -> close(S);
                 false -> counter(S)
             end;
-        {error, _} -> gen_tcp:close(S)
+        {error, _} -> close(S)
     end.
 
 valid_prefix(Data, I) when I < byte_size(Data) ->
@@ -200,29 +267,29 @@ replies(<<_, T/binary>>, V, Acc) -> replies(T, V, [<<V:64/big>> | Acc]).
 %% {tcp_closed, S} is on its way.
 broadcast(S) ->
     ok = pg:join(yard_chat, room, self()),
-    inet:setopts(S, [{packet, line}, {packet_size, ?CHAT_MAX_LINE},
+    setopts(S, [{packet, line}, {packet_size, ?CHAT_MAX_LINE},
                      {high_watermark, ?CHAT_MAX_QUEUED}, {low_watermark, ?CHAT_MAX_QUEUED div 2},
                      {send_timeout, 0}, {send_timeout_close, true}, {active, once}]),
     member(S).
 
 member(S) ->
     receive
-        {tcp, S, Line} ->
+        {Data, S, Line} when Data =:= tcp; Data =:= ssl ->
             case binary:last(Line) of
                 $\n ->
                     Self = self(),
                     [P ! {line, Line} || P <- pg:get_members(yard_chat, room), P =/= Self],
-                    inet:setopts(S, [{active, once}]),
+                    setopts(S, [{active, once}]),
                     member(S);
-                _ -> gen_tcp:close(S)
+                _ -> close(S)
             end;
         {line, Line} ->
-            case gen_tcp:send(S, Line) of
+            case send(S, Line) of
                 ok -> member(S);
-                {error, _} -> gen_tcp:close(S)
+                {error, _} -> close(S)
             end;
-        {tcp_closed, S} -> ok;
-        {tcp_error, S, _} -> gen_tcp:close(S)
+        {Closed, S} when Closed =:= tcp_closed; Closed =:= ssl_closed -> ok;
+        {Error, S, _} when Error =:= tcp_error; Error =:= ssl_error -> close(S)
     end.
 
 sink(S, Path, Flush) ->
@@ -232,14 +299,14 @@ sink(S, Path, Flush) ->
 %% {active, once}: one message at a time, so the mailbox never outruns the
 %% file, and a drain request can arrive between chunks.
 sink_loop(S, F, Flush, Buf, Len) ->
-    ok = case inet:setopts(S, [{active, once}]) of ok -> ok; _ -> ok end,
+    ok = case setopts(S, [{active, once}]) of ok -> ok; _ -> ok end,
     receive
-        {tcp, S, Data} ->
+        {Tag, S, Data} when Tag =:= tcp; Tag =:= ssl ->
             {Buf1, Len1} = sink_chunk(F, Flush, Buf, Len, Data),
             sink_loop(S, F, Flush, Buf1, Len1);
         drain -> sink_drain(S, F, Flush, Buf, Len);
-        {tcp_closed, S} -> sink_finish(S, F, Buf);
-        {tcp_error, S, _} -> sink_finish(S, F, Buf)
+        {Closed, S} when Closed =:= tcp_closed; Closed =:= ssl_closed -> sink_finish(S, F, Buf);
+        {Error, S, _} when Error =:= tcp_error; Error =:= ssl_error -> sink_finish(S, F, Buf)
     end.
 
 sink_chunk(F, each, Buf, Len, Data) ->
@@ -256,10 +323,11 @@ sink_chunk(F, buffered, Buf, Len, Data) ->
 %% Shutdown: take what is still queued, without waiting, then flush.
 sink_drain(S, F, Flush, Buf, Len) ->
     receive
-        {tcp, S, Data} -> {B, L} = sink_chunk(F, Flush, Buf, Len, Data), sink_drain(S, F, Flush, B, L)
+        {Tag, S, Data} when Tag =:= tcp; Tag =:= ssl ->
+            {B, L} = sink_chunk(F, Flush, Buf, Len, Data), sink_drain(S, F, Flush, B, L)
     after 0 ->
-        ok = inet:setopts(S, [{active, false}]),
-        case gen_tcp:recv(S, 0, 0) of
+        _ = setopts(S, [{active, false}]),
+        case recv(S, 0, 0) of
             {ok, Data} -> {B, L} = sink_chunk(F, Flush, Buf, Len, Data), sink_drain(S, F, Flush, B, L);
             _ -> sink_finish(S, F, Buf)
         end
@@ -268,14 +336,14 @@ sink_drain(S, F, Flush, Buf, Len) ->
 sink_finish(S, F, Buf) ->
     ok = write_buf(F, Buf),
     ok = file:close(F),
-    gen_tcp:close(S).
+    close(S).
 
 write_buf(_, []) -> ok;
 write_buf(F, Buf) -> file:write(F, lists:reverse(Buf)).
 
 shutdown(rest) -> erlang:halt(0);
 shutdown(sink) ->
-    gen_tcp:close(get(listen_socket)),
+    [close(LS) || LS <- get(listen_sockets)],
     %% Bytes already sent get DRAIN_MS to arrive; then every connection
     %% flushes and exits.
     timer:sleep(?DRAIN_MS),

@@ -3,11 +3,13 @@
 %% directly. bcrypt is our NIF over libcrypt (peers/beam_bcrypt), run on a
 %% dirty CPU scheduler: a hash blocks only the request's own process.
 -module(yard_peer_rest).
--export([start/4, do/1]).
+-export([start/3, do/1]).
 
 -include_lib("inets/include/httpd.hrl").
 
-start(Ip, Port, LongPollMs, BcryptCost) ->
+%% Listens: {Ip, Port, plain | {tls, SslOpts}}, one httpd each (an https one
+%% for TLS), all serving the same stores.
+start(Listens, LongPollMs, BcryptCost) ->
     ok = inets:start(),
     [ets:new(T, [named_table, public, set, {read_concurrency, true}, {write_concurrency, true}])
      || T <- [yard_users, yard_passwords]],
@@ -16,18 +18,27 @@ start(Ip, Port, LongPollMs, BcryptCost) ->
     persistent_term:put(yard_dummy_hash, yard_bcrypt:dummy_hash(BcryptCost)),
     Dir = filename:basedir(user_cache, "yard-peer-erlang"),
     ok = filelib:ensure_dir(filename:join(Dir, "x")),
+    Words = [httpd_on(Ip, Port, Kind, Dir) || {Ip, Port, Kind} <- Listens],
+    io:format("listening ~s~n", [lists:join(" ", Words)]).
+
+httpd_on(Ip, Port, Kind, Dir) ->
     Family = case tuple_size(Ip) of 8 -> inet6only; 4 -> inet end,
+    Socket = case Kind of
+                 plain -> [];
+                 {tls, SslOpts} -> [{socket_type, {ssl, SslOpts}}]
+             end,
     Config = [{port, Port}, {bind_address, Ip}, {ipfamily, Family},
               {server_name, "yard-peer-erlang"}, {server_root, Dir}, {document_root, Dir},
               {modules, [?MODULE]}, {max_clients, 100000},
               {keep_alive_timeout, 120},
-              {max_body_size, 1048576}],
+              {max_body_size, 1048576}] ++ Socket,
     case inets:start(httpd, Config) of
         {ok, Pid} ->
             [{port, P}] = httpd:info(Pid, [port]),
+            Prefix = case Kind of plain -> ""; _ -> "tls:" end,
             case tuple_size(Ip) of
-                8 -> io:format("listening [~s]:~b~n", [inet:ntoa(Ip), P]);
-                4 -> io:format("listening ~s:~b~n", [inet:ntoa(Ip), P])
+                8 -> io_lib:format("~s[~s]:~b", [Prefix, inet:ntoa(Ip), P]);
+                4 -> io_lib:format("~s~s:~b", [Prefix, inet:ntoa(Ip), P])
             end;
         {error, E} ->
             io:format(standard_error, "yard-peer-erlang: httpd: ~p~n", [E]),
@@ -37,7 +48,7 @@ start(Ip, Port, LongPollMs, BcryptCost) ->
 do(#mod{method = Method, request_uri = Uri, entity_body = Body, socket = Sock}) ->
     %% httpd writes the head and the body separately; without TCP_NODELAY the
     %% body waits for the client's delayed ACK, 40 ms per keep-alive request.
-    _ = inet:setopts(Sock, [{nodelay, true}]),
+    _ = yard_peer:setopts(Sock, [{nodelay, true}]),
     Path = case string:split(Uri, "?") of [P | _] -> P end,
     {Code, Type, Out} = route(Method, string:split(Path, "/", all), Body),
     Bin = iolist_to_binary(Out),
