@@ -19,13 +19,13 @@ defmodule YardPeer.Conn do
 
   # Passive receive: the process sleeps in recv, the bytes go straight back.
   defp echo(sock) do
-    case :gen_tcp.recv(sock, 0) do
+    case YardPeer.Sock.recv(sock, 0) do
       {:ok, data} ->
-        :gen_tcp.send(sock, data)
+        YardPeer.Sock.send(sock, data)
         echo(sock)
 
       {:error, _} ->
-        :gen_tcp.close(sock)
+        YardPeer.Sock.close(sock)
     end
   end
 
@@ -38,20 +38,20 @@ defmodule YardPeer.Conn do
   # {active, once}: one message at a time, so the mailbox never outruns the
   # file, and :drain (shutdown) can arrive between chunks.
   defp sink(sock, f, flush, buf, len) do
-    :inet.setopts(sock, active: :once)
+    YardPeer.Sock.setopts(sock, active: :once)
 
     receive do
-      {:tcp, ^sock, data} ->
+      {tag, ^sock, data} when tag in [:tcp, :ssl] ->
         {buf, len} = chunk(f, flush, buf, len, data)
         sink(sock, f, flush, buf, len)
 
       :drain ->
         drain(sock, f, flush, buf, len)
 
-      {:tcp_closed, ^sock} ->
+      {closed, ^sock} when closed in [:tcp_closed, :ssl_closed] ->
         finish(sock, f, buf)
 
-      {:tcp_error, ^sock, _} ->
+      {error, ^sock, _} when error in [:tcp_error, :ssl_error] ->
         finish(sock, f, buf)
     end
   end
@@ -76,14 +76,14 @@ defmodule YardPeer.Conn do
   # Shutdown: take what is already queued, without waiting, then flush.
   defp drain(sock, f, flush, buf, len) do
     receive do
-      {:tcp, ^sock, data} ->
+      {tag, ^sock, data} when tag in [:tcp, :ssl] ->
         {buf, len} = chunk(f, flush, buf, len, data)
         drain(sock, f, flush, buf, len)
     after
       0 ->
-        :inet.setopts(sock, active: false)
+        YardPeer.Sock.setopts(sock, active: false)
 
-        case :gen_tcp.recv(sock, 0, 0) do
+        case YardPeer.Sock.recv(sock, 0, 0) do
           {:ok, data} ->
             {buf, len} = chunk(f, flush, buf, len, data)
             drain(sock, f, flush, buf, len)
@@ -97,7 +97,7 @@ defmodule YardPeer.Conn do
   defp finish(sock, f, buf) do
     :ok = write_buf(f, buf)
     :ok = :file.close(f)
-    :gen_tcp.close(sock)
+    YardPeer.Sock.close(sock)
   end
 
   defp write_buf(_, []), do: :ok
@@ -120,16 +120,16 @@ defmodule YardPeer.Counter do
   end
 
   defp loop(sock, ref) do
-    case :gen_tcp.recv(sock, 0) do
+    case YardPeer.Sock.recv(sock, 0) do
       {:ok, data} ->
         {ops, bad?} = valid_prefix(data, 0)
         incs = count_incs(ops, 0)
         base = :atomics.add_get(ref, 1, incs) - incs
-        :gen_tcp.send(sock, replies(ops, base, []))
-        if bad?, do: :gen_tcp.close(sock), else: loop(sock, ref)
+        YardPeer.Sock.send(sock, replies(ops, base, []))
+        if bad?, do: YardPeer.Sock.close(sock), else: loop(sock, ref)
 
       {:error, _} ->
-        :gen_tcp.close(sock)
+        YardPeer.Sock.close(sock)
     end
   end
 
@@ -179,7 +179,7 @@ defmodule YardPeer.Broadcast do
   def serve(sock) do
     {:ok, _} = Registry.register(__MODULE__, :room, nil)
 
-    :inet.setopts(sock,
+    YardPeer.Sock.setopts(sock,
       packet: :line,
       packet_size: @max_line,
       high_watermark: @max_queued,
@@ -194,7 +194,7 @@ defmodule YardPeer.Broadcast do
 
   defp loop(sock) do
     receive do
-      {:tcp, ^sock, line} ->
+      {tag, ^sock, line} when tag in [:tcp, :ssl] ->
         if :binary.last(line) == ?\n do
           me = self()
 
@@ -202,23 +202,23 @@ defmodule YardPeer.Broadcast do
             for {pid, _} <- members, pid != me, do: send(pid, {:line, line})
           end)
 
-          :inet.setopts(sock, active: :once)
+          YardPeer.Sock.setopts(sock, active: :once)
           loop(sock)
         else
-          :gen_tcp.close(sock)
+          YardPeer.Sock.close(sock)
         end
 
       {:line, line} ->
-        case :gen_tcp.send(sock, line) do
+        case YardPeer.Sock.send(sock, line) do
           :ok -> loop(sock)
-          {:error, _} -> :gen_tcp.close(sock)
+          {:error, _} -> YardPeer.Sock.close(sock)
         end
 
-      {:tcp_closed, ^sock} ->
+      {closed, ^sock} when closed in [:tcp_closed, :ssl_closed] ->
         :ok
 
-      {:tcp_error, ^sock, _} ->
-        :gen_tcp.close(sock)
+      {error, ^sock, _} when error in [:tcp_error, :ssl_error] ->
+        YardPeer.Sock.close(sock)
     end
   end
 end

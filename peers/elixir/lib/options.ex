@@ -2,7 +2,7 @@ defmodule YardPeer.Options do
   @moduledoc "The launcher's flags (peers/elixir/USAGE); a bad one exits 2 naming it."
 
   defstruct app: nil, host: nil, port: nil, out: "/dev/null", flush: :each,
-            bcrypt_cost: 10, longpoll_ms: 5000
+            bcrypt_cost: 10, longpoll_ms: 5000, tls_listen: [], tls_cert: nil, tls_key: nil
 
   @apps ~w(echo counter sink rest broadcast)
 
@@ -10,7 +10,11 @@ defmodule YardPeer.Options do
 
   defp parse([], %{app: nil}),
     do: usage("--app is required: echo, counter, sink, rest or broadcast")
-  defp parse([], %{host: nil}), do: usage("--listen is required, as HOST:PORT")
+  defp parse([], %{tls_listen: [], tls_cert: c, tls_key: k}) when c != nil or k != nil,
+    do: usage("--tls-cert and --tls-key apply to TLS listeners: add --tls-listen HOST:PORT")
+  defp parse([], %{tls_listen: [_ | _], tls_cert: c, tls_key: k}) when c == nil or k == nil,
+    do: usage("--tls-listen needs --tls-cert FILE and --tls-key FILE")
+  defp parse([], %{host: nil, tls_listen: []}), do: usage("--listen is required, as HOST:PORT")
   defp parse([], o), do: o
 
   defp parse(["--app", a | t], o) when a in @apps, do: parse(t, %{o | app: String.to_atom(a)})
@@ -18,9 +22,15 @@ defmodule YardPeer.Options do
     do: usage("--app #{inspect(a)}: expected echo, counter, sink, rest or broadcast")
 
   defp parse(["--listen", l | t], o) do
-    {host, port} = listen(l)
+    {host, port} = listen("--listen", l)
     parse(t, %{o | host: host, port: port})
   end
+
+  defp parse(["--tls-listen", l | t], o),
+    do: parse(t, %{o | tls_listen: o.tls_listen ++ [listen("--tls-listen", l)]})
+
+  defp parse(["--tls-cert", f | t], o), do: parse(t, %{o | tls_cert: f})
+  defp parse(["--tls-key", f | t], o), do: parse(t, %{o | tls_key: f})
 
   defp parse(["--out", p | t], o), do: parse(t, %{o | out: p})
   defp parse(["--flush", "each" | t], o), do: parse(t, %{o | flush: :each})
@@ -47,22 +57,22 @@ defmodule YardPeer.Options do
     end
   end
 
-  defp listen(l) do
+  defp listen(flag, l) do
     case Regex.run(~r/^\[([^\]]+)\]:([0-9]+)$/, l) || Regex.run(~r/^([^:\[\]]+):([0-9]+)$/, l) do
       [_, h, p] ->
         port = String.to_integer(p)
-        if port > 65535, do: usage("--listen #{inspect(l)}: port must be 0..65535")
-        {addr(l, h), port}
+        if port > 65535, do: usage("#{flag} #{inspect(l)}: port must be 0..65535")
+        {addr(flag, l, h), port}
 
       nil ->
-        usage("--listen #{inspect(l)}: expected HOST:PORT (IPv6 as [::1]:PORT)")
+        usage("#{flag} #{inspect(l)}: expected HOST:PORT (IPv6 as [::1]:PORT)")
     end
   end
 
-  defp addr(l, h) do
+  defp addr(flag, l, h) do
     with {:error, _} <- :inet.parse_address(String.to_charlist(h)),
          {:error, e} <- :inet.getaddr(String.to_charlist(h), :inet) do
-      IO.puts(:stderr, "yard-peer-elixir: --listen #{l}: #{inspect(e)}")
+      IO.puts(:stderr, "yard-peer-elixir: #{flag} #{l}: #{inspect(e)}")
       System.halt(1)
     else
       {:ok, ip} -> ip

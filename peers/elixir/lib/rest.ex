@@ -35,7 +35,7 @@ defmodule YardPeer.Rest do
   def serve(sock, _opts), do: loop(sock, :persistent_term.get(__MODULE__))
 
   defp loop(sock, conf) do
-    case :gen_tcp.recv(sock, 0, @idle_ms) do
+    case YardPeer.Sock.recv(sock, 0, @idle_ms) do
       {:ok, {:http_request, method, target, version}} ->
         deadline = System.monotonic_time(:millisecond) + @request_ms
 
@@ -44,30 +44,30 @@ defmodule YardPeer.Rest do
             {code, headers, body} = route(req, conf)
             keep? = keep_alive?(req)
             respond(sock, req, code, headers, body, keep?)
-            if keep?, do: loop(sock, conf), else: :gen_tcp.close(sock)
+            if keep?, do: loop(sock, conf), else: YardPeer.Sock.close(sock)
 
           {:error, code} ->
             respond(sock, nil, code, [], reason(code), false)
-            :gen_tcp.close(sock)
+            YardPeer.Sock.close(sock)
 
           :closed ->
-            :gen_tcp.close(sock)
+            YardPeer.Sock.close(sock)
         end
 
       {:ok, {:http_error, _}} ->
         respond(sock, nil, 400, [], "Bad request.", false)
-        :gen_tcp.close(sock)
+        YardPeer.Sock.close(sock)
 
       {:ok, _} ->
         respond(sock, nil, 400, [], "Bad request.", false)
-        :gen_tcp.close(sock)
+        YardPeer.Sock.close(sock)
 
       {:error, :emsgsize} ->
         respond(sock, nil, 431, [], reason(431), false)
-        :gen_tcp.close(sock)
+        YardPeer.Sock.close(sock)
 
       {:error, _} ->
-        :gen_tcp.close(sock)
+        YardPeer.Sock.close(sock)
     end
   end
 
@@ -80,7 +80,7 @@ defmodule YardPeer.Rest do
          req = %{method: method, path: path, version: version, headers: headers},
          :ok <- host_ok(req),
          {:ok, body} <- body(sock, req, deadline) do
-      :inet.setopts(sock, packet: :http_bin)
+      YardPeer.Sock.setopts(sock, packet: :http_bin)
       {:ok, Map.put(req, :body, body)}
     end
   end
@@ -92,7 +92,7 @@ defmodule YardPeer.Rest do
   defp version_ok(_), do: {:error, 505}
 
   defp headers(sock, deadline, acc, n) do
-    case :gen_tcp.recv(sock, 0, left(deadline)) do
+    case YardPeer.Sock.recv(sock, 0, left(deadline)) do
       {:ok, :http_eoh} ->
         {:ok, Enum.reverse(acc)}
 
@@ -142,7 +142,7 @@ defmodule YardPeer.Rest do
       {[te], []} when req.version == {1, 1} ->
         if String.downcase(String.trim(te)) == "chunked" do
           continue(sock, req)
-          :inet.setopts(sock, packet: :line, packet_size: 8192)
+          YardPeer.Sock.setopts(sock, packet: :line, packet_size: 8192)
           chunked(sock, deadline, [], 0)
         else
           {:error, 501}
@@ -172,15 +172,15 @@ defmodule YardPeer.Rest do
 
   defp continue(sock, req) do
     if Enum.any?(header(req, "expect"), &(String.downcase(&1) == "100-continue")),
-      do: :gen_tcp.send(sock, "HTTP/1.1 100 Continue\r\n\r\n")
+      do: YardPeer.Sock.send(sock, "HTTP/1.1 100 Continue\r\n\r\n")
   end
 
   defp fixed(_, 0, _), do: {:ok, ""}
 
   defp fixed(sock, n, deadline) do
-    :inet.setopts(sock, packet: :raw)
+    YardPeer.Sock.setopts(sock, packet: :raw)
 
-    case :gen_tcp.recv(sock, n, left(deadline)) do
+    case YardPeer.Sock.recv(sock, n, left(deadline)) do
       {:ok, data} -> {:ok, data}
       {:error, :timeout} -> {:error, 408}
       {:error, _} -> :closed
@@ -200,11 +200,11 @@ defmodule YardPeer.Rest do
           {:error, 413}
 
         true ->
-          :inet.setopts(sock, packet: :raw)
+          YardPeer.Sock.setopts(sock, packet: :raw)
 
           with {:ok, data} <- raw(sock, size, deadline),
                {:ok, "\r\n"} <- raw(sock, 2, deadline) do
-            :inet.setopts(sock, packet: :line)
+            YardPeer.Sock.setopts(sock, packet: :line)
             chunked(sock, deadline, [data | acc], total + size)
           else
             {:ok, _} -> {:error, 400}
@@ -234,7 +234,7 @@ defmodule YardPeer.Rest do
   end
 
   defp line(sock, deadline) do
-    case :gen_tcp.recv(sock, 0, left(deadline)) do
+    case YardPeer.Sock.recv(sock, 0, left(deadline)) do
       {:ok, l} -> {:ok, l}
       {:error, :emsgsize} -> {:error, 400}
       {:error, :timeout} -> {:error, 408}
@@ -243,7 +243,7 @@ defmodule YardPeer.Rest do
   end
 
   defp raw(sock, n, deadline) do
-    case :gen_tcp.recv(sock, n, left(deadline)) do
+    case YardPeer.Sock.recv(sock, n, left(deadline)) do
       {:ok, d} -> {:ok, d}
       {:error, :timeout} -> {:error, 408}
       {:error, _} -> :closed
@@ -281,7 +281,7 @@ defmodule YardPeer.Rest do
       "\r\n"
     ]
 
-    :gen_tcp.send(sock, [head, body_out])
+    YardPeer.Sock.send(sock, [head, body_out])
   end
 
   defp date, do: Calendar.strftime(DateTime.utc_now(), "%a, %d %b %Y %H:%M:%S GMT")

@@ -30,8 +30,18 @@ defmodule YardPeer do
     if opts.app == :counter, do: YardPeer.Counter.setup()
     if opts.app == :sink, do: Conn.setup_sink(opts)
 
-    ls = listen(opts)
-    {:ok, port} = :inet.port(ls)
+    # --listen first, then each --tls-listen: the listening line's order.
+    plain = if opts.host, do: [{opts.host, opts.port, :plain}], else: []
+
+    tls =
+      if opts.tls_listen == [] do
+        []
+      else
+        ssl = YardPeer.TLS.server_opts(opts.tls_cert, opts.tls_key)
+        for {host, port} <- opts.tls_listen, do: {host, port, {:tls, ssl}}
+      end
+
+    lss = for {host, port, kind} <- plain ++ tls, do: {host, listen(host, port, kind, opts), kind}
 
     acceptors = max(4, System.schedulers_online())
 
@@ -40,29 +50,42 @@ defmodule YardPeer do
     children =
       [{Task.Supervisor, name: YardPeer.Conns}] ++
         room ++
-        for i <- 1..acceptors do
-          Supervisor.child_spec({Acceptor, {ls, opts}}, id: {Acceptor, i})
+        for {{_, ls, _}, n} <- Enum.with_index(lss), i <- 1..acceptors do
+          Supervisor.child_spec({Acceptor, {ls, opts}}, id: {Acceptor, n, i})
         end
 
     {:ok, _} = Supervisor.start_link(children, strategy: :one_for_one, name: YardPeer.Sup)
-    IO.puts("listening #{format_addr(opts.host, port)}")
+
+    words =
+      for {host, ls, kind} <- lss do
+        {:ok, port} = YardPeer.Sock.port(ls)
+        if(kind == :plain, do: "", else: "tls:") <> format_addr(host, port)
+      end
+
+    IO.puts("listening " <> Enum.join(words, " "))
 
     receive do
-      :shutdown -> shutdown(opts.app, ls)
+      :shutdown -> shutdown(opts.app, for({_, ls, _} <- lss, do: ls))
     end
   end
 
-  defp listen(opts) do
-    family = if tuple_size(opts.host) == 8, do: :inet6, else: :inet
+  defp listen(host, port, kind, opts) do
+    family = if tuple_size(host) == 8, do: :inet6, else: :inet
     # REST: the socket parses HTTP heads itself ({packet, http_bin}); the
     # connection switches to raw for bodies and back.
     packet = if opts.app == :rest, do: [packet: :http_bin, packet_size: 8192], else: []
 
     tcp_opts =
-      [:binary, family, ip: opts.host, active: false, reuseaddr: true, nodelay: true,
+      [:binary, family, ip: host, active: false, reuseaddr: true, nodelay: true,
        backlog: 1024, buffer: 65536] ++ packet
 
-    case :gen_tcp.listen(opts.port, tcp_opts) do
+    result =
+      case kind do
+        :plain -> :gen_tcp.listen(port, tcp_opts)
+        {:tls, ssl_opts} -> :ssl.listen(port, tcp_opts ++ ssl_opts)
+      end
+
+    case result do
       {:ok, ls} ->
         ls
 
@@ -75,8 +98,8 @@ defmodule YardPeer do
   defp format_addr(ip, port) when tuple_size(ip) == 8, do: "[#{:inet.ntoa(ip)}]:#{port}"
   defp format_addr(ip, port), do: "#{:inet.ntoa(ip)}:#{port}"
 
-  defp shutdown(:sink, ls) do
-    :gen_tcp.close(ls)
+  defp shutdown(:sink, lss) do
+    Enum.each(lss, &YardPeer.Sock.close/1)
     # Bytes already sent get @drain_ms to arrive; then every connection
     # takes what is queued, flushes and exits.
     Process.sleep(@drain_ms)
@@ -131,6 +154,8 @@ defmodule YardPeer.Acceptor do
 
   def start_link({ls, opts}), do: Task.start_link(__MODULE__, :loop, [ls, opts])
 
+  def loop(ls, opts) when not is_port(ls), do: tls_loop(ls, opts)
+
   def loop(ls, opts) do
     case :gen_tcp.accept(ls) do
       {:ok, sock} ->
@@ -154,6 +179,39 @@ defmodule YardPeer.Acceptor do
       {:error, reason} when reason in [:emfile, :enfile, :econnaborted] ->
         Process.sleep(10)
         loop(ls, opts)
+    end
+  end
+
+  # TLS: the handshake (bounded, as yard-serve's default
+  # --tls-handshake-timeout) runs in the connection's process, so a slow or
+  # broken one holds up neither the acceptor nor anyone else.
+  defp tls_loop(ls, opts) do
+    case :ssl.transport_accept(ls) do
+      {:ok, t} ->
+        {:ok, pid} =
+          Task.Supervisor.start_child(YardPeer.Conns, fn ->
+            receive do
+              {:socket, ^t} ->
+                case :ssl.handshake(t, YardPeer.TLS.handshake_ms()) do
+                  {:ok, sock} -> YardPeer.Conn.serve(opts.app, sock, opts)
+                  {:error, _} -> :ok
+                end
+            end
+          end)
+
+        case :ssl.controlling_process(t, pid) do
+          :ok -> send(pid, {:socket, t})
+          {:error, _} -> Process.exit(pid, :kill) && :ssl.close(t)
+        end
+
+        tls_loop(ls, opts)
+
+      {:error, :closed} ->
+        :ok
+
+      {:error, _} ->
+        Process.sleep(10)
+        tls_loop(ls, opts)
     end
   end
 end
