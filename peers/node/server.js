@@ -10,11 +10,18 @@ const fs = require('node:fs');
 const { parseArgs } = require('node:util');
 const { Primary } = require('./lib/primary');
 const { startWorker } = require('./lib/worker');
+const { loadTLS } = require('./lib/tls');
 
 const USAGE = `usage: peers/node/run --app echo|counter|sink|rest|broadcast --listen HOST:PORT [flags]
 
   --app NAME          echo, counter, sink, rest or broadcast (required)
-  --listen HOST:PORT  address to listen on; port 0 picks a free port, IPv6 as [::1]:PORT (required)
+  --listen HOST:PORT  address to listen on; port 0 picks a free port, IPv6 as [::1]:PORT
+                      (required unless --tls-listen is given)
+  --tls-listen HOST:PORT
+                      also listen for TLS connections (1.2 and 1.3) here; may be given
+                      several times; needs --tls-cert and --tls-key
+  --tls-cert FILE     TLS: the server's certificate, then its chain (PEM)
+  --tls-key FILE      TLS: the certificate's private key (PEM)
   --cluster N         run N worker processes (node:cluster); without it, one process
                       (not with broadcast: its room is one process's sockets)
   --out PATH          sink: file the received bytes are appended to (default /dev/null)
@@ -24,7 +31,8 @@ const USAGE = `usage: peers/node/run --app echo|counter|sink|rest|broadcast --li
   --longpoll-ms MS    rest: delay before GET /longPoll answers (default 5000)
   --help              this text
 
-Prints "listening HOST:PORT" once it accepts connections; exits 0 on SIGTERM or SIGINT.
+Prints "listening HOST:PORT" once it accepts connections (every address, a TLS one as
+tls:HOST:PORT); exits 0 on SIGTERM or SIGINT.
 `;
 
 function usageError(msg) {
@@ -41,12 +49,12 @@ function intFlag(name, value, min, max) {
 }
 
 // parseListen splits HOST:PORT; an IPv6 host is written in brackets.
-function parseListen(s) {
+function parseListen(s, flag = '--listen', tls = false) {
   const m = /^\[([^\]]+)\]:(\d+)$/.exec(s) || /^([^:[\]]+):(\d+)$/.exec(s);
   if (!m || Number(m[2]) > 65535) {
-    usageError(`--listen ${JSON.stringify(s)}: expected HOST:PORT (IPv6 as [::1]:PORT)`);
+    usageError(`${flag} ${JSON.stringify(s)}: expected HOST:PORT (IPv6 as [::1]:PORT)`);
   }
-  return { host: m[1], port: Number(m[2]) };
+  return { host: m[1], port: Number(m[2]), tls };
 }
 
 function parseOptions(argv) {
@@ -59,6 +67,9 @@ function parseOptions(argv) {
       options: {
         app: { type: 'string' },
         listen: { type: 'string' },
+        'tls-listen': { type: 'string', multiple: true, default: [] },
+        'tls-cert': { type: 'string' },
+        'tls-key': { type: 'string' },
         cluster: { type: 'string' },
         out: { type: 'string', default: '/dev/null' },
         flush: { type: 'string', default: 'each' },
@@ -81,13 +92,28 @@ function parseOptions(argv) {
   if (values.app === 'broadcast' && values.cluster !== undefined) {
     usageError('--cluster: not with --app broadcast (its room is one process\'s Set of sockets)');
   }
-  if (!values.listen) usageError('--listen is required, as HOST:PORT (e.g. 127.0.0.1:0)');
+  const tlsListen = values['tls-listen'];
+  if (tlsListen.length === 0 && (values['tls-cert'] || values['tls-key'])) {
+    usageError('--tls-cert and --tls-key apply to TLS listeners: add --tls-listen HOST:PORT');
+  }
+  if (tlsListen.length > 0 && !(values['tls-cert'] && values['tls-key'])) {
+    usageError('--tls-listen needs --tls-cert FILE and --tls-key FILE');
+  }
+  if (!values.listen && tlsListen.length === 0) {
+    usageError('--listen is required, as HOST:PORT (e.g. 127.0.0.1:0)');
+  }
   if (!['each', 'buffered'].includes(values.flush)) {
     usageError(`--flush ${JSON.stringify(values.flush)}: expected each or buffered`);
   }
   return {
     app: values.app,
-    listen: parseListen(values.listen),
+    // Plain first, then TLS: the order of the listening line.
+    listens: [
+      ...(values.listen ? [parseListen(values.listen)] : []),
+      ...tlsListen.map((s) => parseListen(s, '--tls-listen', true)),
+    ],
+    tlsCert: values['tls-cert'],
+    tlsKey: values['tls-key'],
     cluster: intFlag('cluster', values.cluster, 1, 1024),
     out: values.out,
     buffered: values.flush === 'buffered',
@@ -98,6 +124,9 @@ function parseOptions(argv) {
 
 function main() {
   const opts = parseOptions(process.argv.slice(2));
+  // Loaded in every process (a worker serves with it), checked before any
+  // listens, so a bad file is exit 1 before the listening line.
+  opts.tls = opts.tlsCert ? loadTLS(opts.tlsCert, opts.tlsKey) : null;
   if (cluster.isWorker) {
     startWorker(opts, Number(process.env.YARD_NODE_SHARD), opts.cluster);
     return;

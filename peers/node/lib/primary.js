@@ -4,7 +4,6 @@
 // once every worker listens, and shuts the workers down on SIGTERM.
 
 const cluster = require('node:cluster');
-const { formatAddress } = require('./addr');
 
 const STOP_TIMEOUT_MS = 3000;
 
@@ -23,15 +22,14 @@ class Primary {
       const w = cluster.fork({ YARD_NODE_SHARD: String(shard) });
       this.workers.push(w);
       w.on('message', (msg) => this.onMessage(w, msg));
-      w.on('listening', (address) => this.onListening(address));
       w.on('exit', (code, signal) => this.onExit(shard, code, signal));
     }
     process.on('SIGTERM', () => this.stop(0));
     process.on('SIGINT', () => this.stop(0));
   }
 
-  onListening(address) {
-    const where = formatAddress(address);
+  // A worker's message once all its servers listen: their addresses, in order.
+  onListening(where) {
     // Port 0 in a cluster: the primary binds once and shares the handle, so
     // every worker must report the same address.
     if (this.address !== undefined && this.address !== where) {
@@ -53,6 +51,9 @@ class Primary {
         w.send({ t: 'ctr', id: msg.id, base });
         break;
       }
+      case 'listening':
+        this.onListening(msg.where);
+        break;
       case 'kv': // a store request for another worker's shard
       case 'kvr': // and its reply
         this.workers[msg.to].send(msg);

@@ -3,7 +3,10 @@
 // one cluster worker. Shared state is local in the former and reached over
 // IPC in the latter; the app code does not know which.
 
+const http = require('node:http');
+const https = require('node:https');
 const net = require('node:net');
+const tls = require('node:tls');
 const { formatAddress } = require('./addr');
 const { serveEcho, serveCounter, serveBroadcast, Sink } = require('./apps');
 const { localCounter, ipcCounter, ShardedStores, ipc } = require('./shared');
@@ -16,17 +19,23 @@ function startWorker(opts, shard, shards) {
   const clustered = shards > 0;
   const channel = clustered ? ipc() : null;
   const sockets = new Set();
-  let server;
+  let servers;
   let onStop;
 
   if (opts.app === 'rest') {
     const { createApp } = require('./rest');
     const stores = new ShardedStores(shard, Math.max(shards, 1), channel);
     const app = createApp(opts, stores);
-    server = app.listen(opts.listen.port, opts.listen.host);
+    // The Express app is the request handler of an http server for --listen
+    // and of an https one for each --tls-listen.
+    servers = opts.listens.map((l) => (l.tls
+      ? https.createServer({ ...opts.tls, ALPNProtocols: ['http/1.1'] }, app)
+      : http.createServer(app)));
     onStop = () => {
-      server.close();
-      server.closeAllConnections();
+      for (const server of servers) {
+        server.close();
+        server.closeAllConnections();
+      }
       process.exit(0);
     };
   } else {
@@ -44,16 +53,20 @@ function startWorker(opts, shard, shards) {
       sink = new Sink(opts.out, opts.buffered);
       handle = (s) => sink.serve(s);
     }
-    server = net.createServer({ noDelay: true }, (socket) => {
+    const onConnection = (socket) => {
       sockets.add(socket);
       socket.on('close', () => sockets.delete(socket));
       // A reset by the peer is that connection's business, not the server's.
       socket.on('error', () => socket.destroy());
       handle(socket);
-    });
-    server.listen(opts.listen.port, opts.listen.host);
+    };
+    // A TLS server hands the app its TLSSocket once the handshake is done
+    // ('secureConnection'); the app reads and writes plaintext as on a socket.
+    servers = opts.listens.map((l) => (l.tls
+      ? tls.createServer({ ...opts.tls, noDelay: true }, onConnection)
+      : net.createServer({ noDelay: true }, onConnection)));
     onStop = () => {
-      server.close();
+      for (const server of servers) server.close();
       if (sink === null) {
         process.exit(0);
       }
@@ -65,14 +78,25 @@ function startWorker(opts, shard, shards) {
     };
   }
 
-  server.on('error', (err) => {
-    process.stderr.write(`yard-peer-node: listen ${opts.listen.host}:${opts.listen.port}: ${err.message}\n`);
-    process.exit(1);
+  // Listened on in the same order in every worker: a cluster worker's n-th
+  // listen on a HOST:PORT shares the primary's n-th handle for it.
+  let pending = servers.length;
+  servers.forEach((server, i) => {
+    const l = opts.listens[i];
+    server.on('error', (err) => {
+      process.stderr.write(`yard-peer-node: listen ${l.host}:${l.port}: ${err.message}\n`);
+      process.exit(1);
+    });
+    server.once('listening', () => {
+      if (--pending > 0) return;
+      const where = servers.map((s, j) => (opts.listens[j].tls ? 'tls:' : '')
+        + formatAddress(s.address())).join(' ');
+      // In a cluster the primary prints the line once every worker listens.
+      if (clustered) process.send({ t: 'listening', where });
+      else process.stdout.write(`listening ${where}\n`);
+    });
+    server.listen(l.port, l.host);
   });
-  if (!clustered) {
-    // In a cluster the primary prints the line once every worker listens.
-    server.on('listening', () => process.stdout.write(`listening ${formatAddress(server.address())}\n`));
-  }
 
   let stopping = false;
   const stop = () => {
