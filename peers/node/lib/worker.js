@@ -83,6 +83,9 @@ function startWorker(opts, shard, shards) {
   let pending = servers.length;
   servers.forEach((server, i) => {
     const l = opts.listens[i];
+    // A handshake that fails or outlasts handshakeTimeout: Node reports it
+    // here and leaves the socket open; close it.
+    if (l.tls) server.on('tlsClientError', (err, socket) => socket.destroy());
     server.on('error', (err) => {
       process.stderr.write(`yard-peer-node: listen ${l.host}:${l.port}: ${err.message}\n`);
       process.exit(1);
