@@ -15,6 +15,7 @@ import re
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import threading
 import time
@@ -347,6 +348,52 @@ def test_broadcast_over_tls_reaches_every_client(peer, start_server, pki):
     stop_clean(srv)
 
 
+def test_broadcast_over_tls_drops_a_client_that_does_not_read(peer, start_server, pki):
+    """D never reads (a small receive buffer); A sends 16 MiB in 64 KiB lines, a batch at a
+    time, each read by B before the next: B gets everything, D is closed once about 1 MiB
+    waits for it (docs/peers.md), the peer serves on."""
+    if peer == "node-cluster":
+        pytest.skip("the Node peer refuses --cluster with broadcast (docs/peers.md)")
+    srv = start_peer(start_server, peer, "broadcast", pki, plain=False)
+    raw = socket.socket()
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024)
+    raw.settimeout(WAIT)
+    raw.connect(tls_port(srv))
+    d = client_context(pki).wrap_socket(raw, server_hostname="localhost")
+    a = tls_connect(tls_port(srv), pki)
+    a.sendall(b"join a\n")
+    assert read_lines(d, 1) == [b"join a\n"]
+    b = tls_connect(tls_port(srv), pki)
+    b.sendall(b"join b\n")
+    for s in (d, a):
+        assert read_lines(s, 1) == [b"join b\n"]
+    line = b"D" * (64 * 1024 - 1) + b"\n"
+    for _ in range(256 // 8):
+        a.sendall(line * 8)
+        b.settimeout(WAIT)
+        assert recv_exactly(b, len(line) * 8) == line * 8
+    got, deadline = b"", time.monotonic() + 20
+    d.settimeout(1)
+    while True:  # D reads now: what was queued for it, then the end
+        assert time.monotonic() < deadline, "D was never disconnected"
+        try:
+            chunk = d.recv(65536)
+        except TimeoutError:
+            continue
+        except (ConnectionResetError, ssl.SSLError):
+            break
+        if not chunk:
+            break
+        got += chunk
+    assert len(got) < len(line) * 256, "D received everything: it was not disconnected"
+    assert (line * 256).startswith(got), "D's bytes are not the start of A's lines"
+    a.sendall(b"still here\n")
+    assert read_lines(b, 1) == [b"still here\n"]
+    for s in (a, b, d):
+        s.close()
+    stop_clean(srv)
+
+
 # ---- bad input, signals ------------------------------------------------------
 
 def test_plain_text_on_tls_port_is_closed_and_peer_serves_on(peer, start_server, pki):
@@ -366,6 +413,30 @@ def test_plain_text_on_tls_port_is_closed_and_peer_serves_on(peer, start_server,
                 pytest.fail(f"{junk[:20]!r}: the connection stayed open")
     with tls_connect(tls_port(srv), pki) as s:
         echo_exact(s, b"after the junk\n")
+    stop_clean(srv)
+
+
+def test_unfinished_handshakes_block_no_one_and_end_at_10s(peer, start_server, pki):
+    """Connections that never begin a handshake, or stop half-way through a
+    ClientHello, hold up no other client; the peer closes them after its 10 s
+    handshake bound (yard-serve's default --tls-handshake-timeout)."""
+    srv = start_peer(start_server, peer, "echo", pki, plain=False)
+    t0 = time.monotonic()
+    stalled = [socket.create_connection(tls_port(srv), timeout=WAIT) for _ in range(20)]
+    # A record header announcing 512 bytes of handshake, then nothing more.
+    stalled[0].sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")
+    with tls_connect(tls_port(srv), pki) as s:
+        echo_exact(s, b"served beside them\n")
+    for c in stalled:
+        c.settimeout(max(0.1, t0 + 10 + WAIT - time.monotonic()))
+        try:
+            assert c.recv(4096) == b"", "data on a stalled handshake"
+        except ConnectionResetError:
+            pass
+        except TimeoutError:
+            pytest.fail(f"a stalled handshake still open {time.monotonic() - t0:.1f}s later")
+        c.close()
+    assert time.monotonic() - t0 >= 9.0, "closed before the 10 s bound"
     stop_clean(srv)
 
 
