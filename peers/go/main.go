@@ -325,12 +325,15 @@ func main() {
 	}
 
 	conns := &connSet{conns: make(map[net.Conn]struct{})}
-	for _, ln := range lns {
-		go acceptLoop(ln, conns, handle)
-	}
+	// The sockets listen already: a client that connects now waits in the
+	// backlog. Accepting starts only once standard output points at --out,
+	// so that --print cannot write a first read to the harness's pipe.
 	fmt.Printf("listening %s\n", where)
 	if printOut != nil {
 		redirectStdout(printOut)
+	}
+	for _, ln := range lns {
+		go acceptLoop(ln, conns, handle)
 	}
 
 	<-sigs
