@@ -2,7 +2,7 @@
 %% broadcast chat with a process per connection, and the REST service on inets httpd
 %% (yard_peer_rest). Started by peers/erlang/run; see docs/peers.md.
 -module(yard_peer).
--export([main/0, counter_loop/1, setopts/2]).
+-export([main/0, counter_loop/1, setopts/2, format_addr/3]).
 
 -define(SINK_BUFFER, 65536).
 -define(DRAIN_MS, 150).

@@ -35,11 +35,7 @@ httpd_on(Ip, Port, Kind, Dir) ->
     case inets:start(httpd, Config) of
         {ok, Pid} ->
             [{port, P}] = httpd:info(Pid, [port]),
-            Prefix = case Kind of plain -> ""; _ -> "tls:" end,
-            case tuple_size(Ip) of
-                8 -> io_lib:format("~s[~s]:~b", [Prefix, inet:ntoa(Ip), P]);
-                4 -> io_lib:format("~s~s:~b", [Prefix, inet:ntoa(Ip), P])
-            end;
+            yard_peer:format_addr(Ip, P, Kind);
         {error, E} ->
             io:format(standard_error, "yard-peer-erlang: httpd: ~p~n", [E]),
             erlang:halt(1)
