@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"encoding/pem"
 	"fmt"
@@ -92,10 +93,9 @@ func handshake(c net.Conn) bool {
 	if !ok {
 		return true
 	}
-	tc.SetDeadline(time.Now().Add(handshakeTimeout))
-	if err := tc.Handshake(); err != nil {
-		return false
-	}
-	tc.SetDeadline(time.Time{})
-	return true
+	// A context rather than a deadline on the connection, so that the
+	// deadline a SIGTERM sets for a sink's drain is never cleared here.
+	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
+	defer cancel()
+	return tc.HandshakeContext(ctx) == nil
 }
