@@ -150,6 +150,21 @@ def test_listening_line_side_by_side(peer, start_server, pki):
     stop_clean(srv)
 
 
+def test_ipv6_tls_listener(peer, start_server, pki):
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6")
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError as e:
+        pytest.skip(f"no IPv6 loopback: {e}")
+    srv = start_peer(start_server, peer, "echo", pki, tls=("[::1]:0",))
+    assert srv.tls_addrs[0][0] in ("::1", "[::1]"), srv.tls_addrs
+    with tls_connect(("::1", srv.tls_addrs[0][1]), pki) as s:
+        echo_exact(s, b"over IPv6\n")
+    stop_clean(srv)
+
+
 def test_listening_line_format(peer, tmp_path, pki):
     """The line itself, byte for byte: what the harness's parser expects."""
     argv = [*launcher(peer), "--app", "counter", "--listen", "127.0.0.1:0",
