@@ -136,8 +136,11 @@ typedef struct yard_conn {
      * socket carries are ciphertext; c->in and the app's output plaintext.
      * The app is opened once the handshake is done (opened), which must be
      * within tls_deadline. */
-    struct yard_tls *tls;
+    bool secure;           /* it came through a TLS listener */
+    struct yard_tls *tls;  /* its TLS state, made when its first whole record arrives */
     yard_buf_t pout;       /* TLS: plaintext an app wrote without a scratch buffer */
+    yard_buf_t hs_in;      /* TLS: during the handshake, the start of a record not
+                            * yet whole (OpenSSL would hold a 16 KiB buffer for it) */
     uint64_t tls_deadline; /* the handshake's end, 0 once it is done */
     bool opened;           /* app->open ran (app->close is owed) */
     char certfp[65];       /* TLS: the client certificate's SHA-256, "" when none */

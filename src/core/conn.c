@@ -38,7 +38,7 @@ static void tls_seal(yard_conn_t *c, yard_scratch_t *s);
  * waits in the scratch buffer (or c->pout) until conn_flush seals it. */
 static yard_buf_t *conn_fx_out(yard_conn_t *c, yard_scratch_t *s)
 {
-    if (c->tls)
+    if (c->secure)
         return s ? &s->out : &c->pout;
     return (c->out.len || !s) ? &c->out : &s->out;
 }
@@ -49,7 +49,7 @@ static yard_fx_t conn_fx(yard_conn_t *c, yard_scratch_t *s)
                        .store = &c->store,
                        .now_ns = yard_now_ns(),
                        .peer = c->peer_addr.len ? &c->peer_addr : NULL,
-                       .tls = c->tls != NULL,
+                       .tls = c->secure,
                        .tls_port = c->srv->tls_port,
                        .certfp = c->certfp[0] ? c->certfp : NULL};
 }
@@ -93,11 +93,9 @@ static yard_conn_t *conn_new(yard_server_t *srv, int fd, const yard_conn_policy_
     /* Request/response protocols want every reply on the wire at once. */
     yard_set_nodelay(fd);
     if (yard_server_fd_is_tls(srv, fd)) {
-        c->tls = yard_tls_new(srv->tls);
-        if (!c->tls) {
-            free(a);
-            return NULL;
-        }
+        /* Its TLS state waits for its first whole record (tls_feed_whole):
+         * a connection that sends nothing costs no OpenSSL object. */
+        c->secure = true;
         c->tls_deadline = yard_now_ns() + srv->cfg->tls_handshake_timeout_ns;
     }
     if (policy->blocking && srv->cfg->idle_timeout_ns) {
@@ -113,7 +111,7 @@ static yard_conn_t *conn_new(yard_server_t *srv, int fd, const yard_conn_policy_
 yard_conn_t *yard_conn_open(yard_server_t *srv, int fd, const yard_conn_policy_t *policy)
 {
     yard_conn_t *c = conn_new(srv, fd, policy, NULL);
-    if (!c || c->tls)
+    if (!c || c->secure)
         return c; /* TLS: opened when the handshake is done (tls_opened) */
     c->opened = true;
     if (srv->app->open)
@@ -214,7 +212,7 @@ static void conn_store(yard_conn_t *c)
  * connection so that its reply leaves together with this one. */
 static void conn_flush(yard_conn_t *c, yard_scratch_t *s)
 {
-    if (c->tls)
+    if (c->secure)
         tls_seal(c, s);
     bool defer = c->job_pending && c->job_access;
     if (c->policy->completion) {
@@ -464,7 +462,7 @@ void yard_conn_on_wakeup(yard_conn_t *c, yard_scratch_t *s)
  * plaintext and these are records (tls_input takes them at once). */
 static yard_buf_t *conn_rx_target(yard_conn_t *c, yard_scratch_t *s)
 {
-    return c->in.len && !c->tls ? &c->in : &s->in;
+    return c->in.len && !c->secure ? &c->in : &s->in;
 }
 
 uint8_t *yard_conn_rx_buf(yard_conn_t *c, yard_scratch_t *s, size_t *room)
@@ -493,7 +491,7 @@ void yard_conn_rx_commit(yard_conn_t *c, yard_scratch_t *s, size_t n)
 {
     yard_buf_t *ib = conn_rx_target(c, s);
     yard_buf_commit(ib, n);
-    if (c->tls) {
+    if (c->secure) {
         /* OpenSSL copies them; the scratch buffer is free again at once. */
         tls_input(c, s, yard_buf_head(ib), ib->len);
         return;
@@ -503,7 +501,7 @@ void yard_conn_rx_commit(yard_conn_t *c, yard_scratch_t *s, size_t n)
 
 void yard_conn_on_bytes(yard_conn_t *c, yard_scratch_t *s, const uint8_t *p, size_t n)
 {
-    if (c->tls) {
+    if (c->secure) {
         tls_input(c, s, p, n);
         return;
     }
@@ -524,7 +522,7 @@ void yard_conn_on_bytes(yard_conn_t *c, yard_scratch_t *s, const uint8_t *p, siz
 
 void yard_conn_on_eof(yard_conn_t *c, yard_scratch_t *s)
 {
-    if (c->tls && !c->opened) {
+    if (c->secure && !c->opened) {
         yard_conn_fail(c, "closed during the TLS handshake", YARD_CLOSE_QUIET);
         return;
     }
@@ -703,7 +701,7 @@ static void conn_farewell(yard_conn_t *c)
     const char *farewell = c->srv->app->farewell;
     if (!farewell || c->sender || c->tx.len || !yard_stopping() || !c->opened)
         return;
-    if (c->tls) { /* sealed behind what is queued, then the end of the session */
+    if (c->secure) { /* sealed behind what is queued, then the end of the session */
         if (yard_tls_write(c->tls, (const uint8_t *)farewell, strlen(farewell)) < 0)
             return;
         yard_tls_close_notify(c->tls);
@@ -716,7 +714,7 @@ static void conn_farewell(yard_conn_t *c)
             return;
         yard_buf_consume(&c->out, (size_t)n);
     }
-    if (!c->tls)
+    if (!c->secure)
         yard_conn_farewell_fd(c->srv->app, c->fd);
 }
 
@@ -762,6 +760,7 @@ void yard_conn_close(yard_conn_t *c, const char *reason)
     yard_buf_free(&c->tx);
     yard_buf_free(&c->stx);
     yard_buf_free(&c->pout);
+    yard_buf_free(&c->hs_in);
     yard_tls_free(c->tls);
     free(c);
 }
@@ -797,7 +796,7 @@ void yard_conn_set_shutdown_all(yard_conn_set_t *set)
 {
     pthread_mutex_lock(&set->mu);
     for (yard_conn_link_t *l = set->head.next; l != &set->head; l = l->next) {
-        if (!l->conn->sender && !l->conn->tls) /* TLS: conn_farewell seals it */
+        if (!l->conn->sender && !l->conn->secure) /* TLS: conn_farewell seals it */
             yard_conn_farewell_fd(l->conn->srv->app, l->conn->fd);
         shutdown(l->conn->fd, SHUT_RDWR);
     }
@@ -821,6 +820,10 @@ static void tls_opened(yard_conn_t *c, yard_scratch_t *s)
 {
     if (c->opened || !yard_tls_established(c->tls))
         return;
+    /* The start of a record after the handshake's: OpenSSL's to finish. */
+    if (c->hs_in.len && yard_tls_feed(c->tls, yard_buf_head(&c->hs_in), c->hs_in.len) < 0)
+        yard_conn_fail(c, "out of memory", YARD_CLOSE_WARN);
+    yard_buf_free(&c->hs_in);
     c->opened = true;
     c->tls_deadline = 0;
     if (yard_tls_peer_fingerprint(c->tls, c->certfp) < 0)
@@ -848,17 +851,62 @@ static bool tls_offloads(const yard_conn_t *c)
 
 static void tls_pump(yard_conn_t *c, yard_scratch_t *s);
 
+/* The length of the whole TLS records at the start of b (type 20..24, a
+ * 5-byte header with the length); all of it when it does not look like
+ * records at all, so that OpenSSL says why at once. */
+static size_t whole_records(const uint8_t *b, size_t n)
+{
+    size_t off = 0;
+    while (n - off >= 5) {
+        size_t len = (size_t)b[off + 3] << 8 | b[off + 4];
+        if (b[off] < 20 || b[off] > 24 || len > 18432)
+            return n;
+        if (n - off < 5 + len)
+            break;
+        off += 5 + len;
+    }
+    return off;
+}
+
+/* Before the handshake is done, OpenSSL gets whole records only: a record
+ * it has the start of costs it a 16 KiB read buffer, and a crowd of clients
+ * that stop half-way through a ClientHello must not cost that (42 KiB per
+ * connection measured, bench/tls_flood.py). The start of a record waits
+ * in c->hs_in, its own bytes only. The bytes OpenSSL got (0: nothing for
+ * it to do yet), or -1 when out of memory. */
+static long tls_feed_whole(yard_conn_t *c, const uint8_t *p, size_t n)
+{
+    bool held = c->hs_in.len > 0;
+    if (held && yard_buf_append(&c->hs_in, p, n) < 0)
+        return -1;
+    const uint8_t *b = held ? yard_buf_head(&c->hs_in) : p;
+    size_t len = held ? c->hs_in.len : n, whole = whole_records(b, len);
+    if (whole && !c->tls && !(c->tls = yard_tls_new(c->srv->tls)))
+        return -1;
+    if (whole && yard_tls_feed(c->tls, b, whole) < 0)
+        return -1;
+    if (held) {
+        yard_buf_consume(&c->hs_in, whole);
+        yard_buf_shrink(&c->hs_in, 0);
+    } else if (whole < n && yard_buf_append(&c->hs_in, p + whole, n - whole) < 0) {
+        return -1;
+    }
+    return (long)whole;
+}
+
 /* Records arrived: decrypt everything they hold (the model will not be
  * told again about bytes OpenSSL already has) and hand it to the app in
  * pieces of at most a read's size, then send what the handshake wrote. */
 static void tls_input(yard_conn_t *c, yard_scratch_t *s, const uint8_t *p, size_t n)
 {
-    int fed = yard_tls_feed(c->tls, p, n);
-    yard_buf_clear(&s->in); /* p may have been in it: OpenSSL has its copy */
+    long fed = c->opened ? yard_tls_feed(c->tls, p, n) : tls_feed_whole(c, p, n);
+    yard_buf_clear(&s->in); /* p may have been in it: OpenSSL (or hs_in) has its copy */
     if (fed < 0) {
         yard_conn_fail(c, "out of memory", YARD_CLOSE_WARN);
         return;
     }
+    if (fed == 0 && !c->opened)
+        return; /* the start of a record: nothing for the handshake yet */
     if (tls_offloads(c)) {
         c->job_pending = c->tls_job = true;
         c->job = (yard_job_t){.fn = tls_handshake_job, .arg = c, .owner = c};
@@ -916,6 +964,8 @@ static void tls_pump(yard_conn_t *c, yard_scratch_t *s)
  * sends from: the scratch buffer when nothing older waits. */
 static void tls_seal(yard_conn_t *c, yard_scratch_t *s)
 {
+    if (!c->tls) /* no record has come yet: nothing to seal, nothing to send */
+        return;
     yard_buf_t *plain[2] = {&c->pout, s ? &s->out : NULL};
     for (int i = 0; i < 2; i++) {
         yard_buf_t *b = plain[i];
