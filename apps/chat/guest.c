@@ -59,9 +59,19 @@ static void become_guest(struct chat_app *app, struct session *s, yard_fx_t *fx)
     chat_ready(app, s, fx);
 }
 
+/* The answer to a nick change the log cannot take now (its queue is
+ * full: the disk is stalled, or records come faster than it writes them):
+ * refused rather than made unheard. */
+static void nick_busy(yard_fx_t *fx, const struct session *s, const char *nick)
+{
+    chat_numeric(fx, s, 437, "%s :Nick/channel is temporarily unavailable (the server's log is "
+                             "busy: try again in a moment)",
+                 nick);
+}
+
 /* A guest's nick change, checked free of accounts: told to the guest at
- * once and to the members of its channels through the log (a nick record
- * per channel, told once however many are shared). */
+ * once and to the members of its channels through the log (one nick
+ * record, told to each member sharing a channel with it). */
 static void guest_rename(struct chat_app *app, struct session *s, yard_fx_t *fx,
                          const char *nick)
 {
@@ -70,16 +80,16 @@ static void guest_rename(struct chat_app *app, struct session *s, yard_fx_t *fx,
     chat_lock(app->cs);
     int holder = chat_member_named(app->cs, key);
     bool free_nick = holder < 0 || holder == s->slot; /* a change of case is ours to make */
-    yard_chatlog_entry_t *ev = NULL;
-    unsigned n = 0;
-    if (free_nick) {
-        ev = chat_events_per_channel(app->cs, chat_member_at(app->cs, s->slot)->chans,
-                                     YARD_LOGREC_NICK, s->sender, nick, &n);
+    bool told = free_nick && chat_nick_put(app, s->slot, s->sender, nick);
+    if (told)
         chat_member_rename(app->cs, s->slot, nick);
-    }
     chat_unlock(app->cs);
     if (!free_nick) {
         chat_numeric(fx, s, 433, "%s :Nickname is already in use", nick);
+        return;
+    }
+    if (!told) {
+        nick_busy(fx, s, nick);
         return;
     }
     chat_sendf(fx, ":%s!%s@" SERVER " NICK :%s", s->account, s->account, nick);
@@ -87,30 +97,31 @@ static void guest_rename(struct chat_app *app, struct session *s, yard_fx_t *fx,
     snprintf(s->reg.nick, sizeof s->reg.nick, "%s", nick);
     memcpy(s->account_key, key, sizeof s->account_key);
     snprintf(s->sender, sizeof s->sender, "~%s", nick);
-    if (n)
-        chat_presence_put(app, ev, n);
-    free(ev);
 }
 
 /* A guest logged in (SASL, or PASS account:password): it becomes the
  * account, in the channels it is in; the others hear its nick change when
- * the account's name differs from the guest's nick. */
+ * the account's name differs from the guest's nick. When the log cannot
+ * take that change now, the login is refused (437) and it stays a guest. */
 void chat_guest_logs_in(struct chat_app *app, struct session *s, yard_fx_t *fx,
                         const char *account, bool sasl)
 {
     char key[CHAT_NAME_MAX + 1];
     chat_casefold(key, account, strlen(account));
     bool renamed = strcmp(s->account, account) != 0;
-    yard_chatlog_entry_t *ev = NULL;
-    unsigned n = 0;
     chat_lock(app->cs);
-    struct chat_member *me = chat_member_at(app->cs, s->slot);
-    if (renamed)
-        ev = chat_events_per_channel(app->cs, me->chans, YARD_LOGREC_NICK, s->sender, account, &n);
-    me->guest = false;
-    memset(me->addr, 0, sizeof me->addr);
-    chat_member_rename(app->cs, s->slot, account);
+    bool told = !renamed || chat_nick_put(app, s->slot, s->sender, account);
+    if (told) {
+        struct chat_member *me = chat_member_at(app->cs, s->slot);
+        me->guest = false;
+        memset(me->addr, 0, sizeof me->addr);
+        chat_member_rename(app->cs, s->slot, account);
+    }
     chat_unlock(app->cs);
+    if (!told) {
+        nick_busy(fx, s, account);
+        return;
+    }
     if (renamed)
         chat_sendf(fx, ":%s!%s@" SERVER " NICK :%s", s->account, s->account, account);
     s->guest = false;
@@ -123,9 +134,6 @@ void chat_guest_logs_in(struct chat_app *app, struct session *s, yard_fx_t *fx,
                  s->account, s->account, s->account);
     if (sasl)
         chat_numeric(fx, s, 903, ":SASL authentication successful");
-    if (n)
-        chat_presence_put(app, ev, n);
-    free(ev);
 }
 
 void chat_nick_done(struct chat_app *app, struct session *s, yard_fx_t *fx)

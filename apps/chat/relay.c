@@ -171,6 +171,49 @@ static bool for_me(struct chat_app *app, struct session *s, const yard_chatlog_r
     return strcmp(target, s->account_key) == 0;
 }
 
+/* The target of a nick record: "*SLOT:SERIAL", the member that changed
+ * its nick (state.h's slot and serial). */
+#define NICK_TARGET "*%d:%llu"
+
+/* The slot of the member a nick record names, when it is still connected
+ * and shares a channel with this connection (and is not it); else -1. A
+ * target that does not parse names nobody. */
+static int nick_member(struct chat_app *app, const struct session *s, const yard_chatlog_rec_t *r)
+{
+    char t[YARD_LOGREC_NAME_MAX + 1];
+    memcpy(t, r->target, r->target_len); /* target_len <= YARD_LOGREC_NAME_MAX: decoded */
+    t[r->target_len] = 0;
+    int slot, end = 0;
+    unsigned long long serial;
+    if (sscanf(t, NICK_TARGET "%n", &slot, &serial, &end) != 2 || end != (int)r->target_len ||
+        slot < 0 || s->slot < 0 || slot == s->slot)
+        return -1;
+    chat_lock(app->cs);
+    bool told = (unsigned)slot < app->cs->nmember;
+    if (told) {
+        const struct chat_member *m = chat_member_at(app->cs, slot);
+        told = m->used && m->serial == serial && chat_members_share(app->cs, slot, s->slot);
+    }
+    chat_unlock(app->cs);
+    return told ? slot : -1;
+}
+
+bool chat_nick_put(struct chat_app *app, int slot, const char *sender, const char *nick)
+{
+    chat_state_t *cs = app->cs;
+    const struct chat_member *m = chat_member_at(cs, slot);
+    bool anywhere = false;
+    for (unsigned w = 0; w < cs->words && !anywhere; w++)
+        anywhere = m->chans[w] != 0;
+    if (!anywhere)
+        return true; /* nobody to tell */
+    char target[YARD_LOGREC_NAME_MAX + 1];
+    snprintf(target, sizeof target, NICK_TARGET, slot, (unsigned long long)m->serial);
+    yard_chatlog_entry_t e;
+    chat_presence_ev(&e, YARD_LOGREC_NICK, sender, target, nick);
+    return yard_chatlog_defer(app->log, &e, 1);
+}
+
 /* A join, part or quit of another account in a channel this connection
  * is in. An account's own presence is never relayed to it: its connection
  * that joined or left was answered directly, and the log has a join only
@@ -183,8 +226,17 @@ static void presence_relay(struct chat_app *app, struct session *s, yard_fx_t *f
     if (r->sender_len > CHAT_NAME_MAX)
         return;
     chat_casefold(sender, r->sender, r->sender_len);
+    int nick_slot = -1;
+    if (r->type == YARD_LOGREC_NICK && r->target_len && r->target[0] == '*') {
+        /* One record per change, naming the member (chat_nick_put): told
+         * when this connection shares a channel with it. */
+        nick_slot = nick_member(app, s, r);
+        if (nick_slot < 0)
+            return;
+    }
     bool grouped = r->type == YARD_LOGREC_QUIT || r->type == YARD_LOGREC_AWAY ||
-                   r->type == YARD_LOGREC_NICK;
+                   (r->type == YARD_LOGREC_NICK && nick_slot < 0); /* a log from before: per
+                                                                     * channel */
     if (grouped) { /* one record per channel: told once */
         /* Consecutive records of one sender, type and text: one change
          * (two changes in a row differ in their text: away, back) */
@@ -202,7 +254,7 @@ static void presence_relay(struct chat_app *app, struct session *s, yard_fx_t *f
     }
     if (r->type == YARD_LOGREC_AWAY && !(s->caps & CAP_AWAY_NOTIFY))
         return;
-    if (!strcmp(sender, s->account_key) || !for_me(app, s, r, key))
+    if (nick_slot < 0 && (!strcmp(sender, s->account_key) || !for_me(app, s, r, key)))
         return;
     if (r->type == YARD_LOGREC_NICK && r->text_len <= CHAT_NAME_MAX) {
         char to[CHAT_NAME_MAX + 1];

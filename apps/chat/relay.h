@@ -26,6 +26,12 @@ void chat_presence_put(struct chat_app *app, yard_chatlog_entry_t *ev, unsigned 
 yard_chatlog_entry_t *chat_events_per_channel(chat_state_t *cs, const uint64_t *bits, int type,
                                               const char *sender, const char *text,
                                               unsigned *n);
+/* A nick change (sender, the member in slot, is now nick): one record,
+ * told to every member sharing a channel with it when it is relayed (none
+ * when it is in no channel). Under the lock, before the member is renamed:
+ * false when the log's queue has no room (the change must be refused, so
+ * that nobody misses it). */
+bool chat_nick_put(struct chat_app *app, int slot, const char *sender, const char *nick);
 bool chat_account_in_elsewhere(struct chat_app *app, const struct session *s, int c);
 
 #endif

@@ -166,6 +166,7 @@ int chat_member_add(chat_state_t *cs, const char *account)
             m->away = false;
             m->away_at = 0;
             m->away_msg[0] = 0;
+            m->serial = ++cs->serials;
             snprintf(m->account, sizeof m->account, "%s", account);
             chat_casefold(m->key, m->account, strlen(m->account));
             memset(m->chans, 0, cs->words * sizeof(uint64_t));
@@ -202,6 +203,15 @@ void chat_member_rename(chat_state_t *cs, int slot, const char *name)
     struct chat_member *m = chat_member_at(cs, slot);
     snprintf(m->account, sizeof m->account, "%s", name);
     chat_casefold(m->key, m->account, strlen(m->account));
+}
+
+bool chat_members_share(chat_state_t *cs, int a, int b)
+{
+    const struct chat_member *ma = chat_member_at(cs, a), *mb = chat_member_at(cs, b);
+    for (unsigned w = 0; w < cs->words; w++)
+        if (ma->chans[w] & mb->chans[w])
+            return true;
+    return false;
 }
 
 static bool same_account(const char *a, const char *b)

@@ -82,6 +82,8 @@ struct chat_member {
     char account[CHAT_NAME_MAX + 1];
     char key[CHAT_NAME_MAX + 1];       /* the account casefolded */
     char away_msg[CHAT_AWAY_MAX + 1];
+    uint64_t serial;                   /* which connection holds the slot (a nick record
+                                        * names its member by slot and serial, relay.c) */
     uint64_t chans[]; /* bitmap of joined channels */
 };
 
@@ -103,6 +105,7 @@ typedef struct chat_state {
     unsigned live_chans;
     unsigned guest_chans; /* live channels with guests_only */
     unsigned away; /* member slots marked away: 0 spares a PRIVMSG the scan for 301 */
+    uint64_t serials; /* member slots handed out so far: the next one's serial */
     size_t member_size;
     struct chat_channel *chans;
     int32_t *index; /* open addressing over chans by key: -1 empty, -2 deleted */
@@ -149,6 +152,8 @@ int chat_member_named(chat_state_t *cs, const char *key);
 unsigned chat_guests_from(chat_state_t *cs, const uint8_t addr[16]);
 /* A guest's new nick. */
 void chat_member_rename(chat_state_t *cs, int slot, const char *name);
+/* Do the members in slots a and b share a channel? Under the lock. */
+bool chat_members_share(chat_state_t *cs, int a, int b);
 /* The channel's index, created when create is set: -1 unknown, -2 full. */
 int chat_channel_find(chat_state_t *cs, const char *name, size_t len, bool create);
 /* Channel c gets a member: a guest's that created it (created true) makes

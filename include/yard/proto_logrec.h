@@ -9,7 +9,10 @@
  *     19 kick: the sender kicked a member out of the target channel (text: "nick reason");
  *     21 invite: the sender invited the target account into the channel in text;
  *     22 tagmsg: IRCv3 TAGMSG, client-only tags and no text;
- *     25 nick: the sender (a guest) is now called text, told in the target channel)
+ *     25 nick: the sender (a guest) is now called text: one record per change, its
+ *       target "*SLOT:SERIAL" naming the chat's member (apps/chat/state.h), told to
+ *       whoever shares a channel with it; before, one record per channel, the target
+ *       a channel)
  *   A sender that starts with '~' is a guest (the chat app's --guests): no
  *   account has that name, since '~' is not allowed in account names.
  *   A message, notice or tagmsg whose text holds a NUL byte starts with the

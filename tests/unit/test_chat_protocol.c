@@ -3,8 +3,29 @@
  * messages between two clients, the operators' errors, CHATHISTORY in a
  * batch, the command table's answers and bad input. The formats are the
  * ones tests/integration/test_chat*.py expect of the real server. */
+#include <stdbool.h>
+
 #include "chat_harness.h"
 #include "test.h"
+#include "yard/chatlog.h"
+
+/* The log's queue of deferred records, full on demand: this executable is
+ * linked with --wrap=yard_chatlog_defer (tests/unit/CMakeLists.txt), so
+ * the app's calls come here. A full queue refuses and counts, as the real
+ * one does when the disk stalls. */
+bool __real_yard_chatlog_defer(yard_chatlog_t *log, const yard_chatlog_entry_t *e, unsigned n);
+bool __wrap_yard_chatlog_defer(yard_chatlog_t *log, const yard_chatlog_entry_t *e, unsigned n);
+static bool queue_full;
+static unsigned queue_refused;
+
+bool __wrap_yard_chatlog_defer(yard_chatlog_t *log, const yard_chatlog_entry_t *e, unsigned n)
+{
+    if (queue_full) {
+        queue_refused++;
+        return false;
+    }
+    return __real_yard_chatlog_defer(log, e, n);
+}
 
 #define S ":yard "
 /* CHATHISTORY's answer to a subcommand's parameters it cannot use. */
@@ -181,6 +202,44 @@ static void test_channels(void)
     ch_stop(h);
 }
 
+/* A guest's nick change is one record however many channels hear it,
+ * and with the log's queue full it is refused (437), never made unheard;
+ * a guest logging in under another name likewise. */
+static void test_nick_change_queue_full(void)
+{
+    const char *flags[] = {"guests", NULL};
+    chat_harness_t *h = ch_start(flags);
+    ch_account(h, "alice", "pw-alice");
+    int a = ch_login(h, "alice", "pw-alice", NULL);
+    int g = ch_connect(h);
+    ch_feed(h, g, "NICK zed\r\nUSER zed 0 * :Zed\r\n");
+    CH_SKIP_TO(h, g, S "422 zed ");
+    ch_feed(h, a, "JOIN #x,#y,#z\r\n");
+    ch_feed(h, g, "JOIN #x,#y,#z\r\n");
+    ch_discard(h, a);
+    ch_discard(h, g);
+    ch_feed(h, g, "NICK zeta\r\n");
+    CH_EXPECT(h, g, ":zed!zed@yard NICK :zeta");
+    CH_EXPECT(h, a, ":zed!zed@yard NICK :zeta"); /* once, for three channels */
+    CH_EXPECT_NONE(h, a);
+    queue_full = true;
+    ch_feed(h, g, "NICK zorro\r\n");
+    CH_EXPECT(h, g, S "437 zeta zorro :Nick/channel is temporarily unavailable (the server's "
+                      "log is busy: try again in a moment)");
+    CH_EXPECT_NONE(h, g);
+    ASSERT(queue_refused == 1);
+    ch_feed(h, g, "PASS alice:pw-alice\r\n"); /* logging in renames it: refused too */
+    CH_SKIP_TO(h, g, S "437 zeta alice :Nick/channel is temporarily unavailable");
+    ch_feed(h, g, "PRIVMSG #x :still zeta\r\n");
+    queue_full = false;
+    CH_EXPECT(h, a, ":zeta!zeta@yard PRIVMSG #x :still zeta");
+    CH_EXPECT_NONE(h, a);
+    ch_feed(h, g, "NICK zorro\r\n"); /* the queue has room again */
+    CH_EXPECT(h, g, ":zeta!zeta@yard NICK :zorro");
+    CH_EXPECT(h, a, ":zeta!zeta@yard NICK :zorro");
+    ch_stop(h);
+}
+
 static void test_messages(void)
 {
     int a, b;
@@ -342,6 +401,7 @@ int main(int argc, char **argv)
         {"ping", test_ping},
         {"channels", test_channels},
         {"messages", test_messages},
+        {"nick_change_queue_full", test_nick_change_queue_full},
         {"operator_errors", test_operator_errors},
         {"chathistory_batch", test_chathistory_batch},
         {"chathistory_far_timestamp", test_chathistory_far_timestamp},
