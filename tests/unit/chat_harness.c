@@ -254,8 +254,11 @@ static void pump(chat_harness_t *h)
 {
     struct chat_app *app = h->state;
     for (int round = 0; round < 1000; round++) {
-        if (yard_chatlog_write_deferred(app->log))
-            yard_bus_publish(app->bus, 0, yard_chatlog_last_id(app->log));
+        /* Published whoever wrote them: the writer thread may have written
+         * them (write_deferred waits for it and finds nothing left) and not
+         * yet published them itself. */
+        yard_chatlog_write_deferred(app->log);
+        yard_bus_publish(app->bus, 0, yard_chatlog_last_id(app->log));
         bool any = false;
         for (int i = 0; i < CH_CLIENTS_MAX; i++) {
             struct ch_client *c = &h->c[i];
