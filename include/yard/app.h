@@ -67,6 +67,7 @@ typedef struct yard_fx {
     uint16_t tls_port; /* input: the server's first TLS listener's port; 0: it has none */
     const char *certfp; /* input: TLS with a client certificate: its SHA-256 (64 hex
                          * digits); NULL: none */
+    size_t queued; /* input: output waiting for the peer that is not in *out */
     uint64_t wake_at;  /* 0: no timer; UINT64_MAX: cancel the armed one */
     bool wake_idle;    /* with wake_at: the timer only watches an idle connection */
     void (*job)(void *arg);
@@ -78,6 +79,9 @@ typedef struct yard_fx {
     yard_bus_t *watch_bus;
     uint32_t watch_topic;
     uint64_t watch_seen; /* UINT64_MAX: stop watching */
+    bool hold_input;     /* the app left input because output is past its hold bound */
+    bool bounds_set;     /* the app set this connection's output bounds: */
+    size_t out_hold, out_max;
 } yard_fx_t;
 
 int yard_fx_send(yard_fx_t *fx, const void *p, size_t n);
@@ -95,6 +99,31 @@ void yard_fx_wake_at(yard_fx_t *fx, uint64_t deadline_ns);
 /* The same timer, for watching an idle connection (a keep-alive PING): it
  * does not hold a connection open once the peer has closed its side. */
 void yard_fx_wake_idle(yard_fx_t *fx, uint64_t deadline_ns);
+/* Stop reading from a peer while this much output waits for it
+ * (backpressure); resume when the queue drains. */
+#define YARD_OUT_HIGH_WATER (256u * 1024u)
+/* A peer that lets more than this pile up is disconnected ("send queue
+ * exceeded"; --max-sendq changes it); reachable only by data pushed to a
+ * client that does not read (chat). */
+#define YARD_OUT_LIMIT (8u * 1024u * 1024u)
+/* This connection's bounds on output waiting for the peer, from now on:
+ * past hold bytes its input is not read (backpressure), past max it is
+ * closed ("send queue exceeded"). 0 keeps the engine's (YARD_OUT_HIGH_WATER,
+ * and --max-sendq or YARD_OUT_LIMIT). Where output waits in the server:
+ * under the blocking models it waits in the kernel's send buffer instead,
+ * with the connection's own process or thread. */
+void yard_fx_out_bounds(yard_fx_t *fx, size_t hold, size_t max);
+/* The input this call left is to wait until the output waiting for the
+ * peer is below the hold bound (yard_fx_out_bounds): it is not read
+ * meanwhile, and then offered again with nothing new (app->data). */
+void yard_fx_hold_input(yard_fx_t *fx);
+/* Output waiting for the peer now: what was queued before this call and
+ * what this call sent. An app that answers requests stops taking them
+ * while this is past its hold bound (and arms a timer to look again). */
+static inline size_t yard_fx_pending(const yard_fx_t *fx)
+{
+    return fx->queued + (fx->out ? fx->out->len : 0);
+}
 /* Run job(arg) off the event loop, then app->job_done(..., arg, fx) on the
  * connection's own thread. One job per connection at a time; while it runs
  * the engine does not call app->data (input waits in the buffer). The job

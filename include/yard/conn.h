@@ -35,13 +35,7 @@
 
 /* Reads are at most this big: the unit of fairness between connections. */
 #define YARD_READ_CHUNK (64u * 1024u)
-/* Stop reading from a peer while this much output waits for it
- * (backpressure); resume when the queue drains. */
-#define YARD_OUT_HIGH_WATER (256u * 1024u)
-/* A peer that lets more than this pile up is disconnected ("send queue
- * exceeded"; --max-sendq changes it); reachable only by data pushed to a
- * client that does not read (chat). */
-#define YARD_OUT_LIMIT (8u * 1024u * 1024u)
+/* YARD_OUT_HIGH_WATER and YARD_OUT_LIMIT: app.h (an app may set its own). */
 /* A partial request larger than this closes the connection. */
 #define YARD_IN_LIMIT (1u * 1024u * 1024u)
 /* --flush buffered: write the output file in chunks of this size. */
@@ -124,6 +118,9 @@ typedef struct yard_conn {
     yard_buf_t stx;   /* completion: file bytes the model took, being written */
     char peer[YARD_ADDR_STRLEN];
     yard_addr_t peer_addr; /* len 0 when unknown */
+    bool in_held;      /* input waits for the output to drain (yard_fx_hold_input) */
+    size_t out_hold;   /* the app's bounds on queued output (yard_fx_out_bounds), */
+    size_t out_max;    /* 0: YARD_OUT_HIGH_WATER, --max-sendq or YARD_OUT_LIMIT */
     uint64_t wake_at;  /* the app's timer, 0 when none is armed */
     bool wake_idle;    /* it only watches an idle connection (yard_fx_wake_idle) */
     bool job_pending;  /* a job was requested and job_done has not run yet */

@@ -51,7 +51,10 @@ static yard_fx_t conn_fx(yard_conn_t *c, yard_scratch_t *s)
                        .peer = c->peer_addr.len ? &c->peer_addr : NULL,
                        .tls = c->secure,
                        .tls_port = c->srv->tls_port,
-                       .certfp = c->certfp[0] ? c->certfp : NULL};
+                       .certfp = c->certfp[0] ? c->certfp : NULL,
+                       /* c->out is *out or empty; on a TLS connection it holds
+                        * records the socket has not taken yet */
+                       .queued = c->tx.len + (c->secure ? c->out.len : 0)};
 }
 
 #define APP_LOCK(c)                                                                               \
@@ -234,7 +237,9 @@ static void conn_flush(yard_conn_t *c, yard_scratch_t *s)
     } else if (!c->failed && !defer && c->out.len) {
         yard_conn_on_writable(c);
     }
-    size_t limit = c->srv->cfg->max_sendq ? c->srv->cfg->max_sendq : YARD_OUT_LIMIT;
+    size_t limit = c->out_max              ? c->out_max
+                   : c->srv->cfg->max_sendq ? c->srv->cfg->max_sendq
+                                            : YARD_OUT_LIMIT;
     if (c->out.len + c->tx.len > limit)
         yard_conn_fail(c, "send queue exceeded", YARD_CLOSE_WARN);
 }
@@ -251,6 +256,12 @@ static void conn_apply(yard_conn_t *c, yard_fx_t *fx)
     }
     if (c->store.len)
         conn_store(c);
+    if (fx->hold_input)
+        c->in_held = true;
+    if (fx->bounds_set) {
+        c->out_hold = fx->out_hold;
+        c->out_max = fx->out_max;
+    }
     if (fx->wake_at) {
         c->wake_at = fx->wake_at == UINT64_MAX ? 0 : fx->wake_at;
         c->wake_idle = fx->wake_idle;
@@ -652,6 +663,13 @@ void yard_conn_store_done(yard_conn_t *c, long res)
  * app that keeps re-arming a timer in the past must not hold a thread). */
 #define NEXT_STEPS 8
 
+/* Output waiting for the peer, and the bound past which its input waits. */
+static size_t conn_queued(const yard_conn_t *c) { return c->out.len + c->tx.len; }
+static size_t conn_hold(const yard_conn_t *c)
+{
+    return c->out_hold ? c->out_hold : YARD_OUT_HIGH_WATER;
+}
+
 yard_wait_t yard_conn_next(yard_conn_t *c, yard_scratch_t *s)
 {
     bool news_tried = false;
@@ -661,6 +679,19 @@ yard_wait_t yard_conn_next(yard_conn_t *c, yard_scratch_t *s)
             return (yard_wait_t){.next = YARD_NEXT_CLOSE};
         if (c->job_pending)
             return (yard_wait_t){.next = c->job_access ? YARD_NEXT_PERM : YARD_NEXT_JOB};
+        if (c->in_held && conn_queued(c) < conn_hold(c) && step < NEXT_STEPS) {
+            /* The output that held the input back has drained: offer it
+             * again. Not counted as a step while it makes progress (it
+             * takes a line at least each time), so none is left behind. */
+            size_t before = c->in.len;
+            c->in_held = false;
+            conn_reoffer(c, s);
+            conn_settle(c, s);
+            conn_flush(c, s);
+            if (c->in.len < before && step > 0)
+                step--;
+            continue;
+        }
         if (step == NEXT_STEPS)
             break;
         if (c->wake_at && !c->sender && yard_now_ns() >= c->wake_at) {
@@ -678,8 +709,9 @@ yard_wait_t yard_conn_next(yard_conn_t *c, yard_scratch_t *s)
     }
     return (yard_wait_t){
         .next = YARD_NEXT_WAIT,
-        .read = !c->read_eof && !c->closing && !c->sender &&
-                c->out.len + c->tx.len < YARD_OUT_HIGH_WATER,
+        /* Not while output is backed up past the hold bound: input the
+         * app held back for it waits with the rest (yard_fx_hold_input). */
+        .read = !c->read_eof && !c->closing && !c->sender && conn_queued(c) < conn_hold(c),
         .write = c->out.len > 0,
         .store = c->policy->completion && store_due(c, false),
         .news = c->watch != NULL,

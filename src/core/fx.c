@@ -52,6 +52,15 @@ void yard_fx_wake_idle(yard_fx_t *fx, uint64_t deadline_ns)
     fx->wake_idle = true;
 }
 
+void yard_fx_out_bounds(yard_fx_t *fx, size_t hold, size_t max)
+{
+    fx->bounds_set = true;
+    fx->out_hold = hold;
+    fx->out_max = max;
+}
+
+void yard_fx_hold_input(yard_fx_t *fx) { fx->hold_input = true; }
+
 void yard_fx_offload(yard_fx_t *fx, void (*job)(void *arg), void *arg)
 {
     fx->job = job;

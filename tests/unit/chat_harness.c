@@ -27,6 +27,7 @@ struct ch_client {
     void *session;
     yard_buf_t in;        /* input the app has not taken, or may not take yet */
     yard_buf_t out;       /* the transcript */
+    yard_buf_t call_out;  /* one callback's output, added to out by apply */
     size_t taken;         /* bytes of out read back as lines */
     uint64_t wake_at;
     bool wake_idle;
@@ -131,6 +132,7 @@ void ch_stop(chat_harness_t *h)
         if (h->c[i].used)
             client_gone(h, &h->c[i]);
         yard_buf_free(&h->c[i].out);
+        yard_buf_free(&h->c[i].call_out);
     }
     h->app->fini(h->state);
     yard_bus_stop_wakers();
@@ -156,16 +158,24 @@ static struct ch_client *client(chat_harness_t *h, int id)
     return &h->c[id];
 }
 
+/* A callback's output goes to a buffer of its own, so that what it has
+ * sent (yard_fx_pending) is its own: nothing earlier waits, the transcript
+ * having been "sent". */
 static yard_fx_t fx_for(chat_harness_t *h, struct ch_client *c)
 {
-    return (yard_fx_t){.out = &c->out, .now_ns = h->now, .peer = &h->peer};
+    yard_buf_clear(&c->call_out);
+    return (yard_fx_t){.out = &c->call_out, .now_ns = h->now, .peer = &h->peer};
 }
 
-/* conn_apply: what the callback recorded. Output is already in the
- * transcript (fx.out is it). */
+/* conn_apply: what the callback recorded; its output joins the
+ * transcript. */
 static void apply(chat_harness_t *h, struct ch_client *c, yard_fx_t *fx)
 {
     (void)h;
+    if (c->call_out.len && yard_buf_append(&c->out, yard_buf_head(&c->call_out),
+                                           c->call_out.len) < 0)
+        fx->nomem = true;
+    yard_buf_clear(&c->call_out);
     if (fx->nomem)
         die("the app ran out of memory");
     if (fx->store && fx->store->len)
@@ -206,6 +216,11 @@ static void offer(chat_harness_t *h, struct ch_client *c, bool eof)
     if (c->in.len > YARD_IN_LIMIT)
         c->closing = true; /* the driver fails it ("request larger than the 1 MiB limit") */
     apply(h, c, &fx);
+    /* Input held back for output that waits: none waits here (the
+     * transcript is sent), so it is offered again at once, as the driver
+     * does once the output drains, while the app takes some of it. */
+    if (fx.hold_input && used && c->in.len && !c->job_pending && !c->closing)
+        offer(h, c, eof);
 }
 
 /* conn_reoffer */

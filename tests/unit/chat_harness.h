@@ -32,6 +32,10 @@
  *   - No eventfd watch: news is found by comparing the bus's sequence with
  *     the client's (topic, seen), which is what yard_watch_due does.
  *   - No send queue, no backpressure, no --max-sendq: output is never late.
+ *     Each callback's output counts as waiting (yard_fx_pending) until it
+ *     returns, so a callback that sends more than the hold bound holds the
+ *     rest of its input back (yard_fx_hold_input), which is offered again
+ *     at once, as the driver would once the output drained.
  *   - Wall-clock time (server-time tags, log timestamps) is the real one;
  *     only the monotonic clock the app sees in fx->now_ns is fake.
  *   - A login's password check (bcrypt) is real: make accounts with a low
