@@ -67,6 +67,11 @@ struct chat_settings {
     int plaintext_login;          /* a password over a plain connection beside a TLS
                                    * listener: taken (1) or refused (0) */
     uint64_t sts_duration_ns;     /* IRCv3 sts: advertised for this long (0: not at all) */
+    /* Output waiting for a client (yard_fx_out_bounds): past hold its input
+     * waits, past max it is closed; an account's, and a guest's or a
+     * connection's not logged in yet. max 0: the engine's --max-sendq. */
+    size_t sendq_hold, sendq_max;
+    size_t guests_sendq_hold, guests_sendq_max;
     /* Login limits (guard.h). */
     unsigned login_max_pending;      /* password checks in flight, server-wide */
     unsigned login_pending_per_addr; /* ... from one source address */
@@ -86,6 +91,10 @@ struct chat_app {
      * the cost of the dearest account (yard_bcrypt_dummy). */
     char dummy_template[YARD_BCRYPT_LEN + 1];
     char motd[2048];
+    /* The bounds on waiting output (chat_sendq_bounds), from the flags:
+     * an account's hold is at most half the engine's --max-sendq when
+     * --sendq-max leaves the close to it. */
+    size_t hold, max, guests_hold, guests_max;
 };
 
 /* The IRCv3 capabilities, in CAP LS's order. */

@@ -125,6 +125,7 @@ void chat_guest_logs_in(struct chat_app *app, struct session *s, yard_fx_t *fx,
     if (renamed)
         chat_sendf(fx, ":%s!%s@" SERVER " NICK :%s", s->account, s->account, account);
     s->guest = false;
+    chat_sendq_bounds(app, s, fx); /* an account's now */
     s->reg.sasl_done = true;
     snprintf(s->account, sizeof s->account, "%s", account);
     snprintf(s->reg.nick, sizeof s->reg.nick, "%s", account);

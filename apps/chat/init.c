@@ -29,6 +29,15 @@ static int chat_init(void **state, const yard_config_t *cfg, const void *setting
         snprintf(err, errlen, "the chat's command table is not sorted by name");
         return -1;
     }
+    bool own_max = set->sendq_max != 0;
+    if ((own_max && set->sendq_hold >= set->sendq_max) ||
+        set->guests_sendq_hold >= set->guests_sendq_max) {
+        bool guests = !(own_max && set->sendq_hold >= set->sendq_max);
+        snprintf(err, errlen, "--%ssendq-hold must be below --%ssendq-max (%zu bytes)",
+                 guests ? "guests-" : "", guests ? "guests-" : "",
+                 guests ? set->guests_sendq_max : set->sendq_max);
+        return -1;
+    }
     struct chat_app *app = yard_shm_alloc(shm, sizeof *app);
     if (!app) {
         snprintf(err, errlen, "shared region too small");
@@ -39,6 +48,14 @@ static int chat_init(void **state, const yard_config_t *cfg, const void *setting
         snprintf(err, errlen, "--sts-duration points clients to TLS: add --tls-listen");
         return -1;
     }
+    size_t engine_max = cfg->max_sendq ? cfg->max_sendq : YARD_OUT_LIMIT;
+    app->max = set->sendq_max; /* 0: the engine's */
+    app->hold = own_max || set->sendq_hold < engine_max / 2 ? set->sendq_hold : engine_max / 2;
+    /* A guest never gets more room than an account. */
+    size_t account_max = own_max ? set->sendq_max : engine_max;
+    app->guests_max = set->guests_sendq_max < account_max ? set->guests_sendq_max : account_max;
+    app->guests_hold = set->guests_sendq_hold < app->guests_max / 2 ? set->guests_sendq_hold
+                                                                    : app->guests_max / 2;
     app->cs = yard_shm_alloc(shm, sizeof *app->cs);
     app->bus = yard_bus_create(shm, 1);
     unsigned members =
@@ -219,6 +236,20 @@ static const yard_opt_t chat_opts[] = {
      CHAT_FIELD(sts_duration_ns), .unit_ns = YARD_NS_PER_S, .def = "0",
      .help = "with --tls-listen: advertise IRCv3 strict transport security (sts) for DUR, so "
              "that clients that know it move to TLS and stay there (e.g. 30d); 0: off"},
+    {.name = "sendq-hold", .form = "BYTES", .type = YARD_OPT_SIZE, CHAT_FIELD(sendq_hold),
+     .min = 4096, .max = 1L << 30, .def = "256K",
+     .help = "output waiting for an account's connection past which its input is not read (its "
+             "further lines wait until the output drains)"},
+    {.name = "sendq-max", .form = "BYTES", .type = YARD_OPT_SIZE, CHAT_FIELD(sendq_max),
+     .min = 0, .max = 1L << 30, .def = "0",
+     .help = "output waiting for an account's connection past which it is closed ('send queue "
+             "exceeded'); 0: yard-serve's --max-sendq (8 MiB)"},
+    {.name = "guests-sendq-hold", .form = "BYTES", .type = YARD_OPT_SIZE,
+     CHAT_FIELD(guests_sendq_hold), .min = 4096, .max = 1L << 30, .def = "64K",
+     .help = "--sendq-hold for a guest's connection and one not logged in yet"},
+    {.name = "guests-sendq-max", .form = "BYTES", .type = YARD_OPT_SIZE,
+     CHAT_FIELD(guests_sendq_max), .min = 8192, .max = 1L << 30, .def = "1M",
+     .help = "--sendq-max for a guest's connection and one not logged in yet"},
     YARD_OPT_END,
 };
 

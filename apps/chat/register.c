@@ -189,6 +189,7 @@ void chat_ready(struct chat_app *app, struct session *s, yard_fx_t *fx)
         return;
     }
     s->state = ST_READY;
+    chat_sendq_bounds(app, s, fx); /* an account's, or a guest's */
     chat_guard_leave(app->guard, s->login.enter_ticket);
     s->login.enter_ticket = 0;
     chat_casefold(s->account_key, s->account, strlen(s->account));

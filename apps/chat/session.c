@@ -86,6 +86,13 @@ void chat_charge(struct session *s, int targets)
         s->in.tokens -= targets - 1;
 }
 
+void chat_sendq_bounds(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    bool account = s->state == ST_READY && !s->guest;
+    s->in.hold = account ? app->hold : app->guests_hold;
+    yard_fx_out_bounds(fx, s->in.hold, account ? app->max : app->guests_max);
+}
+
 void chat_job_done(void *state, void *session, void *arg, yard_fx_t *fx)
 {
     struct chat_app *app = state;
@@ -123,6 +130,7 @@ void chat_open(void *state, void *session, yard_fx_t *fx)
     s->in.tokens = app->set->flood_burst;
     s->in.tokens_at = fx->now_ns;
     s->reg.register_by = fx->now_ns + app->set->register_timeout_ns;
+    chat_sendq_bounds(app, s, fx);
     chat_addr_of(fx->peer, &s->login.addr);
     int v = chat_guard_enter(app->guard, &s->login.addr, fx->now_ns, &s->login.enter_ticket);
     if (v != CHAT_GUARD_OK) {
@@ -218,6 +226,13 @@ size_t chat_data(void *state, void *session, const uint8_t *in, size_t n, yard_f
     s->in.tokens_at = fx->now_ns;
     s->in.tokens = s->in.tokens + dt * rate > burst ? burst : s->in.tokens + dt * rate;
     while (used < n && !fx->close && !fx->job && !s->login.pending_fail && s->state != ST_WAIT) {
+        if (yard_fx_pending(fx) >= s->in.hold) {
+            /* Its answers wait for it past the bound: its further lines
+             * wait too, until they have drained (the engine offers them
+             * again then, and does not read meanwhile). */
+            yard_fx_hold_input(fx);
+            break;
+        }
         const char *p = (const char *)in + used;
         size_t left = n - used;
         if (s->in.discarding) {

@@ -64,6 +64,7 @@ struct session_relay {
 /* Input and liveness (session.c): flood control, overlong lines, PINGs. */
 struct session_input {
     bool discarding;     /* inside an overlong line */
+    size_t hold;         /* output past which no line is taken (chat_sendq_bounds) */
     double tokens;       /* the flood bucket */
     uint64_t tokens_at;
     uint64_t heard_ns;   /* when the client last sent anything */
@@ -116,6 +117,10 @@ void chat_format_time(char *out, size_t cap, int64_t ns);
 bool chat_valid_channel(const char *c);
 size_t chat_utf8_cut(const char *text, size_t len, size_t max);
 void chat_charge(struct session *s, int targets);
+/* The bounds on output waiting for this connection (yard_fx_out_bounds):
+ * an account's, or the lower ones of a guest and of a connection not
+ * logged in yet. */
+void chat_sendq_bounds(struct chat_app *app, struct session *s, yard_fx_t *fx);
 void chat_job_done(void *state, void *session, void *arg, yard_fx_t *fx);
 void chat_open(void *state, void *session, yard_fx_t *fx);
 void chat_timer(void *state, void *session, yard_fx_t *fx);

@@ -7,11 +7,14 @@ addresses holding the most. Each test asserts the mechanism (records in the log,
 held, the refusal, the connections shed), not latencies: those are bench/'s."""
 
 import json
+import socket
 import subprocess
+import time
 
 import pytest
 
 from chatlib import CHAT, Irc, accounts_fixture, chat_fixture, login_pass
+from conftest import wait_for
 
 pytestmark = pytest.mark.usefixtures("yard_chat_built")
 
@@ -77,3 +80,92 @@ def test_a_nick_change_is_one_record(chat, model):
     assert [r["text"] for r in records] == nicks
     for c in (ana, g, other):
         c.close()
+
+
+def lazy(port, *lines, source=None):
+    """A client with a 4 KiB receive buffer that sends lines and reads nothing (yet)."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    if source:
+        sock.bind((source, 0))
+    sock.connect(("127.0.0.1", port))
+    sock.sendall("".join(ln + "\r\n" for ln in lines).encode())
+    return sock
+
+
+def drain(sock, until: bytes, timeout=30.0) -> bytes:
+    """Everything the server sends until `until` has come (or the connection ends)."""
+    got = b""
+    sock.settimeout(1.0)
+    deadline = time.monotonic() + timeout
+    while until not in got and time.monotonic() < deadline:
+        try:
+            chunk = sock.recv(1 << 16)
+        except socket.timeout:
+            continue
+        if not chunk:
+            break
+        got += chunk
+    return got
+
+
+def names(c, nick, chan):
+    c.send(f"NAMES {chan}")
+    return c.expect(rf" 353 {nick} = {chan} :(.*)$").group(1).split()
+
+
+@pytest.mark.models(extra=["fork-pair"])
+def test_a_client_that_does_not_read_its_answers_is_not_read(chat, model):
+    """Issue 44's fourth attack: LIST answers piled up for guests that do not read. Past
+    --guests-sendq-hold of waiting output a client's further lines are not taken: 1,500
+    LISTs (3.9 MB of answers) from a guest that reads nothing leave at most the hold
+    bound and one answer waiting, so it is never past --guests-sendq-max (64 KiB here)
+    and, once it reads, it gets every answer."""
+    srv, _ = chat(model, "--guests", "--flood-rate", "0", "--guests-sendq-hold", "16K",
+                  "--guests-sendq-max", "64K")
+    ana = login_pass(srv.port, "ana", "pw-ana")
+    ana.send(*[f"JOIN #room{i:03d}" for i in range(48)])
+    ana.expect(r" 366 ana #room047 ")
+    count = 1500
+    g = lazy(srv.port, "NICK gus", "USER gus 0 * :gus", *["LIST"] * count, "PING :done")
+    for _ in range(3):                               # the server has read what it takes
+        ana.send("PING :x")
+        ana.expect(r"PONG yard :x$")
+    got = drain(g, b"PONG yard :done", timeout=60)
+    g.close()
+    text = got.decode(errors="replace")
+    assert b"PONG yard :done" in got, f"closed after {len(got)} bytes: {text[-300:]!r}"
+    assert text.count(" 323 gus :End of /LIST") == count
+    assert "send queue exceeded" not in srv.stderr()
+    ana.close()
+
+
+@pytest.mark.models(exclude=["blocking"])
+def test_a_guest_that_does_not_read_is_closed_sooner(chat, model):
+    """Where output waits in the server (the loops and coro; under fork and thread the
+    socket blocks and only the client's own thread or process waits with it), a client
+    that reads nothing is closed past its bound: 1 MiB for a guest by default. Channel
+    traffic is sent until the guest is closed; an account that does not read either
+    (--sendq-max 64M here, so the kernel's buffers cannot blur the difference) is still
+    there, and the guest went with less traffic than the account's bound."""
+    srv, _ = chat(model, "--guests", "--flood-rate", "0", "--sendq-max", "64M")
+    ana = login_pass(srv.port, "ana", "pw-ana")
+    join(ana, "ana", "#busy")
+    lazy_guest = lazy(srv.port, "NICK gus", "USER gus 0 * :gus", "JOIN #busy")
+    lazy_bo = lazy(srv.port, "PASS pw-bo", "NICK bo", "USER bo 0 * :bo", "JOIN #busy")
+    wait_for(lambda: {"gus", "bo"} <= set(names(ana, "ana", "#busy")), what="both in #busy")
+    text = "y" * 400
+    sent = 0
+    while "gus" in names(ana, "ana", "#busy") and sent < 32 << 20:
+        ana.send(*[f"PRIVMSG #busy :{text}"] * 1000)
+        sent += 1000 * len(text)
+        ana.send("PING :x")
+        ana.expect(r"PONG yard :x$", timeout=30)
+    wait_for(lambda: "gus" not in names(ana, "ana", "#busy"), timeout=30,
+             what="the guest closed past its bound")
+    assert "bo" in names(ana, "ana", "#busy")
+    assert sent < 32 << 20, f"{sent} bytes of traffic"
+    assert srv.stderr().count("send queue exceeded") == 1
+    for s in (lazy_guest, lazy_bo):
+        s.close()
+    ana.close()
