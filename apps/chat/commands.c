@@ -31,6 +31,7 @@ struct chat_cmd_row {
     struct chat_phase before; /* before registration: handler NULL answers 451 */
     struct chat_phase registered;
     const struct chat_too_few *too_few; /* NULL: 461 "<command> :Not enough parameters" */
+    bool by_lines; /* charged by the lines of its answer (chat_lines_price) */
 };
 
 static void ping(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
@@ -44,6 +45,8 @@ static void pong(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_ir
 
 static void quit(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
+    if (s->slot >= 0) /* the channels it is told in (the connection ends with it) */
+        chat_charge(s, (int)chat_member_channels(app->cs, s->slot));
     snprintf(s->quit_reason, sizeof s->quit_reason, "Quit: %s", m->n ? m->params[0] : "");
     chat_sendf(fx, "ERROR :Closing Link: %s (Quit: %s)", chat_who(s), m->n ? m->params[0] : "");
     yard_fx_close(fx, NULL);
@@ -56,38 +59,38 @@ static const struct chat_too_few no_channel = {366, "* :End of /NAMES list."};
  * AUTHENTICATE needs no parameter here: an account that has logged in is
  * told 907 whatever it sends, so the handler counts them itself. */
 static const struct chat_cmd_row commands[] = {
-    /* name          before registration          registered                        too few */
-    {"AUTHENTICATE", {0, chat_cmd_authenticate},  {0, chat_cmd_authenticate},       NULL},
-    {"AWAY",         {0, NULL},                   {0, chat_cmd_away},               NULL},
-    {"CAP",          {0, chat_cmd_cap},           {0, chat_cmd_cap},                NULL},
-    {"CHATHISTORY",  {0, NULL},                   {0, chat_cmd_chathistory},        NULL},
-    {"INVITE",       {0, NULL},                   {2, chat_cmd_invite},             NULL},
-    {"ISON",         {0, NULL},                   {1, chat_cmd_ison},               NULL},
-    {"JOIN",         {0, NULL},                   {1, chat_cmd_join},               NULL},
-    {"KICK",         {0, NULL},                   {2, chat_cmd_kick},               NULL},
-    {"LIST",         {0, NULL},                   {0, chat_cmd_list},               NULL},
-    {"LUSERS",       {0, NULL},                   {0, chat_cmd_lusers},             NULL},
-    {"MARKREAD",     {0, NULL},                   {0, chat_cmd_markread},           NULL},
-    {"MODE",         {0, NULL},                   {1, chat_cmd_mode},               NULL},
-    {"MOTD",         {0, NULL},                   {0, chat_cmd_motd},               NULL},
-    {"NAMES",        {0, NULL},                   {1, chat_cmd_names},              &no_channel},
-    {"NICK",         {1, chat_cmd_nick},          {1, chat_cmd_nick_registered},    &no_nickname},
-    {"NOTICE",       {0, NULL},                   {0, chat_cmd_notice},             NULL},
-    {"PART",         {0, NULL},                   {1, chat_cmd_part},               NULL},
-    {"PASS",         {1, chat_cmd_pass},          {0, chat_cmd_pass_registered},    NULL},
-    {"PING",         {0, ping},                   {0, ping},                        NULL},
-    {"PONG",         {0, pong},                   {0, pong},                        NULL},
-    {"PRIVMSG",      {0, NULL},                   {0, chat_cmd_privmsg},            NULL},
-    {"QUIT",         {0, quit},                   {0, quit},                        NULL},
-    {"TAGMSG",       {0, NULL},                   {0, chat_cmd_tagmsg},             NULL},
-    {"TIME",         {0, NULL},                   {0, chat_cmd_time},               NULL},
-    {"TOPIC",        {0, NULL},                   {1, chat_cmd_topic},              NULL},
-    {"USER",         {4, chat_cmd_user},          {0, chat_cmd_reregister},         NULL},
-    {"USERHOST",     {0, NULL},                   {1, chat_cmd_userhost},           NULL},
-    {"VERSION",      {0, NULL},                   {0, chat_cmd_version},            NULL},
-    {"WHO",          {0, NULL},                   {0, chat_cmd_who},                NULL},
-    {"WHOIS",        {0, NULL},                   {1, chat_cmd_whois},              &no_nickname},
-    {"WHOWAS",       {0, NULL},                   {1, chat_cmd_whowas},             &no_nickname},
+    /* name          before registration          registered                        too few, by lines */
+    {"AUTHENTICATE", {0, chat_cmd_authenticate},  {0, chat_cmd_authenticate},       NULL, false},
+    {"AWAY",         {0, NULL},                   {0, chat_cmd_away},               NULL, false},
+    {"CAP",          {0, chat_cmd_cap},           {0, chat_cmd_cap},                NULL, false},
+    {"CHATHISTORY",  {0, NULL},                   {0, chat_cmd_chathistory},        NULL, false},
+    {"INVITE",       {0, NULL},                   {2, chat_cmd_invite},             NULL, false},
+    {"ISON",         {0, NULL},                   {1, chat_cmd_ison},               NULL, false},
+    {"JOIN",         {0, NULL},                   {1, chat_cmd_join},               NULL, false},
+    {"KICK",         {0, NULL},                   {2, chat_cmd_kick},               NULL, false},
+    {"LIST",         {0, NULL},                   {0, chat_cmd_list},               NULL, true},
+    {"LUSERS",       {0, NULL},                   {0, chat_cmd_lusers},             NULL, false},
+    {"MARKREAD",     {0, NULL},                   {0, chat_cmd_markread},           NULL, false},
+    {"MODE",         {0, NULL},                   {1, chat_cmd_mode},               NULL, false},
+    {"MOTD",         {0, NULL},                   {0, chat_cmd_motd},               NULL, false},
+    {"NAMES",        {0, NULL},                   {1, chat_cmd_names},              &no_channel, true},
+    {"NICK",         {1, chat_cmd_nick},          {1, chat_cmd_nick_registered},    &no_nickname, false},
+    {"NOTICE",       {0, NULL},                   {0, chat_cmd_notice},             NULL, false},
+    {"PART",         {0, NULL},                   {1, chat_cmd_part},               NULL, false},
+    {"PASS",         {1, chat_cmd_pass},          {0, chat_cmd_pass_registered},    NULL, false},
+    {"PING",         {0, ping},                   {0, ping},                        NULL, false},
+    {"PONG",         {0, pong},                   {0, pong},                        NULL, false},
+    {"PRIVMSG",      {0, NULL},                   {0, chat_cmd_privmsg},            NULL, false},
+    {"QUIT",         {0, quit},                   {0, quit},                        NULL, false},
+    {"TAGMSG",       {0, NULL},                   {0, chat_cmd_tagmsg},             NULL, false},
+    {"TIME",         {0, NULL},                   {0, chat_cmd_time},               NULL, false},
+    {"TOPIC",        {0, NULL},                   {1, chat_cmd_topic},              NULL, false},
+    {"USER",         {4, chat_cmd_user},          {0, chat_cmd_reregister},         NULL, false},
+    {"USERHOST",     {0, NULL},                   {1, chat_cmd_userhost},           NULL, false},
+    {"VERSION",      {0, NULL},                   {0, chat_cmd_version},            NULL, false},
+    {"WHO",          {0, NULL},                   {0, chat_cmd_who},                NULL, true},
+    {"WHOIS",        {0, NULL},                   {1, chat_cmd_whois},              &no_nickname, false},
+    {"WHOWAS",       {0, NULL},                   {1, chat_cmd_whowas},             &no_nickname, false},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -125,5 +128,15 @@ void chat_command(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_i
             chat_numeric(fx, s, 461, "%s :Not enough parameters", m->cmd);
         return;
     }
+    size_t at = fx->out ? fx->out->len : 0;
     ph->handler(app, s, fx, m);
+    if (c->by_lines && fx->out && fx->out->len > at) {
+        const uint8_t *p = yard_buf_head(fx->out) + at, *end = yard_buf_head(fx->out) + fx->out->len;
+        unsigned long lines = 0;
+        while ((p = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+            lines++;
+            p++;
+        }
+        chat_charge(s, chat_lines_price(lines));
+    }
 }

@@ -93,6 +93,7 @@ static void guest_rename(struct chat_app *app, struct session *s, yard_fx_t *fx,
         return;
     }
     chat_sendf(fx, ":%s!%s@" SERVER " NICK :%s", s->account, s->account, nick);
+    chat_charge(s, (int)chat_member_channels(app->cs, s->slot)); /* the channels told */
     snprintf(s->account, sizeof s->account, "%s", nick);
     snprintf(s->reg.nick, sizeof s->reg.nick, "%s", nick);
     memcpy(s->account_key, key, sizeof s->account_key);

@@ -36,6 +36,11 @@ void chat_history_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
 {
     struct hist_job *j = &s->hist;
     (void)app;
+    /* Its price: the lines of the answer and the records read to find
+     * them (a TARGETS window is read whole). */
+    unsigned long lines = j->rc < 0 ? 1 : j->sub == HIST_TARGETS ? j->ntargets : j->n;
+    unsigned long reads = j->read / CHAT_READS_PER_TOKEN;
+    chat_charge(s, chat_lines_price(lines) + (reads > 1000000 ? 1000000 : (int)reads));
     if (j->rc < 0) {
         yard_log_err("chat: CHATHISTORY of %s for %s: %s", j->name, s->account, strerror(-j->rc));
         chat_sendf(fx, ":" SERVER " FAIL CHATHISTORY MESSAGE_ERROR %s :The history cannot be read "

@@ -189,6 +189,7 @@ static bool hist_match(const struct hist_job *j, const yard_chatlog_rec_t *r)
 static int hist_take(const yard_chatlog_rec_t *r, void *arg)
 {
     struct hist_job *j = arg;
+    j->read++;
     if (j->stop_id && (j->down ? r->id <= j->stop_id : r->id >= j->stop_id))
         return 1;
     if (!hist_match(j, r))
@@ -258,6 +259,7 @@ static uint64_t hist_id(struct hist_job *j, const struct hist_ref *r, bool after
 static int hist_target_take(const yard_chatlog_rec_t *r, void *arg)
 {
     struct hist_job *j = arg;
+    j->read++;
     if (r->id < j->low_id)
         return 1;
     yard_chatlog_rec_t g = *r; /* a guest's name without its '~' */
@@ -306,6 +308,7 @@ void chat_history_job_run(void *arg)
 {
     struct hist_job *j = arg;
     j->rc = 0;
+    j->read = 0;
     if (j->sub == HIST_TARGETS) { /* the window between the two times, newest first */
         int64_t lo = j->a.ts_ns < j->b.ts_ns ? j->a.ts_ns : j->b.ts_ns,
                 hi = j->a.ts_ns < j->b.ts_ns ? j->b.ts_ns : j->a.ts_ns;

@@ -137,6 +137,7 @@ struct hist_job {
     uint64_t low_id; /* TARGETS: the walk ends below this id */
     uint64_t stop_id; /* the walk ends at this id (exclusive; 0: none) */
     unsigned want;    /* the walk takes this many */
+    unsigned long read; /* out: log records the walks read (flood control's price) */
     int rc;
 };
 

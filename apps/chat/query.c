@@ -164,7 +164,8 @@ static void ison(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_ir
     chat_numeric(fx, s, userhost ? 302 : 303, ":%s", out);
 }
 
-/* Defer one AWAY record per channel the account is in (any connection). */
+/* Defer one AWAY record per channel the account is in (any connection),
+ * and charge the connection one token per channel. */
 static void away_notify(struct chat_app *app, struct session *s, const char *msg)
 {
     chat_state_t *cs = app->cs;
@@ -175,6 +176,7 @@ static void away_notify(struct chat_app *app, struct session *s, const char *msg
     yard_chatlog_entry_t *ev =
         chat_events_per_channel(cs, bits, YARD_LOGREC_AWAY, s->sender, msg, &n);
     chat_unlock(cs);
+    chat_charge(s, (int)n);
     if (n)
         chat_presence_put(app, ev, n);
     free(ev);

@@ -78,8 +78,12 @@ size_t chat_utf8_cut(const char *text, size_t len, size_t max)
     return len;
 }
 
-/* Flood control charges every delivered target (the line itself paid for
- * the first), so a list of targets cannot multiply one token. */
+/* Flood control charges a request what it costs (the line itself paid one
+ * token): every delivered target, so a list of targets cannot multiply one
+ * token; the channels a join, part, nick change or away is told in; the
+ * lines of a LIST, WHO, NAMES or CHATHISTORY answer (chat_lines_price).
+ * The bucket may go below zero: the client is not read until it is back
+ * above one. */
 void chat_charge(struct session *s, int targets)
 {
     if (targets > 1)

@@ -117,6 +117,17 @@ void chat_format_time(char *out, size_t cap, int64_t ns);
 bool chat_valid_channel(const char *c);
 size_t chat_utf8_cut(const char *text, size_t len, size_t max);
 void chat_charge(struct session *s, int targets);
+/* The prices of flood control (docs/chat.md, "What a request costs"), in
+ * tokens: lines of an answer (LIST, WHO, NAMES, CHATHISTORY) per token,
+ * and log records a CHATHISTORY read per token. */
+#define CHAT_LINES_PER_TOKEN 10
+#define CHAT_READS_PER_TOKEN 1000
+/* Tokens for an answer of this many lines (at least one). */
+static inline int chat_lines_price(unsigned long lines)
+{
+    unsigned long t = (lines + CHAT_LINES_PER_TOKEN - 1) / CHAT_LINES_PER_TOKEN;
+    return t < 1 ? 1 : t > 1000000 ? 1000000 : (int)t;
+}
 /* The bounds on output waiting for this connection (yard_fx_out_bounds):
  * an account's, or the lower ones of a guest and of a connection not
  * logged in yet. */

@@ -205,6 +205,17 @@ void chat_member_rename(chat_state_t *cs, int slot, const char *name)
     chat_casefold(m->key, m->account, strlen(m->account));
 }
 
+unsigned chat_member_channels(chat_state_t *cs, int slot)
+{
+    chat_lock(cs);
+    const struct chat_member *m = chat_member_at(cs, slot);
+    unsigned n = 0;
+    for (unsigned w = 0; w < cs->words; w++)
+        n += (unsigned)__builtin_popcountll(m->chans[w]);
+    chat_unlock(cs);
+    return n;
+}
+
 bool chat_members_share(chat_state_t *cs, int a, int b)
 {
     const struct chat_member *ma = chat_member_at(cs, a), *mb = chat_member_at(cs, b);

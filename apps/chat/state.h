@@ -152,6 +152,8 @@ int chat_member_named(chat_state_t *cs, const char *key);
 unsigned chat_guests_from(chat_state_t *cs, const uint8_t addr[16]);
 /* A guest's new nick. */
 void chat_member_rename(chat_state_t *cs, int slot, const char *name);
+/* How many channels the member in slot is in (takes the lock). */
+unsigned chat_member_channels(chat_state_t *cs, int slot);
 /* Do the members in slots a and b share a channel? Under the lock. */
 bool chat_members_share(chat_state_t *cs, int a, int b);
 /* The channel's index, created when create is set: -1 unknown, -2 full. */

@@ -169,3 +169,32 @@ def test_a_guest_that_does_not_read_is_closed_sooner(chat, model):
     for s in (lazy_guest, lazy_bo):
         s.close()
     ana.close()
+
+
+@pytest.mark.models(extra=["fork-pair"])
+def test_a_list_is_charged_by_its_lines(chat, model):
+    """Issue 44's fourth attack again: a LIST of 1,000 channels cost one flood token.
+    Now a token per 10 lines: with 120 channels a LIST (122 lines) costs 13, so at 20
+    tokens a second and 20 at once, six LISTs and a PING (79 tokens) take about 3 s,
+    where one token a line let them through at once. The bound checked is a lower one
+    (2 s), which a slow machine cannot break, and every answer arrives."""
+    srv, _ = chat(model, "--guests", "--flood-rate", "20", "--flood-burst", "20",
+                  "--max-channels-per-account", "200")
+    ana = Irc(srv.port)
+    ana.send("PASS pw-ana", "NICK ana", "USER ana 0 * :ana")
+    ana.expect(r" 001 ana ")
+    for i in range(0, 120, 10):                      # 10 channels a line: 10 tokens
+        ana.send("JOIN " + ",".join(f"#r{j:03d}" for j in range(i, i + 10)))
+        ana.expect(rf" 366 ana #r{i + 9:03d} ", timeout=30)
+    g = guest(srv.port, "gus")
+    g.expect(r" 001 gus ")
+    g.expect(r" 422 gus |376 gus ")
+    t0 = time.monotonic()
+    g.send(*["LIST"] * 6, "PING :end")
+    g.expect(r"PONG yard :end$", timeout=60)
+    elapsed = time.monotonic() - t0
+    assert sum(" 323 gus :End of /LIST" in ln for ln in g.lines) == 6
+    assert sum(" 322 gus #r" in ln for ln in g.lines) == 6 * 120
+    assert elapsed >= 2.0, f"six LISTs of 122 lines in {elapsed:.2f} s: not charged by lines"
+    for c in (ana, g):
+        c.close()

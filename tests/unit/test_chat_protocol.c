@@ -4,6 +4,9 @@
  * batch, the command table's answers and bad input. The formats are the
  * ones tests/integration/test_chat*.py expect of the real server. */
 #include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "chat_harness.h"
 #include "test.h"
@@ -240,6 +243,91 @@ static void test_nick_change_queue_full(void)
     ch_stop(h);
 }
 
+/* Flood control with one token at once and ten a second: what a request
+ * costs shows as how long the next line (a PING) waits on the fake clock. */
+static const char *const priced[] = {"guests", "flood-rate=10", "flood-burst=1", NULL};
+
+/* The client's PING, behind a request that cost N tokens with one in the
+ * bucket, is answered after N / 10 s of fake time, not before (within
+ * 60 ms). */
+static void pong_after(chat_harness_t *h, int id, unsigned wait_ms)
+{
+    ch_feed(h, id, "PING :priced\r\n");
+    for (unsigned t = 0; t + 60 < wait_ms; t += 10) {
+        const char *l;
+        while ((l = ch_line(h, id)) != NULL)
+            if (!strcmp(l, S "PONG yard :priced")) {
+                fprintf(stderr, "PONG after %u ms, %u ms expected\n", t, wait_ms);
+                exit(1);
+            }
+        ch_advance(h, 10 * 1000000ull);
+    }
+    ch_advance(h, 120 * 1000000ull);
+    CH_SKIP_TO(h, id, S "PONG yard :priced");
+}
+
+/* Time enough for the bucket to be full again (one token). */
+static void refill(chat_harness_t *h)
+{
+    for (int i = 0; i < 100; i++)
+        ch_advance(h, 100 * 1000000ull);
+}
+
+/* LIST, WHO and NAMES cost a token per ten lines of their answer; a guest's
+ * nick change a token per channel it is in; CHATHISTORY a token per ten
+ * messages it returns. */
+static void test_flood_prices(void)
+{
+    chat_harness_t *h = ch_start(priced);
+    ch_account(h, "alice", "pw-alice");
+    ch_account(h, "bob", "pw-bob");
+    int a = ch_login(h, "alice", "pw-alice", NULL);
+    int b = ch_login(h, "bob", "pw-bob", NULL);
+    char join[1024];
+    size_t n = (size_t)snprintf(join, sizeof join, "JOIN ");
+    for (int i = 0; i < 45; i++)
+        n += (size_t)snprintf(join + n, sizeof join - n, "%s#a%02d", i ? "," : "", i);
+    snprintf(join + n, sizeof join - n, "\r\n");
+    ch_feed(h, a, join);
+    for (size_t i = 0; join[i]; i++)
+        if (join[i] == 'a' && join[i - 1] == '#')
+            join[i] = 'b';
+    ch_feed(h, b, join);
+    refill(h);
+    ch_discard(h, a);
+    ch_discard(h, b);
+    ch_feed(h, a, "LIST\r\n"); /* 92 lines: 10 tokens */
+    CH_SKIP_TO(h, a, S "323 alice :End of /LIST");
+    pong_after(h, a, 1000);
+    refill(h);
+    ch_feed(h, a, "WHO #a00\r\n"); /* 2 lines: 1 token */
+    CH_SKIP_TO(h, a, S "315 alice #a00 ");
+    pong_after(h, a, 100);
+    /* A guest in 12 channels: its NICK is told in 12. */
+    int g = ch_connect(h);
+    ch_feed(h, g, "NICK zed\r\nUSER zed 0 * :Zed\r\n");
+    CH_SKIP_TO(h, g, S "422 zed ");
+    ch_feed(h, g, "JOIN #a00,#a01,#a02,#a03,#a04,#a05,#a06,#a07,#a08,#a09,#a10,#a11\r\n");
+    refill(h);
+    ch_discard(h, g);
+    ch_feed(h, g, "NICK zeta\r\n");
+    CH_EXPECT(h, g, ":zed!zed@yard NICK :zeta");
+    pong_after(h, g, 1200);
+    /* 100 messages, then CHATHISTORY of them: 10 tokens. */
+    for (int i = 0; i < 100; i++) {
+        char line[64];
+        snprintf(line, sizeof line, "PRIVMSG #a00 :message %d\r\n", i);
+        ch_feed(h, a, line);
+        ch_advance(h, 100 * 1000000ull);
+    }
+    refill(h);
+    ch_discard(h, g);
+    ch_feed(h, g, "CHATHISTORY LATEST #a00 * 100\r\n");
+    CH_SKIP_TO(h, g, ":alice!alice@yard PRIVMSG #a00 :message 99");
+    pong_after(h, g, 1000);
+    ch_stop(h);
+}
+
 static void test_messages(void)
 {
     int a, b;
@@ -402,6 +490,7 @@ int main(int argc, char **argv)
         {"channels", test_channels},
         {"messages", test_messages},
         {"nick_change_queue_full", test_nick_change_queue_full},
+        {"flood_prices", test_flood_prices},
         {"operator_errors", test_operator_errors},
         {"chathistory_batch", test_chathistory_batch},
         {"chathistory_far_timestamp", test_chathistory_far_timestamp},
