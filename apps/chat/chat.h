@@ -77,6 +77,7 @@ struct chat_settings {
     unsigned login_pending_per_addr; /* ... from one source address */
     unsigned max_unregistered;       /* connections not logged in yet, in total */
     unsigned unregistered_per_addr;  /* ... from one source address */
+    unsigned unregistered_guest_share; /* percent of them without credentials */
     yard_rate_t login_fail_addr;     /* failed logins per address */
     yard_rate_t login_fail_account;  /* ... per account */
 };

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "yard/hash.h"
@@ -18,6 +19,7 @@
  * reclaimed and taken again is not freed by its first holder. */
 struct slot {
     uint32_t gen; /* 0: free */
+    bool creds;   /* unregistered: it offered credentials (never shed) */
     chat_addr_t addr;
     uint64_t since_ns;
 };
@@ -147,6 +149,7 @@ static uint64_t slot_take(chat_guard_t *g, struct slot *s, const chat_addr_t *a,
     if (++g->gen == 0)
         g->gen = 1;
     s->gen = g->gen;
+    s->creds = false;
     s->addr = *a;
     s->since_ns = now_ns;
     return (uint64_t)s->gen << 32 | (index + 1);
@@ -161,23 +164,115 @@ static void slot_free(struct slot *v, unsigned n, uint64_t ticket)
         v[index - 1].gen = 0;
 }
 
-int chat_guard_enter(chat_guard_t *g, const chat_addr_t *a, uint64_t now_ns, uint64_t *ticket)
+/* A live slot without credentials, for choosing whom to shed. */
+struct open_slot {
+    chat_addr_t addr;
+    uint64_t since_ns;
+    unsigned index;
+};
+
+static int by_addr_then_age(const void *x, const void *y)
+{
+    const struct open_slot *a = x, *b = y;
+    int c = memcmp(&a->addr, &b->addr, sizeof a->addr);
+    return c ? c : a->since_ns < b->since_ns ? -1 : a->since_ns > b->since_ns;
+}
+
+/* The slot to shed for a newcomer from a: the oldest credential-less one
+ * of the address holding the most of them (of two holding as many, the one
+ * whose oldest is older), when a holds fewer; else -1. Under the lock. */
+static int shed_victim(chat_guard_t *g, const chat_addr_t *a, uint64_t now_ns)
+{
+    unsigned n = g->o.max_unregistered, k = 0;
+    struct open_slot *v = malloc(n * sizeof *v);
+    if (!v)
+        return -1;
+    for (unsigned i = 0; i < n; i++) {
+        const struct slot *sl = &g->unregistered[i];
+        if (slot_live(sl, now_ns, g->o.unregistered_ttl_ns) && !sl->creds)
+            v[k++] = (struct open_slot){sl->addr, sl->since_ns, i};
+    }
+    qsort(v, k, sizeof *v, by_addr_then_age);
+    unsigned best = 0, best_n = 0, mine = 0; /* best: the first (oldest) of its group */
+    for (unsigned i = 0; i < k;) {
+        unsigned j = i;
+        while (j < k && !memcmp(&v[j].addr, &v[i].addr, sizeof v[i].addr))
+            j++;
+        if (!memcmp(&v[i].addr, a, sizeof *a))
+            mine = j - i;
+        if (j - i > best_n || (j - i == best_n && v[i].since_ns < v[best].since_ns)) {
+            best = i;
+            best_n = j - i;
+        }
+        i = j;
+    }
+    int victim = best_n > mine && best_n > 0 ? (int)v[best].index : -1;
+    free(v);
+    return victim;
+}
+
+int chat_guard_enter(chat_guard_t *g, const chat_addr_t *a, uint64_t now_ns, uint64_t *ticket,
+                     int *shed)
 {
     *ticket = 0;
+    *shed = -1;
     guard_lock(g);
     unsigned live;
     int free_at;
     unsigned mine = slots_scan(g->unregistered, g->o.max_unregistered, a, now_ns,
                                g->o.unregistered_ttl_ns, &live, &free_at);
+    unsigned open = 0;
+    for (unsigned i = 0; i < g->o.max_unregistered; i++)
+        open += slot_live(&g->unregistered[i], now_ns, g->o.unregistered_ttl_ns) &&
+                !g->unregistered[i].creds;
+    unsigned open_cap = (unsigned)((uint64_t)g->o.max_unregistered * g->o.open_share / 100);
     int v = CHAT_GUARD_OK;
-    if (mine >= g->o.unregistered_per_addr)
+    if (mine >= g->o.unregistered_per_addr) {
         v = CHAT_GUARD_TOO_MANY;
-    else if (free_at < 0)
-        v = CHAT_GUARD_FULL;
-    else
+    } else if (free_at < 0 || open >= open_cap) {
+        /* Full, or the credential-less hold their share: a newcomer takes
+         * the place of the oldest of the address holding the most. */
+        int victim = shed_victim(g, a, now_ns);
+        if (victim < 0) {
+            v = CHAT_GUARD_FULL;
+        } else {
+            *shed = victim;
+            *ticket = slot_take(g, &g->unregistered[victim], a, now_ns, (unsigned)victim);
+        }
+    } else {
         *ticket = slot_take(g, &g->unregistered[free_at], a, now_ns, (unsigned)free_at);
+    }
     guard_unlock(g);
     return v;
+}
+
+static struct slot *ticket_slot(chat_guard_t *g, uint64_t ticket)
+{
+    uint32_t index = (uint32_t)ticket, gen = (uint32_t)(ticket >> 32);
+    if (index == 0 || index > g->o.max_unregistered || g->unregistered[index - 1].gen != gen)
+        return NULL;
+    return &g->unregistered[index - 1];
+}
+
+void chat_guard_credentials(chat_guard_t *g, uint64_t ticket)
+{
+    if (!ticket)
+        return;
+    guard_lock(g);
+    struct slot *sl = ticket_slot(g, ticket);
+    if (sl)
+        sl->creds = true;
+    guard_unlock(g);
+}
+
+bool chat_guard_holds(chat_guard_t *g, uint64_t ticket)
+{
+    if (!ticket)
+        return true;
+    guard_lock(g);
+    bool holds = ticket_slot(g, ticket) != NULL;
+    guard_unlock(g);
+    return holds;
 }
 
 void chat_guard_leave(chat_guard_t *g, uint64_t ticket)

@@ -13,7 +13,13 @@
  *   trusts: a login from there is not held back by the account's bucket
  *   (the owner keeps getting in while somebody else guesses).
  * - A cap on connections that have not logged in yet, per address and in
- *   total.
+ *   total. Those that have offered no credentials yet (no PASS, no SASL:
+ *   would-be guests, or a crowd that never logs in) may hold only a share
+ *   of it; a login in progress is never shed. When the total or that share
+ *   is reached, a newcomer takes the place of the oldest credential-less
+ *   connection of the address holding the most of them (when its own
+ *   address holds fewer), which is then closed: a crowd from a few
+ *   addresses cannot shut a fresh address out.
  *
  * An account is counted whether or not it exists, so the limits do not tell
  * which accounts do. A source address is an IPv4 address, or the /64 of an
@@ -55,6 +61,7 @@ typedef struct chat_guard_opts {
     unsigned pending_per_addr; /* ... from one address */
     unsigned max_unregistered; /* connections not logged in yet, in total */
     unsigned unregistered_per_addr;
+    unsigned open_share; /* percent of max_unregistered without credentials */
     chat_rate_t addr_failures, account_failures;
     uint64_t unregistered_ttl_ns; /* no connection stays unregistered longer */
     uint64_t pending_ttl_ns;      /* no check takes longer */
@@ -62,7 +69,7 @@ typedef struct chat_guard_opts {
 
 #define CHAT_GUARD_DEFAULT_OPTS                                                                    \
     {.max_pending = 16, .pending_per_addr = 2, .max_unregistered = 1024,                           \
-     .unregistered_per_addr = 64, .addr_failures = {30, 30.0 / 600},                                \
+     .unregistered_per_addr = 64, .open_share = 50, .addr_failures = {30, 30.0 / 600},                                \
      .account_failures = {10, 10.0 / 600}, .unregistered_ttl_ns = 70 * 1000000000ull,              \
      .pending_ttl_ns = 120 * 1000000000ull}
 
@@ -81,9 +88,20 @@ enum chat_guard_verdict {
 chat_guard_t *chat_guard_create(yard_shm_t *shm, const chat_guard_opts_t *o, char *err,
                                 size_t errlen);
 
-/* A connection opened: count it as not logged in. CHAT_GUARD_OK and a
- * ticket (never 0), or TOO_MANY / FULL. */
-int chat_guard_enter(chat_guard_t *g, const chat_addr_t *a, uint64_t now_ns, uint64_t *ticket);
+/* A connection opened: count it as not logged in, without credentials.
+ * CHAT_GUARD_OK and a ticket (never 0), or TOO_MANY / FULL. *shed is the
+ * slot (chat_guard_slot) of the connection whose place it took, which is
+ * to be closed, or -1. */
+int chat_guard_enter(chat_guard_t *g, const chat_addr_t *a, uint64_t now_ns, uint64_t *ticket,
+                     int *shed);
+/* The slot a ticket names: 0 .. max_unregistered - 1. */
+static inline int chat_guard_slot(uint64_t ticket) { return (int)(uint32_t)ticket - 1; }
+/* The connection offered credentials (PASS, AUTHENTICATE): it is never
+ * shed, and no longer counts against the share of those without. */
+void chat_guard_credentials(chat_guard_t *g, uint64_t ticket);
+/* Does the ticket still hold its slot (false: it was shed)? A 0 ticket
+ * holds nothing and is not shed: true. */
+bool chat_guard_holds(chat_guard_t *g, uint64_t ticket);
 /* It logged in or closed (a 0 ticket is ignored). */
 void chat_guard_leave(chat_guard_t *g, uint64_t ticket);
 

@@ -57,7 +57,9 @@ static int chat_init(void **state, const yard_config_t *cfg, const void *setting
     app->guests_hold = set->guests_sendq_hold < app->guests_max / 2 ? set->guests_sendq_hold
                                                                     : app->guests_max / 2;
     app->cs = yard_shm_alloc(shm, sizeof *app->cs);
-    app->bus = yard_bus_create(shm, 1);
+    /* Topic 0: the log's last id. Topic 1 + i: unregistered slot i was
+     * shed (its holder is to close). */
+    app->bus = yard_bus_create(shm, 1 + set->max_unregistered);
     unsigned members =
         cfg->max_conns > 0 && cfg->max_conns < 100000 ? (unsigned)cfg->max_conns : 16384;
     char warn[800];
@@ -75,6 +77,7 @@ static int chat_init(void **state, const yard_config_t *cfg, const void *setting
     go.pending_per_addr = set->login_pending_per_addr;
     go.max_unregistered = set->max_unregistered;
     go.unregistered_per_addr = set->unregistered_per_addr;
+    go.open_share = set->unregistered_guest_share;
     go.addr_failures = (chat_rate_t){set->login_fail_addr.burst, set->login_fail_addr.per_s};
     go.account_failures = (chat_rate_t){set->login_fail_account.burst,
                                         set->login_fail_account.per_s};
@@ -214,6 +217,12 @@ static const yard_opt_t chat_opts[] = {
     {.name = "max-unregistered-per-addr", .form = "N", .type = YARD_OPT_INT,
      CHAT_FIELD(unregistered_per_addr), .min = 1, .max = 65536, .def = "64",
      .help = "the same from one address"},
+    {.name = "unregistered-guest-share", .form = "PCT", .type = YARD_OPT_INT,
+     CHAT_FIELD(unregistered_guest_share), .min = 1, .max = 100, .def = "50",
+     .help = "the percentage of --max-unregistered that connections which have offered no "
+             "credentials yet (no PASS, no SASL: would-be guests) may hold; when it or the total "
+             "is reached, a newcomer takes the place of the oldest of those of the address "
+             "holding the most, which is closed (a login in progress is never)"},
     {.name = "guests", .type = YARD_OPT_SWITCH, CHAT_FIELD(guests),
      .help = "a public server: a client that registers with NICK and USER and no credentials is "
              "a guest (accounts' names stay theirs); off: logging in is required"},

@@ -421,6 +421,7 @@ void chat_cmd_authenticate(struct chat_app *app, struct session *s, yard_fx_t *f
         } else {
             s->reg.sasl_plain = true;
             s->reg.sasl_len = 0;
+            chat_guard_credentials(app->guard, s->login.enter_ticket); /* never shed now */
             chat_sendf(fx, "AUTHENTICATE +");
         }
         return;
@@ -468,6 +469,7 @@ void chat_cmd_pass(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
 {
     snprintf(s->reg.pass, sizeof s->reg.pass, "%s", m->params[0]);
     s->reg.have_pass = true;
+    chat_guard_credentials(app->guard, s->login.enter_ticket); /* never shed now */
 }
 
 /* NICK nick, before registration: the account's name, or a guest's nick. */

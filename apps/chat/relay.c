@@ -466,7 +466,14 @@ void chat_news(void *state, void *session, yard_fx_t *fx)
 {
     struct chat_app *app = state;
     struct session *s = session;
-    if (s->state != ST_READY || s->relay.posting)
+    if (s->state != ST_READY) { /* its slot's topic: was it shed? */
+        if (!chat_shed(app, s, fx) && s->login.enter_ticket) {
+            uint32_t topic = 1 + (uint32_t)chat_guard_slot(s->login.enter_ticket);
+            yard_fx_watch(fx, app->bus, topic, yard_bus_seq(app->bus, topic));
+        }
+        return;
+    }
+    if (s->relay.posting)
         return; /* after the post: its ids must be known as ours first */
     int rc = relay_tail(app, s, fx);
     if (rc == -EAGAIN) {

@@ -136,7 +136,15 @@ void chat_open(void *state, void *session, yard_fx_t *fx)
     s->reg.register_by = fx->now_ns + app->set->register_timeout_ns;
     chat_sendq_bounds(app, s, fx);
     chat_addr_of(fx->peer, &s->login.addr);
-    int v = chat_guard_enter(app->guard, &s->login.addr, fx->now_ns, &s->login.enter_ticket);
+    int shed;
+    int v = chat_guard_enter(app->guard, &s->login.addr, fx->now_ns, &s->login.enter_ticket,
+                             &shed);
+    if (shed >= 0) /* the connection whose place this one took: it hears so and closes */
+        yard_bus_publish(app->bus, 1 + (uint32_t)shed, yard_bus_seq(app->bus, 1 + (uint32_t)shed) + 1);
+    if (v == CHAT_GUARD_OK) { /* and so would this one, were it shed in turn */
+        uint32_t topic = 1 + (uint32_t)chat_guard_slot(s->login.enter_ticket);
+        yard_fx_watch(fx, app->bus, topic, yard_bus_seq(app->bus, topic));
+    }
     if (v != CHAT_GUARD_OK) {
         char where[64];
         chat_addr_text(&s->login.addr, where, sizeof where);
@@ -217,11 +225,25 @@ void chat_timer(void *state, void *session, yard_fx_t *fx)
     liveness(app, s, fx);
 }
 
+bool chat_shed(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    if (s->state == ST_READY || chat_guard_holds(app->guard, s->login.enter_ticket))
+        return false;
+    s->login.enter_ticket = 0; /* the slot is another's now */
+    chat_sendf(fx, "ERROR :Closing Link: too many connections have not logged in; this was the "
+                   "oldest from the address that has the most (--max-unregistered %u)",
+               app->set->max_unregistered);
+    yard_fx_close(fx, NULL);
+    return true;
+}
+
 size_t chat_data(void *state, void *session, const uint8_t *in, size_t n, yard_fx_t *fx)
 {
     struct chat_app *app = state;
     struct session *s = session;
     size_t used = 0;
+    if (s->state != ST_READY && chat_shed(app, s, fx))
+        return n;
     s->in.heard_ns = fx->now_ns; /* any line is a sign of life (the timer checks lazily) */
     s->in.pinged_ns = 0;
     /* Refill the flood bucket. */

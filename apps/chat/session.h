@@ -132,6 +132,9 @@ static inline int chat_lines_price(unsigned long lines)
  * an account's, or the lower ones of a guest and of a connection not
  * logged in yet. */
 void chat_sendq_bounds(struct chat_app *app, struct session *s, yard_fx_t *fx);
+/* A connection not logged in yet whose place a newcomer took (guard.h):
+ * told so and closed (true). */
+bool chat_shed(struct chat_app *app, struct session *s, yard_fx_t *fx);
 void chat_job_done(void *state, void *session, void *arg, yard_fx_t *fx);
 void chat_open(void *state, void *session, yard_fx_t *fx);
 void chat_timer(void *state, void *session, yard_fx_t *fx);

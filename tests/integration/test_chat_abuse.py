@@ -198,3 +198,60 @@ def test_a_list_is_charged_by_its_lines(chat, model):
     assert elapsed >= 2.0, f"six LISTs of 122 lines in {elapsed:.2f} s: not charged by lines"
     for c in (ana, g):
         c.close()
+
+
+def alive(c, tag="alive") -> bool:
+    """Does the connection still answer (PONG), or was it closed (ERROR, or gone)?"""
+    try:
+        c.send(f"PING :{tag}")
+        return c.expect(rf"PONG yard :{tag}$|^ERROR ", timeout=10).group(0).startswith("PONG")
+    except (OSError, AssertionError):
+        return False
+
+
+def idle(port, source, tag):
+    """A connection that never logs in, once the server has counted it (its PONG)."""
+    c = Irc(port, source=source)
+    c.send(f"PING :{tag}")
+    c.expect(rf"PONG yard :{tag}$|^ERROR ")
+    return c
+
+
+@pytest.mark.models()
+def test_a_full_unregistered_table_sheds_the_biggest_holder(chat, model):
+    """Issue 44's fifth attack, scaled: 40 connections from 4 addresses that never log
+    in fill --max-unregistered 40, and the server used to answer everyone else 'the
+    server is busy'. Now a newcomer from a fresh address takes the place of the oldest
+    connection of an address holding the most, which is told so and closed; the newcomer
+    logs in, and the other 39 are still there."""
+    srv, _ = chat(model, "--max-unregistered", "40", "--max-unregistered-per-addr", "10",
+                  "--unregistered-guest-share", "100")
+    crowd = [idle(srv.port, f"127.0.0.{11 + i // 10}", f"c{i}") for i in range(40)]
+    assert all(" PONG " in c.lines[-1] for c in crowd)
+    bo = login_pass(srv.port, "bo", "pw-bo", source="127.0.0.20")
+    bo.expect(r" 376 bo | 422 bo ")
+    oldest = crowd[0]
+    oldest.expect(r"^ERROR :Closing Link: too many connections have not logged in; this was "
+                  r"the oldest from the address that has the most")
+    assert oldest.wait_closed()
+    assert sum(alive(c) for c in crowd[1:]) == 39
+    for c in crowd + [bo]:
+        c.close()
+
+
+@pytest.mark.models()
+def test_connections_without_credentials_hold_only_their_share(chat, model):
+    """Connections that offered no credentials may hold --unregistered-guest-share (50%)
+    of --max-unregistered: of 30 such from 3 addresses with 40 slots, 20 stay (each
+    newcomer past 20 sheds the oldest of the address holding the most), and a login in
+    progress that had sent PASS is never shed: it finishes and logs in."""
+    srv, _ = chat(model, "--max-unregistered", "40", "--max-unregistered-per-addr", "20")
+    ana = Irc(srv.port, source="127.0.0.30")
+    ana.send("PASS pw-ana", "PING :creds")
+    ana.expect(r"PONG yard :creds$")
+    crowd = [idle(srv.port, f"127.0.0.{11 + i // 10}", f"c{i}") for i in range(30)]
+    assert sum(alive(c, "final") for c in crowd) == 20
+    ana.send("NICK ana", "USER ana 0 * :ana")
+    ana.expect(r" 001 ana ")
+    for c in crowd + [ana]:
+        c.close()

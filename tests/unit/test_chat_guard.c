@@ -78,25 +78,79 @@ static void test_unregistered(void)
     o.max_unregistered = 5;
     o.unregistered_per_addr = 3;
     o.unregistered_ttl_ns = 10 * S;
+    o.open_share = 100;
     yard_shm_t *shm;
     chat_guard_t *g = guard(&shm, &o);
     chat_addr_t a = v4("127.0.0.1"), b = v4("127.0.0.2");
-    uint64_t t[6], now = 100 * S;
+    uint64_t t[7], now = 100 * S;
+    int shed;
     for (int i = 0; i < 3; i++)
-        ASSERT_EQ(chat_guard_enter(g, &a, now, &t[i]), CHAT_GUARD_OK);
-    ASSERT_EQ(chat_guard_enter(g, &a, now, &t[3]), CHAT_GUARD_TOO_MANY);
+        ASSERT_EQ(chat_guard_enter(g, &a, now + (uint64_t)i, &t[i], &shed), CHAT_GUARD_OK);
+    ASSERT_EQ(chat_guard_enter(g, &a, now, &t[3], &shed), CHAT_GUARD_TOO_MANY);
     ASSERT_U64_EQ(t[3], 0);
     /* Another address is not held back by the first one's cap... */
-    ASSERT_EQ(chat_guard_enter(g, &b, now, &t[3]), CHAT_GUARD_OK);
-    ASSERT_EQ(chat_guard_enter(g, &b, now, &t[4]), CHAT_GUARD_OK);
-    /* ...but by the total. */
-    ASSERT_EQ(chat_guard_enter(g, &b, now, &t[5]), CHAT_GUARD_FULL);
-    chat_guard_leave(g, t[0]);
-    chat_guard_leave(g, t[0]); /* twice: no effect on whoever holds it next */
-    ASSERT_EQ(chat_guard_enter(g, &a, now, &t[0]), CHAT_GUARD_OK);
-    ASSERT_EQ(chat_guard_enter(g, &a, now, &t[5]), CHAT_GUARD_TOO_MANY);
+    ASSERT_EQ(chat_guard_enter(g, &b, now + 10, &t[3], &shed), CHAT_GUARD_OK);
+    ASSERT_EQ(shed, -1);
+    ASSERT_EQ(chat_guard_enter(g, &b, now + 11, &t[4], &shed), CHAT_GUARD_OK);
+    /* ...nor by the total: full, it takes the place of the oldest of the
+     * address holding the most (a: 3, b: 2), which no longer holds it. */
+    ASSERT_EQ(chat_guard_enter(g, &b, now + 12, &t[5], &shed), CHAT_GUARD_OK);
+    ASSERT_EQ(shed, chat_guard_slot(t[0]));
+    ASSERT_EQ(chat_guard_slot(t[5]), chat_guard_slot(t[0]));
+    ASSERT(!chat_guard_holds(g, t[0]));
+    ASSERT(chat_guard_holds(g, t[1]) && chat_guard_holds(g, t[5]));
+    /* Now a holds 2, b 3: a newcomer from a, holding fewer than b... */
+    ASSERT_EQ(chat_guard_enter(g, &a, now + 13, &t[6], &shed), CHAT_GUARD_OK);
+    ASSERT_EQ(shed, chat_guard_slot(t[3])); /* b's oldest */
+    /* ...and one from a again: a is at its own cap (3). */
+    uint64_t gone = t[0];
+    ASSERT_EQ(chat_guard_enter(g, &a, now + 14, &t[0], &shed), CHAT_GUARD_TOO_MANY);
+    chat_guard_leave(g, t[1]);
+    chat_guard_leave(g, t[1]); /* twice: no effect on whoever holds it next */
+    chat_guard_leave(g, gone); /* a shed ticket: likewise */
+    ASSERT(chat_guard_holds(g, t[5]));
+    ASSERT_EQ(chat_guard_enter(g, &a, now + 15, &t[1], &shed), CHAT_GUARD_OK);
+    ASSERT_EQ(shed, -1);
     /* A holder that vanished (a killed process) is forgotten after the ttl. */
-    ASSERT_EQ(chat_guard_enter(g, &a, now + 11 * S, &t[5]), CHAT_GUARD_OK);
+    ASSERT_EQ(chat_guard_enter(g, &a, now + 11 * S, &t[0], &shed), CHAT_GUARD_OK);
+    ASSERT_EQ(shed, -1);
+    yard_shm_destroy(shm);
+}
+
+/* Connections without credentials hold at most their share; a login in
+ * progress is never shed, and a newcomer from the address holding the most
+ * is refused rather than shedding its own kind. */
+static void test_unregistered_share(void)
+{
+    chat_guard_opts_t o = CHAT_GUARD_DEFAULT_OPTS;
+    o.max_unregistered = 8;
+    o.unregistered_per_addr = 8;
+    o.open_share = 50; /* 4 without credentials */
+    yard_shm_t *shm;
+    chat_guard_t *g = guard(&shm, &o);
+    chat_addr_t a = v4("10.0.0.1"), b = v4("10.0.0.2"), c = v4("10.0.0.3"), d = v4("10.0.0.4");
+    uint64_t t[12], now = 100 * S;
+    int shed;
+    ASSERT_EQ(chat_guard_enter(g, &d, now, &t[0], &shed), CHAT_GUARD_OK);
+    chat_guard_credentials(g, t[0]); /* d logs in: it does not count */
+    for (int i = 1; i <= 4; i++)
+        ASSERT_EQ(chat_guard_enter(g, &a, now + (uint64_t)i, &t[i], &shed), CHAT_GUARD_OK);
+    /* The share is reached: a fifth from a is refused (a holds the most). */
+    ASSERT_EQ(chat_guard_enter(g, &a, now + 5, &t[5], &shed), CHAT_GUARD_FULL);
+    /* From b: a's oldest makes room. */
+    ASSERT_EQ(chat_guard_enter(g, &b, now + 6, &t[6], &shed), CHAT_GUARD_OK);
+    ASSERT_EQ(shed, chat_guard_slot(t[1]));
+    ASSERT(!chat_guard_holds(g, t[1]));
+    ASSERT_EQ(chat_guard_enter(g, &c, now + 7, &t[7], &shed), CHAT_GUARD_OK);
+    ASSERT_EQ(shed, chat_guard_slot(t[2]));
+    /* d's login in progress was never a candidate. */
+    ASSERT(chat_guard_holds(g, t[0]));
+    /* One that offers credentials leaves the share: room for one more. */
+    chat_guard_credentials(g, t[6]);
+    ASSERT_EQ(chat_guard_enter(g, &c, now + 8, &t[8], &shed), CHAT_GUARD_OK);
+    ASSERT_EQ(shed, -1);
+    chat_guard_credentials(g, 0); /* a 0 ticket: nothing */
+    ASSERT(chat_guard_holds(g, 0));
     yard_shm_destroy(shm);
 }
 
@@ -269,6 +323,7 @@ int main(void)
     test_addresses();
     test_rate_parse();
     test_unregistered();
+    test_unregistered_share();
     test_pending_checks();
     test_address_failures();
     test_account_failures();
