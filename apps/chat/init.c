@@ -180,11 +180,13 @@ static const yard_opt_t chat_opts[] = {
      .help = "time to log in; a client that has not is closed"},
     {.name = "flood-rate", .form = "N", .type = YARD_OPT_INT, CHAT_FIELD(flood_rate), .min = 0,
      .max = 1000000, .def = "100",
-     .help = "lines per second one client may send, sustained (a list of targets counts each); "
-             "a faster client is not read until it is due; 0: no limit (benchmarks of the log)"},
+     .help = "tokens per second one client may spend, sustained: a line costs one, a list of "
+             "targets one each, a LIST, WHO or NAMES one per 10 lines of its answer (docs/chat.md "
+             "lists every price); a faster client is not read until it is due; 0: no limit "
+             "(benchmarks of the log)"},
     {.name = "flood-burst", .form = "N", .type = YARD_OPT_INT, CHAT_FIELD(flood_burst), .min = 1,
      .max = 1000000, .def = "200",
-     .help = "lines one client may send at once before --flood-rate applies"},
+     .help = "tokens one client may spend at once (a line is one) before --flood-rate applies"},
     {.name = "ping-interval-ms", .form = "N", .type = YARD_OPT_MS, CHAT_FIELD(ping_interval_ns),
      .min = 0, .max = 86400000, .def = "120000",
      .help = "PING a logged-in client that has sent nothing for N ms; 0: never"},
