@@ -139,7 +139,8 @@ test-tsan: tsan venv
 		tests/integration/test_yard_load_histlog.py tests/integration/test_chat_queries.py \
 		tests/integration/test_chat_presence.py tests/integration/test_chat_ircv3.py \
 		tests/integration/test_chat_history.py tests/integration/test_chat_modes.py \
-		tests/integration/test_chat_guests.py tests/integration/test_poller.py \
+		tests/integration/test_chat_guests.py tests/integration/test_chat_abuse.py \
+		tests/integration/test_poller.py \
 		tests/integration/test_eve.py \
 		tests/integration/test_tasks.py tests/integration/test_background.py \
 		-k "not test_counter_8_clients_10000_increments[coro-perms] and not test_counter_8_clients_10000_increments[eve-None] and not stall and not keeps_its_rate"
