@@ -217,7 +217,7 @@ def idle(port, source, tag):
     return c
 
 
-@pytest.mark.models()
+@pytest.mark.models(extra=["fork-pair"])
 def test_a_full_unregistered_table_sheds_the_biggest_holder(chat, model):
     """Issue 44's fifth attack, scaled: 40 connections from 4 addresses that never log
     in fill --max-unregistered 40, and the server used to answer everyone else 'the
@@ -239,7 +239,7 @@ def test_a_full_unregistered_table_sheds_the_biggest_holder(chat, model):
         c.close()
 
 
-@pytest.mark.models()
+@pytest.mark.models(extra=["fork-pair"])
 def test_connections_without_credentials_hold_only_their_share(chat, model):
     """Connections that offered no credentials may hold --unregistered-guest-share (50%)
     of --max-unregistered: of 30 such from 3 addresses with 40 slots, 20 stay (each
