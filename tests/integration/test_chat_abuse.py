@@ -165,6 +165,8 @@ def test_a_guest_that_does_not_read_is_closed_sooner(chat, model):
              what="the guest closed past its bound")
     assert "bo" in names(ana, "ana", "#busy")
     assert sent < 32 << 20, f"{sent} bytes of traffic"
+    # (the server's log lines leave through a queue of their own: waited for)
+    wait_for(lambda: "send queue exceeded" in srv.stderr(), what="the close in the log")
     assert srv.stderr().count("send queue exceeded") == 1
     for s in (lazy_guest, lazy_bo):
         s.close()
