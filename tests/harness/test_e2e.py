@@ -81,7 +81,10 @@ def test_bench_smoke(tmp_path):
                                             if p.parent.name == "tls")}
     assert set(hs) == {"off", "on"}
     for resume, t in hs.items():
-        assert t["status"] == "ok", t["problems"]
+        # A client verifies what the server signs: on two cores the generator's side of a full
+        # handshake can saturate first, which the harness marks invalid (a lower bound).
+        assert t["status"] == "ok" or (t["status"] == "invalid" and all(
+            "generator saturated" in p for p in t["problems"])), t["problems"]
         assert t["commands"]["load"][t["commands"]["load"].index("--target") + 1].startswith("tls:")
         tls = t["load"]["stdout_json"]["tls"]
         assert tls["failures"] == 0 and tls["full_handshakes"] + tls["resumed_handshakes"] > 0
