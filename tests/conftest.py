@@ -37,7 +37,7 @@ MODELS = variants.models()
 # sink protocols; the conformance tests run against them too (SERVERS).
 # YARD_PEERS=0 leaves them out (the sanitizer runs do: the peers are not
 # our code).
-ALL_PEERS = ["go", "node", "node-cluster", "erlang", "elixir"]
+ALL_PEERS = ["go", "node", "node-cluster", "erlang", "elixir", "rust-tokio", "rust-monoio"]
 PEERS = ALL_PEERS if os.environ.get("YARD_PEERS", "1") != "0" else []
 SERVERS = MODELS + PEERS
 # The Eve programs examples/eve/{echo,counter}.eve, compiled by the build
@@ -51,8 +51,38 @@ def peer_built(peer: str) -> bool:
     name = peer.split("-")[0]
     marker = {"go": "peers/go/bin/yard-peer-go", "node": "peers/node/node_modules",
               "erlang": "peers/erlang/ebin/yard_peer.beam",
-              "elixir": "peers/elixir/ebin/.built"}[name]
+              "elixir": "peers/elixir/ebin/.built",
+              "rust": "peers/rust/target/release/yard-peer-rust"}[name]
     return (ROOT / marker).exists()
+
+
+_MONOIO: list[str | None] = []
+
+
+def _readable(f, timeout: float) -> bool:
+    with selectors.DefaultSelector() as sel:
+        sel.register(f, selectors.EVENT_READ)
+        return bool(sel.select(timeout))
+
+
+def monoio_unavailable() -> str | None:
+    """Why the Rust peer's monoio runtime cannot run here (its message when
+    io_uring is refused: it exits 1, as yard-serve's uring model does), or None."""
+    if not _MONOIO:
+        p = subprocess.Popen([ROOT / "peers" / "rust" / "run", "--runtime", "monoio", "--app",
+                              "echo", "--listen", "127.0.0.1:0", "--workers", "1"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            # "listening ..." or, when it exits at once, nothing; at most 10 s
+            line = p.stdout.readline() if _readable(p.stdout, 10) else b""
+        finally:
+            p.terminate()
+            _, err = p.communicate(timeout=10)
+        why = None
+        if not line.startswith(b"listening "):
+            why = err.decode(errors="replace").strip() or f"exit status {p.returncode}"
+        _MONOIO.append(why)
+    return _MONOIO[0]
 
 # Any of these on a server's stderr fails the test that ran it.
 SANITIZER_MARKERS = ["ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
@@ -324,9 +354,13 @@ def serve(start_server):
             if not peer_built(model):
                 pytest.skip(f"peer {model} is not built (make peers)")
             name, _, variant = model.partition("-")
+            if model == "rust-monoio" and (why := monoio_unavailable()):
+                pytest.skip(f"rust-monoio is unavailable here: {why}")
             argv = [ROOT / "peers" / name / "run", "--app", app, "--listen", listen, *flags]
             if variant == "cluster":
                 argv += ["--cluster", "2"]
+            if name == "rust":
+                argv += ["--runtime", variant]
         else:
             skip_unavailable(model)
             argv = [BIN / "yard-serve", "--app", app, *model_args(model), "--listen", listen,

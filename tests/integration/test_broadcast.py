@@ -19,7 +19,7 @@ import pytest
 from conftest import server_has_read, wait_for
 from test_peers import peer_argv
 
-PEERS = ["go", "node", "erlang", "elixir"]
+PEERS = ["go", "node", "erlang", "elixir", "rust-tokio"]
 MAX_LINE = 64 * 1024
 MAX_QUEUED = 1024 * 1024
 

@@ -1,5 +1,5 @@
-"""The reference peers (peers/go, peers/node, peers/erlang, peers/elixir) speak the engine's
-protocols exactly: echo, counter, sink and the REST API, started through
+"""The reference peers (peers/go, peers/node, peers/erlang, peers/elixir, peers/rust on tokio
+and on monoio) speak the engine's protocols exactly: echo, counter, sink and the REST API, started through
 their launchers, with a clean exit on SIGTERM and no process left behind."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, recv_exactly, recv_until_closed, wait_for
+from conftest import BIN, ROOT, monoio_unavailable, recv_exactly, recv_until_closed, wait_for
 
 PEERS = {
     "go": ("go", [], "go"),
@@ -25,25 +25,39 @@ PEERS = {
     "node-cluster": ("node", ["--cluster", "2"], "node"),
     "erlang": ("erlang", [], "erl"),
     "elixir": ("elixir", [], "elixir"),
+    "rust-tokio": ("rust", ["--runtime", "tokio"], "cargo"),
+    "rust-monoio": ("rust", ["--runtime", "monoio"], "cargo"),
 }
 BEAM_PEERS = ["erlang", "elixir"]
+# The apps of a peer that does not serve all five.
+PEER_APPS = {"rust-monoio": {"echo", "counter", "sink"}}
 _built: set[str] = set()
 
 
 def peer_argv(peer: str, app: str, *flags: str) -> list:
     """The launcher argv for a peer, building it (make -C peers) once."""
     directory, extra, tool = PEERS[peer]
+    if app not in PEER_APPS.get(peer, {app}):
+        pytest.skip(f"{peer} does not serve --app {app} (docs/peers.md)")
     if tool == "go" and not (shutil.which("go") or os.path.exists("/usr/local/go/bin/go")):
         pytest.skip("no Go toolchain")
-    if not shutil.which(tool if tool != "go" else "sh"):
+    if tool == "cargo" and not cargo_found():
+        pytest.skip("no cargo (Rust >= 1.85; see peers/Makefile)")
+    if tool not in ("go", "cargo") and not shutil.which(tool):
         pytest.skip(f"no {tool} toolchain")
     if directory not in _built:
         r = subprocess.run(["make", "-C", str(ROOT / "peers"), directory],
                            capture_output=True, text=True, timeout=600)
         assert r.returncode == 0, f"make -C peers {directory} failed:\n{r.stdout}\n{r.stderr}"
         _built.add(directory)
+    if peer == "rust-monoio" and (why := monoio_unavailable()):
+        pytest.skip(f"rust-monoio is unavailable here: {why}")
     return [ROOT / "peers" / directory / "run", "--app", app, "--listen", "127.0.0.1:0",
             *extra, *flags]
+
+
+def cargo_found() -> bool:
+    return bool(shutil.which("cargo")) or os.path.exists(os.path.expanduser("~/.cargo/bin/cargo"))
 
 
 def stop_clean(srv) -> None:
@@ -384,10 +398,11 @@ def test_rest_long_poll(peer, start_server):
 
 # ---- bcrypt on the BEAM (peers/beam_bcrypt) -------------------------------------
 
-@pytest.mark.parametrize("peer", BEAM_PEERS)
+@pytest.mark.parametrize("peer", BEAM_PEERS + ["rust-tokio"])
 def test_beam_password_routes(peer, start_server):
-    """The NIF's hashes verify the right password only, JSON escapes are
-    decoded before hashing, and unknown users and bad bodies are refused."""
+    """The NIF's hashes (the bcrypt crate's for rust-tokio) verify the right password
+    only, JSON escapes are decoded before hashing, and unknown users and bad bodies
+    are refused."""
     srv = start_server(peer_argv(peer, "rest", "--bcrypt-cost", "5"))
     users = {"alice": "s3cret", "bob": "p\u00e4ss w\u00f6rd", "carol": "x" * 72}
     for user, pw in users.items():
@@ -417,14 +432,20 @@ def test_beam_password_routes(peer, start_server):
     stop_clean(srv)
 
 
-@pytest.mark.parametrize("peer", BEAM_PEERS)
+# One thread for the connections: BEAM's one normal scheduler, tokio's one worker.
+ONE_SCHEDULER = {"erlang": ["--schedulers", "1"], "elixir": ["--schedulers", "1"],
+                 "rust-tokio": ["--workers", "1"]}
+
+
+@pytest.mark.parametrize("peer", list(ONE_SCHEDULER))
 def test_beam_bcrypt_runs_on_a_dirty_scheduler(peer, start_server):
     """With one normal scheduler (--schedulers 1), a costly hash must not stop
     other connections from being served: the NIF runs on a dirty CPU
     scheduler. Were it on the normal scheduler, no GET / would be answered
-    until the hash is done."""
+    until the hash is done. The same for tokio with one worker thread: the
+    hash runs on spawn_blocking's pool."""
     # Cost 14: some 1 s per hash on this machine (the dummy hash at start-up too).
-    srv = start_server(peer_argv(peer, "rest", "--bcrypt-cost", "14", "--schedulers", "1"))
+    srv = start_server(peer_argv(peer, "rest", "--bcrypt-cost", "14", *ONE_SCHEDULER[peer]))
     assert request(srv, "GET", "/")[0] == 200  # warm: inets starts its machinery
     done = threading.Event()
     result = {}
@@ -487,4 +508,94 @@ def test_elixir_http_keepalive_pipelining_chunked(start_server):
     with srv.connect() as s:
         s.sendall(b"POST /user/set/x HTTP/1.1\r\nHost: x\r\nContent-Length: 70000\r\n\r\n")
         assert recv_until_closed(s).startswith(b"HTTP/1.1 413 ")
+    stop_clean(srv)
+
+
+# ---- the Rust peer: bcrypt against libcrypt, monoio's limits ---------------------
+
+def libcrypt():
+    """libcrypt (libxcrypt), the bcrypt of yard-serve and of the BEAM peers' NIF."""
+    import ctypes
+    try:
+        lib = ctypes.CDLL("libcrypt.so.1")
+    except OSError as e:
+        pytest.skip(f"no libcrypt.so.1: {e}")
+    lib.crypt_gensalt.restype = ctypes.c_char_p
+    lib.crypt_gensalt.argtypes = [ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p, ctypes.c_int]
+    lib.crypt.restype = ctypes.c_char_p
+    lib.crypt.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    return lib
+
+
+def test_rust_bcrypt_hashes_verify_in_libcrypt_and_back():
+    """A $2b$ hash made by the Rust peer's bcrypt verifies in libcrypt (what
+    yard-serve's rest app calls) and one made by libcrypt verifies in the Rust
+    peer; a wrong password fails both ways."""
+    argv = [str(a) for a in peer_argv("rust-tokio", "rest")[:1]] + ["bcrypt"]
+    lib = libcrypt()
+    for pw in ("s3cret", "p\u00e4ss w\u00f6rd \U0001f600", "x" * 72):
+        raw = pw.encode()
+        r = subprocess.run(argv + ["hash", pw, "5"], capture_output=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        rust_hash = r.stdout.strip()
+        assert re.fullmatch(rb"\$2b\$05\$[./A-Za-z0-9]{53}", rust_hash), rust_hash
+        assert lib.crypt(raw, rust_hash) == rust_hash, pw
+        wrong = "!" + pw[1:]  # not pw + "!": bcrypt reads only 72 bytes
+        assert lib.crypt(wrong.encode(), rust_hash) != rust_hash, pw
+
+        salt = lib.crypt_gensalt(b"$2b$", 5, None, 0)
+        c_hash = lib.crypt(raw, salt)
+        assert c_hash.startswith(b"$2b$05$"), c_hash
+        ok = subprocess.run(argv + ["verify", pw, c_hash.decode()], capture_output=True, timeout=30)
+        assert ok.returncode == 0, (pw, ok.stderr)
+        bad = subprocess.run(argv + ["verify", wrong, c_hash.decode()], capture_output=True,
+                             timeout=30)
+        assert bad.returncode == 1, (pw, bad.stderr)
+    for bad_args in (["hash"], ["hash", "pw", "3"], ["frobnicate"]):
+        r = subprocess.run(argv + bad_args, capture_output=True, timeout=30)
+        assert r.returncode == 2 and r.stderr, bad_args
+    r = subprocess.run(argv + ["verify", "pw", "not a hash"], capture_output=True, timeout=30)
+    assert r.returncode == 1 and b"bcrypt verify" in r.stderr
+
+
+@pytest.mark.parametrize("app", ["rest", "broadcast"])
+def test_rust_monoio_refuses_what_it_does_not_serve(app):
+    argv = [str(a) for a in peer_argv("rust-monoio", "echo")]
+    argv[argv.index("echo")] = app
+    r = subprocess.run(argv, capture_output=True, timeout=30)
+    assert r.returncode == 2, r.stderr
+    assert b"--runtime monoio serves echo, counter and sink" in r.stderr
+
+
+def test_rust_monoio_without_io_uring_exits_1():
+    """Where the kernel refuses io_uring (here: a seccomp filter), the monoio
+    runtime says so and exits 1 before listening, like yard-serve's uring."""
+    no_uring = BIN / "yard-test-no-uring"
+    if not no_uring.exists():
+        pytest.skip(f"{no_uring} is not built")
+    argv = [str(a) for a in peer_argv("rust-monoio", "echo")]
+    r = subprocess.run([str(no_uring), *argv], capture_output=True, timeout=30)
+    assert r.returncode == 1, r.stderr
+    assert r.stdout == b""
+    assert b"io_uring is unavailable here" in r.stderr
+
+
+@pytest.mark.parametrize("workers", ["1", "3"])
+def test_rust_monoio_workers_share_the_port(workers, start_server):
+    """--workers N: N runtimes, each with its own SO_REUSEPORT listener on the
+    one port printed; connections spread over them are all served, and the
+    counter stays exact across the threads."""
+    srv = start_server(peer_argv("rust-monoio", "counter", "--workers", workers))
+    task = f"/proc/{srv.proc.pid}/task"
+    wait_for(lambda: len(os.listdir(task)) >= int(workers), 5, f"{workers} threads")
+    conns = [srv.connect() for _ in range(24)]
+    for s in conns:
+        s.sendall(b"\x01" * 10)
+    for s in conns:
+        recv_exactly(s, 80)
+    with srv.connect() as s:
+        s.sendall(b"\x00")
+        assert int.from_bytes(recv_exactly(s, 8), "big") == 240
+    for s in conns:
+        s.close()
     stop_clean(srv)
