@@ -488,13 +488,37 @@ PEER_FEATURES = {
                           "preemptive_scheduler": "yes (reductions); bcrypt on dirty schedulers",
                           "supervision": "a supervisor over the acceptors and the "
                                          "connections' Task.Supervisor"}},
+    "rust-tokio": {"summary": "Rust on tokio: a task per connection, M:N work stealing over "
+                              "epoll (the paradigm of coro); hyper for REST",
+                   "traits": {"multi_threaded": True, "multi_process": False,
+                              "lightweight_threads": True, "event_based": False,
+                              "completion_based": False, "explicit_concurrency": True,
+                              "shared_state": "shared memory: an atomic, RwLock'd maps",
+                              "ipc": "shared memory, channels (broadcast)",
+                              "error_isolation": "none: built with panic = abort",
+                              "preemptive_scheduler": "no (cooperative; a budget per task "
+                                                      "forces yields at I/O); bcrypt on "
+                                                      "spawn_blocking's threads",
+                              "supervision": "none"}},
+    "rust-monoio": {"summary": "Rust on monoio: thread-per-core io_uring runtimes, each with "
+                               "its own SO_REUSEPORT listener (the paradigm of uring)",
+                    "traits": {"multi_threaded": True, "multi_process": False,
+                               "lightweight_threads": True, "event_based": True,
+                               "completion_based": True, "explicit_concurrency": True,
+                               "shared_state": "shared memory: an atomic",
+                               "ipc": "none (a connection stays on its thread)",
+                               "error_isolation": "none: built with panic = abort",
+                               "preemptive_scheduler": "no (cooperative, no stealing)",
+                               "supervision": "none"}},
 }
 
 
 def peer_rows(experiments: list[dict]) -> list[dict]:
     """The PEER_FEATURES rows of the peers the run's experiments compared
-    (an alternative 'node-cluster' counts as node, 'go-papaya' as go)."""
-    used = {a.split("-")[0] for e in experiments for a in e.get("alternatives", [])}
+    (an alternative 'node-cluster' counts as node, 'go-papaya' as go; 'rust-tokio'
+    and 'rust-monoio' are rows of their own)."""
+    alts = {a for e in experiments for a in e.get("alternatives", [])}
+    used = alts | {a.split("-")[0] for a in alts}
     return [{"name": n, **f} for n, f in PEER_FEATURES.items() if n in used]
 
 

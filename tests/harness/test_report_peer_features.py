@@ -17,3 +17,14 @@ def test_peer_rows_follow_the_experiments():
     html = _feature_table([{"name": "epoll", "summary": "one loop",
                             "traits": {"event_based": True}}] + rows)
     assert "<b>elixir</b>" in html and "preemptive scheduler" in html
+
+
+def test_rust_runtimes_are_rows_of_their_own():
+    """The Rust peer's two runtimes are different paradigms (coro's and uring's):
+    each has its row, shown only when a run compared it."""
+    rows = peer_rows([{"alternatives": ["coro", "rust-tokio"]}])
+    assert [r["name"] for r in rows] == ["rust-tokio"]
+    rows = peer_rows([{"alternatives": ["uring", "rust-monoio", "rust-tokio", "go"]}])
+    assert [r["name"] for r in rows] == ["go", "rust-tokio", "rust-monoio"]
+    monoio = rows[2]["traits"]
+    assert monoio["completion_based"] is True and rows[1]["traits"]["completion_based"] is False
