@@ -119,6 +119,51 @@ def mask_go(text: str) -> str:
     return mask_c(text, go=True)
 
 
+_RUST_RAW = re.compile(r'b?r(#*)"')
+
+
+def mask_rust(text: str) -> str:
+    """Rust: // and /* */ comments (nested), "..." strings over lines, raw strings r#"..."#
+    (and br"..."), char literals 'x' and '\\n' (b'x' too); a lifetime 'a is code."""
+    m, t = _Mask(text), text
+    i = 0
+    while i < m.n:
+        c = t[i]
+        word_before = i > 0 and (t[i - 1].isalnum() or t[i - 1] == "_")
+        raw = None if word_before else _RUST_RAW.match(t, i)
+        if t.startswith("//", i):
+            j = m.eol(i)
+            m.comment(i, j)
+            i = j
+        elif t.startswith("/*", i):
+            depth, j = 1, i + 2
+            while j < m.n and depth:
+                if t.startswith("/*", j):
+                    depth, j = depth + 1, j + 2
+                elif t.startswith("*/", j):
+                    depth, j = depth - 1, j + 2
+                else:
+                    j += 1
+            m.comment(i, j)
+            i = j
+        elif raw:
+            j = t.find('"' + raw.group(1), raw.end())
+            j = m.n if j < 0 else j + 1 + len(raw.group(1))
+            m.literal(i, j)
+            i = j
+        elif c == '"':
+            j = _quoted(t, i, c, multiline=True)
+            m.literal(i, j)
+            i = j
+        elif c == "'" and (t.startswith("\\", i + 1) or t.startswith("'", i + 2)):
+            j = _quoted(t, i, c)
+            m.literal(i, j)
+            i = j
+        else:
+            i += 1
+    return m.text()
+
+
 # After these, a / starts a regular expression literal; after anything else (an identifier, a
 # number, a literal, ')' or ']') it divides.
 _JS_REGEX_AFTER_KEYWORDS = {"return", "typeof", "instanceof", "in", "of", "new", "delete",
@@ -371,9 +416,9 @@ def mask_eve(text: str) -> str:
 
 
 _MASKERS = {"c": mask_c, "go": mask_go, "js": mask_js, "erlang": mask_erlang,
-            "elixir": mask_elixir, "eve": mask_eve}
+            "elixir": mask_elixir, "eve": mask_eve, "rust": mask_rust}
 _EXT = {".c": "c", ".h": "c", ".go": "go", ".js": "js", ".mjs": "js", ".cjs": "js",
-        ".erl": "erlang", ".hrl": "erlang", ".ex": "elixir", ".exs": "elixir", ".eve": "eve"}
+        ".erl": "erlang", ".hrl": "erlang", ".ex": "elixir", ".exs": "elixir", ".eve": "eve", ".rs": "rust"}
 
 
 def language(path: str | Path) -> str:
@@ -391,7 +436,8 @@ def code_lines(text: str, lang: str) -> list[str]:
 
 
 def count(text: str, lang: str) -> int:
-    """The non-blank, non-comment lines of a text in a language (c go js erlang elixir eve)."""
+    """The non-blank, non-comment lines of a text in a language (c go js erlang elixir eve
+    rust)."""
     return sum(1 for ln in code_lines(text, lang) if ln.strip())
 
 
@@ -410,7 +456,7 @@ def _balance(line: str) -> int:
 
 
 def _end_braces(lines: list[str], s: int, lang: str) -> int:
-    """C, Go, JavaScript: a function, type or statement ends on the line where its brackets
+    """C, Go, JavaScript, Rust: a function, type or statement ends on the line where its brackets
     are all closed and it ends in '}' or ';' (Go: any line with brackets closed). A
     preprocessor line is one line, plus its backslash continuations."""
     if lines[s].lstrip().startswith("#"):
@@ -541,7 +587,8 @@ class Cell:
 
 
 COLUMNS = [("eve", "Eve"), ("c", "C (yard-serve app)"), ("go", "Go peer"),
-           ("node", "Node peer"), ("erlang", "Erlang peer"), ("elixir", "Elixir peer")]
+           ("node", "Node peer"), ("erlang", "Erlang peer"), ("elixir", "Elixir peer"),
+           ("rust", "Rust peer (tokio)")]
 ROWS = [("echo", "echo"), ("counter", "counter"), ("chat", "broadcast chat")]
 
 # The chat service's files (apps/chat/: one module per concern, a header each).
@@ -568,6 +615,8 @@ _NODE_SHARED = ("The shared server.js and lib/worker.js (flags, listen, dispatch
                 "not counted.")
 _ERL_SHARED = ("The module's shared part (main/0, flags, listen, acceptor pool, shutdown) is "
                "not counted.")
+_RS_SHARED = ("The shared main.rs, opts.rs and shutdown.rs (flags, listen, signals, the sink's "
+              "drain) and rt_tokio.rs's start and accept_loop are not counted.")
 _EX_SHARED = ("The shared YardPeer module, options and acceptor pool (lib/yard_peer.ex, "
               "lib/options.ex) are not counted.")
 
@@ -593,6 +642,9 @@ TABLE: dict[str, dict[str, Cell]] = {
                         Piece("peers/elixir/lib/conn.ex", r"\s*defp echo\(", what="echo/1")],
                        "In lib/conn.ex: the serve(:echo, ...) clause and echo/1 (passive recv, "
                        "send back). " + _EX_SHARED),
+        "rust": Cell([Piece("peers/rust/src/rt_tokio.rs", r"async fn echo\(", what="echo")],
+                     "echo in src/rt_tokio.rs (a read / write_all loop on the TcpStream). "
+                     + _RS_SHARED),
     },
     "counter": {
         "eve": Cell([Piece("examples/eve/counter.eve")],
@@ -649,6 +701,14 @@ TABLE: dict[str, dict[str, Cell]] = {
                        "In lib/conn.ex: the serve(:counter, ...) clause and the whole "
                        "YardPeer.Counter module (one :atomics cell, add_get per batch). "
                        + _EX_SHARED),
+        "rust": Cell([Piece("peers/rust/src/apps.rs", r"pub static COUNT\b", what="COUNT"),
+                      Piece("peers/rust/src/apps.rs", r"pub fn counter_replies\(",
+                            what="counter_replies"),
+                      Piece("peers/rust/src/rt_tokio.rs", r"async fn counter\(",
+                            what="counter")],
+                     "In src/apps.rs the AtomicU64 and counter_replies (shared with monoio), "
+                     "in src/rt_tokio.rs counter (a pipelined batch answered with one "
+                     "write). " + _RS_SHARED),
     },
     "chat": {
         "eve": Cell([Piece("examples/eve/chat.eve")],
@@ -709,6 +769,30 @@ TABLE: dict[str, dict[str, Cell]] = {
                        "cuts lines with packet: :line). Its start as a child of the "
                        "supervisor, one line in lib/yard_peer.ex, is not counted. "
                        + _EX_SHARED),
+        "rust": Cell([Piece("peers/rust/src/apps.rs", r"pub const MAX_LINE\b", what="MAX_LINE"),
+                      Piece("peers/rust/src/apps.rs", r"pub const MAX_QUEUED\b",
+                            what="MAX_QUEUED"),
+                      Piece("peers/rust/src/apps.rs", r"pub struct Lines\b", what="Lines"),
+                      Piece("peers/rust/src/apps.rs", r"impl Lines\b", what="impl Lines"),
+                      Piece("peers/rust/src/rt_tokio.rs", r"struct Room\b", what="Room"),
+                      Piece("peers/rust/src/rt_tokio.rs", r"struct Member\b", what="Member"),
+                      Piece("peers/rust/src/rt_tokio.rs", r"impl Room\b", what="impl Room"),
+                      Piece("peers/rust/src/rt_tokio.rs", r"impl Member\b",
+                            what="impl Member"),
+                      Piece("peers/rust/src/rt_tokio.rs", r"async fn unless_killed\b",
+                            what="unless_killed"),
+                      Piece("peers/rust/src/rt_tokio.rs", r"async fn broadcast\(",
+                            what="broadcast"),
+                      Piece("peers/rust/src/rt_tokio.rs", r"async fn write_loop\(",
+                            what="write_loop"),
+                      Piece("peers/rust/src/rt_tokio.rs", r"async fn write_batch\(",
+                            what="write_batch")],
+                     "In src/apps.rs the two limits and Lines (a read's complete lines cut "
+                     "into one Bytes shared by every recipient), in src/rt_tokio.rs the room "
+                     "(a HashMap of members under an RwLock), a member (an unbounded channel "
+                     "and an atomic count of its queued bytes), its reader task (broadcast) "
+                     "and writer task (write_loop, write_batch: one writev for all queued). "
+                     + _RS_SHARED),
     },
 }
 
@@ -731,7 +815,7 @@ def locate(piece: Piece, lines: list[str], lang: str) -> tuple[int, int]:
     s = _find(lines, piece.head, piece.path)
     anchor = _find(lines, piece.through, piece.path, s) if piece.through else s
     rx = re.compile(piece.through or piece.head)
-    if lang in ("c", "go", "js"):
+    if lang in ("c", "go", "js", "rust"):
         e = _end_braces(lines, anchor, lang)
     elif lang == "erlang":
         e = _end_erlang(lines, anchor, rx)

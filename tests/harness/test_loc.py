@@ -205,7 +205,8 @@ def test_a_missing_or_ambiguous_head_is_an_error():
 def test_the_real_table():
     t = loc.table(REPO)
     assert [r["app"] for r in t["rows"]] == ["echo", "counter", "chat"]
-    assert [c["key"] for c in t["columns"]] == ["eve", "c", "go", "node", "erlang", "elixir"]
+    assert [c["key"] for c in t["columns"]] == ["eve", "c", "go", "node", "erlang", "elixir",
+                                                "rust"]
     for r in t["rows"]:
         for key, cell in r["cells"].items():
             spec = loc.TABLE[r["app"]][key]
@@ -225,7 +226,7 @@ def test_the_real_table():
     # No C app is a broadcast chat; every peer has one (--app broadcast), counted like its
     # echo and counter: Go's own file whole, the others' definitions.
     assert cells["chat"]["c"]["count"] is None
-    for k in ("go", "node", "erlang", "elixir"):
+    for k in ("go", "node", "erlang", "elixir", "rust"):
         assert cells["chat"][k]["count"] > 0, k
     assert [f["path"] for f in cells["chat"]["go"]["files"]] == ["peers/go/broadcast.go"]
     assert cells["chat"]["go"]["files"][0]["what"] == "whole file"
@@ -254,3 +255,21 @@ def test_report_has_the_section(tmp_path: Path):
     assert "<h2>Lines of code</h2>" in html
     assert "examples/eve/chat.eve" in html and "broadcast chat" in html
     assert "non-blank, non-comment" in html
+
+
+def test_rust_lexer():
+    """Rust: nested block comments, raw strings that hold quotes and comment markers, and
+    lifetimes that are not character literals."""
+    src = ("fn f<'a>(x: &'a str) -> char { // a comment\n"
+           "    /* outer /* inner */ still comment */\n"
+           "    let s = r#\"a \"b\" // not a comment\"#;\n"
+           "    let c = '\\n'; let d = '/'; let e = b'\"';\n"
+           "    let m = \"two\n lines\";\n"
+           "}\n")
+    masked = loc.code_lines(src, "rust")
+    assert masked[0].rstrip() == "fn f<'a>(x: &'a str) -> char {"
+    assert masked[1].strip() == ""
+    assert "//" not in masked[2] and masked[2].rstrip().endswith(";")
+    assert masked[3].count(";") == 3 and "'a" not in masked[3]
+    assert loc.count(src, "rust") == 6
+    assert _span(src, "rust", r"fn f\b") == (1, 7)
