@@ -42,8 +42,10 @@ def list_models(bin_dir: Path) -> list[dict]:
 
 def skip_unavailable(exps: list[Experiment], models: list[dict], say) -> list[dict]:
     """Take out of each experiment the alternatives whose model yard-serve
-    says cannot run here (io_uring refused by the kernel, ...), each said
-    with its reason; returns what was skipped, for the report."""
+    says cannot run here (io_uring refused by the kernel, ...), or that need
+    what such a model needs (servers.extra's `needs`: rust-monoio needs
+    io_uring as uring does), each said with its reason; returns what was
+    skipped, for the report."""
     why = {m["name"]: m.get("unavailable_reason") or "unavailable"
            for m in models if m.get("available") is False}
     skipped = []
@@ -55,6 +57,11 @@ def skip_unavailable(exps: list[Experiment], models: list[dict], say) -> list[di
                                 "model": a.model, "reason": why[a.model]})
                 say(f"yard: {e.name}: skipping {a.label}: --model {a.model} is unavailable "
                     f"here: {why[a.model]}")
+            elif a.needs in why:
+                reason = f"it needs what --model {a.needs} needs, unavailable here: {why[a.needs]}"
+                skipped.append({"experiment": e.name, "alternative": a.label,
+                                "model": a.model, "reason": reason})
+                say(f"yard: {e.name}: skipping {a.label}: {reason}")
             else:
                 keep.append(a)
         e.alternatives = keep

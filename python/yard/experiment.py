@@ -28,6 +28,7 @@ class Alternative:
     argv: list[str]          # server argv (kind=server) or tool argv (kind=tool), templated
     model: str | None = None
     runtime: str | None = None  # kind=tool: the name tool.list_runtimes must say is available
+    needs: str | None = None    # a yard-serve model whose availability this server shares
 
 
 @dataclass
@@ -357,7 +358,8 @@ def load_experiment(path: Path, models: list | None = None, ncpu: int | None = N
                 raise _err(path, pre, "must be a table with label and argv")
             label = _get(x, "label", str, path, pre, required=True)
             argv = _str_list(_get(x, "argv", list, path, pre, required=True), path, pre + ".argv")
-            alts.append(Alternative(label, argv, model=_get(x, "model", str, path, pre)))
+            alts.append(Alternative(label, argv, model=_get(x, "model", str, path, pre),
+                                    needs=_get(x, "needs", str, path, pre)))
         if not alts:
             raise _err(path, "servers", "declares no server: give servers.models or [[servers.extra]]")
         ld = _get(data, "load", dict, path, "", required=True)

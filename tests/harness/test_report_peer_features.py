@@ -28,3 +28,23 @@ def test_rust_runtimes_are_rows_of_their_own():
     assert [r["name"] for r in rows] == ["go", "rust-tokio", "rust-monoio"]
     monoio = rows[2]["traits"]
     assert monoio["completion_based"] is True and rows[1]["traits"]["completion_based"] is False
+
+
+def test_an_extra_that_needs_an_unavailable_model_is_skipped_with_its_reason():
+    """rust-monoio says needs = "uring": where yard-serve reports uring unavailable
+    (io_uring refused), it is taken out with that reason, like uring itself."""
+    from pathlib import Path
+    from yard.cli import skip_unavailable
+    from yard.experiment import load_experiment
+    repo = Path(__file__).resolve().parents[2]
+    e = load_experiment(repo / "experiments" / "eve_echo.toml", ["epoll", "uring"])
+    assert next(a for a in e.alternatives if a.label == "rust-monoio").needs == "uring"
+    said = []
+    skipped = skip_unavailable([e], [{"name": "epoll", "available": True},
+                                     {"name": "uring", "available": False,
+                                      "unavailable_reason": "io_uring_setup: EPERM"}],
+                               said.append)
+    labels = [a.label for a in e.alternatives]
+    assert "uring" not in labels and "rust-monoio" not in labels and "rust-tokio" in labels
+    assert {s["alternative"] for s in skipped} == {"uring", "rust-monoio"}
+    assert any("rust-monoio" in m and "io_uring_setup: EPERM" in m for m in said)
