@@ -599,3 +599,21 @@ def test_rust_monoio_workers_share_the_port(workers, start_server):
     for s in conns:
         s.close()
     stop_clean(srv)
+
+
+def test_rust_build_names_the_missing_toolchain(tmp_path):
+    """Without a cargo of Rust >= 1.85, `make -C peers rust` fails saying what to install,
+    and `make -C peers` (rust-if-cargo) says it skips the Rust peer and succeeds."""
+    old = tmp_path / "cargo"
+    old.write_text("#!/bin/sh\necho 'cargo 1.63.0 (debian)'\n")
+    old.chmod(0o755)
+    for cargo, needle in (("/nonexistent/cargo", "no cargo found"), (str(old), "is Rust 1.63.0")):
+        # -B: the check runs even though the binary may be up to date; it fails before cargo.
+        r = subprocess.run(["make", "-C", str(ROOT / "peers"), f"CARGO={cargo}", "-B", "rust"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode != 0, r.stdout
+        assert needle in r.stderr and ">= 1.85" in r.stderr and "https://rustup.rs" in r.stderr
+        r = subprocess.run(["make", "-C", str(ROOT / "peers"), f"CARGO={cargo}", "rust-if-cargo"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert "peers: skipping the Rust peer: " in r.stderr and needle in r.stderr
