@@ -35,13 +35,17 @@ struct entry {
     char hash[YARD_BCRYPT_LEN + 1];
 };
 
-/* Read every account. -ENOENT when there is no file yet (an empty list for
- * the callers that change it). A malformed line is an error: the file is
- * ours and should never have one. */
-static int load(const char *dir, struct entry **out, size_t *n, char *err, size_t errlen)
+/* Every line of DIR/name, each turned by parse into an element of size
+ * bytes appended to *out (*n of them). -ENOENT when there is no file yet
+ * (an empty list for the callers that change it). A line parse refuses is
+ * an error, -EINVAL with err naming the file, the line and what was
+ * expected: the file is ours and should never have one. */
+static int load_lines(const char *dir, const char *name, size_t size,
+                      bool (*parse)(char *line, void *elem), const char *expected, void **out,
+                      size_t *n, char *err, size_t errlen)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/accounts", dir);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
     *out = NULL;
     *n = 0;
     FILE *f = fopen(path, "re");
@@ -55,29 +59,23 @@ static int load(const char *dir, struct entry **out, size_t *n, char *err, size_
     int rc = 0;
     while (fgets(line, sizeof line, f)) {
         lineno++;
-        size_t len = strcspn(line, "\n");
-        line[len] = 0;
-        char *colon = strchr(line, ':');
-        if (!colon || !yard_account_name_valid(line, (size_t)(colon - line)) ||
-            strlen(colon + 1) != YARD_BCRYPT_LEN) {
-            snprintf(err, errlen, "%s:%zu: not 'name:bcrypt-hash'", path, lineno);
-            rc = -EINVAL;
-            break;
-        }
+        line[strcspn(line, "\n")] = 0;
         if (*n == cap) {
             cap = cap ? cap * 2 : 16;
-            struct entry *e = realloc(*out, cap * sizeof *e);
-            if (!e) {
+            void *grown = realloc(*out, cap * size);
+            if (!grown) {
                 rc = -ENOMEM;
                 snprintf(err, errlen, "out of memory reading %s", path);
                 break;
             }
-            *out = e;
+            *out = grown;
         }
-        struct entry *e = &(*out)[(*n)++];
-        memcpy(e->name, line, (size_t)(colon - line));
-        e->name[colon - line] = 0;
-        memcpy(e->hash, colon + 1, YARD_BCRYPT_LEN + 1);
+        if (!parse(line, (char *)*out + *n * size)) {
+            snprintf(err, errlen, "%s:%zu: not '%s'", path, lineno, expected);
+            rc = -EINVAL;
+            break;
+        }
+        (*n)++;
     }
     if (!rc && ferror(f)) {
         rc = -EIO;
@@ -92,13 +90,37 @@ static int load(const char *dir, struct entry **out, size_t *n, char *err, size_
     return rc;
 }
 
-/* Replace the file with these entries: write, fsync, rename, fsync the
- * directory. */
-static int store(const char *dir, const struct entry *e, size_t n, char *err, size_t errlen)
+/* "name:bcrypt-hash" */
+static bool account_line(char *line, void *elem)
+{
+    struct entry *e = elem;
+    char *colon = strchr(line, ':');
+    if (!colon || !yard_account_name_valid(line, (size_t)(colon - line)) ||
+        strlen(colon + 1) != YARD_BCRYPT_LEN)
+        return false;
+    memcpy(e->name, line, (size_t)(colon - line));
+    e->name[colon - line] = 0;
+    memcpy(e->hash, colon + 1, YARD_BCRYPT_LEN + 1);
+    return true;
+}
+
+/* Read every account (DIR/accounts). */
+static int load(const char *dir, struct entry **out, size_t *n, char *err, size_t errlen)
+{
+    return load_lines(dir, "accounts", sizeof **out, account_line, "name:bcrypt-hash",
+                      (void **)out, n, err, errlen);
+}
+
+/* Replace DIR/name whole, mode 0600: write name.tmp with write_lines,
+ * fsync it, rename it over name, fsync the directory. A reader sees the old
+ * file or the new one, never half of one. 0 or -errno with err. */
+static int replace_file(const char *dir, const char *name,
+                        void (*write_lines)(FILE *f, const void *items, size_t n),
+                        const void *items, size_t n, char *err, size_t errlen)
 {
     char path[4096], tmp[4200];
-    snprintf(path, sizeof path, "%s/accounts", dir);
-    snprintf(tmp, sizeof tmp, "%s/accounts.tmp", dir);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(tmp, sizeof tmp, "%s/%s.tmp", dir, name);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) {
         int er = errno;
@@ -111,8 +133,7 @@ static int store(const char *dir, const struct entry *e, size_t n, char *err, si
         close(fd);
         return -ENOMEM;
     }
-    for (size_t i = 0; i < n; i++)
-        fprintf(f, "%s:%s\n", e[i].name, e[i].hash);
+    write_lines(f, items, n);
     int er = 0;
     if (fflush(f) != 0 || fsync(fileno(f)) != 0)
         er = errno;
@@ -131,6 +152,19 @@ static int store(const char *dir, const struct entry *e, size_t n, char *err, si
         close(dfd);
     }
     return 0;
+}
+
+static void account_lines(FILE *f, const void *items, size_t n)
+{
+    const struct entry *e = items;
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%s:%s\n", e[i].name, e[i].hash);
+}
+
+/* Replace DIR/accounts with these entries. */
+static int store(const char *dir, const struct entry *e, size_t n, char *err, size_t errlen)
+{
+    return replace_file(dir, "accounts", account_lines, e, n, err, errlen);
 }
 
 /* Changes are serialised by an OFD write lock on DIR/accounts.lock (an
@@ -308,97 +342,39 @@ int yard_certfp_canon(const char *fp, char out[YARD_CERTFP_LEN + 1])
     return o == YARD_CERTFP_LEN ? 0 : -EINVAL;
 }
 
+/* "sha256 name" */
+static bool certfp_line(char *line, void *elem)
+{
+    struct certfp *c = elem;
+    char *sp = strchr(line, ' ');
+    if (!sp || (size_t)(sp - line) != YARD_CERTFP_LEN ||
+        !yard_account_name_valid(sp + 1, strlen(sp + 1)))
+        return false;
+    *sp = 0;
+    if (yard_certfp_canon(line, c->fp) < 0)
+        return false;
+    memcpy(c->name, sp + 1, strlen(sp + 1) + 1); /* valid: at most 30 characters */
+    return true;
+}
+
 /* Every line of DIR/certfps; -ENOENT when there is none yet. */
 static int certfp_load(const char *dir, struct certfp **out, size_t *n, char *err, size_t errlen)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/certfps", dir);
-    *out = NULL;
-    *n = 0;
-    FILE *f = fopen(path, "re");
-    if (!f) {
-        int e = errno;
-        snprintf(err, errlen, "open %s: %s", path, strerror(e));
-        return -e;
-    }
-    size_t cap = 0, lineno = 0;
-    char line[YARD_CERTFP_LEN + YARD_ACCOUNT_NAME_MAX + 8];
-    int rc = 0;
-    while (fgets(line, sizeof line, f)) {
-        lineno++;
-        line[strcspn(line, "\n")] = 0;
-        char *sp = strchr(line, ' ');
-        struct certfp c;
-        if (!sp || (size_t)(sp - line) != YARD_CERTFP_LEN ||
-            !yard_account_name_valid(sp + 1, strlen(sp + 1))) {
-            snprintf(err, errlen, "%s:%zu: not 'sha256 name'", path, lineno);
-            rc = -EINVAL;
-            break;
-        }
-        *sp = 0;
-        if (yard_certfp_canon(line, c.fp) < 0) {
-            snprintf(err, errlen, "%s:%zu: not a SHA-256 fingerprint", path, lineno);
-            rc = -EINVAL;
-            break;
-        }
-        memcpy(c.name, sp + 1, strlen(sp + 1) + 1); /* valid: at most 30 characters */
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 16;
-            struct certfp *g = realloc(*out, cap * sizeof *g);
-            if (!g) {
-                rc = -ENOMEM;
-                snprintf(err, errlen, "out of memory reading %s", path);
-                break;
-            }
-            *out = g;
-        }
-        (*out)[(*n)++] = c;
-    }
-    if (!rc && ferror(f)) {
-        rc = -EIO;
-        snprintf(err, errlen, "read %s: %s", path, strerror(errno));
-    }
-    fclose(f);
-    if (rc) {
-        free(*out);
-        *out = NULL;
-        *n = 0;
-    }
-    return rc;
+    return load_lines(dir, "certfps", sizeof **out, certfp_line, "sha256 name", (void **)out, n,
+                      err, errlen);
+}
+
+static void certfp_lines(FILE *f, const void *items, size_t n)
+{
+    const struct certfp *c = items;
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%s %s\n", c[i].fp, c[i].name);
 }
 
 static int certfp_store(const char *dir, const struct certfp *c, size_t n, char *err,
                         size_t errlen)
 {
-    char path[4096], tmp[4200];
-    snprintf(path, sizeof path, "%s/certfps", dir);
-    snprintf(tmp, sizeof tmp, "%s/certfps.tmp", dir);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        int er = errno;
-        snprintf(err, errlen, "open %s: %s", tmp, strerror(er));
-        return -er;
-    }
-    FILE *f = fdopen(fd, "w");
-    if (!f) {
-        close(fd);
-        return -ENOMEM;
-    }
-    for (size_t i = 0; i < n; i++)
-        fprintf(f, "%s %s\n", c[i].fp, c[i].name);
-    int er = 0;
-    if (fflush(f) != 0 || fsync(fileno(f)) != 0)
-        er = errno;
-    if (fclose(f) != 0 && !er)
-        er = errno;
-    if (!er && rename(tmp, path) != 0)
-        er = errno;
-    if (er) {
-        snprintf(err, errlen, "write %s: %s", path, strerror(er));
-        unlink(tmp);
-        return -er;
-    }
-    return 0;
+    return replace_file(dir, "certfps", certfp_lines, c, n, err, errlen);
 }
 
 /* The account's canonical name, under the lock: 0 or -ENOENT (err says). */
