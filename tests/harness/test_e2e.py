@@ -80,11 +80,15 @@ def test_bench_smoke(tmp_path):
     hs = {t["point"]["resume"]: t for t in (json.loads(p.read_text()) for p in raw
                                             if p.parent.name == "tls")}
     assert set(hs) == {"off", "on"}
+    # A TLS client does as much crypto as the server (it verifies what the server signs, and
+    # seals and opens every record): on two cores the generator can saturate first, which the
+    # harness marks invalid (a lower bound for the server), not a failure.
+    def ok_or_generator_bound(t):
+        return t["status"] == "ok" or (t["status"] == "invalid" and all(
+            "generator saturated" in p for p in t["problems"]))
+
     for resume, t in hs.items():
-        # A client verifies what the server signs: on two cores the generator's side of a full
-        # handshake can saturate first, which the harness marks invalid (a lower bound).
-        assert t["status"] == "ok" or (t["status"] == "invalid" and all(
-            "generator saturated" in p for p in t["problems"])), t["problems"]
+        assert ok_or_generator_bound(t), t["problems"]
         assert t["commands"]["load"][t["commands"]["load"].index("--target") + 1].startswith("tls:")
         tls = t["load"]["stdout_json"]["tls"]
         assert tls["failures"] == 0 and tls["full_handshakes"] + tls["resumed_handshakes"] > 0
@@ -92,6 +96,7 @@ def test_bench_smoke(tmp_path):
     te = {t["alternative"]: t for t in (json.loads(p.read_text()) for p in raw
                                         if p.parent.name == "tls_echo")}
     assert set(te) == {"epoll", "epoll+tls"}
-    assert all(t["status"] == "ok" for t in te.values()), [t["problems"] for t in te.values()]
+    assert te["epoll"]["status"] == "ok", te["epoll"]["problems"]
+    assert ok_or_generator_bound(te["epoll+tls"]), te["epoll+tls"]["problems"]
     assert te["epoll"]["load"]["stdout_json"]["tls"] is None
     assert te["epoll+tls"]["load"]["stdout_json"]["tls"]["full_handshakes"] == 10

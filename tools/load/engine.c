@@ -88,6 +88,7 @@ struct engine {
     struct lconn *conns;
     bool open;                  /* open loop */
     uint64_t t0, stop_at, armed;
+    double cpu_at_start;        /* this thread's CPU when the run began (s) */
     double interval;            /* open loop: ns between two requests of one connection */
     int active;
     uint64_t outstanding;       /* over all connections */
@@ -750,9 +751,19 @@ static void wait_for_start(double at)
         ;
 }
 
+/* This thread's CPU time, in seconds. */
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static int loop(struct engine *e)
 {
     const load_opts_t *o = e->o;
+    /* Connecting (and TLS handshakes) is set-up, not the measured run. */
+    e->r->setup_cpu_s += thread_cpu_s() - e->cpu_at_start;
     if (o->start_at > 0)
         wait_for_start(o->start_at);
     struct timespec real;
@@ -825,6 +836,7 @@ int load_engine_run(const load_opts_t *o, const load_proto_t *p, load_result_t *
     e->o = o;
     e->p = p;
     e->r = r;
+    e->cpu_at_start = thread_cpu_s();
     e->open = o->rate > 0;
     if (e->open)
         e->interval = (double)o->connections * 1e9 / o->rate;

@@ -76,6 +76,9 @@ typedef struct load_result {
      * each took from the TCP connect's start (ns). */
     uint64_t tls_full, tls_resumed, tls_failures;
     yard_hist_t tls_handshake;
+    /* The generator's CPU before the window (connecting, TLS handshakes):
+     * not part of the run's CPU figures, which are the window's. */
+    double setup_cpu_s;
     void *mode;           /* the mode's part */
 } load_result_t;
 

@@ -104,6 +104,7 @@ static void json_report(const load_mode_t *mode, const load_report_t *rep)
            yard_hist_mean(h) / 1000.0);
     printf("\"bytes_sent\": %llu, \"bytes_received\": %llu, ", (unsigned long long)r->bytes_sent,
            (unsigned long long)r->bytes_received);
+    printf("\"generator_setup_cpu_s\": %.3f, ", r->setup_cpu_s);
     printf("\"generator_cpu_s\": %.3f, \"generator_cpu_pct\": %.1f, "
            "\"generator_cpu_s_per_100k\": %.4f, \"generator_saturated\": %s, "
            "\"behind_schedule\": %s, \"invalid\": %s, ",
