@@ -96,7 +96,6 @@ def test_bench_smoke(tmp_path):
     te = {t["alternative"]: t for t in (json.loads(p.read_text()) for p in raw
                                         if p.parent.name == "tls_echo")}
     assert set(te) == {"epoll", "epoll+tls"}
-    assert te["epoll"]["status"] == "ok", te["epoll"]["problems"]
-    assert ok_or_generator_bound(te["epoll+tls"]), te["epoll+tls"]["problems"]
+    assert all(ok_or_generator_bound(t) for t in te.values()), [t["problems"] for t in te.values()]
     assert te["epoll"]["load"]["stdout_json"]["tls"] is None
     assert te["epoll+tls"]["load"]["stdout_json"]["tls"]["full_handshakes"] == 10
