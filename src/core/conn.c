@@ -884,15 +884,20 @@ static bool tls_offloads(const yard_conn_t *c)
 static void tls_pump(yard_conn_t *c, yard_scratch_t *s);
 
 /* The length of the whole TLS records at the start of b (type 20..24, a
- * 5-byte header with the length); all of it when it does not look like
- * records at all, so that OpenSSL says why at once. */
+ * 5-byte header with the length), or SIZE_MAX when b does not start
+ * records at all (plain text on a TLS port): even one byte can say so,
+ * where OpenSSL would wait for a header's five. */
 static size_t whole_records(const uint8_t *b, size_t n)
 {
     size_t off = 0;
-    while (n - off >= 5) {
+    while (off < n) {
+        if (b[off] < 20 || b[off] > 24)
+            return SIZE_MAX;
+        if (n - off < 5)
+            break;
         size_t len = (size_t)b[off + 3] << 8 | b[off + 4];
-        if (b[off] < 20 || b[off] > 24 || len > 18432)
-            return n;
+        if (len > 18432)
+            return SIZE_MAX;
         if (n - off < 5 + len)
             break;
         off += 5 + len;
@@ -913,6 +918,13 @@ static long tls_feed_whole(yard_conn_t *c, const uint8_t *p, size_t n)
         return -1;
     const uint8_t *b = held ? yard_buf_head(&c->hs_in) : p;
     size_t len = held ? c->hs_in.len : n, whole = whole_records(b, len);
+    if (whole == SIZE_MAX) { /* closed now, logged once (rate-limited) with the reason */
+        c->closing = true;
+        c->close_reason = "TLS: not a TLS record (plain text on a TLS port?)";
+        c->close_level = YARD_CLOSE_WARN;
+        yard_buf_free(&c->hs_in);
+        return 0;
+    }
     if (whole && !c->tls && !(c->tls = yard_tls_new(c->srv->tls)))
         return -1;
     if (whole && yard_tls_feed(c->tls, b, whole) < 0)

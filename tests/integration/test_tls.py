@@ -365,3 +365,17 @@ def test_yard_load_handshake_mode_counts_full_and_resumed(start_server, pki, mod
     assert opened["errors"] == 0 and opened["tls"]["full_handshakes"] == opened["messages"]
     r = yard_load("handshake", "--target", target, "--tls-resume", "on", "--messages", 1)
     assert r.returncode == 2 and "--tls-resume goes with --tls" in r.stderr, r.stderr
+
+
+@pytest.mark.models(names=["epoll", "thread"])
+def test_one_byte_that_starts_no_record_is_refused_at_once(start_server, pki, model):
+    """Until the handshake ends the driver gives OpenSSL whole records only; a byte that
+    cannot start one (not a record type) goes to OpenSSL at once, which refuses it: the
+    close names the TLS error, not the handshake timeout (an hour here)."""
+    srv = start(start_server, "echo", model, pki, "--tls-handshake-timeout", "1h")
+    with socket.create_connection(srv.tls_addrs[0], timeout=WAIT) as s:
+        s.sendall(b"N")
+        closed_by_server(s)
+        port = s.getsockname()[1]
+    wait_for(lambda: re.search(rf"127\.0\.0\.1:{port}: connection closed: TLS: ", srv.stderr()),
+             timeout=WAIT, what="the TLS error's log line for that client")
