@@ -26,7 +26,8 @@ pytestmark = pytest.mark.usefixtures("yard_chat_built")
 DOC = ROOT / "docs" / "chat.md"
 # What the doc's commands say, and what the test puts in their place.
 DOC_HOST, DOC_PORT, DOC_ACCOUNT, DOC_PASSWORD = "127.0.0.1", "6667", "alice", "s3cret"
-DOC_PLACEHOLDERS = re.compile(r"\b(127\.0\.0\.1|6667|s3cret|alice)\b")
+# The TLS block names a server by its host name and the conventional port.
+TLS_HOST, TLS_PORT = "chat.example.org", "6697"
 
 COLS, ROWS = 132, 40
 CHANNEL = "#yard-clients"
@@ -54,15 +55,24 @@ def doc_client_commands(after: str = "Then connect with any IRC client") -> dict
     return commands
 
 
+def substitute(commands: list[str], client: str, values: dict[str, str],
+               required: tuple[str, ...]) -> list[str]:
+    """The doc's commands with each word of values (the doc's word -> ours) put in;
+    every required word must be in them."""
+    joined = " ".join(commands)
+    for what in required:
+        assert re.search(rf"\b{re.escape(what)}\b", joined), \
+            f"{DOC}: the {client} commands {commands} do not mention {what!r}"
+    words = re.compile(r"\b(" + "|".join(map(re.escape, values)) + r")\b")
+    return [words.sub(lambda m: values[m.group(1)], c) for c in commands]
+
+
 def fill_in(commands: list[str], client: str, host: str, port: int, account: str,
             password: str) -> list[str]:
     """The doc's commands with our host, port, account and password."""
-    joined = " ".join(commands)
-    for what in (DOC_PORT, DOC_ACCOUNT, DOC_PASSWORD):
-        assert re.search(rf"\b{re.escape(what)}\b", joined), \
-            f"{DOC}: the {client} commands {commands} do not mention {what!r}"
-    value = {DOC_HOST: host, DOC_PORT: str(port), DOC_ACCOUNT: account, DOC_PASSWORD: password}
-    return [DOC_PLACEHOLDERS.sub(lambda m: value[m.group(1)], c) for c in commands]
+    return substitute(commands, client, {DOC_HOST: host, DOC_PORT: str(port),
+                                         DOC_ACCOUNT: account, DOC_PASSWORD: password},
+                      (DOC_PORT, DOC_ACCOUNT, DOC_PASSWORD))
 
 
 def require_programs(*names: str) -> None:
@@ -183,6 +193,24 @@ HOME_FILES = [".irssi", ".weechat", ".config/weechat", ".local/share/weechat",
               ".cache/weechat", ".config/irssi"]
 
 
+def start_irssi(tmux: "Tmux", tmp_path: Path) -> None:
+    """irssi in its own home under tmp_path, waited for until its prompt shows."""
+    tmux.start("irssi", ["irssi", f"--home={tmp_path / 'irssi-home' / 'irssi'}"],
+               client_env(tmp_path / "irssi-home"))
+    tmux.wait("irssi", r"\[\(status\)\]", "prompt of a started irssi")
+
+
+def start_weechat(tmux: "Tmux", tmp_path: Path) -> None:
+    """WeeChat in its own home under tmp_path, waited for until its irc plugin is
+    loaded. tmux types far faster than a person: two commands typed back to back can
+    reach WeeChat in one read, which it takes for a paste and holds for a yes/no
+    question, so its paste question is off."""
+    tmux.start("weechat", ["weechat", "--dir", str(tmp_path / "weechat-home" / "weechat"),
+                           "-r", "/set weechat.look.paste_max_lines -1"],
+               client_env(tmp_path / "weechat-home"))
+    tmux.wait("weechat", r"Plugins loaded:.*\birc\b", "start of WeeChat with its irc plugin")
+
+
 def client_env(home: Path) -> dict[str, str]:
     home.mkdir()
     return {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
@@ -217,9 +245,7 @@ def test_irssi_and_weechat_talk_with_the_documented_commands(start_server, tmux,
 
         # irssi (bob) logs in with the server password (PASS) and joins.
         irssi_cmds = fill_in(doc["irssi"], "irssi", srv.host, srv.port, "bob", pw["bob"])
-        tmux.start("irssi", ["irssi", f"--home={tmp_path / 'irssi-home' / 'irssi'}"],
-                   client_env(tmp_path / "irssi-home"))
-        tmux.wait("irssi", r"\[\(status\)\]", "prompt of a started irssi")
+        start_irssi(tmux, tmp_path)
         for cmd in irssi_cmds:
             tmux.type("irssi", cmd)
         tmux.wait("irssi", r"Welcome to the yard chat, bob\b", "welcome (001) for bob")
@@ -229,12 +255,7 @@ def test_irssi_and_weechat_talk_with_the_documented_commands(start_server, tmux,
         # WeeChat (alice) logs in with SASL PLAIN and joins the same channel.
         weechat_cmds = fill_in(doc["WeeChat"], "WeeChat", srv.host, srv.port, "alice",
                                pw["alice"])
-        # tmux types far faster than a person: two commands typed back to back can reach
-        # WeeChat in one read, which it takes for a paste and holds for a yes/no question.
-        tmux.start("weechat", ["weechat", "--dir", str(tmp_path / "weechat-home" / "weechat"),
-                               "-r", "/set weechat.look.paste_max_lines -1"],
-                   client_env(tmp_path / "weechat-home"))
-        tmux.wait("weechat", r"Plugins loaded:.*\birc\b", "start of WeeChat with its irc plugin")
+        start_weechat(tmux, tmp_path)
         for cmd in weechat_cmds:
             tmux.type("weechat", cmd)
         tmux.wait("weechat", r"SASL authentication successful", "SASL success (903)")
@@ -318,23 +339,13 @@ def test_irssi_and_weechat_talk_with_the_documented_commands(start_server, tmux,
     assert not written, f"a client wrote to the real home directory: {sorted(written)}"
 
 
-# The TLS block of docs/chat.md names a server by its host name and the
-# conventional port; the test's certificate is for localhost, from its own CA.
-TLS_DOC = {"chat.example.org": "localhost", "6697": None, "s3cret": None, "alice": None}
-TLS_PLACEHOLDERS = re.compile(r"\b(chat\.example\.org|6697|s3cret|alice)\b")
-
-
 def fill_in_tls(commands: list[str], client: str, port: int, account: str, password: str,
                 ca: Path) -> list[str]:
-    """The TLS block's commands for our server, with the test CA given to the
-    client the way the block's note says."""
-    joined = " ".join(commands)
-    for what in TLS_DOC:
-        assert re.search(rf"\b{re.escape(what)}\b", joined), \
-            f"{DOC}: the {client} TLS commands {commands} do not mention {what!r}"
-    value = {"chat.example.org": "localhost", "6697": str(port), "s3cret": password,
-             "alice": account}
-    out = [TLS_PLACEHOLDERS.sub(lambda m: value[m.group(1)], c) for c in commands]
+    """The TLS block's commands for our server (its certificate is for localhost, from
+    the test's own CA), with that CA given to the client the way the block's note says."""
+    values = {TLS_HOST: "localhost", TLS_PORT: str(port), DOC_ACCOUNT: account,
+              DOC_PASSWORD: password}
+    out = substitute(commands, client, values, tuple(values))
     if client == "irssi":
         return [c.replace(" -tls ", f" -tls -tls_cafile {ca} ", 1) for c in out]
     return [f"/set weechat.network.gnutls_ca_user {ca}", *out]
@@ -355,9 +366,7 @@ def test_irssi_and_weechat_talk_over_tls_with_the_documented_commands(start_serv
                         "127.0.0.1:0", *tls_args(pki, "localhost:0"), "--data", data])
     tls_port = srv.tls_addrs[0][1]
 
-    tmux.start("irssi", ["irssi", f"--home={tmp_path / 'irssi-home' / 'irssi'}"],
-               client_env(tmp_path / "irssi-home"))
-    tmux.wait("irssi", r"\[\(status\)\]", "prompt of a started irssi")
+    start_irssi(tmux, tmp_path)
     for cmd in fill_in_tls(doc["irssi"], "irssi", tls_port, "bob", pw["bob"], pki.ca):
         tmux.type("irssi", cmd)
     tmux.wait("irssi", r"Protocol: TLSv1\.[23]", "irssi's TLS handshake")
@@ -365,10 +374,7 @@ def test_irssi_and_weechat_talk_over_tls_with_the_documented_commands(start_serv
     tmux.type("irssi", f"/join {CHANNEL}")
     tmux.wait("irssi", rf"bob \[bob@yard\] has joined {CHANNEL}\b", "join of bob")
 
-    tmux.start("weechat", ["weechat", "--dir", str(tmp_path / "weechat-home" / "weechat"),
-                           "-r", "/set weechat.look.paste_max_lines -1"],
-               client_env(tmp_path / "weechat-home"))
-    tmux.wait("weechat", r"Plugins loaded:.*\birc\b", "start of WeeChat with its irc plugin")
+    start_weechat(tmux, tmp_path)
     for cmd in fill_in_tls(doc["WeeChat"], "WeeChat", tls_port, "alice", pw["alice"], pki.ca):
         tmux.type("weechat", cmd)
     tmux.wait("weechat", r"SASL authentication successful", "SASL success (903) over TLS")
