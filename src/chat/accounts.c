@@ -258,6 +258,23 @@ int yard_accounts_add(const char *dir, const char *name, const char *password, i
     return rc;
 }
 
+/* Every account into *e (free it whatever the outcome), and the index of
+ * name's; -ENOENT (no such account, or no file yet: err says "no account")
+ * or another -errno with err. */
+static ssize_t load_find(const char *dir, const char *name, struct entry **e, size_t *n,
+                         char *err, size_t errlen)
+{
+    int rc = load(dir, e, n, err, errlen);
+    if (rc && rc != -ENOENT)
+        return rc;
+    ssize_t i = rc ? -1 : find(*e, *n, name, strlen(name));
+    if (i < 0) {
+        snprintf(err, errlen, "no account '%s'", name);
+        return -ENOENT;
+    }
+    return i;
+}
+
 int yard_accounts_remove(const char *dir, const char *name, char *err, size_t errlen)
 {
     int lk = lock_dir(dir, err, errlen);
@@ -265,12 +282,9 @@ int yard_accounts_remove(const char *dir, const char *name, char *err, size_t er
         return lk;
     struct entry *e;
     size_t n;
-    int rc = load(dir, &e, &n, err, errlen);
-    ssize_t i = rc ? -1 : find(e, n, name, strlen(name));
-    if (rc == -ENOENT || (!rc && i < 0)) {
-        snprintf(err, errlen, "no account '%s'", name);
-        rc = -ENOENT;
-    } else if (!rc) {
+    ssize_t i = load_find(dir, name, &e, &n, err, errlen);
+    int rc = i < 0 ? (int)i : 0;
+    if (i >= 0) {
         memmove(&e[i], &e[i + 1], (n - (size_t)i - 1) * sizeof *e);
         rc = store(dir, e, n - 1, err, errlen);
     }
@@ -382,16 +396,11 @@ static int account_canon(const char *dir, const char *name, char *canon, char *e
 {
     struct entry *e;
     size_t n;
-    int rc = load(dir, &e, &n, err, errlen);
-    ssize_t i = rc ? -1 : find(e, n, name, strlen(name));
-    if (rc == -ENOENT || (!rc && i < 0)) {
-        snprintf(err, errlen, "no account '%s'", name);
-        rc = -ENOENT;
-    } else if (!rc) {
+    ssize_t i = load_find(dir, name, &e, &n, err, errlen);
+    if (i >= 0)
         strcpy(canon, e[i].name);
-    }
     free(e);
-    return rc;
+    return i < 0 ? (int)i : 0;
 }
 
 /* Add or remove one line: the one place DIR/certfps changes. */
