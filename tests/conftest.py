@@ -182,6 +182,31 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("model", models(*marker.args, **marker.kwargs))
 
 
+def run_threads(fns) -> None:
+    """Each function in a thread of its own, all at once; every exception raised in them
+    fails the caller (after all have ended, 120 s each at most)."""
+    errors = []
+
+    def wrap(f):
+        try:
+            f()
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=wrap, args=(f,)) for f in fns]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(120)
+    assert not errors, errors
+
+
+def stop_clean(srv, timeout: float = 2.0) -> None:
+    """SIGTERM: exit 0 within timeout, no process of the server's group left behind."""
+    assert srv.stop(signal.SIGTERM, timeout=timeout) == 0, srv.stderr()
+    wait_for(lambda: not srv.group_alive(), 3, "every process of the group to exit")
+
+
 def wait_for(cond: Callable[[], object], timeout: float = 10.0, what: str = "condition",
              interval: float = 0.01):
     """Poll cond until it returns something truthy; fail after timeout."""

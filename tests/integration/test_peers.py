@@ -17,7 +17,8 @@ import time
 
 import pytest
 
-from conftest import BIN, ROOT, monoio_unavailable, recv_exactly, recv_until_closed, wait_for
+from conftest import (BIN, ROOT, monoio_unavailable, recv_exactly, recv_until_closed, run_threads,
+                      stop_clean, wait_for)
 
 PEERS = {
     "go": ("go", [], "go"),
@@ -60,28 +61,6 @@ def cargo_found() -> bool:
     return bool(shutil.which("cargo")) or os.path.exists(os.path.expanduser("~/.cargo/bin/cargo"))
 
 
-def stop_clean(srv) -> None:
-    assert srv.stop(signal.SIGTERM, timeout=5) == 0, srv.stderr()
-    wait_for(lambda: not srv.group_alive(), 3, "every process of the group to exit")
-
-
-def run_threads(fns) -> None:
-    errors = []
-
-    def wrap(f):
-        try:
-            f()
-        except BaseException as e:  # noqa: BLE001 - reported below
-            errors.append(e)
-
-    ts = [threading.Thread(target=wrap, args=(f,)) for f in fns]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(120)
-    assert not errors, errors
-
-
 @pytest.fixture(params=list(PEERS))
 def peer(request):
     return request.param
@@ -104,7 +83,7 @@ def test_echo_byte_exact(peer, start_server):
                 sender.join()
 
     run_threads([lambda seed=rng.random(): client(seed) for _ in range(4)])
-    stop_clean(srv)
+    stop_clean(srv, timeout=5)
 
 
 # ---- counter ----------------------------------------------------------------
@@ -128,7 +107,7 @@ def test_counter_exact_under_concurrency(peer, start_server):
     with srv.connect() as s:
         s.sendall(b"\x00")
         assert int.from_bytes(recv_exactly(s, 8), "big") == clients * increments
-    stop_clean(srv)
+    stop_clean(srv, timeout=5)
 
 
 def test_counter_bad_byte_closes_only_that_connection(peer, start_server):
@@ -141,7 +120,7 @@ def test_counter_bad_byte_closes_only_that_connection(peer, start_server):
         assert recv_until_closed(bad) == b""
         good.sendall(b"\x00\x01")
         assert recv_exactly(good, 16) == (2).to_bytes(8, "big") + (3).to_bytes(8, "big")
-    stop_clean(srv)
+    stop_clean(srv, timeout=5)
 
 
 # ---- sink -------------------------------------------------------------------
@@ -192,7 +171,7 @@ def test_sink_writes_exactly_what_was_sent(peer, flush, start_server, tmp_path):
     for i in range(n):
         lo = i * 64
         assert bytes(b for b in data if lo <= b < lo + 64) == sent[i], f"connection {i}"
-    stop_clean(srv)
+    stop_clean(srv, timeout=5)
 
 
 @pytest.mark.parametrize("flush", ["each", "buffered"])
@@ -215,7 +194,7 @@ def test_sink_lines_intact(peer, flush, start_server, tmp_path):
     for i in range(4):
         mine = [ln for ln in lines if ln.startswith(f"conn {i} ".encode())]
         assert mine == [ln for ln in expected if ln.startswith(f"conn {i} ".encode())]
-    stop_clean(srv)
+    stop_clean(srv, timeout=5)
 
 
 @pytest.mark.parametrize("flush", ["each", "buffered"])
@@ -228,7 +207,7 @@ def test_sink_sigterm_loses_nothing(peer, flush, start_server, tmp_path):
         s.sendall(p)
     ports = {s.getsockname()[1] for s in conns}
     wait_for(lambda: server_rx_empty(srv.port, ports), 10, "the server to read every byte")
-    stop_clean(srv)
+    stop_clean(srv, timeout=5)
     data = out.read_bytes()
     for i, p in enumerate(payloads):
         assert data.count(bytes([65 + i])) == len(p)
@@ -267,7 +246,7 @@ def test_go_print_writes_exactly_what_was_sent(start_server, tmp_path):
     assert len(data) == total
     for i in range(n):
         assert bytes(b for b in data if i * 64 <= b < i * 64 + 64) == sent[i], f"connection {i}"
-    stop_clean(srv)
+    stop_clean(srv, timeout=5)
 
 
 def test_go_print_is_unbuffered_and_stdout_leaves_the_pipe(start_server, tmp_path):
@@ -281,7 +260,7 @@ def test_go_print_is_unbuffered_and_stdout_leaves_the_pipe(start_server, tmp_pat
             s.sendall(b"message\n" * 3)
             wait_for(lambda: server_rx_empty(srv.port, port), 10, "the server to read it")
             wait_for(lambda: out.stat().st_size == 24 * k, 5, f"{24 * k} bytes written")
-        stop_clean(srv)
+        stop_clean(srv, timeout=5)
     assert out.read_bytes() == b"message\n" * 15
     assert srv.proc.stdout.read() == b""  # the listening line was consumed at start
 
@@ -294,7 +273,7 @@ def test_go_print_sigterm_loses_nothing(start_server, tmp_path):
         s.sendall(bytes([65 + i]) * 20_000)
     ports = {s.getsockname()[1] for s in conns}
     wait_for(lambda: server_rx_empty(srv.port, ports), 10, "the server to read every byte")
-    stop_clean(srv)
+    stop_clean(srv, timeout=5)
     data = out.read_bytes()
     assert [data.count(bytes([65 + i])) for i in range(3)] == [20_000] * 3
     for s in conns:
@@ -320,7 +299,7 @@ def test_sigterm_exits_zero_with_open_connection(peer, app, start_server):
     srv = start_server(peer_argv(peer, app, "--bcrypt-cost", "4") if app == "rest"
                        else peer_argv(peer, app))
     with srv.connect():
-        stop_clean(srv)
+        stop_clean(srv, timeout=5)
 
 
 def test_bad_flag_exits_2(peer):
@@ -375,7 +354,7 @@ def test_rest_routes(peer, start_server):
     assert request(srv, "GET", "/password/set/alice")[0] == 405
     assert request(srv, "POST", "/user/get/alice")[0] == 405
     assert request(srv, "POST", "/longPoll")[0] == 405
-    stop_clean(srv)
+    stop_clean(srv, timeout=5)
 
 
 def test_rest_long_poll(peer, start_server):
@@ -393,7 +372,7 @@ def test_rest_long_poll(peer, start_server):
         assert (code, body, plain) == (200, b"OK", True)
         assert elapsed >= 0.19  # answered only after --longpoll-ms, not the 5 s default
         assert elapsed < 4.5
-    stop_clean(srv)
+    stop_clean(srv, timeout=5)
 
 
 # ---- bcrypt on the BEAM (peers/beam_bcrypt) -------------------------------------
@@ -429,7 +408,7 @@ def test_beam_password_routes(peer, start_server):
     assert request(srv, "POST", "/password/set/dave", json.dumps({"password": "x" * 73}))[0] == 400
     assert request(srv, "POST", "/password/set/dave", json.dumps({"password": 7}))[0] == 400
     assert request(srv, "POST", "/password/verify/dave", json.dumps({"password": "x"}))[0] == 400
-    stop_clean(srv)
+    stop_clean(srv, timeout=5)
 
 
 # One thread for the connections: BEAM's one normal scheduler, tokio's one worker.
@@ -474,7 +453,7 @@ def test_beam_bcrypt_runs_on_a_dirty_scheduler(peer, start_server):
     assert result["secs"] > 0.5, f"a cost-14 hash took {result['secs']:.2f} s: too fast to test"
     assert answered_during >= 5, f"only {answered_during} GET / answered during the hash"
     assert worst < result["secs"] / 2, (worst, result["secs"])
-    stop_clean(srv)
+    stop_clean(srv, timeout=5)
 
 
 def test_elixir_http_keepalive_pipelining_chunked(start_server):
@@ -508,7 +487,7 @@ def test_elixir_http_keepalive_pipelining_chunked(start_server):
     with srv.connect() as s:
         s.sendall(b"POST /user/set/x HTTP/1.1\r\nHost: x\r\nContent-Length: 70000\r\n\r\n")
         assert recv_until_closed(s).startswith(b"HTTP/1.1 413 ")
-    stop_clean(srv)
+    stop_clean(srv, timeout=5)
 
 
 # ---- the Rust peer: bcrypt against libcrypt, monoio's limits ---------------------
@@ -598,7 +577,7 @@ def test_rust_monoio_workers_share_the_port(workers, start_server):
         assert int.from_bytes(recv_exactly(s, 8), "big") == 240
     for s in conns:
         s.close()
-    stop_clean(srv)
+    stop_clean(srv, timeout=5)
 
 
 def test_rust_build_names_the_missing_toolchain(tmp_path):

@@ -17,12 +17,12 @@ import signal
 import socket
 import ssl
 import subprocess
-import threading
 import time
 
 import pytest
 
-from conftest import BIN, LISTENING, ROOT, read_line, recv_exactly, wait_for
+from conftest import (BIN, LISTENING, ROOT, read_line, recv_exactly, run_threads, stop_clean,
+                      wait_for)
 from tlslib import client_context, make_pki, tls_connect
 
 # name: (peers/ directory, extra launcher flags, toolchain it needs). Kept
@@ -86,29 +86,6 @@ def run_peer(peer, *args, timeout=60) -> subprocess.CompletedProcess:
     """A peer that is expected to refuse its command line."""
     return subprocess.run([str(a) for a in [*launcher(peer), *args]], capture_output=True,
                           text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-
-
-def stop_clean(srv, timeout: float = 2.0) -> None:
-    """SIGTERM: exit 0 within timeout, no process of the peer left behind."""
-    assert srv.stop(signal.SIGTERM, timeout=timeout) == 0, srv.stderr()
-    wait_for(lambda: not srv.group_alive(), 3, "every process of the group to exit")
-
-
-def run_threads(fns) -> None:
-    errors = []
-
-    def wrap(f):
-        try:
-            f()
-        except BaseException as e:  # noqa: BLE001 - reported below
-            errors.append(e)
-
-    ts = [threading.Thread(target=wrap, args=(f,)) for f in fns]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(120)
-    assert not errors, errors
 
 
 def echo_exact(sock, data: bytes) -> None:
