@@ -178,7 +178,7 @@ static void respond(yard_fx_t *fx, int status, const char *ctype, const void *bo
                     bool keep_alive, int minor, const char *allow)
 {
     char date[64], head[512];
-    time_t now = (time_t)(yard_wall_ns() / (int64_t)YARD_NS_PER_S);
+    time_t now = (time_t)(fx->wall_ns / (int64_t)YARD_NS_PER_S);
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
@@ -545,10 +545,11 @@ static void rest_job_done(void *state, void *session, void *arg, yard_fx_t *fx)
     s->job = NULL;
 }
 
-static void rest_close(void *state, void *session)
+static void rest_close(void *state, void *session, const yard_fx_t *fx)
 {
     struct rest_session *s = session;
     (void)state;
+    (void)fx;
     free(s->job);
     s->job = NULL;
 }

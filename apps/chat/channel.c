@@ -6,7 +6,6 @@
 
 #include "channel.h"
 #include "history.h"
-#include "jobs.h"
 #include "message.h"
 #include "query.h"
 #include "relay.h"
@@ -147,21 +146,21 @@ static bool replay_start(struct chat_app *app, struct session *s, yard_fx_t *fx,
         chat_pos_set(app->cs, s->account, s->client, key, s->relay.seen);
         return false;
     }
-    struct replay_job *j = &s->rp;
-    j->log = app->log;
+    struct yard_chat_replay *j = &s->rp;
+    j->store = app->store;
     snprintf(j->name, sizeof j->name, "%s", name);
     snprintf(j->key, sizeof j->key, "%s", key);
     j->from = from;
     j->upto = s->relay.seen;
     j->max = app->set->replay_max;
-    j->kind = CHAT_JOB_REPLAY;
-    yard_fx_io(fx, chat_replay_job_run, j);
+    j->op = YARD_CHAT_REPLAY;
+    yard_fx_io(fx, yard_chat_store_run, j);
     return true;
 }
 
 static void replay_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
 {
-    struct replay_job *j = &s->rp;
+    struct yard_chat_replay *j = &s->rp;
     if (j->rc == -ENOMEM && !j->total) {
         chat_sendf(fx, ":" SERVER " NOTICE %s :The history of %s cannot be read now; nothing was "
                        "replayed",
@@ -188,7 +187,7 @@ static void replay_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
         if (yard_logrec_decode(j->recs + at, j->recs_len - at, &r) != YARD_LOGREC_COMPLETE)
             break;
         else
-            chat_relay(fx, s, &r, chat_unguest(&r), ref);
+            chat_relay(fx, s, &r, yard_chat_unguest(&r), ref);
     if (ref[0])
         chat_sendf(fx, ":" SERVER " BATCH -%s", ref);
     free(j->recs);
@@ -270,7 +269,7 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
         created = c >= 0;
         if (c >= 0)
             unranked = !chat_chan_load(app->cs, c, s->guest ? NULL : s->account_key,
-                                       yard_wall_ns() / (int64_t)YARD_NS_PER_S);
+                                       fx->wall_ns / (int64_t)YARD_NS_PER_S);
     }
     if (refused) {
         chat_unlock(app->cs);
@@ -517,7 +516,7 @@ void chat_cmd_topic(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
     memcpy(topic, text, len);
     topic[len] = 0;
     if (!chat_topic_set(app->cs, key, topic, len, s->account,
-                        yard_wall_ns() / (int64_t)YARD_NS_PER_S)) {
+                        fx->wall_ns / (int64_t)YARD_NS_PER_S)) {
         chat_sendf(fx, ":" SERVER " NOTICE %s :The topic of %s was not set: the server holds no "
                        "more topics",
                    s->account, shown);

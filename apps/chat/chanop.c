@@ -266,7 +266,7 @@ static void chan_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, ya
     }
     struct mode_change mc = {.nflags = 0};
     mode_changes(app, s, fx, ch, shown, m, &rec, &mc);
-    bool kept = !mc.nflags || chat_chan_put(cs, key, &rec, yard_wall_ns() / (int64_t)YARD_NS_PER_S);
+    bool kept = !mc.nflags || chat_chan_put(cs, key, &rec, fx->wall_ns / (int64_t)YARD_NS_PER_S);
     chat_unlock(cs);
     if (!mc.nflags)
         return;

@@ -17,11 +17,13 @@
  * of every message is the account that logged in, never what the client
  * claims.
  *
- * No callback touches a file: appends (with their account lookups and
- * syncs), replays on JOIN and reads of a log a connection has fallen
- * behind run as I/O jobs (yard_fx_io, jobs.h), which the engine runs inline
- * in the blocking models and on its I/O thread in the others. A connection
- * that keeps up reads new records from the log's tail in shared memory. */
+ * No callback touches a file: everything kept in files is the store's
+ * (yard/chat_store.h). Appends (with their account lookups and syncs),
+ * replays on JOIN, CHATHISTORY and reads of a log a connection has fallen
+ * behind are the store's requests, which the engine runs (yard_fx_io)
+ * inline in the blocking models and on its I/O thread in the others. A
+ * connection that keeps up reads new records from the log's tail in shared
+ * memory. The wall clock comes in the effects context (fx->wall_ns). */
 #ifndef YARD_CHAT_CHAT_H
 #define YARD_CHAT_CHAT_H
 
@@ -32,16 +34,15 @@
 #include "state.h"
 #include "yard/app.h"
 #include "yard/bcrypt.h"
-#include "yard/chat_accounts.h"
-#include "yard/chatlog.h"
+#include "yard/chat_store.h"
 #include "yard/proto_ircline.h"
 
 #define SERVER "yard"
 #define LINE_MAX_MSG YARD_IRC_MSG_MAX
 #define LINE_MAX_TAGS YARD_IRC_TAGS_MAX
-#define TARGMAX 4 /* targets of one PRIVMSG or NOTICE */
+#define TARGMAX YARD_CHAT_TARGETS_MAX /* targets of one PRIVMSG or NOTICE */
 #define MODES_MAX 4 /* channel mode changes with a parameter in one MODE */
-#define CLIENT_TAGS_MAX 512 /* a message's client-only tags kept and relayed (message-tags) */
+#define CLIENT_TAGS_MAX YARD_CHAT_TAGS_MAX /* a message's client-only tags kept and relayed */
 #define KICK_REASON_MAX 200 /* what of a KICK's reason is kept (a deferred record's text) */
 #define CHAT_REALNAME_MAX 100
 
@@ -86,12 +87,9 @@ struct chat_app {
     const struct chat_settings *set;
     chat_state_t *cs;
     yard_bus_t *bus;
-    yard_chatlog_t *log;
+    yard_chat_store_t *store; /* everything kept in files (yard/chat_store.h) */
+    yard_chatlog_t *log;      /* the store's log, for its tail in shared memory */
     chat_guard_t *guard;
-    /* A hash whose salt is used to check passwords of unknown accounts, at
-     * the cost of the dearest account (yard_bcrypt_dummy). */
-    char dummy_template[YARD_BCRYPT_LEN + 1];
-    char motd[2048];
     /* The bounds on waiting output (chat_sendq_bounds), from the flags:
      * an account's hold is at most half the engine's --max-sendq when
      * --sendq-max leaves the close to it. */

@@ -8,18 +8,17 @@
 #include <strings.h>
 
 #include "guest.h"
-#include "jobs.h"
 #include "register.h"
 #include "relay.h"
 #include "session.h"
 
 void chat_nick_check(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *nick)
 {
-    s->nj.dir = app->set->data_dir;
+    s->nj.store = app->store;
     snprintf(s->nj.nick, sizeof s->nj.nick, "%s", nick);
     s->nick_checking = true;
-    s->nj.kind = CHAT_JOB_NICK;
-    yard_fx_io(fx, chat_nick_job_run, &s->nj);
+    s->nj.op = YARD_CHAT_NICK;
+    yard_fx_io(fx, yard_chat_store_run, &s->nj);
 }
 
 /* A guest registers with the nick checked free of accounts: a member slot

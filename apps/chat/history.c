@@ -11,7 +11,6 @@
 #include <time.h>
 
 #include "history.h"
-#include "jobs.h"
 #include "relay.h"
 #include "session.h"
 #include "yard/log.h"
@@ -34,11 +33,11 @@ void chat_marker_text(struct chat_app *app, struct session *s, const char *key, 
 /* The result: a chathistory batch (with batch; the lines alone without). */
 void chat_history_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
 {
-    struct hist_job *j = &s->hist;
+    struct yard_chat_history *j = &s->hist;
     (void)app;
     /* Its price: the lines of the answer and the records read to find
      * them (a TARGETS window is read whole). */
-    unsigned long lines = j->rc < 0 ? 1 : j->sub == HIST_TARGETS ? j->ntargets : j->n;
+    unsigned long lines = j->rc < 0 ? 1 : j->sub == YARD_CHAT_HIST_TARGETS ? j->ntargets : j->n;
     unsigned long reads = j->read / CHAT_READS_PER_TOKEN;
     chat_charge(s, chat_lines_price(lines) + (reads > 1000000 ? 1000000 : (int)reads));
     if (j->rc < 0) {
@@ -46,7 +45,7 @@ void chat_history_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
         chat_sendf(fx, ":" SERVER " FAIL CHATHISTORY MESSAGE_ERROR %s :The history cannot be read "
                        "now",
                    j->name);
-    } else if (j->sub == HIST_TARGETS) { /* oldest of the latest first */
+    } else if (j->sub == YARD_CHAT_HIST_TARGETS) { /* oldest of the latest first */
         char ref[32] = "";
         if (s->caps & CAP_BATCH) {
             snprintf(ref, sizeof ref, "h%llu", (unsigned long long)++s->batches);
@@ -70,7 +69,7 @@ void chat_history_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
             yard_chatlog_rec_t r;
             if (yard_logrec_decode(j->recs + j->at[i], j->recs_len - j->at[i], &r) ==
                 YARD_LOGREC_COMPLETE)
-                chat_relay(fx, s, &r, chat_unguest(&r), ref);
+                chat_relay(fx, s, &r, yard_chat_unguest(&r), ref);
         }
         if (ref[0])
             chat_sendf(fx, ":" SERVER " BATCH -%s", ref);
@@ -100,7 +99,7 @@ static int64_t days_since_epoch(int64_t year, int month, int day)
     return era * 146097 + day_of_era - 719468; /* 719468: 0000-03-01 to 1970-01-01 */
 }
 
-static bool hist_parse_ref(const char *t, bool star, struct hist_ref *r)
+static bool hist_parse_ref(const char *t, bool star, struct yard_chat_hist_ref *r)
 {
     memset(r, 0, sizeof *r);
     if (star && !strcmp(t, "*")) {
@@ -174,7 +173,7 @@ void chat_cmd_markread(struct chat_app *app, struct session *s, yard_fx_t *fx, y
         chat_sendf(fx, ":" SERVER " MARKREAD %s %s", target, now);
         return;
     }
-    struct hist_ref ref;
+    struct yard_chat_hist_ref ref;
     if (!hist_parse_ref(m->params[1], false, &ref) || !ref.by_time || ref.ts_ns <= 0) {
         chat_sendf(fx, ":" SERVER " FAIL MARKREAD INVALID_PARAMS %s :The timestamp is "
                        "timestamp=YYYY-MM-DDThh:mm:ss.sssZ",
@@ -209,11 +208,11 @@ void chat_cmd_chathistory(struct chat_app *app, struct session *s, yard_fx_t *fx
                    m->n ? sub : "*");
         return;
     }
-    int need = k == HIST_BETWEEN ? 5 : 4;
-    struct hist_job *j = &s->hist;
+    int need = k == YARD_CHAT_HIST_BETWEEN ? 5 : 4;
+    struct yard_chat_history *j = &s->hist;
     memset(j, 0, sizeof *j);
-    j->kind = CHAT_JOB_HISTORY;
-    if (k == HIST_TARGETS) { /* TARGETS timestamp=T1 timestamp=T2 limit */
+    j->op = YARD_CHAT_HISTORY;
+    if (k == YARD_CHAT_HIST_TARGETS) { /* TARGETS timestamp=T1 timestamp=T2 limit */
         char *tend = NULL;
         long tl = m->n >= 4 ? strtol(m->params[3], &tend, 10) : 0;
         if (m->n < 4 || !hist_parse_ref(m->params[1], false, &j->a) || !j->a.by_time ||
@@ -221,7 +220,7 @@ void chat_cmd_chathistory(struct chat_app *app, struct session *s, yard_fx_t *fx
             tl < 1) {
             chat_sendf(fx, ":" SERVER " FAIL CHATHISTORY INVALID_PARAMS TARGETS :Give two "
                            "timestamps and a limit of 1 to %d",
-                       HISTORY_MAX);
+                       YARD_CHAT_HISTORY_MAX);
             return;
         }
         /* The channels one is in now: only their history is one's to list. */
@@ -236,23 +235,23 @@ void chat_cmd_chathistory(struct chat_app *app, struct session *s, yard_fx_t *fx
             fx->nomem = true;
             return;
         }
-        j->log = app->log;
+        j->store = app->store;
         j->sub = k;
-        j->limit = tl > HISTORY_MAX ? HISTORY_MAX : (unsigned)tl;
+        j->limit = tl > YARD_CHAT_HISTORY_MAX ? YARD_CHAT_HISTORY_MAX : (unsigned)tl;
         strcpy(j->me, s->guest ? "" : s->account_key); /* a guest: channels only */
         strcpy(j->name, "*");
-        yard_fx_io(fx, chat_history_job_run, j);
+        yard_fx_io(fx, yard_chat_store_run, j);
         return;
     }
     char *end = NULL;
     long limit = m->n >= need ? strtol(m->params[need - 1], &end, 10) : 0;
-    bool star = k == HIST_LATEST || k == HIST_BETWEEN;
+    bool star = k == YARD_CHAT_HIST_LATEST || k == YARD_CHAT_HIST_BETWEEN;
     if (m->n < need || !hist_parse_ref(m->params[2], star, &j->a) ||
-        (k == HIST_BETWEEN && !hist_parse_ref(m->params[3], true, &j->b)) || !end || *end ||
-        limit < 1 || (j->a.any && k != HIST_LATEST)) {
+        (k == YARD_CHAT_HIST_BETWEEN && !hist_parse_ref(m->params[3], true, &j->b)) || !end || *end ||
+        limit < 1 || (j->a.any && k != YARD_CHAT_HIST_LATEST)) {
         chat_sendf(fx, ":" SERVER " FAIL CHATHISTORY INVALID_PARAMS %s :Give a target, %s and a "
                        "limit of 1 to %d",
-                   subs[k], k == HIST_BETWEEN ? "two references" : "a reference", HISTORY_MAX);
+                   subs[k], k == YARD_CHAT_HIST_BETWEEN ? "two references" : "a reference", YARD_CHAT_HISTORY_MAX);
         return;
     }
     const char *target = m->params[1];
@@ -273,11 +272,11 @@ void chat_cmd_chathistory(struct chat_app *app, struct session *s, yard_fx_t *fx
                    subs[k], target);
         return;
     }
-    j->log = app->log;
+    j->store = app->store;
     j->sub = k;
-    j->limit = limit > HISTORY_MAX ? HISTORY_MAX : (unsigned)limit;
+    j->limit = limit > YARD_CHAT_HISTORY_MAX ? YARD_CHAT_HISTORY_MAX : (unsigned)limit;
     memcpy(j->name, target, tn + 1);
     chat_casefold(j->key, target, tn);
     strcpy(j->me, s->account_key);
-    yard_fx_io(fx, chat_history_job_run, j);
+    yard_fx_io(fx, yard_chat_store_run, j);
 }

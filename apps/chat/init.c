@@ -62,16 +62,12 @@ static int chat_init(void **state, const yard_config_t *cfg, const void *setting
     app->bus = yard_bus_create(shm, 1 + set->max_unregistered);
     unsigned members =
         cfg->max_conns > 0 && cfg->max_conns < 100000 ? (unsigned)cfg->max_conns : 16384;
-    char warn[800];
     if (!app->cs || !app->bus ||
-        chat_state_init(app->cs, shm, set->data_dir, set->max_channels, members, err, errlen,
-                        warn, sizeof warn) < 0) {
+        chat_state_init(app->cs, shm, set->max_channels, members, err, errlen) < 0) {
         if (!err[0])
             snprintf(err, errlen, "shared region too small");
         return -1;
     }
-    if (warn[0])
-        yard_log_warn("chat: %s", warn);
     chat_guard_opts_t go = CHAT_GUARD_DEFAULT_OPTS;
     go.max_pending = set->login_max_pending;
     go.pending_per_addr = set->login_pending_per_addr;
@@ -87,29 +83,23 @@ static int chat_init(void **state, const yard_config_t *cfg, const void *setting
     app->guard = chat_guard_create(shm, &go, err, errlen);
     if (!app->guard)
         return -1;
-    yard_chatlog_opts_t lo = {0};
-    yard_chatlog_opts_default(&lo);
-    lo.fsync = set->fsync_mode;
-    lo.fsync_interval_ns = set->fsync_interval_ns;
-    lo.retain_s = set->retain_s;
-    yard_chatlog_recovery_t rec = {0};
-    if (yard_chatlog_open(set->data_dir, &lo, &app->log, &rec, err, errlen) < 0)
+    yard_chat_table_t tables[CHAT_TABLES];
+    chat_state_tables(tables);
+    yard_chat_store_opts_t so = {.tables = tables, .ntables = CHAT_TABLES,
+                                 .appended = presence_published, .appended_arg = app};
+    yard_chatlog_opts_default(&so.log);
+    so.log.fsync = set->fsync_mode;
+    so.log.fsync_interval_ns = set->fsync_interval_ns;
+    so.log.retain_s = set->retain_s;
+    char warn[800];
+    if (yard_chat_store_open(set->data_dir, &so, &app->store, warn, sizeof warn, err, errlen) <
+        0)
         return -1;
-    if (rec.dropped_bytes)
-        yard_log_warn("chat: %s", rec.message);
+    if (warn[0])
+        yard_log_warn("chat: %s", warn);
+    chat_state_attach(app->cs, tables);
+    app->log = yard_chat_store_log(app->store);
     yard_bus_publish(app->bus, 0, yard_chatlog_last_id(app->log));
-    struct crypt_data *cd = calloc(1, sizeof *cd);
-    bool ok = cd && yard_bcrypt_hash("not a password", 4, cd, app->dummy_template);
-    free(cd);
-    if (!ok) {
-        snprintf(err, errlen, "bcrypt is not available");
-        return -1;
-    }
-    char path[4096];
-    snprintf(path, sizeof path, "%s/motd", set->data_dir);
-    yard_read_text_file(path, app->motd, sizeof app->motd);
-    if (yard_chatlog_writer_start(app->log, presence_published, app, err, errlen) < 0)
-        return -1;
     *state = app;
     return 0;
 }
@@ -117,9 +107,7 @@ static int chat_init(void **state, const yard_config_t *cfg, const void *setting
 static void chat_fini(void *state)
 {
     struct chat_app *app = state;
-    yard_chatlog_sync(app->log);
-    yard_chatlog_close(app->log);
-    chat_state_fini(app->cs);
+    yard_chat_store_close(app->store);
 }
 
 /* --retain: a duration, with whole days (30d) up to a century besides

@@ -2,7 +2,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "jobs.h"
 #include "message.h"
 #include "query.h"
 #include "relay.h"
@@ -12,12 +11,9 @@
 /* A post: the message's targets, checked here, go into the post job. */
 void chat_post_begin(struct chat_app *app, struct session *s, int type, const char *text)
 {
-    struct post_job *j = &s->post;
-    j->log = app->log;
-    j->cs = app->cs;
-    j->dir = app->set->data_dir;
+    struct yard_chat_post *j = &s->post;
+    j->store = app->store;
     j->sender = s->sender;
-    j->sync_state = app->set->fsync_mode == YARD_CHATLOG_FSYNC_ALWAYS;
     j->type = type;
     j->n = 0;
     j->tags_len = 0;
@@ -26,7 +22,7 @@ void chat_post_begin(struct chat_app *app, struct session *s, int type, const ch
 
 void chat_post_target(struct session *s, const char *name, bool person)
 {
-    struct post_job *j = &s->post;
+    struct yard_chat_post *j = &s->post;
     /* What fits the relayed line ":acc!acc@yard PRIVMSG target :text\r\n". */
     size_t room = LINE_MAX_MSG - 2 - (1 + 2 * strlen(s->account) + 2 + strlen(SERVER) + 1 + 7 +
                                       1 + strlen(name) + 2);
@@ -43,19 +39,19 @@ void chat_post_start(struct session *s, yard_fx_t *fx)
     if (!s->post.n)
         return;
     s->relay.posting = true;
-    s->post.kind = CHAT_JOB_POST;
-    yard_fx_io(fx, chat_post_job_run, &s->post);
+    s->post.op = YARD_CHAT_POST;
+    yard_fx_io(fx, yard_chat_store_run, &s->post);
 }
 
 /* The appends are done: what this connection sent is its own (not echoed
  * back unless asked), and everyone hears of the news. */
 void chat_post_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
 {
-    struct post_job *j = &s->post;
+    struct yard_chat_post *j = &s->post;
     int delivered = 0;
     uint64_t last = 0;
     for (int i = 0; i < j->n; i++) {
-        if (j->t[i].rc == POST_NO_SUCH_NICK) {
+        if (j->t[i].rc == YARD_CHAT_NO_SUCH_NICK) {
             if (j->type != YARD_LOGREC_NOTICE)
                 chat_numeric(fx, s, 401, "%s :No such nick/channel", j->t[i].name);
         } else if (j->t[i].rc < 0) {

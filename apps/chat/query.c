@@ -325,11 +325,19 @@ void chat_cmd_userhost(struct chat_app *app, struct session *s, yard_fx_t *fx, y
     ison(app, s, fx, m, true);
 }
 
+/* Also the welcome's end (m NULL): the store's motd, a 372 per line. */
 void chat_cmd_motd(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
-    if (app->motd[0]) {
+    const char *motd = yard_chat_store_motd(app->store);
+    if (motd[0]) {
         chat_numeric(fx, s, 375, ":- " SERVER " Message of the day -");
-        chat_numeric(fx, s, 372, ":- %.400s", app->motd);
+        for (const char *l = motd; *l;) {
+            size_t n = strcspn(l, "\r\n");
+            if (n)
+                chat_numeric(fx, s, 372, ":- %.*s", (int)(n < 400 ? n : 400), l);
+            l += n;
+            l += strspn(l, "\r\n");
+        }
         chat_numeric(fx, s, 376, ":End of /MOTD command.");
     } else {
         chat_numeric(fx, s, 422, ":MOTD File is missing");
@@ -344,6 +352,6 @@ void chat_cmd_version(struct chat_app *app, struct session *s, yard_fx_t *fx, ya
 void chat_cmd_time(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
     char when[64];
-    chat_format_time(when, sizeof when, yard_wall_ns());
+    chat_format_time(when, sizeof when, fx->wall_ns);
     chat_numeric(fx, s, 391, SERVER " :%s", when);
 }

@@ -8,7 +8,7 @@
 #include <strings.h>
 
 #include "guest.h"
-#include "jobs.h"
+#include "query.h"
 #include "register.h"
 #include "session.h"
 #include "yard/clock.h"
@@ -110,7 +110,7 @@ void chat_start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
         refuse_login(s, fx, sasl, why);
         return;
     }
-    struct auth_job *j = calloc(1, sizeof *j);
+    struct yard_chat_auth *j = calloc(1, sizeof *j);
     if (!j) {
         chat_guard_check_end(app->guard, ticket, &s->login.addr, key, false, fx->now_ns);
         fx->nomem = true;
@@ -119,8 +119,8 @@ void chat_start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
     s->login.check_ticket = ticket;
     s->login.check_at = fx->now_ns;
     memcpy(s->login.check_key, key, sizeof key);
-    j->dir = app->set->data_dir;
-    memcpy(j->dummy_template, app->dummy_template, sizeof j->dummy_template);
+    j->op = YARD_CHAT_AUTH;
+    j->store = app->store;
     j->sasl = sasl;
     snprintf(j->account, sizeof j->account, "%.*s", (int)alen, account);
     snprintf(j->password, sizeof j->password, "%.*s", (int)plen, password);
@@ -128,8 +128,7 @@ void chat_start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
     s->login.job = j;
     if (s->state != ST_READY) /* a guest logging in goes on relaying meanwhile */
         s->state = ST_AUTH;
-    j->kind = CHAT_JOB_AUTH;
-    yard_fx_offload(fx, chat_auth_job_run, j);
+    yard_fx_offload(fx, yard_chat_store_run, j);
 }
 
 /* The check in flight is over (its job is done). */
@@ -156,18 +155,8 @@ static void welcome(struct chat_app *app, struct session *s, yard_fx_t *fx)
     chat_numeric(fx, s, 5, "CHANLIMIT=#&:%u CHATHISTORY=%d MSGREFTYPES=msgid,timestamp "
                            "TARGMAX=PRIVMSG:%d,NOTICE:%d,WHOIS:%d,USERHOST:5,KICK:%d :are "
                            "supported by this server",
-                 app->set->channels_per_account, HISTORY_MAX, TARGMAX, TARGMAX, TARGMAX, TARGMAX);
-    if (app->motd[0]) {
-        chat_numeric(fx, s, 375, ":- " SERVER " Message of the day -");
-        char copy[sizeof app->motd];
-        strcpy(copy, app->motd);
-        char *save = NULL;
-        for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
-            chat_numeric(fx, s, 372, ":- %.400s", l);
-        chat_numeric(fx, s, 376, ":End of /MOTD command.");
-    } else {
-        chat_numeric(fx, s, 422, ":MOTD File is missing");
-    }
+                 app->set->channels_per_account, YARD_CHAT_HISTORY_MAX, TARGMAX, TARGMAX, TARGMAX, TARGMAX);
+    chat_cmd_motd(app, s, fx, NULL);
 }
 
 /* Logged in: take a member slot and start relaying from the log's end. */
@@ -234,7 +223,7 @@ void chat_try_register(struct chat_app *app, struct session *s, yard_fx_t *fx)
     s->reg.have_pass = false;
 }
 
-void chat_auth_done(struct chat_app *app, struct session *s, struct auth_job *j, yard_fx_t *fx)
+void chat_auth_done(struct chat_app *app, struct session *s, struct yard_chat_auth *j, yard_fx_t *fx)
 {
     s->login.job = NULL;
     if (s->state != ST_READY)
@@ -365,20 +354,20 @@ static void start_external(struct chat_app *app, struct session *s, yard_fx_t *f
         }
         authzid[len] = 0;
     }
-    struct auth_job *j = calloc(1, sizeof *j);
+    struct yard_chat_auth *j = calloc(1, sizeof *j);
     if (!j) {
         fx->nomem = true;
         return;
     }
-    j->kind = CHAT_JOB_AUTH;
-    j->dir = app->set->data_dir;
+    j->op = YARD_CHAT_AUTH;
+    j->store = app->store;
     j->sasl = true;
     memcpy(j->account, authzid, sizeof authzid);
     memcpy(j->certfp, s->certfp, sizeof j->certfp);
     s->login.job = j;
     if (s->state != ST_READY)
         s->state = ST_AUTH;
-    yard_fx_io(fx, chat_auth_job_run, j);
+    yard_fx_io(fx, yard_chat_store_run, j);
 }
 
 /* AUTHENTICATE PLAIN, then the payload in pieces (or * to abort). */

@@ -14,7 +14,7 @@ void chat_start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
 void chat_end_check(struct chat_app *app, struct session *s, bool ok, uint64_t now_ns);
 void chat_ready(struct chat_app *app, struct session *s, yard_fx_t *fx);
 void chat_try_register(struct chat_app *app, struct session *s, yard_fx_t *fx);
-void chat_auth_done(struct chat_app *app, struct session *s, struct auth_job *j, yard_fx_t *fx);
+void chat_auth_done(struct chat_app *app, struct session *s, struct yard_chat_auth *j, yard_fx_t *fx);
 
 chat_cmd_fn chat_cmd_cap;          /* CAP */
 chat_cmd_fn chat_cmd_authenticate; /* AUTHENTICATE: SASL PLAIN (an account in already: 907) */

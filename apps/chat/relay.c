@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jobs.h"
 #include "relay.h"
 #include "session.h"
 #include "yard/hash.h"
@@ -58,17 +57,6 @@ static void split_client_tags(yard_chatlog_rec_t *r, const char **tags, size_t *
     *tags_len = (size_t)(nul - r->text);
     r->text_len -= *tags_len + 1;
     r->text = nul + 1;
-}
-
-/* A guest's records name it "~nick" (include/yard/proto_logrec.h): take
- * the '~' off the record's sender, and say whether it was there. */
-bool chat_unguest(yard_chatlog_rec_t *r)
-{
-    if (r->sender_len < 2 || r->sender[0] != '~')
-        return false;
-    r->sender++;
-    r->sender_len--;
-    return true;
 }
 
 /* The tags a connection asked for on a relayed record: server-time, msgid
@@ -400,7 +388,7 @@ static int relay_read(struct chat_app *app, struct session *s, yard_fx_t *fx, co
         if (r.id <= s->relay.seen)
             continue;
         s->relay.seen = r.id;
-        bool guest = chat_unguest(&r);
+        bool guest = yard_chat_unguest(&r);
         if (r.type == YARD_LOGREC_READ) {
             marker_relay(s, fx, &r);
             continue;
@@ -477,10 +465,10 @@ void chat_news(void *state, void *session, yard_fx_t *fx)
         return; /* after the post: its ids must be known as ours first */
     int rc = relay_tail(app, s, fx);
     if (rc == -EAGAIN) {
-        s->rd.log = app->log;
+        s->rd.store = app->store;
         s->rd.cur = s->relay.cur;
-        s->rd.kind = CHAT_JOB_READ;
-        yard_fx_io(fx, chat_read_job_run, &s->rd);
+        s->rd.op = YARD_CHAT_READ;
+        yard_fx_io(fx, yard_chat_store_run, &s->rd);
         return;
     }
     if (rc == 0)
@@ -489,7 +477,7 @@ void chat_news(void *state, void *session, yard_fx_t *fx)
 
 void chat_read_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
 {
-    struct read_job *j = &s->rd;
+    struct yard_chat_read *j = &s->rd;
     s->relay.cur = j->cur; /* the read placed it (or moved it to the next segment) */
     int n = 0, rc = j->n < 0 ? (int)j->n : relay_read(app, s, fx, j->buf, (size_t)j->n, &n);
     if (rc < 0) {

@@ -14,7 +14,6 @@
 #include "session.h"
 
 void chat_own_push(struct session *s, uint64_t id);
-bool chat_unguest(yard_chatlog_rec_t *r);
 void chat_relay(yard_fx_t *fx, const struct session *s, const yard_chatlog_rec_t *r,
                 bool guest, const char *batch);
 void chat_catch_up(struct chat_app *app, struct session *s, yard_fx_t *fx);

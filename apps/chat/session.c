@@ -101,23 +101,23 @@ void chat_job_done(void *state, void *session, void *arg, yard_fx_t *fx)
 {
     struct chat_app *app = state;
     struct session *s = session;
-    switch (*(const enum chat_job_kind *)arg) { /* every job struct starts with its kind */
-    case CHAT_JOB_AUTH:
+    switch (*(const enum yard_chat_op *)arg) { /* every request starts with its op */
+    case YARD_CHAT_AUTH:
         chat_auth_done(app, s, arg, fx);
         break;
-    case CHAT_JOB_NICK:
+    case YARD_CHAT_NICK:
         chat_nick_done(app, s, fx);
         break;
-    case CHAT_JOB_POST:
+    case YARD_CHAT_POST:
         chat_post_done(app, s, fx);
         break;
-    case CHAT_JOB_READ:
+    case YARD_CHAT_READ:
         chat_read_done(app, s, fx);
         break;
-    case CHAT_JOB_REPLAY:
+    case YARD_CHAT_REPLAY:
         chat_replay_done(app, s, fx);
         break;
-    case CHAT_JOB_HISTORY:
+    case YARD_CHAT_HISTORY:
         chat_history_done(app, s, fx);
         break;
     }
@@ -315,7 +315,7 @@ size_t chat_data(void *state, void *session, const uint8_t *in, size_t n, yard_f
     return used;
 }
 
-void chat_close(void *state, void *session)
+void chat_close(void *state, void *session, const yard_fx_t *fx)
 {
     struct chat_app *app = state;
     struct session *s = session;
@@ -340,7 +340,7 @@ void chat_close(void *state, void *session)
             ev = chat_events_per_channel(cs, left, online ? YARD_LOGREC_PART : YARD_LOGREC_QUIT,
                                          s->sender, why, &n);
         }
-        chat_member_remove(app->cs, s->slot, yard_wall_ns() / (int64_t)YARD_NS_PER_S);
+        chat_member_remove(app->cs, s->slot, fx->wall_ns / (int64_t)YARD_NS_PER_S);
         chat_unlock(app->cs);
         if (n)
             chat_presence_put(app, ev, n);

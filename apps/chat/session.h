@@ -5,7 +5,8 @@
 #ifndef YARD_CHAT_SESSION_H
 #define YARD_CHAT_SESSION_H
 
-#include "jobs.h"
+#include "chat.h"
+
 
 #define OWN_RING 1024
 
@@ -34,7 +35,7 @@ struct session_login {
     uint64_t check_ticket;   /* a password check in flight */
     uint64_t check_at;       /* when it began (fx->now_ns) */
     char check_key[CHAT_NAME_MAX + 1]; /* its account, casefolded */
-    struct auth_job *job;    /* the check's job */
+    struct yard_chat_auth *job;    /* the check's job */
     /* ST_WAIT: the login to check once the address has its turn. */
     char wait_account[CHAT_NAME_MAX + 1];
     char wait_password[YARD_ACCOUNT_PASSWORD_MAX + 1];
@@ -93,11 +94,11 @@ struct session {
     struct session_input in;
     /* The jobs (jobs.h), one of each kind in flight at most. */
     bool nick_checking;      /* a nick job is in flight */
-    struct nick_job nj;
-    struct post_job post;
-    struct read_job rd;
-    struct replay_job rp;
-    struct hist_job hist;
+    struct yard_chat_nick nj;
+    struct yard_chat_post post;
+    struct yard_chat_read rd;
+    struct yard_chat_replay rp;
+    struct yard_chat_history hist;
     char join_rest[LINE_MAX_MSG + 1]; /* JOIN's channels still to join after a replay */
     char join_keys[LINE_MAX_MSG + 1]; /* ... and their keys */
 };
@@ -139,6 +140,6 @@ void chat_job_done(void *state, void *session, void *arg, yard_fx_t *fx);
 void chat_open(void *state, void *session, yard_fx_t *fx);
 void chat_timer(void *state, void *session, yard_fx_t *fx);
 size_t chat_data(void *state, void *session, const uint8_t *in, size_t n, yard_fx_t *fx);
-void chat_close(void *state, void *session);
+void chat_close(void *state, void *session, const yard_fx_t *fx);
 
 #endif

@@ -53,33 +53,38 @@ void chat_casefold(char *out, const char *in, size_t n)
     out[n] = 0;
 }
 
-/* Positions and topics are tables of fixed slots in files of the data
- * directory (yard_table_file_t): a crash of any process loses nothing the
- * kernel has, and chat_state_sync at the log's fsync points makes them
- * durable. */
-static void *map_table(yard_table_file_t *t, const char *dir, const char *name,
-                       const char *magic, size_t slot_size, size_t nslots, char *err,
-                       size_t errlen, char *warn, size_t warnlen)
+/* Positions, topics and channel records are tables of fixed slots in
+ * files of the data directory, which the store maps shared
+ * (yard/chat_store.h): a crash of any process loses nothing the kernel
+ * has, and the store pushes them to the disk with the log's syncs. */
+void chat_state_tables(yard_chat_table_t t[CHAT_TABLES])
 {
-    char path[4096], m[8] = {0};
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    memcpy(m, magic, strnlen(magic, sizeof m));
-    bool restarted;
-    int rc = yard_table_file_open(t, path, m, slot_size, nslots, &restarted);
-    if (rc < 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(-rc));
-        return NULL;
-    }
-    if (restarted)
-        snprintf(warn, warnlen, "%.400s is of an older format or size; it starts afresh", path);
-    return t->slots;
+    t[CHAT_TABLE_POSITIONS] = (yard_chat_table_t){.name = "positions", .magic = "YARDPOS",
+                                                  .slot_size = sizeof(struct chat_pos),
+                                                  .nslots = POS_SLOTS,
+                                                  .afresh = "devices catch up from their "
+                                                            "next JOIN on"};
+    t[CHAT_TABLE_TOPICS] = (yard_chat_table_t){.name = "topics", .magic = "YARDTOP",
+                                               .slot_size = sizeof(struct chat_topic_slot),
+                                               .nslots = TOPIC_SLOTS};
+    t[CHAT_TABLE_CHANNELS] = (yard_chat_table_t){.name = "channels", .magic = "YARDCHN",
+                                                 .slot_size = sizeof(struct chat_chan_slot),
+                                                 .nslots = CHANREC_SLOTS};
 }
 
-int chat_state_init(chat_state_t *cs, yard_shm_t *shm, const char *dir, unsigned nchan,
-                    unsigned nmember, char *err, size_t errlen, char *warn, size_t warnlen)
+void chat_state_attach(chat_state_t *cs, const yard_chat_table_t t[CHAT_TABLES])
 {
-    cs->pos_file = cs->topics_file = cs->chans_file = (yard_table_file_t){.fd = -1};
-    warn[0] = 0;
+    cs->pos = t[CHAT_TABLE_POSITIONS].slots;
+    cs->npos = t[CHAT_TABLE_POSITIONS].nslots;
+    cs->topics = t[CHAT_TABLE_TOPICS].slots;
+    cs->ntopics = t[CHAT_TABLE_TOPICS].nslots;
+    cs->chanrecs = t[CHAT_TABLE_CHANNELS].slots;
+    cs->nchanrecs = t[CHAT_TABLE_CHANNELS].nslots;
+}
+
+int chat_state_init(chat_state_t *cs, yard_shm_t *shm, unsigned nchan, unsigned nmember,
+                    char *err, size_t errlen)
+{
     int e = yard_shm_mutex_init(&cs->mu);
     if (e < 0) {
         snprintf(err, errlen, "pthread_mutex_init: %s", strerror(-e));
@@ -102,43 +107,7 @@ int chat_state_init(chat_state_t *cs, yard_shm_t *shm, const char *dir, unsigned
     }
     for (unsigned i = 0; i < cs->index_cap; i++)
         cs->index[i] = -1;
-    char w[600] = "";
-    cs->npos = POS_SLOTS;
-    cs->pos = map_table(&cs->pos_file, dir, "positions", "YARDPOS", sizeof(struct chat_pos),
-                        cs->npos, err, errlen, w, sizeof w);
-    if (!cs->pos)
-        return -1;
-    if (w[0])
-        snprintf(warn, warnlen, "%s (devices catch up from their next JOIN on)", w);
-    w[0] = 0;
-    cs->ntopics = TOPIC_SLOTS;
-    cs->topics = map_table(&cs->topics_file, dir, "topics", "YARDTOP",
-                           sizeof(struct chat_topic_slot), cs->ntopics, err, errlen, w, sizeof w);
-    if (!cs->topics)
-        return -1;
-    if (w[0] && !warn[0])
-        snprintf(warn, warnlen, "%s", w);
-    w[0] = 0;
-    cs->nchanrecs = CHANREC_SLOTS;
-    cs->chanrecs = map_table(&cs->chans_file, dir, "channels", "YARDCHN",
-                             sizeof(struct chat_chan_slot), cs->nchanrecs, err, errlen, w,
-                             sizeof w);
-    if (!cs->chanrecs)
-        return -1;
-    if (w[0] && !warn[0])
-        snprintf(warn, warnlen, "%s", w);
     return 0;
-}
-
-void chat_state_fini(chat_state_t *cs)
-{
-
-    yard_table_file_close(&cs->pos_file);
-    yard_table_file_close(&cs->topics_file);
-    yard_table_file_close(&cs->chans_file);
-    cs->pos = NULL;
-    cs->topics = NULL;
-    cs->chanrecs = NULL;
 }
 
 void chat_lock(chat_state_t *cs)
@@ -804,11 +773,4 @@ bool chat_invited(chat_state_t *cs, int chan, const char *account_key)
         if (!strcmp(cs->chans[chan].invited[i], account_key))
             return true;
     return false;
-}
-
-void chat_state_sync(chat_state_t *cs)
-{
-    yard_table_file_sync(&cs->pos_file, false);
-    yard_table_file_sync(&cs->topics_file, false);
-    yard_table_file_sync(&cs->chans_file, false);
 }

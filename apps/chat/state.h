@@ -17,11 +17,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "yard/chat_store.h"
 #include "yard/shm.h"
 
-#define CHAT_NAME_MAX 30   /* account = nick */
+#define CHAT_NAME_MAX YARD_CHAT_NAME_MAX /* account = nick */
 #define CHAT_CLIENT_MAX 30 /* a device's client id ("alice@phone") */
-#define CHAT_CHAN_MAX 50   /* channel name, with its '#' */
+#define CHAT_CHAN_MAX YARD_CHAT_CHAN_MAX /* channel name, with its '#' */
 #define CHAT_TOPIC_MAX 390
 #define CHAT_CHANNELS_LIMIT 4096 /* --max-channels at most */
 
@@ -113,24 +114,27 @@ typedef struct chat_state {
     uint8_t *members; /* nmember x member_size */
     struct chat_pos *pos;
     size_t npos;
-    yard_table_file_t pos_file;
     struct chat_gone *gone; /* a ring of CHAT_WHOWAS_MAX, newest at gone_next - 1 */
     unsigned gone_next, gone_count;
     struct chat_topic_slot *topics;
     size_t ntopics;
-    yard_table_file_t topics_file;
     struct chat_chan_slot *chanrecs;
     size_t nchanrecs;
-    yard_table_file_t chans_file;
 } chat_state_t;
 
 /* IRC's rfc1459 casemapping: ASCII lower case, and []\~ as {}|^. */
 void chat_casefold(char *out, const char *in, size_t n);
 
-/* *warn gets a message when a file had to be started afresh (else ""). */
-int chat_state_init(chat_state_t *cs, yard_shm_t *shm, const char *dir, unsigned nchan,
-                    unsigned nmember, char *err, size_t errlen, char *warn, size_t warnlen);
-void chat_state_fini(chat_state_t *cs);
+/* The tables in shared memory, for nchan channels and nmember members:
+ * 0, or -1 with err. */
+int chat_state_init(chat_state_t *cs, yard_shm_t *shm, unsigned nchan, unsigned nmember,
+                    char *err, size_t errlen);
+/* The tables kept in files of the data directory, which the store opens
+ * (yard/chat_store.h): chat_state_tables says what they are, and
+ * chat_state_attach takes their mappings once the store has opened them. */
+enum { CHAT_TABLE_POSITIONS, CHAT_TABLE_TOPICS, CHAT_TABLE_CHANNELS, CHAT_TABLES };
+void chat_state_tables(yard_chat_table_t t[CHAT_TABLES]);
+void chat_state_attach(chat_state_t *cs, const yard_chat_table_t t[CHAT_TABLES]);
 void chat_lock(chat_state_t *cs);
 void chat_unlock(chat_state_t *cs);
 
@@ -211,8 +215,5 @@ unsigned chat_channel_accounts(chat_state_t *cs, int chan);
 /* INVITE: the account may join chan past +i while chan stays live. */
 bool chat_invite_add(chat_state_t *cs, int chan, const char *account_key);
 bool chat_invited(chat_state_t *cs, int chan, const char *account_key);
-
-/* Push positions, topics and channel records towards the disk (msync, asynchronous). */
-void chat_state_sync(chat_state_t *cs);
 
 #endif

@@ -62,6 +62,7 @@ typedef struct yard_fx {
     bool eof; /* input, not an effect: the peer has closed its side, so these are
                * the last bytes; what the app does not consume is dropped */
     uint64_t now_ns;   /* input: the engine's monotonic clock when the call began */
+    int64_t wall_ns;   /* input: the wall clock then (ns since 1970), for what people read */
     const yard_addr_t *peer; /* input: the peer's address (NULL when unknown) */
     bool tls;          /* input: the connection is encrypted (a --tls-listen listener) */
     uint16_t tls_port; /* input: the server's first TLS listener's port; 0: it has none */
@@ -198,8 +199,9 @@ typedef struct yard_app {
     /* An offloaded job finished (needed by apps that call offload). */
     void (*job_done)(void *state, void *session, void *arg, yard_fx_t *fx);
     /* The connection is gone (optional): release what the session holds. A
-     * job still running is waited for before this is called. */
-    void (*close)(void *state, void *session);
+     * job still running is waited for before this is called. fx carries the
+     * inputs only (the clocks, the peer): nothing can be sent any more. */
+    void (*close)(void *state, void *session, const yard_fx_t *fx);
     /* The watched topic has news (needed by apps that call watch). */
     void (*news)(void *state, void *session, yard_fx_t *fx);
 } yard_app_t;

@@ -48,6 +48,7 @@ static yard_fx_t conn_fx(yard_conn_t *c, yard_scratch_t *s)
     return (yard_fx_t){.out = conn_fx_out(c, s),
                        .store = &c->store,
                        .now_ns = yard_now_ns(),
+                       .wall_ns = yard_wall_ns(),
                        .peer = c->peer_addr.len ? &c->peer_addr : NULL,
                        .tls = c->secure,
                        .tls_port = c->srv->tls_port,
@@ -766,8 +767,9 @@ void yard_conn_close(yard_conn_t *c, const char *reason)
             yard_log_err("%s: writing %s: %s", c->peer, srv->cfg->out, strerror(-rc));
     }
     if (srv->app->close && c->opened) {
+        yard_fx_t fx = conn_fx(c, NULL);
         APP_LOCK(c);
-        srv->app->close(srv->app_state, c->session);
+        srv->app->close(srv->app_state, c->session, &fx);
         APP_UNLOCK(c);
     }
     /* Log before the peer can see the close, so the log is never behind.

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../../apps/apps.h"
+#include "yard/clock.h"
 #include "../../apps/chat/chat.h"
 #include "yard/bus.h"
 #include "yard/chat_accounts.h"
@@ -49,6 +50,7 @@ struct chat_harness {
     void *settings;
     void *state;
     uint64_t now;
+    int64_t wall;
     yard_addr_t peer;
     struct ch_client c[CH_CLIENTS_MAX];
 };
@@ -97,6 +99,7 @@ chat_harness_t *ch_start(const char *const *flags)
     if (h->app->init(&h->state, &h->cfg, h->settings, h->shm, err, sizeof err) < 0)
         die(err);
     h->now = 1000 * (uint64_t)1000000000; /* any start: the app only sees differences */
+    h->wall = yard_wall_ns();
     struct sockaddr_in *sin = (struct sockaddr_in *)&h->peer.ss;
     sin->sin_family = AF_INET;
     sin->sin_port = htons(40000);
@@ -118,7 +121,7 @@ static void client_gone(chat_harness_t *h, struct ch_client *c)
         return;
     c->gone = true;
     if (h->app->close)
-        h->app->close(h->state, c->session);
+        h->app->close(h->state, c->session, &(yard_fx_t){.now_ns = h->now, .wall_ns = h->wall});
     free(c->session);
     c->session = NULL;
     yard_buf_free(&c->in);
@@ -164,7 +167,8 @@ static struct ch_client *client(chat_harness_t *h, int id)
 static yard_fx_t fx_for(chat_harness_t *h, struct ch_client *c)
 {
     yard_buf_clear(&c->call_out);
-    return (yard_fx_t){.out = &c->call_out, .now_ns = h->now, .peer = &h->peer};
+    return (yard_fx_t){.out = &c->call_out, .now_ns = h->now, .wall_ns = h->wall,
+                       .peer = &h->peer};
 }
 
 /* conn_apply: what the callback recorded; its output joins the
@@ -363,6 +367,7 @@ uint64_t ch_now(const chat_harness_t *h) { return h->now; }
 void ch_advance(chat_harness_t *h, uint64_t ns)
 {
     h->now += ns;
+    h->wall += (int64_t)ns;
     for (bool fired = true; fired;) {
         fired = false;
         for (int i = 0; i < CH_CLIENTS_MAX; i++) {

@@ -36,8 +36,9 @@
  *     returns, so a callback that sends more than the hold bound holds the
  *     rest of its input back (yard_fx_hold_input), which is offered again
  *     at once, as the driver would once the output drained.
- *   - Wall-clock time (server-time tags, log timestamps) is the real one;
- *     only the monotonic clock the app sees in fx->now_ns is fake.
+ *   - Both clocks the app sees are fake: fx->now_ns, and fx->wall_ns,
+ *     which starts at the real time and moves with ch_advance. The log's
+ *     timestamps (server-time tags) are the store's, the real clock.
  *   - A login's password check (bcrypt) is real: make accounts with a low
  *     cost (ch_account does, cost 4).
  *   - The data directory is on /dev/shm where that is a writable tmpfs

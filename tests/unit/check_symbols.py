@@ -8,9 +8,17 @@
    an app directly.
 2. Layers: an object references only symbols of its own library or of the
    layers below it (proto <- core <- coro <- models; coro <- eve_rt;
-   core <- apps), so no layer depends on one above or beside it.
+   core <- chat_store <- apps), so no layer depends on one above or beside
+   it.
+3. What apps may call below them: of the engine's core, only the functions
+   of the app interface (ENGINE_FOR_APPS: effects, the news bus, the shared
+   region, logging, flag parsing, bcrypt for jobs); none that reads a
+   clock (the clocks come in the effects context) or a file. Of the chat's
+   store (yard/chat_store.h), only the requests' entry and what needs no
+   I/O (STORE_FOR_APPS); opening and closing it only from the chat's init.
 
 Usage: check_symbols.py --nm NM proto=LIB core=LIB coro=LIB models=LIB apps=LIB eve_rt=LIB
+                        chat_store=LIB
        check_symbols.py --self-test
 Exit 0 when every rule holds; 1 with each violation named (object, symbol,
 rule) otherwise; 2 on a usage error."""
@@ -32,13 +40,32 @@ FORBIDDEN = re.compile(
     r"time|clock_gettime|gettimeofday|getrandom"
     r")(?:_chk)?$")
 
+# The engine's (core's) functions an app may call.
+ENGINE_FOR_APPS = re.compile(
+    r"^yard_(?:fx_\w+|access_obj_create|bus_create|bus_publish|shm_alloc|shm_mutex_\w+|"
+    r"log|log_\w+|parse_\w+|opt_\w+|bcrypt_hash|bcrypt_verify|bcrypt_dummy|stopping)$")
+
+# The chat store's functions an app may call: the requests' entry, and what
+# needs no I/O (the log's tail in shared memory, deferred records, names).
+STORE_FOR_APPS = {
+    "yard_chat_store_run", "yard_chat_store_log", "yard_chat_store_motd",
+    "yard_chatlog_read_tail", "yard_chatlog_take", "yard_chatlog_cursor_end",
+    "yard_chatlog_cursor_at", "yard_chatlog_defer", "yard_chatlog_last_id",
+    "yard_chatlog_target_hash", "yard_chatlog_opts_default",
+    "yard_account_name_valid", "yard_certfp_canon",
+}
+# ... and only the chat's init and fini open and close it.
+STORE_FOR_INIT = {"yard_chat_store_open", "yard_chat_store_close"}
+CHAT_INIT_OBJECT = "init.c.o"
+
 # Which libraries each layer may reference besides itself.
 ALLOWED = {
     "proto": set(),
     "coro": {"core", "proto"},
     "core": {"proto"},
     "models": {"core", "coro", "proto"},
-    "apps": {"core", "proto"},
+    "chat_store": {"core", "proto"},
+    "apps": {"core", "proto", "chat_store"},
     # the Eve runtime (src/eve_rt): what generated programs call, on coro
     "eve_rt": {"coro", "core", "proto"},
 }
@@ -85,6 +112,14 @@ def check(libs):
                 if other and other != layer and other not in ALLOWED[layer]:
                     problems.append(f"{layer}/{obj}: references {sym}, defined in {other}, "
                                     f"which is not below {layer}")
+                elif layer == "apps" and other == "core" and not ENGINE_FOR_APPS.match(sym):
+                    problems.append(f"apps/{obj}: references {sym}, an engine function that "
+                                    f"is not part of the app interface (ENGINE_FOR_APPS)")
+                elif layer == "apps" and other == "chat_store" and sym not in STORE_FOR_APPS \
+                        and not (sym in STORE_FOR_INIT and obj == CHAT_INIT_OBJECT):
+                    problems.append(f"apps/{obj}: references {sym}, a function of the chat "
+                                    f"store that does I/O (ask the store through a request, "
+                                    f"yard_chat_store_run)")
     return problems
 
 
@@ -95,9 +130,13 @@ def self_test():
         "coro": {"c.o": ({"yard_c"}, {"malloc", "yard_k"})},
         "core": {"k.o": ({"yard_k"}, {"yard_p", "write"})},
         "models": {"m.o": ({"yard_m"}, {"yard_k", "yard_c", "epoll_wait"})},
-        "apps": {"a.o": ({"yard_a"}, {"yard_k", "snprintf"})},
+        "apps": {"a.o": ({"yard_a"}, {"yard_fx_send", "yard_chatlog_take", "snprintf"}),
+                 "init.c.o": ({"yard_i"}, {"yard_chat_store_open"})},
         "eve_rt": {"e.o": ({"eve_e"}, {"yard_c", "yard_k", "write"})},
+        "chat_store": {"s.o": ({"yard_chat_store_open", "yard_chatlog_take",
+                                "yard_chatlog_append"}, {"yard_k", "write"})},
     }
+    good["core"]["k.o"][0].update({"yard_fx_send", "yard_wall_ns", "yard_read_text_file"})
     assert check(good) == [], check(good)
     cases = [
         ("apps", "a.o", "pwrite64", "calls pwrite64"),
@@ -114,6 +153,12 @@ def self_test():
         ("eve_rt", "e.o", "yard_a", "defined in apps"),
         ("coro", "c.o", "eve_e", "defined in eve_rt"),
         ("models", "m.o", "eve_e", "defined in eve_rt"),
+        ("apps", "a.o", "yard_wall_ns", "not part of the app interface"),
+        ("apps", "a.o", "yard_read_text_file", "not part of the app interface"),
+        ("apps", "a.o", "yard_chatlog_append", "does I/O"),
+        ("apps", "a.o", "yard_chat_store_open", "does I/O"),
+        ("core", "k.o", "yard_chatlog_take", "defined in chat_store"),
+        ("chat_store", "s.o", "yard_a", "defined in apps"),
     ]
     for layer, obj, sym, want in cases:
         libs = {k: {o: (set(d), set(u)) for o, (d, u) in v.items()} for k, v in good.items()}

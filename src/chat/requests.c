@@ -1,4 +1,5 @@
-/* The chat's jobs, run by the engine away from the callbacks (jobs.h). */
+/* The chat store's requests (yard/chat_store.h), run by the engine away
+ * from the app's callbacks: yard_chat_store_run and one function per op. */
 #define _DEFAULT_SOURCE /* explicit_bzero */
 
 #include <errno.h>
@@ -6,26 +7,34 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "relay.h"
+#include "store.h"
 
 #define DEFAULT_COST 12 /* yard-chat account add's, for a server without accounts */
 
-void chat_read_job_run(void *arg)
+/* A name as IRC's rfc1459 casemapping folds it, into out (n + 1 bytes). */
+static void fold(char *out, const char *in, size_t n)
 {
-    struct read_job *j = arg;
-    j->n = yard_chatlog_read(j->log, &j->cur, j->buf, sizeof j->buf);
+    for (size_t i = 0; i < n; i++)
+        out[i] = yard_irc_fold(in[i]);
+    out[n] = 0;
 }
 
-void chat_post_job_run(void *arg)
+static void read_run(void *arg)
 {
-    struct post_job *j = arg;
+    struct yard_chat_read *j = arg;
+    j->n = yard_chatlog_read(j->store->log, &j->cur, j->buf, sizeof j->buf);
+}
+
+static void post_run(void *arg)
+{
+    struct yard_chat_post *j = arg;
     bool appended = false;
     for (int i = 0; i < j->n; i++) {
         if (j->t[i].person) {
-            char hash[YARD_BCRYPT_LEN + 1], canon[CHAT_NAME_MAX + 1];
-            if (yard_accounts_lookup(j->dir, j->t[i].name, strlen(j->t[i].name), hash, canon,
+            char hash[YARD_BCRYPT_LEN + 1], canon[YARD_CHAT_NAME_MAX + 1];
+            if (yard_accounts_lookup(j->store->dir, j->t[i].name, strlen(j->t[i].name), hash, canon,
                                      NULL) != 0) {
-                j->t[i].rc = POST_NO_SUCH_NICK;
+                j->t[i].rc = YARD_CHAT_NO_SUCH_NICK;
                 continue;
             }
             snprintf(j->t[i].name, sizeof j->t[i].name, "%s", canon);
@@ -33,7 +42,7 @@ void chat_post_job_run(void *arg)
         int64_t ts;
         const char *text = j->text;
         size_t len = j->t[i].text_len;
-        char tagged[CLIENT_TAGS_MAX + 1 + LINE_MAX_MSG + 1];
+        char tagged[YARD_CHAT_TAGS_MAX + 1 + YARD_IRC_MSG_MAX + 1];
         if (j->tags_len) { /* the tags, a NUL, the text (include/yard/proto_logrec.h) */
             memcpy(tagged, j->tags, j->tags_len);
             tagged[j->tags_len] = 0;
@@ -41,7 +50,7 @@ void chat_post_job_run(void *arg)
             text = tagged;
             len += j->tags_len + 1;
         }
-        j->t[i].rc = yard_chatlog_append(j->log, j->type, j->sender, strlen(j->sender),
+        j->t[i].rc = yard_chatlog_append(j->store->log, j->type, j->sender, strlen(j->sender),
                                          j->t[i].name, strlen(j->t[i].name), text, len,
                                          &j->t[i].id, &ts);
         appended |= j->t[i].rc == 0;
@@ -49,33 +58,33 @@ void chat_post_job_run(void *arg)
     /* The log syncs itself per --fsync; read positions are a shared file
      * mapping (a crash of any process keeps them) flushed at shutdown, and
      * pushed along here when every message must be durable. */
-    if (appended && j->sync_state)
-        chat_state_sync(j->cs);
+    if (appended && j->store->sync_tables)
+        yard_chat_store_sync_tables(j->store);
 }
 
 /* Is r one a JOIN replays: a message or notice to the replay's channel? */
-static bool replayed(const struct replay_job *j, const yard_chatlog_rec_t *r)
+static bool replayed(const struct yard_chat_replay *j, const yard_chatlog_rec_t *r)
 {
-    char target[CHAT_CHAN_MAX + 1];
-    if (r->target_len > CHAT_CHAN_MAX ||
+    char target[YARD_CHAT_CHAN_MAX + 1];
+    if (r->target_len > YARD_CHAT_CHAN_MAX ||
         (r->type != YARD_LOGREC_MESSAGE && r->type != YARD_LOGREC_NOTICE))
         return false;
-    chat_casefold(target, r->target, r->target_len);
+    fold(target, r->target, r->target_len);
     return strcmp(target, j->key) == 0;
 }
 
 /* The newest max matching records of [from + 1, upto], found in one pass
  * that keeps their ids in a ring, then copied in a second. */
-void chat_replay_job_run(void *arg)
+static void replay_run(void *arg)
 {
-    struct replay_job *j = arg;
+    struct yard_chat_replay *j = arg;
     j->recs = NULL;
     j->recs_len = 0;
     j->total = j->shown = 0;
     j->rc = 0;
     uint64_t *ids = j->max ? calloc(j->max, sizeof *ids) : NULL;
     yard_chatlog_iter_t *it = NULL;
-    if ((j->max && !ids) || yard_chatlog_iter_open(j->log, j->from + 1, &it) < 0) {
+    if ((j->max && !ids) || yard_chatlog_iter_open(j->store->log, j->from + 1, &it) < 0) {
         free(ids);
         j->rc = -ENOMEM;
         return;
@@ -98,7 +107,7 @@ void chat_replay_job_run(void *arg)
         return;
     size_t cap = 0;
     uint64_t got = 0;
-    if (yard_chatlog_iter_open(j->log, first, &it) < 0) {
+    if (yard_chatlog_iter_open(j->store->log, first, &it) < 0) {
         j->shown = 0;
         j->rc = -ENOMEM;
         return;
@@ -132,63 +141,63 @@ void chat_replay_job_run(void *arg)
 
 /* SASL EXTERNAL: the account that lists the certificate; an authzid the
  * client named (j->account) must be that one. */
-static void external_job_run(struct auth_job *j)
+static void external_job_run(struct yard_chat_auth *j)
 {
-    char want[CHAT_NAME_MAX + 1];
+    char want[YARD_CHAT_NAME_MAX + 1];
     snprintf(want, sizeof want, "%s", j->account);
-    j->ok = yard_accounts_certfp_lookup(j->dir, j->certfp, j->canon) == 0 &&
+    j->ok = yard_accounts_certfp_lookup(j->store->dir, j->certfp, j->canon) == 0 &&
             (!want[0] || !strcasecmp(want, j->canon));
 }
 
-void chat_auth_job_run(void *arg)
+static void auth_run(void *arg)
 {
-    struct auth_job *j = arg;
+    struct yard_chat_auth *j = arg;
     if (j->certfp[0]) {
         external_job_run(j);
         return;
     }
     char hash[YARD_BCRYPT_LEN + 1];
     int max_cost = 0;
-    int rc = yard_accounts_lookup(j->dir, j->account, strlen(j->account), hash, j->canon,
+    int rc = yard_accounts_lookup(j->store->dir, j->account, strlen(j->account), hash, j->canon,
                                   &max_cost);
     /* An unknown account is checked anyway, against a hash as dear as the
      * dearest account's, so timing does not tell which accounts exist. */
     if (rc != 0)
-        yard_bcrypt_dummy(j->dummy_template, max_cost ? max_cost : DEFAULT_COST, hash);
+        yard_bcrypt_dummy(j->store->dummy_template, max_cost ? max_cost : DEFAULT_COST, hash);
     bool ok = yard_bcrypt_verify(j->password, hash, &j->cd);
     j->ok = ok && rc == 0;
     explicit_bzero(j->password, sizeof j->password);
 }
 
-void chat_nick_job_run(void *arg)
+static void nick_run(void *arg)
 {
-    struct nick_job *j = arg;
-    char hash[YARD_BCRYPT_LEN + 1], canon[CHAT_NAME_MAX + 1];
-    int rc = yard_accounts_lookup(j->dir, j->nick, strlen(j->nick), hash, canon, NULL);
+    struct yard_chat_nick *j = arg;
+    char hash[YARD_BCRYPT_LEN + 1], canon[YARD_CHAT_NAME_MAX + 1];
+    int rc = yard_accounts_lookup(j->store->dir, j->nick, strlen(j->nick), hash, canon, NULL);
     j->reserved = rc != -ENOENT; /* an error too: a nick that cannot be checked is not free */
 }
 
 /* Is this record one of the conversation's messages? */
-static bool hist_match(const struct hist_job *j, const yard_chatlog_rec_t *r)
+static bool hist_match(const struct yard_chat_history *j, const yard_chatlog_rec_t *r)
 {
     yard_chatlog_rec_t g = *r; /* a guest's name without its '~' */
-    chat_unguest(&g);
+    yard_chat_unguest(&g);
     r = &g;
     if ((r->type != YARD_LOGREC_MESSAGE && r->type != YARD_LOGREC_NOTICE) ||
-        r->target_len > CHAT_CHAN_MAX || r->sender_len > CHAT_NAME_MAX)
+        r->target_len > YARD_CHAT_CHAN_MAX || r->sender_len > YARD_CHAT_NAME_MAX)
         return false;
-    char target[CHAT_CHAN_MAX + 1], sender[CHAT_NAME_MAX + 1];
-    chat_casefold(target, r->target, r->target_len);
+    char target[YARD_CHAT_CHAN_MAX + 1], sender[YARD_CHAT_NAME_MAX + 1];
+    fold(target, r->target, r->target_len);
     if (j->channel)
         return !strcmp(target, j->key);
-    chat_casefold(sender, r->sender, r->sender_len);
+    fold(sender, r->sender, r->sender_len);
     return (!strcmp(sender, j->me) && !strcmp(target, j->key)) ||
            (!strcmp(sender, j->key) && !strcmp(target, j->me));
 }
 
 static int hist_take(const yard_chatlog_rec_t *r, void *arg)
 {
-    struct hist_job *j = arg;
+    struct yard_chat_history *j = arg;
     j->read++;
     if (j->stop_id && (j->down ? r->id <= j->stop_id : r->id >= j->stop_id))
         return 1;
@@ -199,7 +208,7 @@ static int hist_take(const yard_chatlog_rec_t *r, void *arg)
         while (cap < j->recs_len + r->len)
             cap *= 2;
         uint8_t *g = realloc(j->recs, cap);
-        size_t *a = j->at ? j->at : malloc(HISTORY_MAX * sizeof *a);
+        size_t *a = j->at ? j->at : malloc(YARD_CHAT_HISTORY_MAX * sizeof *a);
         if (!g || !a) {
             if (g)
                 j->recs = g;
@@ -224,7 +233,7 @@ static int hist_take(const yard_chatlog_rec_t *r, void *arg)
 
 /* Take up to want matching records walking from id from in direction dir,
  * stopping at stop_id (exclusive, 0: none); they end up in id order. */
-static void hist_walk(struct hist_job *j, uint64_t from, int dir, uint64_t stop_id, unsigned want)
+static void hist_walk(struct yard_chat_history *j, uint64_t from, int dir, uint64_t stop_id, unsigned want)
 {
     if (!want || j->rc < 0)
         return;
@@ -234,7 +243,7 @@ static void hist_walk(struct hist_job *j, uint64_t from, int dir, uint64_t stop_
     j->down = dir < 0;
     j->stop_id = stop_id;
     j->want = want;
-    int rc = yard_chatlog_seek(j->log, from, dir, h, j->channel ? 1 : 2, hist_take, j);
+    int rc = yard_chatlog_seek(j->store->log, from, dir, h, j->channel ? 1 : 2, hist_take, j);
     if (rc < 0 && j->rc == 0)
         j->rc = rc;
     if (dir < 0) /* newest first: turn them round */
@@ -247,32 +256,32 @@ static void hist_walk(struct hist_job *j, uint64_t from, int dir, uint64_t stop_
 
 /* A reference's id: msgid=N is N; timestamp=T is the first record at or
  * after T (after: the first after it). */
-static uint64_t hist_id(struct hist_job *j, const struct hist_ref *r, bool after)
+static uint64_t hist_id(struct yard_chat_history *j, const struct yard_chat_hist_ref *r, bool after)
 {
     if (!r->by_time)
         return r->id;
-    return yard_chatlog_id_at(j->log, r->ts_ns + (after ? 1 : 0));
+    return yard_chatlog_id_at(j->store->log, r->ts_ns + (after ? 1 : 0));
 }
 
 /* TARGETS: each record of the window, newest first; a conversation's
  * first record seen is its latest. */
 static int hist_target_take(const yard_chatlog_rec_t *r, void *arg)
 {
-    struct hist_job *j = arg;
+    struct yard_chat_history *j = arg;
     j->read++;
     if (r->id < j->low_id)
         return 1;
     yard_chatlog_rec_t g = *r; /* a guest's name without its '~' */
-    chat_unguest(&g);
+    yard_chat_unguest(&g);
     r = &g;
     if ((r->type != YARD_LOGREC_MESSAGE && r->type != YARD_LOGREC_NOTICE) ||
-        r->target_len > CHAT_CHAN_MAX || r->sender_len > CHAT_NAME_MAX)
+        r->target_len > YARD_CHAT_CHAN_MAX || r->sender_len > YARD_CHAT_NAME_MAX)
         return 0;
-    char target[CHAT_CHAN_MAX + 1], sender[CHAT_NAME_MAX + 1], key[CHAT_CHAN_MAX + 1];
+    char target[YARD_CHAT_CHAN_MAX + 1], sender[YARD_CHAT_NAME_MAX + 1], key[YARD_CHAT_CHAN_MAX + 1];
     const char *name;
     size_t len;
-    chat_casefold(target, r->target, r->target_len);
-    chat_casefold(sender, r->sender, r->sender_len);
+    fold(target, r->target, r->target_len);
+    fold(sender, r->sender, r->sender_len);
     if (target[0] == '#' || target[0] == '&') {
         bool mine = false;
         for (unsigned i = 0; i < j->nchans && !mine; i++)
@@ -296,7 +305,7 @@ static int hist_target_take(const yard_chatlog_rec_t *r, void *arg)
     for (unsigned i = 0; i < j->ntargets; i++)
         if (!strcmp(j->targets[i].key, key))
             return 0; /* seen: that one was later */
-    struct hist_target *t = &j->targets[j->ntargets++];
+    struct yard_chat_hist_target *t = &j->targets[j->ntargets++];
     memcpy(t->name, name, len);
     t->name[len] = 0;
     strcpy(t->key, key);
@@ -304,12 +313,12 @@ static int hist_target_take(const yard_chatlog_rec_t *r, void *arg)
     return j->ntargets == j->limit;
 }
 
-void chat_history_job_run(void *arg)
+static void history_run(void *arg)
 {
-    struct hist_job *j = arg;
+    struct yard_chat_history *j = arg;
     j->rc = 0;
     j->read = 0;
-    if (j->sub == HIST_TARGETS) { /* the window between the two times, newest first */
+    if (j->sub == YARD_CHAT_HIST_TARGETS) { /* the window between the two times, newest first */
         int64_t lo = j->a.ts_ns < j->b.ts_ns ? j->a.ts_ns : j->b.ts_ns,
                 hi = j->a.ts_ns < j->b.ts_ns ? j->b.ts_ns : j->a.ts_ns;
         j->ntargets = 0;
@@ -318,10 +327,10 @@ void chat_history_job_run(void *arg)
             j->rc = -ENOMEM;
             return;
         }
-        j->low_id = yard_chatlog_id_at(j->log, lo);
-        uint64_t top = yard_chatlog_id_at(j->log, hi);
+        j->low_id = yard_chatlog_id_at(j->store->log, lo);
+        uint64_t top = yard_chatlog_id_at(j->store->log, hi);
         if (top > j->low_id) {
-            int rc = yard_chatlog_seek(j->log, top - 1, -1, NULL, 0, hist_target_take, j);
+            int rc = yard_chatlog_seek(j->store->log, top - 1, -1, NULL, 0, hist_target_take, j);
             if (rc < 0)
                 j->rc = rc;
         }
@@ -331,31 +340,55 @@ void chat_history_job_run(void *arg)
     j->recs_len = 0;
     uint64_t a, b;
     switch (j->sub) {
-    case HIST_LATEST: /* the newest, after the reference if one is given */
+    case YARD_CHAT_HIST_LATEST: /* the newest, after the reference if one is given */
         hist_walk(j, UINT64_MAX, -1,
                   j->a.any ? 0 : j->a.by_time ? hist_id(j, &j->a, true) - 1 : j->a.id, j->limit);
         break;
-    case HIST_BEFORE:
+    case YARD_CHAT_HIST_BEFORE:
         a = hist_id(j, &j->a, false);
         if (a > 1)
             hist_walk(j, a - 1, -1, 0, j->limit);
         break;
-    case HIST_AFTER:
+    case YARD_CHAT_HIST_AFTER:
         a = hist_id(j, &j->a, true);
         hist_walk(j, j->a.by_time ? a : a + 1, 1, 0, j->limit);
         break;
-    case HIST_AROUND: /* the reference and those before it, then those after */
+    case YARD_CHAT_HIST_AROUND: /* the reference and those before it, then those after */
         a = hist_id(j, &j->a, false);
         hist_walk(j, a, -1, 0, (j->limit + 1) / 2);
         hist_walk(j, a + 1, 1, 0, j->limit - j->n);
         break;
-    case HIST_BETWEEN:
+    case YARD_CHAT_HIST_BETWEEN:
         a = hist_id(j, &j->a, false);
         b = hist_id(j, &j->b, false);
         if (a < b)
             hist_walk(j, j->a.by_time ? a : a + 1, 1, b, j->limit);
         else if (a > 1)
             hist_walk(j, a - 1, -1, b ? b : 0, j->limit);
+        break;
+    }
+}
+
+void yard_chat_store_run(void *req)
+{
+    switch (*(enum yard_chat_op *)req) {
+    case YARD_CHAT_AUTH:
+        auth_run(req);
+        break;
+    case YARD_CHAT_NICK:
+        nick_run(req);
+        break;
+    case YARD_CHAT_POST:
+        post_run(req);
+        break;
+    case YARD_CHAT_READ:
+        read_run(req);
+        break;
+    case YARD_CHAT_REPLAY:
+        replay_run(req);
+        break;
+    case YARD_CHAT_HISTORY:
+        history_run(req);
         break;
     }
 }
