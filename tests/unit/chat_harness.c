@@ -63,6 +63,20 @@ static void die(const char *what)
 
 chat_harness_t *ch_start(const char *const *flags)
 {
+    return ch_start_files(flags, NULL);
+}
+
+static void put_file(const char *dir, const char *name, const char *content)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(content, f) < 0 || fclose(f) != 0)
+        die(path);
+}
+
+chat_harness_t *ch_start_files(const char *const *flags, const char *const *files)
+{
     chat_harness_t *h = calloc(1, sizeof *h);
     if (!h)
         die("out of memory");
@@ -92,6 +106,8 @@ chat_harness_t *ch_start(const char *const *flags)
             abort();
         }
     }
+    for (const char *const *f = files; f && f[0] && f[1]; f += 2)
+        put_file(h->dir, f[0], f[1]);
     h->cfg.max_conns = 64; /* the members' table: small, as the harness is */
     int rc = yard_shm_create(&h->shm, (size_t)256 << 20);
     if (rc < 0)
@@ -363,6 +379,8 @@ uint64_t ch_next_wake(const chat_harness_t *h)
 }
 
 uint64_t ch_now(const chat_harness_t *h) { return h->now; }
+
+int64_t ch_wall(const chat_harness_t *h) { return h->wall; }
 
 void ch_advance(chat_harness_t *h, uint64_t ns)
 {

@@ -58,6 +58,9 @@ typedef struct chat_harness chat_harness_t;
  * for a switch; NULL-terminated, or NULL), --data being a fresh temporary
  * directory. NULL with a message on stderr on failure. */
 chat_harness_t *ch_start(const char *const *flags);
+/* The same with files put in the data directory before the chat starts:
+ * files holds name, content, name, content..., then NULL (or is NULL). */
+chat_harness_t *ch_start_files(const char *const *flags, const char *const *files);
 /* Every client still connected is closed (app->close), then the app's fini;
  * the data directory is removed. */
 void ch_stop(chat_harness_t *h);
@@ -79,6 +82,8 @@ void ch_advance(chat_harness_t *h, uint64_t ns);
 /* The earliest armed timer (0: none). */
 uint64_t ch_next_wake(const chat_harness_t *h);
 uint64_t ch_now(const chat_harness_t *h);
+/* The fake wall clock (fx->wall_ns), ns since 1970. */
+int64_t ch_wall(const chat_harness_t *h);
 /* Has the app closed the client (or has it gone)? Why, if it said. */
 bool ch_closed(const chat_harness_t *h, int id);
 

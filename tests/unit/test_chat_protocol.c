@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "chat_harness.h"
 #include "test.h"
@@ -88,6 +89,54 @@ static void test_welcome(void)
     CH_EXPECT(h, a, S "462 alice :You may not reregister");
     CH_EXPECT(h, a, S "462 alice :You may not reregister");
     CH_EXPECT_NONE(h, a);
+    ch_stop(h);
+}
+
+/* The data directory's motd: a 372 per line (CR LF or LF, blank lines
+ * dropped), in the welcome and for MOTD alike. */
+static void test_motd(void)
+{
+    static const char *const files[] = {"motd", "Welcome, \xc3\xa9t\xc3\xa9 \xf0\x9f\x8d\x8a\r\n"
+                                                "rules: be kind\n\nbye\n",
+                                        NULL};
+    chat_harness_t *h = ch_start_files(NULL, files);
+    ch_account(h, "alice", "pw-alice");
+    int a = ch_connect(h);
+    ch_feed(h, a, "PASS pw-alice\r\nNICK alice\r\nUSER alice 0 * :A\r\n");
+    for (int round = 0; round < 2; round++) {
+        CH_SKIP_TO(h, a, S "375 alice :- yard Message of the day -");
+        CH_EXPECT(h, a, S "372 alice :- Welcome, \xc3\xa9t\xc3\xa9 \xf0\x9f\x8d\x8a");
+        CH_EXPECT(h, a, S "372 alice :- rules: be kind");
+        CH_EXPECT(h, a, S "372 alice :- bye");
+        CH_EXPECT(h, a, S "376 alice :End of /MOTD command.");
+        CH_EXPECT_NONE(h, a);
+        ch_feed(h, a, "MOTD\r\n");
+    }
+    ch_stop(h);
+}
+
+/* TIME reads the wall clock of the effects context (the harness's fake
+ * one), not the system's: a day on the fake clock is a day in the reply. */
+static void test_time_is_the_effects_clock(void)
+{
+    static const char *const no_pings[] = {"ping-interval-ms=0", NULL};
+    chat_harness_t *h = ch_start(no_pings);
+    ch_account(h, "alice", "pw-alice");
+    int a = ch_login(h, "alice", "pw-alice", NULL);
+    for (int day = 0; day < 2; day++) {
+        time_t secs = (time_t)(ch_wall(h) / 1000000000);
+        struct tm tm;
+        char want[128];
+        gmtime_r(&secs, &tm);
+        size_t n = (size_t)snprintf(want, sizeof want, S "391 alice yard :");
+        strftime(want + n, sizeof want - n, "%Y-%m-%dT%H:%M:%S", &tm);
+        ch_feed(h, a, "TIME\r\n");
+        const char *l = CH_EXPECT_PREFIX(h, a, want);
+        ASSERT_EQ(strlen(l), strlen(want) + 5); /* ".mmmZ" */
+        CH_EXPECT_NONE(h, a);
+        ch_advance(h, 86400 * (uint64_t)1000000000);
+    }
+    ASSERT(!ch_closed(h, a));
     ch_stop(h);
 }
 
@@ -483,6 +532,8 @@ int main(int argc, char **argv)
 {
     static const struct test_case cases[] = {
         {"welcome", test_welcome},
+        {"motd", test_motd},
+        {"time_is_the_effects_clock", test_time_is_the_effects_clock},
         {"registration_errors", test_registration_errors},
         {"bad_password", test_bad_password},
         {"cap", test_cap},
