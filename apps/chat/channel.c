@@ -154,7 +154,7 @@ static bool replay_start(struct chat_app *app, struct session *s, yard_fx_t *fx,
     j->upto = s->relay.seen;
     j->max = app->set->replay_max;
     j->op = YARD_CHAT_REPLAY;
-    yard_fx_io(fx, yard_chat_store_run, j);
+    yard_fx_scan(fx, yard_chat_store_run, j);
     return true;
 }
 

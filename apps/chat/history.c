@@ -240,7 +240,7 @@ void chat_cmd_chathistory(struct chat_app *app, struct session *s, yard_fx_t *fx
         j->limit = tl > YARD_CHAT_HISTORY_MAX ? YARD_CHAT_HISTORY_MAX : (unsigned)tl;
         strcpy(j->me, s->guest ? "" : s->account_key); /* a guest: channels only */
         strcpy(j->name, "*");
-        yard_fx_io(fx, yard_chat_store_run, j);
+        yard_fx_scan(fx, yard_chat_store_run, j);
         return;
     }
     char *end = NULL;
@@ -278,5 +278,5 @@ void chat_cmd_chathistory(struct chat_app *app, struct session *s, yard_fx_t *fx
     memcpy(j->name, target, tn + 1);
     chat_casefold(j->key, target, tn);
     strcpy(j->me, s->account_key);
-    yard_fx_io(fx, yard_chat_store_run, j);
+    yard_fx_scan(fx, yard_chat_store_run, j);
 }

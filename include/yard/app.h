@@ -21,6 +21,9 @@
  *                    the loop and coroutine models. App callbacks never do
  *                    I/O themselves; the engine's functions that do are
  *                    called from such a job
+ *   yard_fx_scan     the same for a long read of old data (a history
+ *                    lookup): on a lane of its own, so that it never
+ *                    delays the short I/O others wait for (an append)
  *   yard_fx_access   run a function holding a read or full permission on a
  *                    shared object (Eve's [x] and [+x]), then call
  *                    app->job_done: an Eve-style permission task under the
@@ -73,7 +76,7 @@ typedef struct yard_fx {
     bool wake_idle;    /* with wake_at: the timer only watches an idle connection */
     void (*job)(void *arg);
     void *job_arg;
-    bool job_io;                   /* the job is blocking file I/O */
+    int job_lane;                  /* where the job runs: enum yard_lane (yard/offload.h) */
     yard_access_obj_t *access_obj; /* with job: run it holding access_mode on it */
     int access_mode;
     bool watch_set;      /* the app (re)set its watch: */
@@ -134,6 +137,11 @@ void yard_fx_offload(yard_fx_t *fx, void (*job)(void *arg), void *arg);
  * (one job at a time, app->job_done after it, no app->data meanwhile), run
  * on the pool's I/O lane so that CPU jobs never delay it. */
 void yard_fx_io(yard_fx_t *fx, void (*job)(void *arg), void *arg);
+/* yard_fx_io for a job that only reads and may take long (a lookup in old
+ * data): the same contract, on the pool's scan lane, so that a queue of
+ * such jobs never delays the I/O lane's short writes. Inline in the
+ * blocking models, as yard_fx_io. */
+void yard_fx_scan(yard_fx_t *fx, void (*job)(void *arg), void *arg);
 /* Run fn(arg) holding a permission (YARD_ACCESS_READ or _FULL) on obj:
  * holders of a read permission may run together, a full permission runs
  * alone. Then app->job_done(..., arg, fx) runs, as for an offloaded job;

@@ -184,6 +184,9 @@ void *yard_coro_offload(void *(*fn)(void *), void *arg);
  * (writes, fdatasync, reads of old data), so that long CPU jobs on the
  * pool never delay it. */
 void *yard_coro_offload_io(void *(*fn)(void *), void *arg);
+/* The same on a lane of the pool by its number (enum yard_lane,
+ * yard/offload.h: CPU, I/O, or scan for long reads of old data). */
+void *yard_coro_offload_lane(int lane, void *(*fn)(void *), void *arg);
 
 /* ---------------------------------------------------------------------------
  * Synchronisation: everything parks the coroutine, never the worker thread.

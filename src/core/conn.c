@@ -288,7 +288,7 @@ static void conn_apply(yard_conn_t *c, yard_fx_t *fx)
             yard_fatal("app %s offloaded a second job before the first finished",
                        c->srv->app->name);
         c->job_pending = true;
-        c->job = (yard_job_t){.fn = fx->job, .arg = fx->job_arg, .owner = c, .io = fx->job_io};
+        c->job = (yard_job_t){.fn = fx->job, .arg = fx->job_arg, .owner = c, .lane = fx->job_lane};
         c->job_access = fx->access_obj;
         c->job_access_mode = fx->access_mode;
     }

@@ -4,6 +4,7 @@
 
 #include "yard/access.h"
 #include "yard/app.h"
+#include "yard/offload.h"
 
 int yard_fx_send(yard_fx_t *fx, const void *p, size_t n)
 {
@@ -70,7 +71,13 @@ void yard_fx_offload(yard_fx_t *fx, void (*job)(void *arg), void *arg)
 void yard_fx_io(yard_fx_t *fx, void (*job)(void *arg), void *arg)
 {
     yard_fx_offload(fx, job, arg);
-    fx->job_io = true;
+    fx->job_lane = YARD_LANE_IO;
+}
+
+void yard_fx_scan(yard_fx_t *fx, void (*job)(void *arg), void *arg)
+{
+    yard_fx_offload(fx, job, arg);
+    fx->job_lane = YARD_LANE_SCAN;
 }
 
 void yard_fx_access(yard_fx_t *fx, yard_access_obj_t *obj, int mode, void (*fn)(void *arg),

@@ -11,9 +11,10 @@
 
 #include "yard/log.h"
 
-/* Two lanes under one lock: CPU jobs for the pool's threads, and blocking
- * file I/O for one thread of its own, so that a queue of long CPU jobs
- * (bcrypt) never delays a disk write. */
+/* Three lanes under one lock: CPU jobs for the pool's threads, short
+ * blocking file I/O for one thread of its own, so that a queue of long CPU
+ * jobs (bcrypt) never delays a disk write, and long reads for another, so
+ * that a queue of history lookups never delays an append either. */
 struct lane {
     pthread_cond_t work;
     yard_job_t *head, *tail;
@@ -27,10 +28,10 @@ struct pool_thread {
 
 struct yard_pool {
     pthread_mutex_t mu;
-    struct lane cpu, io;
+    struct lane lanes[3]; /* by enum yard_lane */
     bool stopping;
     int nthreads;
-    struct pool_thread threads[]; /* the CPU ones, then the I/O one */
+    struct pool_thread threads[]; /* the CPU ones, then the I/O one, then the scan one */
 };
 
 int yard_completions_init(yard_completions_t *q)
@@ -111,16 +112,19 @@ static void *pool_thread(void *p)
 
 yard_pool_t *yard_pool_create(int threads)
 {
-    yard_pool_t *pool = calloc(1, sizeof *pool + (size_t)(threads + 1) * sizeof pool->threads[0]);
+    yard_pool_t *pool = calloc(1, sizeof *pool + (size_t)(threads + 2) * sizeof pool->threads[0]);
     if (!pool)
         return NULL;
     pthread_mutex_init(&pool->mu, NULL);
-    pthread_cond_init(&pool->cpu.work, NULL);
-    pthread_cond_init(&pool->io.work, NULL);
-    for (; pool->nthreads <= threads; pool->nthreads++) {
+    for (int l = 0; l < 3; l++)
+        pthread_cond_init(&pool->lanes[l].work, NULL);
+    for (; pool->nthreads < threads + 2; pool->nthreads++) {
         struct pool_thread *t = &pool->threads[pool->nthreads];
         t->pool = pool;
-        t->lane = pool->nthreads < threads ? &pool->cpu : &pool->io;
+        int i = pool->nthreads;
+        t->lane = &pool->lanes[i < threads ? YARD_LANE_CPU
+                               : i == threads ? YARD_LANE_IO
+                                              : YARD_LANE_SCAN];
         int rc = pthread_create(&t->tid, NULL, pool_thread, t);
         if (rc != 0) {
             yard_log_err("offload pool: pthread_create: %s", strerror(rc));
@@ -133,7 +137,9 @@ yard_pool_t *yard_pool_create(int threads)
 
 void yard_pool_submit(yard_pool_t *pool, yard_job_t *job)
 {
-    struct lane *lane = job->io ? &pool->io : &pool->cpu;
+    struct lane *lane = &pool->lanes[job->lane == YARD_LANE_IO     ? YARD_LANE_IO
+                                     : job->lane == YARD_LANE_SCAN ? YARD_LANE_SCAN
+                                                                   : YARD_LANE_CPU];
     job->next = NULL;
     pthread_mutex_lock(&pool->mu);
     if (lane->tail)
@@ -151,13 +157,13 @@ void yard_pool_destroy(yard_pool_t *pool)
         return;
     pthread_mutex_lock(&pool->mu);
     pool->stopping = true;
-    pthread_cond_broadcast(&pool->cpu.work);
-    pthread_cond_broadcast(&pool->io.work);
+    for (int l = 0; l < 3; l++)
+        pthread_cond_broadcast(&pool->lanes[l].work);
     pthread_mutex_unlock(&pool->mu);
     for (int i = 0; i < pool->nthreads; i++)
         pthread_join(pool->threads[i].tid, NULL);
-    pthread_cond_destroy(&pool->cpu.work);
-    pthread_cond_destroy(&pool->io.work);
+    for (int l = 0; l < 3; l++)
+        pthread_cond_destroy(&pool->lanes[l].work);
     pthread_mutex_destroy(&pool->mu);
     free(pool);
 }

@@ -230,12 +230,12 @@ static void offload_complete(yard_job_t *job)
         yard_coro__ready(c, 0);
 }
 
-static void *offload_on(bool io, void *(*fn)(void *), void *arg)
+void *yard_coro_offload_lane(int lane, void *(*fn)(void *), void *arg)
 {
     yard_coro_t *self = yard_coro_self();
-    if (!self || !g_np.pool || (!io && !g_np.noff))
+    if (!self || !g_np.pool || (lane == YARD_LANE_CPU && !g_np.noff))
         return fn(arg);
-    struct offload_job j = {.job = {.fn = offload_run, .io = io, .complete = offload_complete},
+    struct offload_job j = {.job = {.fn = offload_run, .lane = lane, .complete = offload_complete},
                             .fn = fn,
                             .arg = arg,
                             .c = self};
@@ -246,9 +246,15 @@ static void *offload_on(bool io, void *(*fn)(void *), void *arg)
     return j.result;
 }
 
-void *yard_coro_offload(void *(*fn)(void *), void *arg) { return offload_on(false, fn, arg); }
+void *yard_coro_offload(void *(*fn)(void *), void *arg)
+{
+    return yard_coro_offload_lane(YARD_LANE_CPU, fn, arg);
+}
 
-void *yard_coro_offload_io(void *(*fn)(void *), void *arg) { return offload_on(true, fn, arg); }
+void *yard_coro_offload_io(void *(*fn)(void *), void *arg)
+{
+    return yard_coro_offload_lane(YARD_LANE_IO, fn, arg);
+}
 
 /* ------------------------------------------------------------------------ */
 /* start / stop                                                              */

@@ -137,7 +137,7 @@ static void conn_coro(void *p)
         }
         if (w.next == YARD_NEXT_JOB) {
             yard_job_t *job = yard_conn_job(c); /* parks until a pool thread ran it: */
-            (job->io ? yard_coro_offload_io : yard_coro_offload)(run_job, job);
+            yard_coro_offload_lane(job->lane, run_job, job);
             yard_conn_on_job_done(c, scratch_here(cm));
             continue;
         }

@@ -662,7 +662,7 @@ static void test_steal_skewed(void)
 }
 
 /* The runtime's threads are its workers and the offload pool (its CPU
- * threads and the I/O lane): no poller thread. Read from /proc while a
+ * threads, the I/O and scan lanes): no poller thread. Read from /proc while a
  * coroutine sleeps, that is while the one worker blocks in the netpoller. */
 static int count_threads(void)
 {
@@ -713,7 +713,7 @@ static void test_no_poller_thread(void)
     ASSERT_EQ(yard_coro_run(&(yard_coro_opts_t){.workers = 1, .offload_threads = 1}, threads_main,
                             NULL),
               0);
-    ASSERT_EQ(threads_during, before + 2); /* + one CPU thread + the I/O lane */
+    ASSERT_EQ(threads_during, before + 3); /* + one CPU thread, the I/O and scan lanes */
     ASSERT_GT(blocks_during, 0);           /* the sleep was spent in the netpoller */
 }
 

@@ -1,6 +1,7 @@
 /* The offload pool (src/core/offload.c), shared by the event loops and the
  * coroutine runtime: jobs come back through a completion queue or a
- * complete() hook, the I/O lane runs while every CPU thread is busy, a pool
+ * complete() hook, the I/O lane runs while every CPU thread or the scan
+ * lane is busy, a pool
  * without CPU threads still has its I/O lane, and destroy finishes what was
  * submitted. */
 #include <poll.h>
@@ -51,7 +52,7 @@ static void submit_counted(yard_pool_t *pool, struct counted *jobs, int n, int i
 {
     for (int i = 0; i < n; i++) {
         jobs[i] = (struct counted){
-            .job = {.fn = count_run, .arg = &jobs[i], .io = i % io_every == 0, .done = q},
+            .job = {.fn = count_run, .arg = &jobs[i], .lane = i % io_every == 0 ? YARD_LANE_IO : YARD_LANE_CPU, .done = q},
             .runs = runs,
             .id = i};
         yard_pool_submit(pool, &jobs[i].job);
@@ -120,7 +121,7 @@ static void test_complete_hook(void)
     ASSERT(pool);
     static struct hooked jobs[N];
     for (int i = 0; i < N; i++) {
-        jobs[i] = (struct hooked){.job = {.fn = hooked_run, .arg = &jobs[i], .io = i % 2 == 0,
+        jobs[i] = (struct hooked){.job = {.fn = hooked_run, .arg = &jobs[i], .lane = i % 2 == 0 ? YARD_LANE_IO : YARD_LANE_CPU,
                                           .complete = hooked_complete},
                                   .mu = &mu,
                                   .cv = &cv,
@@ -168,7 +169,7 @@ static void test_io_lane_not_behind_cpu_jobs(void)
         pthread_cond_wait(&g.cv, &g.mu);
     pthread_mutex_unlock(&g.mu);
     atomic_int runs = 0;
-    struct counted io = {.job = {.fn = count_run, .arg = &io, .io = true, .done = &q},
+    struct counted io = {.job = {.fn = count_run, .arg = &io, .lane = YARD_LANE_IO, .done = &q},
                          .runs = &runs,
                          .id = 0};
     yard_pool_submit(pool, &io.job);
@@ -198,6 +199,51 @@ static void test_io_lane_not_behind_cpu_jobs(void)
     yard_completions_fini(&q);
 }
 
+/* A long read on the scan lane (a history lookup) never holds up the I/O
+ * lane's short writes: with two scan jobs held (one running, one queued),
+ * an I/O job submitted after them comes back. */
+static void test_io_lane_not_behind_scan_jobs(void)
+{
+    struct gate g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    yard_completions_t q;
+    ASSERT_EQ(yard_completions_init(&q), 0);
+    yard_pool_t *pool = yard_pool_create(1);
+    ASSERT(pool);
+    yard_job_t scan[2];
+    for (int i = 0; i < 2; i++) {
+        scan[i] = (yard_job_t){.fn = gated_run, .arg = &g, .lane = YARD_LANE_SCAN, .done = &q};
+        yard_pool_submit(pool, &scan[i]);
+    }
+    pthread_mutex_lock(&g.mu);
+    while (g.entered < 1)
+        pthread_cond_wait(&g.cv, &g.mu);
+    pthread_mutex_unlock(&g.mu);
+    atomic_int runs = 0;
+    struct counted io = {.job = {.fn = count_run, .arg = &io, .lane = YARD_LANE_IO, .done = &q},
+                         .runs = &runs,
+                         .id = 0};
+    yard_pool_submit(pool, &io.job);
+    struct pollfd pfd = {.fd = q.efd, .events = POLLIN};
+    ASSERT_EQ(poll(&pfd, 1, WAIT_MS), 1);
+    yard_job_t *back = yard_completions_take(&q);
+    ASSERT(back == &io.job && back->next == NULL);
+    pthread_mutex_lock(&g.mu);
+    ASSERT_EQ(g.entered, 1); /* the second scan job still waits for the first */
+    g.open = true;
+    pthread_cond_broadcast(&g.cv);
+    pthread_mutex_unlock(&g.mu);
+    int got = 0;
+    while (got < 2) {
+        ASSERT_EQ(poll(&pfd, 1, WAIT_MS), 1);
+        for (yard_job_t *job = yard_completions_take(&q); job; job = job->next) {
+            ASSERT(job == &scan[0] || job == &scan[1]);
+            got++;
+        }
+    }
+    yard_pool_destroy(pool);
+    yard_completions_fini(&q);
+}
+
 static void test_no_cpu_threads_io_lane_runs(void)
 {
     pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -205,7 +251,7 @@ static void test_no_cpu_threads_io_lane_runs(void)
     int completed = 0;
     yard_pool_t *pool = yard_pool_create(0);
     ASSERT(pool);
-    struct hooked h = {.job = {.fn = hooked_run, .arg = &h, .io = true,
+    struct hooked h = {.job = {.fn = hooked_run, .arg = &h, .lane = YARD_LANE_IO,
                                .complete = hooked_complete},
                        .mu = &mu,
                        .cv = &cv,
@@ -240,6 +286,7 @@ int main(int argc, char **argv)
         {"completion_queue", test_completion_queue},
         {"complete_hook", test_complete_hook},
         {"io_lane_not_behind_cpu_jobs", test_io_lane_not_behind_cpu_jobs},
+        {"io_lane_not_behind_scan_jobs", test_io_lane_not_behind_scan_jobs},
         {"no_cpu_threads_io_lane_runs", test_no_cpu_threads_io_lane_runs},
         {"destroy_finishes_submitted", test_destroy_finishes_submitted},
         {NULL, NULL},
