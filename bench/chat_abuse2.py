@@ -10,6 +10,10 @@ binary (run it on two builds to compare):
   as they are allowed and never read, for --seconds: the server's RSS
   growth and the probe's delivery times; then the same with guests that
   read: the bytes they were sent;
+- history: a log of --history-messages messages of 300 bytes to #hist,
+  then 8 accounts in #hist repeat `CHATHISTORY TARGETS` over the whole
+  log (limit 1000), each as soon as its last answer ended, for --seconds:
+  answers served, and the probe's delivery times;
 - quiet: the probe alone, for the machine's own noise;
 - unregistered: 1,024 connections from 40 addresses (127.0.2.x) that never
   log in, then a login from a fresh address: did it get in, how long.
@@ -20,7 +24,8 @@ this script on the rest. Standard library only; every loop is bounded in
 count and time; loopback only.
 
 usage: bench/chat_abuse2.py [--bin build/bin] [--model epoll] [--seconds 5]
-                            [--channels 500] [--scenarios quiet,nick,list,unregistered]
+                            [--channels 500] [--history-messages 300000]
+                            [--scenarios quiet,nick,list,history,unregistered]
 """
 
 import argparse
@@ -94,10 +99,11 @@ class Client:
         except OSError:
             pass
 
-    def wait(self, pattern, timeout=30.0):
+    def wait(self, pattern, timeout=30.0, since=0):
+        """The first line from index since on that matches pattern."""
         rx = re.compile(pattern)
         deadline = time.monotonic() + timeout
-        i = 0
+        i = since
         with self.cond:
             while True:
                 while i < len(self.lines):
@@ -222,10 +228,10 @@ class Probe:
         return f"probe p50 {p(0.5):.1f} ms, p99 {p(0.99):.1f} ms, max {lat[-1]:.1f} ms ({len(lat)})"
 
 
-def make_data(bindir, tmp):
+def make_data(bindir, tmp, extra=()):
     data = Path(tmp) / "data"
     data.mkdir()
-    for n in ("pa", "pb", "owner"):
+    for n in ("pa", "pb", "owner", *extra):
         subprocess.run([bindir / "yard-chat", "account", "add", n, "--data", data, "--cost", "4"],
                        input=f"pw-{n}\n", capture_output=True, text=True, check=True)
     return data
@@ -365,6 +371,53 @@ def quiet(bindir, model, seconds):
             srv.stop()
 
 
+def history(bindir, model, seconds, messages):
+    readers = [f"h{i}" for i in range(8)]
+    with tempfile.TemporaryDirectory() as tmp:
+        data = make_data(bindir, tmp, readers)
+        subprocess.run([bindir / "yard-chat", "log", "generate", "--data", data, "--messages",
+                        str(messages), "--target", "#hist", "--text-bytes", "300"],
+                       capture_output=True, check=True)
+        srv = Server(bindir, model, data)
+        try:
+            cs = []
+            for n in readers:
+                c = login(srv.port, n)
+                c.send("CAP REQ :batch draft/chathistory", "JOIN #hist")
+                c.wait(rf" 366 {n} #hist ")
+                cs.append(c)
+            probe = Probe(srv.port)
+            stop = threading.Event()
+            answers = [0] * len(cs)
+
+            def run(i):
+                c = cs[i]
+                while not stop.is_set():
+                    since = len(c.lines)
+                    c.send("CHATHISTORY TARGETS timestamp=2000-01-01T00:00:00.000Z "
+                           "timestamp=2100-01-01T00:00:00.000Z 1000")
+                    try:
+                        c.wait(r"^:\S+ BATCH -|FAIL CHATHISTORY", timeout=30, since=since)
+                    except TimeoutError:
+                        return
+                    answers[i] += 1
+
+            ts = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(len(cs))]
+            probe.start()
+            for t in ts:
+                t.start()
+            time.sleep(seconds)
+            stop.set()
+            for t in ts:
+                t.join(35)
+            print(f"history ({model}, {seconds} s, {messages:,} messages, 8 readers): "
+                  f"{sum(answers)} TARGETS answers; {probe.finish()}")
+            for c in cs:
+                c.close()
+        finally:
+            srv.stop()
+
+
 def unregistered(bindir, model):
     with tempfile.TemporaryDirectory() as tmp:
         data = make_data(bindir, tmp)
@@ -398,6 +451,7 @@ def main():
     ap.add_argument("--model", default="epoll")
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--channels", type=int, default=500)
+    ap.add_argument("--history-messages", type=int, default=300000)
     ap.add_argument("--scenarios", default="nick,list,unregistered")
     a = ap.parse_args()
     bindir = Path(a.bin).resolve()
@@ -409,6 +463,8 @@ def main():
             list_(bindir, a.model, a.seconds, a.channels)
         elif sc == "unregistered":
             unregistered(bindir, a.model)
+        elif sc == "history":
+            history(bindir, a.model, a.seconds, a.history_messages)
         elif sc == "quiet":
             quiet(bindir, a.model, a.seconds)
         else:
