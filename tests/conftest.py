@@ -511,6 +511,14 @@ def server_has_read(client: socket.socket) -> bool:
 
 
 @pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    """A test CA and a server certificate for localhost (tlslib.make_pki),
+    made once per module."""
+    from tlslib import make_pki  # tests/integration's, on the path once a test there runs
+    return make_pki(tmp_path_factory.mktemp("pki"))
+
+
+@pytest.fixture(scope="module")
 def yard_chat_built():
     """The chat suites need yard-chat (accounts, the log tools, the client):
     without it their tests fail, rather than the suites skipping themselves."""

@@ -11,15 +11,10 @@ import pytest
 
 from chatlib import CHAT, Irc, accounts_fixture, chat_fixture, login_pass, login_sasl
 from conftest import BIN
-from tlslib import make_client_cert, make_pki, tls_args
+from tlslib import make_client_cert, tls_args
 
 accounts = accounts_fixture("alice", "bob")
 chat = chat_fixture()
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory):
-    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 def ports(srv):

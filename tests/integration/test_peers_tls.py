@@ -40,11 +40,6 @@ WAIT = 15.0
 _built: set[str] = set()
 
 
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory):
-    return make_pki(tmp_path_factory.mktemp("pki"))
-
-
 @pytest.fixture(params=list(PEERS))
 def peer(request):
     return request.param

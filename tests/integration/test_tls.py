@@ -27,11 +27,6 @@ CHUNK = 64 * 1024
 WAIT = 15.0
 
 
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory):
-    return make_pki(tmp_path_factory.mktemp("pki"))
-
-
 def start(start_server, app, model, pki, *flags, plain=True):
     skip_unavailable(model)
     listen = ["--listen", "127.0.0.1:0"] if plain else []
