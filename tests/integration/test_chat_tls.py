@@ -4,6 +4,7 @@ refused over plain text while a TLS listener exists (unless --plaintext-login
 allow), and IRCv3 sts pointing plain clients to the TLS port."""
 
 import base64
+import json
 import shutil
 import subprocess
 
@@ -13,7 +14,7 @@ from chatlib import CHAT, Irc, accounts_fixture, chat_fixture, login_pass, login
 from conftest import BIN
 from tlslib import make_client_cert, tls_args
 
-accounts = accounts_fixture("alice", "bob")
+accounts = accounts_fixture("alice", "bob", *(f"u{i}" for i in range(6)))
 chat = chat_fixture()
 
 
@@ -40,6 +41,27 @@ def test_logins_over_tls_and_a_message_to_a_plain_client(chat, pki, model):
         bob.close()
     carol = login_pass(tls, "bob", "pw-bob", tls=pki)  # PASS over TLS too
     carol.close()
+
+
+@pytest.mark.models(names=["fork", "epoll", "coro", "uring"])
+def test_yard_load_chat_over_tls_counts_every_delivery(chat, pki, model):
+    """yard-load chat --tls: 6 members log in over TLS, 120 messages at 120/s; every
+    other member gets each one, and each connection made one full handshake. A
+    plain port is a clear error, not a hang."""
+    srv, _ = chat(model, *tls_args(pki))
+    plain, tls = ports(srv)
+    r = subprocess.run([BIN / "yard-load", "chat", "--target", f"tls:127.0.0.1:{tls}",
+                        "--tls-ca", pki.ca, "--connections", "6", "--rate", "120",
+                        "--duration", "1s", "--json"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["messages_sent"] == 120 and d["deliveries"] == 5 * 120 and d["errors"] == 0
+    t = d["tls"]
+    assert (t["full_handshakes"], t["resumed_handshakes"], t["failures"]) == (6, 0, 0)
+    r = subprocess.run([BIN / "yard-load", "chat", "--target", f"127.0.0.1:{plain}", "--tls",
+                        "--tls-insecure", "--connections", "2", "--rate", "10", "--duration",
+                        "1s", "--timeout", "10s"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "TLS" in r.stderr, r.stderr
 
 
 @pytest.mark.models()

@@ -7,7 +7,11 @@
  * other member must receive it; the delivery latency, from the due time to
  * the receipt at each member, goes into the histogram (so a stalled server
  * shows in full). At the end the run waits (--timeout) for what is still
- * on its way and counts what never arrived as lost: errors. */
+ * on its way and counts what never arrived as lost: errors.
+ *
+ * --tls: each connection's handshake comes first (timed and counted in the
+ * report's tls figures); the lines are then sealed on the way out and
+ * opened on the way in. */
 #include <errno.h>
 #include <stdarg.h>
 #include <inttypes.h>
@@ -23,6 +27,7 @@
 #include "yard/clock.h"
 #include "yard/net.h"
 #include "yard/proto_ircline.h"
+#include "yard/tls.h"
 
 #define CHAN "#bench"
 
@@ -42,8 +47,12 @@ struct cconn {
     bool connected, joined;
     char in[65536];
     size_t in_len;
-    char out[8192];
+    char out[8192]; /* lines not sent yet (with --tls: not sealed yet) */
     size_t out_len;
+    yard_tls_t *tls;     /* --tls */
+    yard_buf_t wire;     /* --tls: records the socket has not taken yet */
+    bool secured;        /* --tls: the handshake is done */
+    uint64_t connect_at; /* --tls: when the TCP connect started */
 };
 
 struct chat_run {
@@ -76,8 +85,44 @@ static void queue_line(struct chat_run *cr, struct cconn *c, const char *fmt, ..
     c->out_len += n;
 }
 
+/* --tls: seal what waits once the handshake is done (moving it on first),
+ * and send the records: 0, or -1 when the connection failed. */
+static int tls_flush(struct chat_run *cr, struct cconn *c)
+{
+    if (!c->secured) {
+        int h = yard_tls_handshake(c->tls);
+        if (h < 0) {
+            cr->r->tls_failures++;
+            load_error(cr->r, "connection %d: %s", c->id, yard_tls_why(c->tls));
+            return -1;
+        }
+        if (h == 1) {
+            c->secured = true;
+            load_tls_established(cr->r, c->tls, c->connect_at);
+        }
+    }
+    if (c->secured && c->out_len) {
+        if (yard_tls_write(c->tls, (const uint8_t *)c->out, c->out_len) < 0) {
+            load_error(cr->r, "connection %d: %s", c->id, yard_tls_why(c->tls));
+            return -1;
+        }
+        cr->r->bytes_sent += c->out_len;
+        c->out_len = 0;
+    }
+    int rc = load_tls_flush(c->tls, &c->wire, c->fd);
+    if (rc < 0) {
+        load_error(cr->r, "connection %d: send: %s", c->id, strerror(-rc));
+        return -1;
+    }
+    struct epoll_event ev = {.events = EPOLLIN | (rc == 0 ? EPOLLOUT : 0), .data.ptr = c};
+    epoll_ctl(cr->ep, EPOLL_CTL_MOD, c->fd, &ev);
+    return 0;
+}
+
 static int flush(struct chat_run *cr, struct cconn *c)
 {
+    if (c->tls)
+        return tls_flush(cr, c);
     while (c->out_len) {
         ssize_t w = send(c->fd, c->out, c->out_len, MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR)
@@ -145,8 +190,65 @@ static int line_cb(char *line, void *arg)
     return on_line(lc->cr, lc->c, line);
 }
 
+/* Lines that arrived in c->in (n new bytes): handled, and the rest kept. */
+static int take_lines(struct chat_run *cr, struct cconn *c, size_t n)
+{
+    cr->r->bytes_received += n;
+    c->in_len += n;
+    struct line_ctx lc = {cr, c};
+    long off = yard_irc_each_line(c->in, c->in_len, line_cb, &lc);
+    if (off < 0)
+        return -1;
+    memmove(c->in, c->in + off, c->in_len - (size_t)off);
+    c->in_len -= (size_t)off;
+    return 0;
+}
+
+/* --tls: records arrived; what they hold goes to the lines (after the
+ * handshake, which tls_flush moves on). */
+static int tls_readable(struct chat_run *cr, struct cconn *c)
+{
+    uint8_t raw[16384];
+    for (;;) {
+        ssize_t n = read(c->fd, raw, sizeof raw);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            break;
+        if (n <= 0) {
+            if (!c->secured)
+                cr->r->tls_failures++;
+            load_error(cr->r, "connection %d: the server closed it%s", c->id,
+                       c->secured ? "" : " during the TLS handshake (does this port speak TLS?)");
+            return -1;
+        }
+        if (yard_tls_feed(c->tls, raw, (size_t)n) < 0) {
+            load_error(cr->r, "connection %d: out of memory for TLS records", c->id);
+            return -1;
+        }
+    }
+    if (!c->secured && tls_flush(cr, c) < 0)
+        return -1;
+    while (c->secured) {
+        long got = yard_tls_read(c->tls, (uint8_t *)c->in + c->in_len, sizeof c->in - c->in_len);
+        if (got == 0)
+            break;
+        if (got < 0) {
+            load_error(cr->r, "connection %d: %s", c->id,
+                       got == -ESHUTDOWN ? "the server ended the TLS session"
+                                         : yard_tls_why(c->tls));
+            return -1;
+        }
+        if (take_lines(cr, c, (size_t)got) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int on_readable(struct chat_run *cr, struct cconn *c)
 {
+    if (c->tls)
+        return tls_readable(cr, c);
     for (;;) {
         ssize_t n = read(c->fd, c->in + c->in_len, sizeof c->in - c->in_len);
         if (n < 0 && errno == EINTR)
@@ -157,14 +259,8 @@ static int on_readable(struct chat_run *cr, struct cconn *c)
             load_error(cr->r, "connection %d: the server closed it", c->id);
             return -1;
         }
-        cr->r->bytes_received += (uint64_t)n;
-        c->in_len += (size_t)n;
-        struct line_ctx lc = {cr, c};
-        long off = yard_irc_each_line(c->in, c->in_len, line_cb, &lc);
-        if (off < 0)
+        if (take_lines(cr, c, (size_t)n) < 0)
             return -1;
-        memmove(c->in, c->in + off, c->in_len - (size_t)off);
-        c->in_len -= (size_t)off;
     }
 }
 
@@ -202,6 +298,11 @@ static int pump(struct chat_run *cr, uint64_t deadline, int (*tick)(struct chat_
                     return -1;
                 const struct chat_settings *s = cr->o->settings;
                 c->connected = true;
+                if (cr->o->tls && !(c->tls = yard_tls_client_new(cr->o->tls_ctx,
+                                                                 cr->o->tls_host))) {
+                    load_error(cr->r, "out of memory for TLS");
+                    return -1;
+                }
                 queue_line(cr, c, "PASS %s%s%d", s->password_prefix, s->user_prefix, c->id);
                 queue_line(cr, c, "NICK %s%d", s->user_prefix, c->id);
                 queue_line(cr, c, "USER %s%d 0 * :load", s->user_prefix, c->id);
@@ -258,6 +359,7 @@ static int chat_run(const load_opts_t *o, load_result_t *r)
         cr.c[i].fd = -1;
     for (int i = 0; i < o->connections; i++) {
         cr.c[i].id = i;
+        cr.c[i].connect_at = yard_now_ns();
         cr.c[i].fd = load_connect(o, r, cr.ep, &cr.c[i]);
         if (cr.c[i].fd < 0)
             goto out;
@@ -297,9 +399,12 @@ static int chat_run(const load_opts_t *o, load_result_t *r)
     status = 0;
 out:
     if (cr.c)
-        for (int i = 0; i < o->connections; i++)
+        for (int i = 0; i < o->connections; i++) {
             if (cr.c[i].fd >= 0)
                 close(cr.c[i].fd);
+            yard_tls_free(cr.c[i].tls);
+            yard_buf_free(&cr.c[i].wire);
+        }
     free(cr.c);
     if (cr.ep >= 0)
         close(cr.ep);

@@ -405,23 +405,12 @@ static int ring_turn(struct engine *e)
  * 0 when the socket is full (EPOLLOUT is wanted), -1 when it failed. */
 static int tls_send(struct engine *e, struct lconn *c)
 {
-    if (yard_tls_take(c->tls, &c->wire) < 0) {
+    int rc = load_tls_flush(c->tls, &c->wire, c->fd);
+    if (rc == -ENOMEM)
         load_error(e->r, "connection %d: out of memory for TLS records", c->id);
-        return -1;
-    }
-    while (c->wire.len) {
-        ssize_t w = send(c->fd, yard_buf_head(&c->wire), c->wire.len, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0 && errno == EAGAIN)
-            return 0;
-        if (w < 0) {
-            load_error(e->r, "connection %d: send: %s", c->id, strerror(errno));
-            return -1;
-        }
-        yard_buf_consume(&c->wire, (size_t)w);
-    }
-    return 1;
+    else if (rc < 0)
+        load_error(e->r, "connection %d: send: %s", c->id, strerror(-rc));
+    return rc < 0 ? -1 : rc;
 }
 
 /* Move c's handshake on: 1 when it is done (counted and timed), 0 while it
@@ -440,11 +429,7 @@ static int tls_step(struct engine *e, struct lconn *c)
     if (h == 0)
         return 0;
     c->secured = true;
-    yard_hist_record(&e->r->tls_handshake, yard_now_ns() - c->connect_at);
-    if (yard_tls_resumed(c->tls))
-        e->r->tls_resumed++;
-    else
-        e->r->tls_full++;
+    load_tls_established(e->r, c->tls, c->connect_at);
     return 1;
 }
 

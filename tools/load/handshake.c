@@ -108,17 +108,8 @@ static void start_round(struct hs *h, struct round *c, uint64_t due)
 /* Send what waits: 1 all gone, 0 the socket is full, -1 failed. */
 static int flush(struct hs *h, struct round *c)
 {
-    if (c->tls && yard_tls_take(c->tls, &c->wire) < 0)
-        return -1;
-    while (c->wire.len) {
-        ssize_t w = send(c->fd, yard_buf_head(&c->wire), c->wire.len, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return errno == EAGAIN ? 0 : -1;
-        yard_buf_consume(&c->wire, (size_t)w);
-    }
-    return 1;
+    int rc = load_tls_flush(c->tls, &c->wire, c->fd);
+    return rc < 0 ? -1 : rc;
 }
 
 /* The echo request, sealed with TLS, queued. */
@@ -178,11 +169,7 @@ static void handshake_step(struct hs *h, struct round *c)
         return;
     }
     if (st == 1) {
-        yard_hist_record(&h->r->tls_handshake, yard_now_ns() - c->connect_at);
-        if (yard_tls_resumed(c->tls))
-            h->r->tls_resumed++;
-        else
-            h->r->tls_full++;
+        load_tls_established(h->r, c->tls, c->connect_at);
         c->phase = ECHO;
         if (send_request(h, c) < 0) {
             failed(h, c, "out of memory");

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "yard/buf.h"
 #include "yard/hist.h"
 #include "yard/net.h"
 #include "yard/opt.h"
@@ -174,6 +175,15 @@ int load_connect(const load_opts_t *o, load_result_t *r, int ep, void *ptr);
 int load_connected(const load_opts_t *o, load_result_t *r, int ep, int fd, void *ptr,
                    bool nodelay);
 void load_error(load_result_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* --tls (tls.c), for every mode's connections. Take the records t wrote
+ * (t may be NULL: only what wire holds) and send them: 1 when all went, 0
+ * when the socket is full (wait for EPOLLOUT), -errno when it failed. */
+struct yard_tls;
+int load_tls_flush(struct yard_tls *t, yard_buf_t *wire, int fd);
+/* A handshake that began at began_ns finished: timed, counted full or
+ * resumed. */
+void load_tls_established(load_result_t *r, const struct yard_tls *t, uint64_t began_ns);
 
 /* The report (report.c): the common parts, and the mode's hooks for the rest. */
 void load_report(const load_mode_t *mode, const load_opts_t *o, const load_result_t *r,

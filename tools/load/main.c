@@ -191,7 +191,7 @@ static const yard_opt_t common_opts[] = {
      .help = "echo, counter, http: connect, then start the window at this wall-clock time "
              "(seconds since the epoch), so that generators on several hosts start together"},
     {.name = "tls", .type = YARD_OPT_SWITCH, COMMON(tls),
-     .help = "echo and http: speak TLS (a --tls-listen port, docs/tls.md); each connection's "
+     .help = "echo, http and chat: speak TLS (a --tls-listen port, docs/tls.md); each connection's "
              "handshake is part of connecting, timed and counted in the report's tls figures"},
     {.name = "tls-ca", .form = "FILE", .type = YARD_OPT_STRING, COMMON(tls_ca),
      .help = "a TLS target: trust its certificate when FILE's CA signed it (default: the "
@@ -340,9 +340,9 @@ static void check_tls(load_opts_t *o, const load_mode_t *mode)
     if (!o->tls) /* --tls-ca and --tls-insecure say how to trust a TLS target: none here */
         return;
     if (strcmp(mode->name, "echo") != 0 && strcmp(mode->name, "http") != 0 &&
-        strcmp(mode->name, "handshake") != 0)
-        yard_usage_exit("yard-load", "--tls applies to the echo, http and handshake modes, not "
-                        "yet to %s", mode->name);
+        strcmp(mode->name, "handshake") != 0 && strcmp(mode->name, "chat") != 0)
+        yard_usage_exit("yard-load", "--tls applies to the echo, http, handshake and chat "
+                        "modes, not yet to %s", mode->name);
     if (o->io == LOAD_IO_URING)
         yard_usage_exit("yard-load", "--tls runs on --io epoll (the ring does not carry TLS)%s",
                         "");
