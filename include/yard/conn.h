@@ -270,7 +270,14 @@ typedef struct yard_conn_set {
 void yard_conn_set_init(yard_conn_set_t *set);
 void yard_conn_set_add(yard_conn_set_t *set, yard_conn_link_t *link, yard_conn_t *c);
 void yard_conn_set_remove(yard_conn_set_t *set, yard_conn_link_t *link);
-/* Shut every socket of the set down (the farewell first, when stopping). */
+/* Stop every connection of the set: a plain one gets the app's farewell
+ * (when stopping) and loses both directions; a TLS one loses its read side
+ * only, so that its own thread, woken from its read, seals the farewell
+ * and the close_notify on its way out (yard_conn_close). */
 void yard_conn_set_shutdown_all(yard_conn_set_t *set);
+/* Both directions of every socket still in the set: for a TLS connection
+ * whose thread could not get out (blocked sending to a peer that does not
+ * read). */
+void yard_conn_set_cut_all(yard_conn_set_t *set);
 
 #endif

@@ -830,10 +830,22 @@ void yard_conn_set_shutdown_all(yard_conn_set_t *set)
 {
     pthread_mutex_lock(&set->mu);
     for (yard_conn_link_t *l = set->head.next; l != &set->head; l = l->next) {
-        if (!l->conn->sender && !l->conn->secure) /* TLS: conn_farewell seals it */
+        if (l->conn->secure) { /* conn_farewell seals it, once the read returns */
+            shutdown(l->conn->fd, SHUT_RD);
+            continue;
+        }
+        if (!l->conn->sender)
             yard_conn_farewell_fd(l->conn->srv->app, l->conn->fd);
         shutdown(l->conn->fd, SHUT_RDWR);
     }
+    pthread_mutex_unlock(&set->mu);
+}
+
+void yard_conn_set_cut_all(yard_conn_set_t *set)
+{
+    pthread_mutex_lock(&set->mu);
+    for (yard_conn_link_t *l = set->head.next; l != &set->head; l = l->next)
+        shutdown(l->conn->fd, SHUT_RDWR);
     pthread_mutex_unlock(&set->mu);
 }
 

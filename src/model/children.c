@@ -117,10 +117,17 @@ size_t yard_drain_conns(yard_conn_set_t *live, _Atomic int *stop,
                         const char *what)
 {
     atomic_store(stop, 1);
-    uint64_t deadline = yard_now_ns() + YARD_STOP_GRACE_NS;
+    uint64_t now = yard_now_ns(), deadline = now + YARD_STOP_GRACE_NS;
+    /* TLS connections keep their write side for a moment, to seal their
+     * farewell; what is still there then loses it too. */
+    uint64_t cut = now + YARD_TLS_FAREWELL_GRACE_NS;
     yard_conn_set_shutdown_all(live);
     size_t left;
-    while ((left = wait_fewer(arg, deadline)) && yard_now_ns() < deadline) {
+    while ((left = wait_fewer(arg, cut)) && yard_now_ns() < cut) {
+    }
+    if (left)
+        yard_conn_set_cut_all(live);
+    while (left && (left = wait_fewer(arg, deadline)) && yard_now_ns() < deadline) {
     }
     if (left)
         yard_log_warn("%zu %s still running at exit", left, what);

@@ -31,18 +31,28 @@ struct pair_page {
 static _Atomic int child_stop;
 static int child_conn_fd = -1;
 static const yard_app_t *child_app; /* its farewell, when the server stops */
+static bool child_tls;              /* the connection speaks TLS */
 
 /* SIGTERM in a child: end the connection. shutdown() is async-signal-safe
  * and wakes a read or write blocked on the socket, so the stop cannot be
- * lost between checking the flag and blocking. */
+ * lost between checking the flag and blocking. A TLS connection loses its
+ * read side only: the child wakes from its read and seals its farewell and
+ * close_notify on the way out (yard_conn_close); should it be blocked
+ * sending to a peer that does not read, SIGALRM a second later takes the
+ * rest (alarm, like shutdown, is async-signal-safe). */
 static void child_on_signal(int sig)
 {
     atomic_store(&child_stop, 1);
-    if (child_conn_fd >= 0) {
-        if (child_app)
-            yard_conn_farewell_fd(child_app, child_conn_fd);
-        shutdown(child_conn_fd, SHUT_RDWR);
+    if (child_conn_fd < 0)
+        return;
+    if (child_tls && sig != SIGALRM) {
+        shutdown(child_conn_fd, SHUT_RD);
+        alarm(1);
+        return;
     }
+    if (child_app && !child_tls)
+        yard_conn_farewell_fd(child_app, child_conn_fd);
+    shutdown(child_conn_fd, SHUT_RDWR);
 }
 
 static _Noreturn void run_child(yard_server_t *srv, int fd, pid_t parent, struct pair_page *pp);
@@ -61,13 +71,16 @@ static _Noreturn void run_child(yard_server_t *srv, int fd, pid_t parent, struct
     if (getppid() != parent)
         _exit(0);
     child_conn_fd = fd;
-    /* Its farewell in clear text; a TLS connection's would break the
-     * session (yard_conn_close seals one when the socket still takes it). */
-    child_app = yard_server_fd_is_tls(srv, fd) ? NULL : srv->app;
+    /* A plain connection's farewell goes from the signal handler; a TLS
+     * connection's is sealed by yard_conn_close (clear text would break
+     * the session). */
+    child_tls = yard_server_fd_is_tls(srv, fd);
+    child_app = srv->app;
     struct sigaction sa = {.sa_handler = child_on_signal}; /* no SA_RESTART */
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGALRM, &sa, NULL);
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);

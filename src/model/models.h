@@ -14,6 +14,9 @@
 /* How long a stop waits for connections to finish before it gives up on
  * them (threads, coroutines) or kills them (processes). */
 #define YARD_STOP_GRACE_NS (1500 * YARD_NS_PER_MS)
+/* ... of which a TLS connection has this long to seal its farewell before
+ * its socket loses its write side too. */
+#define YARD_TLS_FAREWELL_GRACE_NS (300 * YARD_NS_PER_MS)
 
 /* The blocking models (fork, thread): jobs inline, output in full. */
 extern const yard_conn_policy_t yard_blocking_policy;
@@ -71,8 +74,10 @@ bool yard_children_report(pid_t pid, int status, const char *what, const int *ex
                           const char *then);
 
 /* Stops a model's connections: sets *stop, shuts down every socket of live
- * so that a connection blocked on it wakes and sees the flag, then waits up
- * to YARD_STOP_GRACE_NS for them to end. wait_fewer(arg, deadline) blocks
+ * so that a connection blocked on it wakes and sees the flag (a TLS one's
+ * read side first, yard_conn_set_shutdown_all, then after
+ * YARD_TLS_FAREWELL_GRACE_NS the rest), then waits up to
+ * YARD_STOP_GRACE_NS for them to end. wait_fewer(arg, deadline) blocks
  * until a connection ended or the deadline passed and returns how many are
  * still running: each model waits its own way (a condition variable, a
  * coroutine wait queue). Logs how many were left behind ("N <what> still

@@ -6,6 +6,7 @@ allow), and IRCv3 sts pointing plain clients to the TLS port."""
 import base64
 import json
 import shutil
+import signal
 import subprocess
 
 import pytest
@@ -62,6 +63,22 @@ def test_yard_load_chat_over_tls_counts_every_delivery(chat, pki, model):
                         "--tls-insecure", "--connections", "2", "--rate", "10", "--duration",
                         "1s", "--timeout", "10s"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and "TLS" in r.stderr, r.stderr
+
+
+@pytest.mark.models()
+def test_a_stopping_server_says_goodbye_over_tls(chat, pki, model):
+    """SIGTERM: a client logged in over TLS reads the farewell, sealed like any line,
+    then the end of the session, under every model (the blocking ones shut a TLS
+    socket's read side first, so that its own thread can seal it); exit 0."""
+    srv, _ = chat(model, *tls_args(pki))
+    _, tls = ports(srv)
+    alice = login_pass(tls, "alice", "pw-alice", tls=pki)
+    alice.send("JOIN #bye")
+    alice.expect(r" 366 ")
+    srv.proc.send_signal(signal.SIGTERM)
+    alice.expect(r"^ERROR :Server shutting down$")
+    assert alice.wait_closed()
+    assert srv.stop(timeout=5) == 0, srv.stderr()
 
 
 @pytest.mark.models()

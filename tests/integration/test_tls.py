@@ -362,6 +362,30 @@ def test_yard_load_handshake_mode_counts_full_and_resumed(start_server, pki, mod
     assert r.returncode == 2 and "--tls-resume goes with --tls" in r.stderr, r.stderr
 
 
+@pytest.mark.models(names=["fork", "thread", "coro"])
+def test_stop_is_prompt_with_a_tls_peer_that_does_not_read(start_server, pki, model):
+    """A TLS connection loses only its read side at first when the server stops (so
+    that it can seal a farewell); one whose thread is blocked sending to a peer that
+    does not read loses the rest soon after: the server still exits 0 in time."""
+    srv = start(start_server, "echo", model, pki)
+    s = tls_connect(srv.tls_addrs[0], pki)
+    s.setblocking(False)
+    sent, deadline = 0, time.monotonic() + 10
+    blob = b"x" * 65536
+    while time.monotonic() < deadline:  # until both directions' buffers are full
+        try:
+            sent += s.send(blob)
+        except (ssl.SSLWantWriteError, BlockingIOError):
+            if sent > (4 << 20) or time.monotonic() > deadline - 8:
+                break
+            time.sleep(0.01)
+    assert sent > (1 << 20), sent
+    t0 = time.monotonic()
+    assert srv.stop(signal.SIGTERM, timeout=5) == 0, srv.stderr()
+    assert time.monotonic() - t0 < 4
+    s.close()
+
+
 @pytest.mark.models(names=["epoll", "thread"])
 def test_one_byte_that_starts_no_record_is_refused_at_once(start_server, pki, model):
     """Until the handshake ends the driver gives OpenSSL whole records only; a byte that
