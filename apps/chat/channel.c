@@ -83,11 +83,14 @@ void chat_ranks_of(struct chat_app *app, int c, struct chat_chanrec *rec)
     chat_unlock(app->cs);
 }
 
-int chat_rank_in(const struct chat_chanrec *rec, const char *account)
+int chat_rank_in(struct chat_app *app, int c, const struct chat_chanrec *rec, const char *name)
 {
     char key[CHAT_NAME_MAX + 1];
-    chat_casefold(key, account, strnlen(account, CHAT_NAME_MAX));
-    return chat_rank_of(rec, key);
+    chat_casefold(key, name, strnlen(name, CHAT_NAME_MAX));
+    chat_lock(app->cs);
+    int guest = app->cs->chans[c].used ? chat_guest_rank_named(app->cs, c, key) : -1;
+    chat_unlock(app->cs);
+    return guest >= 0 ? guest : chat_rank_of(rec, key);
 }
 
 static void names(struct chat_app *app, struct session *s, yard_fx_t *fx, int c, const char *name)
@@ -102,7 +105,7 @@ static void names(struct chat_app *app, struct session *s, yard_fx_t *fx, int c,
     char line[LINE_MAX_MSG];
     size_t len = 0;
     for (size_t i = 0; i < n; i++) {
-        const char *pre = chat_rank_prefix(chat_rank_in(&rec, who_is[i]), s);
+        const char *pre = chat_rank_prefix(chat_rank_in(app, c, &rec, who_is[i]), s);
         size_t pn = strlen(pre), an = strlen(who_is[i]);
         if (len + pn + an + 1 > 400) {
             chat_numeric(fx, s, 353, "= %s :%.*s", name, (int)len, line);
@@ -290,6 +293,10 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
     if (c >= 0 && !over) {
         chat_set_in(app->cs, s->slot, c, true);
         chat_channel_joined(app->cs, c, s->guest, created);
+        /* Whoever creates a channel is its operator: an account's rank is
+         * in the record chat_chan_load made, a guest's lasts while it is in. */
+        if (created && s->guest)
+            chat_guest_rank_set(app->cs, s->slot, c, CHAT_RANK_OP, true);
     }
     char shown[CHAT_CHAN_MAX + 1], key[CHAT_CHAN_MAX + 1];
     if (c >= 0) {
@@ -502,7 +509,7 @@ void chat_cmd_topic(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
     }
     chat_lock(app->cs);
     bool locked = (app->cs->chans[ch].modes & CHAT_MODE_T) &&
-                  !(chat_chan_rank(app->cs, key, s->account_key) & CHAT_RANK_OP);
+                  !(chat_member_rank(app->cs, s->slot, ch) & CHAT_RANK_OP);
     chat_unlock(app->cs);
     if (locked) {
         chat_numeric(fx, s, 482, "%s :You're not channel operator (+t)", shown);

@@ -10,7 +10,7 @@
 char (*chat_members_of(struct chat_app *app, int c, size_t *n, bool *nomem))[CHAT_NAME_MAX + 1];
 const char *chat_rank_prefix(int rank, const struct session *s);
 void chat_ranks_of(struct chat_app *app, int c, struct chat_chanrec *rec);
-int chat_rank_in(const struct chat_chanrec *rec, const char *account);
+int chat_rank_in(struct chat_app *app, int c, const struct chat_chanrec *rec, const char *name);
 void chat_replay_done(struct chat_app *app, struct session *s, yard_fx_t *fx);
 bool chat_channel_name(struct chat_app *app, int ch, char out[CHAT_CHAN_MAX + 1]);
 int chat_channel_of(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *name,

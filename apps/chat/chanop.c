@@ -126,10 +126,13 @@ static void mode_rank(struct chat_app *app, struct session *s, yard_fx_t *fx, in
     int bit = flag == 'o' ? CHAT_RANK_OP : CHAT_RANK_VOICE;
     int holder = len <= CHAT_NAME_MAX ? member_in(app, ch, key, spelled) : -1;
     bool present = holder >= 0;
-    if (on && present && chat_member_at(app->cs, holder)->guest) {
-        /* Ranks are kept by name across restarts; a guest's name is not its own. */
-        chat_numeric(fx, s, 696, "%s %c %s :A guest cannot hold a rank (log in to an account)",
-                     shown, flag, nick);
+    if (present && chat_member_at(app->cs, holder)->guest) {
+        /* Ranks are kept by name across restarts, and a guest's name is not
+         * its own: its rank is its connection's, while it is in the channel. */
+        if (!!(chat_guest_rank(app->cs, holder, ch) & bit) != on) {
+            chat_guest_rank_set(app->cs, holder, ch, bit, on);
+            change_add(mc, on, flag, spelled);
+        }
         return;
     }
     /* A rank is given to a member; it may be taken from an account that is
@@ -259,7 +262,7 @@ static void chan_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, ya
     strcpy(shown, cs->chans[ch].name);
     strcpy(key, cs->chans[ch].key);
     struct chat_chanrec rec;
-    if (!chat_chan_get(cs, key, &rec) || !(chat_rank_of(&rec, s->account_key) & CHAT_RANK_OP)) {
+    if (!chat_chan_get(cs, key, &rec) || !(chat_member_rank(cs, s->slot, ch) & CHAT_RANK_OP)) {
         chat_unlock(cs);
         chat_numeric(fx, s, 482, "%s :You're not channel operator", shown);
         return;
@@ -293,7 +296,7 @@ void chat_cmd_kick(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
     char shown[CHAT_CHAN_MAX + 1];
     chat_lock(app->cs);
     strcpy(shown, app->cs->chans[ch].name);
-    bool op = chat_chan_rank(app->cs, app->cs->chans[ch].key, s->account_key) & CHAT_RANK_OP;
+    bool op = chat_member_rank(app->cs, s->slot, ch) & CHAT_RANK_OP;
     chat_unlock(app->cs);
     if (!op) {
         chat_numeric(fx, s, 482, "%s :You're not channel operator", shown);
@@ -354,8 +357,7 @@ void chat_cmd_invite(struct chat_app *app, struct session *s, yard_fx_t *fx, yar
     strcpy(shown, app->cs->chans[ch].name);
     bool there = member_in(app, ch, key, spelled) >= 0;
     bool allowed = !(app->cs->chans[ch].modes & CHAT_MODE_I) ||
-                   (chat_chan_rank(app->cs, app->cs->chans[ch].key, s->account_key) &
-                    CHAT_RANK_OP);
+                   (chat_member_rank(app->cs, s->slot, ch) & CHAT_RANK_OP);
     if (!there && allowed)
         chat_invite_add(app->cs, ch, key);
     chat_unlock(app->cs);

@@ -149,7 +149,7 @@ static void message(struct chat_app *app, struct session *s, yard_fx_t *fx,
             uint32_t modes = c >= 0 ? app->cs->chans[c].modes : 0;
             /* +m: the voiced and the operators speak (a rank is read only then) */
             bool muted = (modes & CHAT_MODE_M) &&
-                         !chat_chan_rank(app->cs, app->cs->chans[c].key, s->account_key);
+                         !chat_member_rank(app->cs, s->slot, c);
             bool guest_muted = (modes & CHAT_MODE_REG_SPEAK) && s->guest;
             if (c >= 0)
                 strcpy(shown, app->cs->chans[c].name);

@@ -46,7 +46,7 @@ void chat_presence_of(struct chat_app *app, const char *nick, struct presence *p
                 (seen[c / 64] >> (c % 64) & 1))
                 continue;
             seen[c / 64] |= 1ull << (c % 64);
-            int rank = chat_chan_rank(app->cs, app->cs->chans[c].key, key);
+            int rank = chat_member_rank(app->cs, (int)i, (int)c);
             const char *pre = rank & CHAT_RANK_OP ? "@" : rank ? "+" : "";
             size_t n = strlen(pre) + strlen(app->cs->chans[c].name);
             if (used + n + 2 <= chans_cap) {
@@ -283,7 +283,7 @@ void chat_cmd_who(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_i
         chat_ranks_of(app, ch, &rec);
         for (size_t i = 0; i < n; i++)
             chat_numeric(fx, s, 352, "%s %s " SERVER " " SERVER " %s H%s :0 %s", shown,
-                         who_is[i], who_is[i], chat_rank_prefix(chat_rank_in(&rec, who_is[i]), s),
+                         who_is[i], who_is[i], chat_rank_prefix(chat_rank_in(app, ch, &rec, who_is[i]), s),
                          who_is[i]);
         free(who_is);
     }

@@ -93,7 +93,8 @@ int chat_state_init(chat_state_t *cs, yard_shm_t *shm, unsigned nchan, unsigned 
     cs->nchan = nchan;
     cs->nmember = nmember;
     cs->words = (nchan + 63) / 64;
-    cs->member_size = (sizeof(struct chat_member) + cs->words * sizeof(uint64_t) + 63) & ~(size_t)63;
+    cs->member_size =
+        (sizeof(struct chat_member) + 3 * cs->words * sizeof(uint64_t) + 63) & ~(size_t)63;
     for (cs->index_cap = 16; cs->index_cap < 2 * nchan; cs->index_cap *= 2) {
     }
     cs->chans = yard_shm_alloc(shm, nchan * sizeof *cs->chans);
@@ -138,7 +139,7 @@ int chat_member_add(chat_state_t *cs, const char *account)
             m->serial = ++cs->serials;
             snprintf(m->account, sizeof m->account, "%s", account);
             chat_casefold(m->key, m->account, strlen(m->account));
-            memset(m->chans, 0, cs->words * sizeof(uint64_t));
+            memset(m->chans, 0, 3 * cs->words * sizeof(uint64_t));
             if (i + 1 > cs->member_end)
                 cs->member_end = i + 1;
             return (int)i;
@@ -359,6 +360,7 @@ void chat_set_in(chat_state_t *cs, int slot, int chan, bool in)
         cs->chans[chan].members++;
     } else {
         *w &= ~bit;
+        chat_guest_rank_set(cs, slot, chan, CHAT_RANK_OP | CHAT_RANK_VOICE, false);
         if (--cs->chans[chan].members == 0)
             channel_free(cs, chan);
     }
@@ -725,6 +727,60 @@ int chat_chan_rank(chat_state_t *cs, const char *chan_key, const char *account_k
         if (!strncmp(r->ranks[k].account, account_key, sizeof r->ranks[k].account))
             return r->ranks[k].rank;
     return 0;
+}
+
+/* A guest's rank bits: the member's second and third bitmaps. */
+static uint64_t *guest_rank_words(chat_state_t *cs, int slot, int rank)
+{
+    return chat_member_at(cs, slot)->chans + (rank == CHAT_RANK_OP ? 1 : 2) * cs->words;
+}
+
+int chat_guest_rank(chat_state_t *cs, int slot, int chan)
+{
+    int rank = 0;
+    for (int r = CHAT_RANK_VOICE; r <= CHAT_RANK_OP; r <<= 1)
+        if (guest_rank_words(cs, slot, r)[chan / 64] >> (chan % 64) & 1)
+            rank |= r;
+    return rank;
+}
+
+void chat_guest_rank_set(chat_state_t *cs, int slot, int chan, int rank, bool on)
+{
+    bool had = chat_guest_rank(cs, slot, chan) != 0;
+    uint64_t bit = (uint64_t)1 << (chan % 64);
+    for (int r = CHAT_RANK_VOICE; r <= CHAT_RANK_OP; r <<= 1) {
+        if (!(rank & r))
+            continue;
+        uint64_t *w = &guest_rank_words(cs, slot, r)[chan / 64];
+        *w = on ? *w | bit : *w & ~bit;
+    }
+    bool has = chat_guest_rank(cs, slot, chan) != 0;
+    if (has != had)
+        cs->chans[chan].guest_ranked += has ? 1 : (unsigned)-1;
+}
+
+int chat_member_rank(chat_state_t *cs, int slot, int chan)
+{
+    struct chat_member *m = chat_member_at(cs, slot);
+    if (m->guest)
+        return chat_guest_rank(cs, slot, chan);
+    return chat_chan_rank(cs, cs->chans[chan].key, m->key);
+}
+
+int chat_guest_rank_named(chat_state_t *cs, int chan, const char *key)
+{
+    for (unsigned i = 0; cs->chans[chan].guest_ranked && i < cs->member_end; i++) {
+        struct chat_member *m = chat_member_at(cs, (int)i);
+        if (m->used && m->guest && !strcmp(m->key, key))
+            return chat_guest_rank(cs, (int)i, chan);
+    }
+    return -1;
+}
+
+int chat_live_rank(chat_state_t *cs, int chan, const char *key)
+{
+    int rank = chat_guest_rank_named(cs, chan, key);
+    return rank >= 0 ? rank : chat_chan_rank(cs, cs->chans[chan].key, key);
 }
 
 unsigned chat_account_leave(chat_state_t *cs, const char *account_key, int chan)

@@ -52,6 +52,9 @@ struct chat_channel {
     /* Accounts (casefolded) invited while it is +i: not kept once it empties. */
     char invited[CHAT_INVITES_MAX][CHAT_NAME_MAX + 1];
     unsigned invite_next;
+    /* Guests in it holding a rank (chat_guest_rank_set): while none does,
+     * NAMES and WHO take every rank from the record alone. */
+    unsigned guest_ranked;
 };
 
 /* What a channel keeps across restarts in DIR/channels, whether or not
@@ -85,7 +88,10 @@ struct chat_member {
     char away_msg[CHAT_AWAY_MAX + 1];
     uint64_t serial;                   /* which connection holds the slot (a nick record
                                         * names its member by slot and serial, relay.c) */
-    uint64_t chans[]; /* bitmap of joined channels */
+    /* Three bitmaps of cs->words words each: the joined channels, then a
+     * guest's operator and voice ranks per channel (a guest's rank lasts
+     * while it is in the channel; an account's is the channel record's). */
+    uint64_t chans[];
 };
 
 struct chat_pos;
@@ -207,6 +213,19 @@ int chat_chan_rank(chat_state_t *cs, const char *chan_key, const char *account_k
 /* Give or take rank bits; false when the record has no room for another
  * account (CHAT_RANKS_MAX). */
 bool chat_rank_set(struct chat_chanrec *r, const char *account_key, int rank, bool on);
+/* A guest's rank in live channel chan (CHAT_RANK_* bits), kept in its
+ * member slot and gone when it leaves the channel. Under the lock. */
+int chat_guest_rank(chat_state_t *cs, int slot, int chan);
+void chat_guest_rank_set(chat_state_t *cs, int slot, int chan, int rank, bool on);
+/* The rank in live channel chan of the member in slot: a guest's own, an
+ * account's from the channel's record. Under the lock. */
+int chat_member_rank(chat_state_t *cs, int slot, int chan);
+/* The rank in live channel chan of the account or guest named by key
+ * (casefolded); a guest only while it is in the channel. Under the lock. */
+int chat_live_rank(chat_state_t *cs, int chan, const char *key);
+/* The rank of the guest named by key in chan; -1 when no guest holding a
+ * rank there has that name. Under the lock. */
+int chat_guest_rank_named(chat_state_t *cs, int chan, const char *key);
 /* Take every connection of the account out of channel chan (KICK); how
  * many were in it. */
 unsigned chat_account_leave(chat_state_t *cs, const char *account_key, int chan);

@@ -73,9 +73,10 @@ def test_guests_register_talk_and_change_nicks(chat, model):
     z.expect(r"FAIL MARKREAD ACCOUNT_REQUIRED #pub ")
     z.expect(r"FAIL CHATHISTORY INVALID_TARGET LATEST ana ")
     z.expect(r":zeta!zeta@yard PRIVMSG #pub :still me$")
-    # Ranks are kept by name: a guest gets none; +M mutes guests, +R keeps them out.
-    ana.send("MODE #pub +v zeta")
-    ana.expect(r" 696 ana #pub v zeta :A guest cannot hold a rank")
+    # A guest's rank lasts while it is in the channel; +M mutes guests, +R keeps them out.
+    ana.send("MODE #pub +v zeta", "MODE #pub -v zeta")
+    ana.expect(r":ana!ana@yard MODE #pub \+v zeta$")
+    ana.expect(r":ana!ana@yard MODE #pub -v zeta$")
     ana.send("MODE #pub +MR")
     z.expect(r"^:ana!ana@yard MODE #pub \+MR$")
     z.send("PRIVMSG #pub :can I?")
@@ -84,10 +85,10 @@ def test_guests_register_talk_and_change_nicks(chat, model):
     y.expect(r" 477 yan #pub :Cannot join channel \(\+R\)")
     bo = login_pass(srv.port, "bo", "pw-bo")
     join(bo, "bo", "#pub")                               # accounts still come in
-    # A guest's own channel has no operator (no rank can be kept for it).
+    # A guest that creates a channel is its operator.
     join(y, "yan", "#yans")
     y.send("NAMES #yans")
-    y.expect(r" 353 yan = #yans :yan$")
+    y.expect(r" 353 yan = #yans :@yan$")
     # A guest that leaves and comes back is not replayed what it missed (no position).
     z.send("PART #pub")
     z.expect(r"PART #pub")

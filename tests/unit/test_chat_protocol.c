@@ -528,6 +528,67 @@ static void test_bad_input(void)
     ch_stop(h);
 }
 
+/* A guest that registers as nick (user name user, realname "Real Name"),
+ * with what it was sent until its welcome's end read. */
+static int guest(chat_harness_t *h, const char *nick)
+{
+    int g = ch_connect(h);
+    char line[200];
+    snprintf(line, sizeof line, "NICK %s\r\nUSER u%s 0 * :Real %s\r\n", nick, nick, nick);
+    ch_feed(h, g, line);
+    snprintf(line, sizeof line, S "422 %s ", nick);
+    CH_SKIP_TO(h, g, line);
+    return g;
+}
+
+/* Whoever creates a channel is its operator, a guest too (issue 40): NAMES
+ * and WHOIS show its '@', it sets modes, the topic under +t, kicks and
+ * invites; it gives and takes ranks of other guests; the rank lasts while
+ * it is in the channel. */
+static void test_guest_creator_is_operator(void)
+{
+    const char *flags[] = {"guests", NULL};
+    chat_harness_t *h = ch_start(flags);
+    int g = guest(h, "zed");
+    int y = guest(h, "yan");
+    ch_feed(h, g, "JOIN #g\r\n");
+    CH_SKIP_TO(h, g, S "353 zed = #g :@zed");
+    ch_feed(h, y, "JOIN #g\r\n");
+    CH_SKIP_TO(h, y, S "353 yan = #g :yan @zed");
+    ch_discard(h, g);
+    ch_discard(h, y);
+    ch_feed(h, y, "WHOIS zed\r\n");
+    CH_SKIP_TO(h, y, S "319 yan zed :@#g");
+    ch_discard(h, y);
+    ch_feed(h, y, "MODE #g +m\r\nTOPIC #g :no\r\n");
+    CH_EXPECT(h, y, S "482 yan #g :You're not channel operator");
+    CH_EXPECT(h, y, S "482 yan #g :You're not channel operator (+t)");
+    ch_feed(h, g, "MODE #g +m\r\n");
+    CH_EXPECT(h, g, ":zed!zed@yard MODE #g +m");
+    ch_feed(h, g, "TOPIC #g :mine\r\n");
+    CH_EXPECT(h, g, ":zed!zed@yard TOPIC #g :mine");
+    ch_feed(h, g, "MODE #g +v yan\r\n");
+    CH_EXPECT(h, g, ":zed!zed@yard MODE #g +v yan");
+    ch_feed(h, g, "NAMES #g\r\n");
+    CH_EXPECT(h, g, S "353 zed = #g :+yan @zed");
+    CH_EXPECT(h, g, S "366 zed #g :End of /NAMES list.");
+    ch_discard(h, y);
+    ch_feed(h, y, "PRIVMSG #g :voiced\r\n");
+    CH_EXPECT(h, g, ":yan!yan@yard PRIVMSG #g :voiced");
+    ch_feed(h, g, "MODE #g -v+o yan yan\r\n");
+    CH_EXPECT(h, g, ":zed!zed@yard MODE #g -v+o yan yan");
+    ch_feed(h, y, "KICK #g zed :out\r\n");
+    CH_SKIP_TO(h, g, ":yan!yan@yard KICK #g zed :out");
+    ch_discard(h, y);
+    /* Its rank went with it: back in, it is a member like any other. */
+    ch_feed(h, g, "JOIN #g\r\n");
+    CH_SKIP_TO(h, g, S "353 zed = #g :@yan zed");
+    ch_discard(h, g);
+    ch_feed(h, g, "MODE #g -m\r\n");
+    CH_EXPECT(h, g, S "482 zed #g :You're not channel operator");
+    ch_stop(h);
+}
+
 int main(int argc, char **argv)
 {
     static const struct test_case cases[] = {
@@ -546,6 +607,7 @@ int main(int argc, char **argv)
         {"chathistory_batch", test_chathistory_batch},
         {"chathistory_far_timestamp", test_chathistory_far_timestamp},
         {"command_table", test_command_table},
+        {"guest_creator_is_operator", test_guest_creator_is_operator},
         {"bad_input", test_bad_input},
         {NULL, NULL},
     };
