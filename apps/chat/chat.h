@@ -44,7 +44,6 @@
 #define MODES_MAX 4 /* channel mode changes with a parameter in one MODE */
 #define CLIENT_TAGS_MAX YARD_CHAT_TAGS_MAX /* a message's client-only tags kept and relayed */
 #define KICK_REASON_MAX 200 /* what of a KICK's reason is kept (a deferred record's text) */
-#define CHAT_REALNAME_MAX 100
 
 
 /* Filled from the flags (chat_opts, at the bottom). */

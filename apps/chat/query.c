@@ -33,6 +33,10 @@ void chat_presence_of(struct chat_app *app, const char *nick, struct presence *p
         chat_casefold(other, m->account, strlen(m->account));
         if (strcmp(key, other))
             continue;
+        if (!p->online) {
+            snprintf(p->user, sizeof p->user, "%s", m->user[0] ? m->user : m->account);
+            snprintf(p->realname, sizeof p->realname, "%s", m->realname);
+        }
         p->online = true;
         p->guest = m->guest;
         snprintf(p->account, sizeof p->account, "%s", m->account);
@@ -88,7 +92,7 @@ static void whois(struct chat_app *app, struct session *s, yard_fx_t *fx, const 
     if (!p.online) {
         chat_numeric(fx, s, 401, "%s :No such nick/channel", nick);
     } else {
-        chat_numeric(fx, s, 311, "%s %s " SERVER " * :%s", p.account, p.account, p.account);
+        chat_numeric(fx, s, 311, "%s %s " SERVER " * :%s", p.account, p.user, p.realname);
         if (chans[0])
             chat_numeric(fx, s, 319, "%s :%s", p.account, chans);
         chat_numeric(fx, s, 312, "%s " SERVER " :Switchyard chat", p.account);
@@ -124,7 +128,8 @@ static void whowas(struct chat_app *app, struct session *s, yard_fx_t *fx, const
     } else {
         char when[64];
         chat_format_time(when, sizeof when, g.at_s * (int64_t)YARD_NS_PER_S);
-        chat_numeric(fx, s, 314, "%s %s " SERVER " * :%s", g.account, g.account, g.account);
+        chat_numeric(fx, s, 314, "%s %s " SERVER " * :%s", g.account,
+                     g.user[0] ? g.user : g.account, g.realname);
         chat_numeric(fx, s, 312, "%s " SERVER " :%s", g.account, when);
     }
     chat_numeric(fx, s, 369, "%s :End of WHOWAS", found ? g.account : nick);

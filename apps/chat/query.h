@@ -16,6 +16,8 @@ struct presence {
     bool guest; /* --guests: a nick with no account */
     char account[CHAT_NAME_MAX + 1];
     char away_msg[CHAT_AWAY_MAX + 1];
+    char user[CHAT_USER_MAX + 1];         /* its first connection's USER */
+    char realname[CHAT_REALNAME_MAX + 1];
 };
 
 void chat_presence_of(struct chat_app *app, const char *nick, struct presence *p, char *chans,

@@ -164,6 +164,8 @@ static void become_ready(struct chat_app *app, struct session *s, yard_fx_t *fx)
 {
     chat_lock(app->cs);
     s->slot = chat_member_add(app->cs, s->account);
+    if (s->slot >= 0)
+        chat_member_ident(app->cs, s->slot, s->user, s->realname);
     chat_unlock(app->cs);
     snprintf(s->sender, sizeof s->sender, "%s", s->account);
     chat_ready(app, s, fx);
@@ -476,12 +478,22 @@ void chat_cmd_nick(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
 /* USER name mode unused :realname. */
 void chat_cmd_user(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
+    if (!m->params[3][0]) { /* an empty realname is a missing one */
+        chat_numeric(fx, s, 461, "USER :Not enough parameters");
+        return;
+    }
     /* The user name says which device this is ("phone", or
      * "alice@phone"), unless SASL's user name already did. */
     const char *u = m->params[0], *at = strchr(u, '@');
     if (!s->reg.client_from_sasl)
         set_client(s, at ? at + 1 : u, strlen(at ? at + 1 : u));
     const char *real = m->params[3];
+    /* The user name as WHOIS and WHO show it: what USER gave, up to an '@'
+     * (which names the device). */
+    size_t un = at ? (size_t)(at - u) : strlen(u);
+    un = un > CHAT_USER_MAX ? CHAT_USER_MAX : un;
+    memcpy(s->user, u, un);
+    s->user[un] = 0;
     size_t rn = chat_utf8_cut(real, strlen(real), CHAT_REALNAME_MAX);
     memcpy(s->realname, real, rn);
     s->realname[rn] = 0;

@@ -81,6 +81,7 @@ struct session {
     char account_key[CHAT_NAME_MAX + 1];
     char client[CHAT_CLIENT_MAX + 1]; /* the device: "alice@phone", or USER's name */
     char realname[CHAT_REALNAME_MAX + 1]; /* USER's, shown by extended-join */
+    char user[CHAT_USER_MAX + 1];         /* USER's user name (WHOIS, WHO) */
     bool guest;              /* --guests: a nick, no account (s->account holds the nick) */
     bool tls;                /* the connection is encrypted */
     char certfp[65];         /* its client certificate's SHA-256 ("" when none) */

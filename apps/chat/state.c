@@ -136,6 +136,7 @@ int chat_member_add(chat_state_t *cs, const char *account)
             m->away = false;
             m->away_at = 0;
             m->away_msg[0] = 0;
+            m->user[0] = m->realname[0] = 0;
             m->serial = ++cs->serials;
             snprintf(m->account, sizeof m->account, "%s", account);
             chat_casefold(m->key, m->account, strlen(m->account));
@@ -166,6 +167,13 @@ unsigned chat_guests_from(chat_state_t *cs, const uint8_t addr[16])
         n += m->used && m->guest && !memcmp(m->addr, addr, sizeof m->addr);
     }
     return n;
+}
+
+void chat_member_ident(chat_state_t *cs, int slot, const char *user, const char *realname)
+{
+    struct chat_member *m = chat_member_at(cs, slot);
+    snprintf(m->user, sizeof m->user, "%s", user);
+    snprintf(m->realname, sizeof m->realname, "%s", realname);
 }
 
 void chat_member_rename(chat_state_t *cs, int slot, const char *name)
@@ -221,6 +229,8 @@ void chat_member_remove(chat_state_t *cs, int slot, int64_t at_s)
     if (last && cs->gone) {
         struct chat_gone *g = &cs->gone[cs->gone_next];
         snprintf(g->account, sizeof g->account, "%s", m->account);
+        memcpy(g->user, m->user, sizeof g->user);
+        memcpy(g->realname, m->realname, sizeof g->realname);
         g->at_s = at_s;
         cs->gone_next = (cs->gone_next + 1) % CHAT_WHOWAS_MAX;
         if (cs->gone_count < CHAT_WHOWAS_MAX)

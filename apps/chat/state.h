@@ -24,6 +24,8 @@
 #define CHAT_CLIENT_MAX 30 /* a device's client id ("alice@phone") */
 #define CHAT_CHAN_MAX YARD_CHAT_CHAN_MAX /* channel name, with its '#' */
 #define CHAT_TOPIC_MAX 390
+#define CHAT_USER_MAX 30      /* USER's user name, as WHOIS and WHO show it */
+#define CHAT_REALNAME_MAX 100 /* USER's realname */
 #define CHAT_CHANNELS_LIMIT 4096 /* --max-channels at most */
 
 #define CHAT_CHANKEY_MAX 23 /* a +k key */
@@ -86,6 +88,8 @@ struct chat_member {
     char account[CHAT_NAME_MAX + 1];
     char key[CHAT_NAME_MAX + 1];       /* the account casefolded */
     char away_msg[CHAT_AWAY_MAX + 1];
+    char user[CHAT_USER_MAX + 1];         /* USER's user name and realname, */
+    char realname[CHAT_REALNAME_MAX + 1]; /* for WHOIS, WHOWAS and WHO */
     uint64_t serial;                   /* which connection holds the slot (a nick record
                                         * names its member by slot and serial, relay.c) */
     /* Three bitmaps of cs->words words each: the joined channels, then a
@@ -102,6 +106,8 @@ struct chat_chan_slot;
 #define CHAT_WHOWAS_MAX 64
 struct chat_gone {
     char account[CHAT_NAME_MAX + 1];
+    char user[CHAT_USER_MAX + 1];
+    char realname[CHAT_REALNAME_MAX + 1];
     int64_t at_s; /* wall clock */
 };
 
@@ -160,6 +166,8 @@ struct chat_member *chat_member_at(chat_state_t *cs, int slot);
 int chat_member_named(chat_state_t *cs, const char *key);
 /* Guests connected from this address (a chat_addr_t's bytes). */
 unsigned chat_guests_from(chat_state_t *cs, const uint8_t addr[16]);
+/* USER's user name and realname, kept with the member in slot. */
+void chat_member_ident(chat_state_t *cs, int slot, const char *user, const char *realname);
 /* A guest's new nick. */
 void chat_member_rename(chat_state_t *cs, int slot, const char *name);
 /* How many channels the member in slot is in (takes the lock). */

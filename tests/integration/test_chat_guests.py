@@ -50,7 +50,7 @@ def test_guests_register_talk_and_change_nicks(chat, model):
     line = ana.expect(r":zed!zed@yard PRIVMSG #pub :hello from a guest 👋$").group(0)
     assert "account=" not in line                        # account-tag: none for a guest
     ana.send("WHOIS zed")
-    ana.expect(r" 311 ana zed zed yard ")
+    ana.expect(r" 311 ana zed ANA yard \* :Zed Ü$")   # USER's user name and realname
     ana.expect(r" 318 ana zed ")
     assert not [ln for ln in ana.lines if " 330 ana zed " in ln]
     # Private messages both ways, live.

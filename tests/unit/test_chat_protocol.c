@@ -589,6 +589,28 @@ static void test_guest_creator_is_operator(void)
     ch_stop(h);
 }
 
+/* USER's user name and realname are kept and shown by WHOIS (311) and
+ * WHOWAS (314); an empty realname is 461 (issue 40). */
+static void test_user_fields(void)
+{
+    const char *flags[] = {"guests", NULL};
+    chat_harness_t *h = ch_start(flags);
+    int e = ch_connect(h);
+    ch_feed(h, e, "NICK zed\r\nUSER u 0 * :\r\n");
+    CH_EXPECT(h, e, S "461 zed USER :Not enough parameters");
+    CH_EXPECT_NONE(h, e);
+    ch_feed(h, e, "USER zuser 0 * :Zed Real\r\n");
+    CH_SKIP_TO(h, e, S "422 zed ");
+    int y = guest(h, "yan");
+    ch_feed(h, y, "WHOIS zed\r\n");
+    CH_EXPECT(h, y, S "311 yan zed zuser yard * :Zed Real");
+    ch_discard(h, y);
+    ch_feed(h, e, "QUIT\r\n");
+    ch_feed(h, y, "WHOWAS zed\r\n");
+    CH_EXPECT(h, y, S "314 yan zed zuser yard * :Zed Real");
+    ch_stop(h);
+}
+
 int main(int argc, char **argv)
 {
     static const struct test_case cases[] = {
@@ -608,6 +630,7 @@ int main(int argc, char **argv)
         {"chathistory_far_timestamp", test_chathistory_far_timestamp},
         {"command_table", test_command_table},
         {"guest_creator_is_operator", test_guest_creator_is_operator},
+        {"user_fields", test_user_fields},
         {"bad_input", test_bad_input},
         {NULL, NULL},
     };
