@@ -43,12 +43,14 @@
 #define TARGMAX YARD_CHAT_TARGETS_MAX /* targets of one PRIVMSG or NOTICE */
 #define MODES_MAX 4 /* channel mode changes with a parameter in one MODE */
 #define CLIENT_TAGS_MAX YARD_CHAT_TAGS_MAX /* a message's client-only tags kept and relayed */
+#define CHAT_SERVER_NAME_MAX 63 /* --server-name */
 #define KICK_REASON_MAX 200 /* what of a KICK's reason is kept (a deferred record's text) */
 
 
 /* Filled from the flags (chat_opts, at the bottom). */
 struct chat_settings {
     const char *data_dir;         /* accounts, the message log, read positions */
+    const char *server_name;      /* --server-name (NULL: the host name) */
     int fsync_mode;               /* YARD_CHATLOG_FSYNC_* */
     uint64_t fsync_interval_ns;
     unsigned replay_max;          /* messages replayed on JOIN at most */
@@ -89,6 +91,9 @@ struct chat_app {
     yard_chat_store_t *store; /* everything kept in files (yard/chat_store.h) */
     yard_chatlog_t *log;      /* the store's log, for its tail in shared memory */
     chat_guard_t *guard;
+    /* The server's name in 002, 004, PONG, TIME, VERSION, WHO, WHOIS and
+     * WHOWAS (--server-name, or the host name). */
+    char server_name[CHAT_SERVER_NAME_MAX + 1];
     /* The bounds on waiting output (chat_sendq_bounds), from the flags:
      * an account's hold is at most half the engine's --max-sendq when
      * --sendq-max leaves the close to it. */

@@ -36,7 +36,7 @@ struct chat_cmd_row {
 
 static void ping(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
-    chat_sendf(fx, ":" SERVER " PONG " SERVER " :%s", m->n ? m->params[0] : "");
+    chat_sendf(fx, ":" SERVER " PONG %s :%s", app->server_name, m->n ? m->params[0] : "");
 }
 
 static void pong(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)

@@ -9,6 +9,7 @@
 
 #include "../apps.h"
 #include "commands.h"
+#include "register.h"
 #include "relay.h"
 #include "session.h"
 #include "yard/clock.h"
@@ -100,6 +101,8 @@ static int chat_init(void **state, const yard_config_t *cfg, const void *setting
     chat_state_attach(app->cs, tables);
     app->log = yard_chat_store_log(app->store);
     yard_bus_publish(app->bus, 0, yard_chatlog_last_id(app->log));
+    if (chat_server_name_init(app, set->server_name, err, errlen) < 0)
+        return -1;
     *state = app;
     return 0;
 }
@@ -152,6 +155,9 @@ static const yard_opt_t chat_opts[] = {
     {.name = "data", .form = "DIR", .type = YARD_OPT_STRING, CHAT_FIELD(data_dir),
      .help = "the data directory: accounts (yard-chat account), the message log, read positions",
      .required = "accounts, the message log, read positions"},
+    {.name = "server-name", .form = "NAME", .type = YARD_OPT_STRING, CHAT_FIELD(server_name),
+     .help = "the server's name in the welcome (002, 004), PONG, TIME, VERSION, WHO, WHOIS and "
+             "WHOWAS: letters, digits, '-' and dots, as a host name (default: the host name)"},
     {.name = "fsync", .form = "MODE", .type = YARD_OPT_ENUM, CHAT_FIELD(fsync_mode),
      .choices = chat_fsyncs, .def = "interval",
      .help = "when the message log reaches the disk: 'always' (before a message is relayed), "

@@ -95,7 +95,7 @@ static void whois(struct chat_app *app, struct session *s, yard_fx_t *fx, const 
         chat_numeric(fx, s, 311, "%s %s " SERVER " * :%s", p.account, p.user, p.realname);
         if (chans[0])
             chat_numeric(fx, s, 319, "%s :%s", p.account, chans);
-        chat_numeric(fx, s, 312, "%s " SERVER " :Switchyard chat", p.account);
+        chat_numeric(fx, s, 312, "%s %s :Switchyard chat", p.account, app->server_name);
         if (p.away)
             chat_numeric(fx, s, 301, "%s :%s", p.account, p.away_msg);
         if (!p.guest) /* a guest is logged in as nobody */
@@ -130,7 +130,7 @@ static void whowas(struct chat_app *app, struct session *s, yard_fx_t *fx, const
         chat_format_time(when, sizeof when, g.at_s * (int64_t)YARD_NS_PER_S);
         chat_numeric(fx, s, 314, "%s %s " SERVER " * :%s", g.account,
                      g.user[0] ? g.user : g.account, g.realname);
-        chat_numeric(fx, s, 312, "%s " SERVER " :%s", g.account, when);
+        chat_numeric(fx, s, 312, "%s %s :%s", g.account, app->server_name, when);
     }
     chat_numeric(fx, s, 369, "%s :End of WHOWAS", found ? g.account : nick);
 }
@@ -351,12 +351,12 @@ void chat_cmd_motd(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
 
 void chat_cmd_version(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
-    chat_numeric(fx, s, 351, "switchyard-chat " SERVER " :Switchyard chat (docs/chat.md)");
+    chat_numeric(fx, s, 351, "switchyard-chat %s :Switchyard chat (docs/chat.md)", app->server_name);
 }
 
 void chat_cmd_time(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
     char when[64];
     chat_format_time(when, sizeof when, fx->wall_ns);
-    chat_numeric(fx, s, 391, SERVER " :%s", when);
+    chat_numeric(fx, s, 391, "%s :%s", app->server_name, when);
 }

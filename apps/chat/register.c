@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "guest.h"
 #include "query.h"
@@ -141,12 +142,55 @@ void chat_end_check(struct chat_app *app, struct session *s, bool ok, uint64_t n
     s->login.check_ticket = 0;
 }
 
+/* A server name as IRC spells one: a host name (labels of letters, digits
+ * and '-', not starting or ending with '-', joined by single dots), at
+ * most CHAT_SERVER_NAME_MAX bytes. */
+static bool server_name_valid(const char *n)
+{
+    size_t len = strlen(n), label = 0;
+    if (!len || len > CHAT_SERVER_NAME_MAX || n[len - 1] == '.' || n[len - 1] == '-')
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = n[i];
+        if (c == '.') {
+            if (!label || n[i - 1] == '-')
+                return false;
+            label = 0;
+        } else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                   (c == '-' && label)) {
+            label++;
+        } else {
+            return false;
+        }
+    }
+    return true;
+}
+
+int chat_server_name_init(struct chat_app *app, const char *given, char *err, size_t errlen)
+{
+    if (given && given[0]) {
+        if (!server_name_valid(given)) {
+            snprintf(err, errlen, "--server-name %.100s: not a server name (letters, digits, "
+                                  "'-' and dots, as a host name; at most %d bytes)",
+                     given, CHAT_SERVER_NAME_MAX);
+            return -1;
+        }
+        snprintf(app->server_name, sizeof app->server_name, "%s", given);
+        return 0;
+    }
+    char host[256] = "";
+    if (gethostname(host, sizeof host - 1) < 0 || !server_name_valid(host))
+        snprintf(host, sizeof host, "%s", SERVER);
+    snprintf(app->server_name, sizeof app->server_name, "%s", host);
+    return 0;
+}
+
 static void welcome(struct chat_app *app, struct session *s, yard_fx_t *fx)
 {
     chat_numeric(fx, s, 1, ":Welcome to the yard chat, %s", s->account);
-    chat_numeric(fx, s, 2, ":Your host is " SERVER ", running Switchyard 0.1.0");
+    chat_numeric(fx, s, 2, ":Your host is %s, running Switchyard 0.1.0", app->server_name);
     chat_numeric(fx, s, 3, ":This server speaks an IRC subset; see docs/chat.md");
-    chat_numeric(fx, s, 4, SERVER " 0.1.0 iw MRiklmnotv klov");
+    chat_numeric(fx, s, 4, "%s 0.1.0 iw MRiklmnotv klov", app->server_name);
     chat_numeric(fx, s, 5, "NETWORK=Switchyard CASEMAPPING=rfc1459 CHANTYPES=#& PREFIX=(ov)@+ "
                            "CHANMODES=,k,l,MRimnt MODES=%d NICKLEN=%d CHANNELLEN=%d TOPICLEN=%d "
                            "KICKLEN=%d AWAYLEN=%d :are supported by this server",

@@ -7,6 +7,10 @@
 
 #include "session.h"
 
+/* app->server_name from --server-name, or from the host name when it is not
+ * given (and "yard" when the host name is not a valid server name); -1 with
+ * err filled when the given one is not valid. */
+int chat_server_name_init(struct chat_app *app, const char *given, char *err, size_t errlen);
 void chat_forget_wait(struct session *s);
 void chat_start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
                      const char *account, size_t alen, const char *password, size_t plen,

@@ -174,8 +174,10 @@ def chat_starter(start_server, accounts, tmp_path):
             data = tmp_path / f"data-{model}"
             if not data.exists():
                 shutil.copytree(accounts, data)
+        # --server-name yard: the replies the tests expect name the server so
+        # on any host (its default is the host's name).
         argv = [BIN / "yard-serve", "--app", "chat", *model_args(model), "--listen",
-                "127.0.0.1:0", "--data", data, *flags]
+                "127.0.0.1:0", "--data", data, "--server-name", "yard", *flags]
         return start_server(argv), data
 
     return start

@@ -370,6 +370,15 @@ def test_pair_usage_errors(accounts, flags, needle):
     assert r.returncode == 2 and "an app that relays news" in r.stderr
 
 
+@pytest.mark.parametrize("name", ["bad_name", "a..b", "-a", "a.", "x" * 64, "sp ace"])
+def test_server_name_must_be_a_host_name(accounts, name):
+    """--server-name takes what IRC takes as a server's name: a host name."""
+    r = subprocess.run([BIN / "yard-serve", "--app", "chat", "--model", "epoll", "--listen",
+                        "127.0.0.1:0", "--data", accounts, "--server-name", name],
+                       capture_output=True, text=True, timeout=10)
+    assert r.returncode != 0 and f"--server-name {name}: not a server name" in r.stderr
+
+
 def test_a_client_that_does_not_read_is_dropped(chat):
     """SendQ: a member that never reads is disconnected once --max-sendq
     bytes wait for it; the others carry on."""

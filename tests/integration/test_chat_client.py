@@ -30,7 +30,7 @@ def data(tmp_path):
 
 def serve(start_server, data, port=0):
     return start_server([BIN / "yard-serve", "--app", "chat", "--model", "epoll", "--listen",
-                         f"127.0.0.1:{port}", "--data", data])
+                         f"127.0.0.1:{port}", "--data", data, "--server-name", "yard"])
 
 
 class Plain:

@@ -56,7 +56,7 @@ def test_every_variant_serves_and_shows_its_traits(serve, tmp_path, model):
     echo: chat's log has threads of its own; and not under TSan)."""
     v = BY_NAME[model]
     if "chat_only" in v.traits:
-        srv = serve("chat", model, "--data", tmp_path)
+        srv = serve("chat", model, "--data", tmp_path, "--server-name", "yard")
         msg, want = b"PING :variant\r\n", b":yard PONG yard :variant\r\n"
     else:
         srv = serve("echo", model)

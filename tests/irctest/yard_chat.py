@@ -90,6 +90,7 @@ class YardChatController(BaseServerController, DirectoryBasedController):
             "--model", os.environ.get("YARD_MODEL", "epoll"),
             "--data", str(self.data),
             "--guests",
+            "--server-name", "My.Little.Server",  # the name irctest's tests expect
             # irctest's clients arrive in quick bursts from one address.
             "--flood-rate", "0",
             "--login-failures-per-addr", "1000/1m",

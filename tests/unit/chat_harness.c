@@ -93,7 +93,11 @@ chat_harness_t *ch_start_files(const char *const *flags, const char *const *file
     h->settings = calloc(1, h->app->settings_size);
     if (!h->settings || yard_opt_defaults(h->app->opts, h->settings, err, sizeof err) < 0 ||
         yard_opt_set(yard_opt_find(h->app->opts, "data"), h->settings, h->dir, err, sizeof err) <
-            0)
+            0 ||
+        /* The tests' transcripts name the server "yard" wherever it runs
+         * (without the flag it would be the host's name); a flag overrides it. */
+        yard_opt_set(yard_opt_find(h->app->opts, "server-name"), h->settings, "yard", err,
+                     sizeof err) < 0)
         die(err[0] ? err : "settings");
     for (const char *const *f = flags; f && *f; f++) {
         char name[64];

@@ -611,6 +611,26 @@ static void test_user_fields(void)
     ch_stop(h);
 }
 
+/* --server-name names the server in 002, 004, PONG, TIME, VERSION and
+ * WHOIS's 312 (issue 40); the numerics' source stays "yard". */
+static void test_server_name(void)
+{
+    const char *flags[] = {"server-name=My.Little.Server", NULL};
+    chat_harness_t *h = ch_start(flags);
+    ch_account(h, "alice", "pw-alice");
+    int a = ch_connect(h);
+    ch_feed(h, a, "PASS pw-alice\r\nNICK alice\r\nUSER alice 0 * :Alice\r\n");
+    CH_SKIP_TO(h, a, S "002 alice :Your host is My.Little.Server, running Switchyard ");
+    CH_SKIP_TO(h, a, S "004 alice My.Little.Server ");
+    ch_discard(h, a);
+    ch_feed(h, a, "PING :tok\r\nTIME\r\nVERSION\r\nWHOIS alice\r\n");
+    CH_EXPECT(h, a, S "PONG My.Little.Server :tok");
+    CH_EXPECT_PREFIX(h, a, S "391 alice My.Little.Server :");
+    CH_EXPECT_PREFIX(h, a, S "351 alice switchyard-chat My.Little.Server :");
+    CH_SKIP_TO(h, a, S "312 alice alice My.Little.Server :");
+    ch_stop(h);
+}
+
 int main(int argc, char **argv)
 {
     static const struct test_case cases[] = {
@@ -631,6 +651,7 @@ int main(int argc, char **argv)
         {"command_table", test_command_table},
         {"guest_creator_is_operator", test_guest_creator_is_operator},
         {"user_fields", test_user_fields},
+        {"server_name", test_server_name},
         {"bad_input", test_bad_input},
         {NULL, NULL},
     };
