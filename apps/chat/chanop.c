@@ -377,7 +377,7 @@ void chat_cmd_invite(struct chat_app *app, struct session *s, yard_fx_t *fx, yar
 
 /* A user's MODE: +i and +w are kept (and change nothing else here);
  * other flags: 501. */
-static void user_mode(struct session *s, yard_fx_t *fx, const char *flags)
+static void user_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *flags)
 {
     bool on = true, i = s->umode_i, w = s->umode_w, unknown = false;
     for (const char *p = flags; *p; p++) {
@@ -413,6 +413,11 @@ static void user_mode(struct session *s, yard_fx_t *fx, const char *flags)
     change[n] = 0;
     s->umode_i = i;
     s->umode_w = w;
+    if (s->slot >= 0) {
+        chat_lock(app->cs);
+        chat_member_at(app->cs, s->slot)->invisible = i;
+        chat_unlock(app->cs);
+    }
     chat_sendf(fx, ":%s!%s@" SERVER " MODE %s :%s", s->account, s->account, s->account, change);
 }
 
@@ -426,5 +431,5 @@ void chat_cmd_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
     else if (m->n == 1)
         chat_numeric(fx, s, 221, "+%s%s", s->umode_i ? "i" : "", s->umode_w ? "w" : "");
     else
-        user_mode(s, fx, m->params[1]);
+        user_mode(app, s, fx, m->params[1]);
 }

@@ -272,25 +272,122 @@ void chat_cmd_lusers(struct chat_app *app, struct session *s, yard_fx_t *fx, yar
     chat_numeric(fx, s, 255, ":I have %u clients and 0 servers", conns);
 }
 
-/* WHO #chan: its members (anything else: only the end of the list). */
+/* IRC's masks: '*' any run, '?' any one character; both sides casefolded. */
+static bool mask_match(const char *mask, const char *name)
+{
+    const char *star = NULL, *resume = NULL;
+    while (*name) {
+        if (*mask == '*') {
+            star = mask++;
+            resume = name;
+        } else if (*mask == '?' || *mask == *name) {
+            mask++;
+            name++;
+        } else if (star) {
+            mask = star + 1;
+            name = ++resume;
+        } else {
+            return false;
+        }
+    }
+    while (*mask == '*')
+        mask++;
+    return !*mask;
+}
+
+/* One line of a WHO answer: an account (however many connections it has)
+ * or a guest. */
+struct who_entry {
+    char key[CHAT_NAME_MAX + 1];
+    char nick[CHAT_NAME_MAX + 1];
+    char user[CHAT_USER_MAX + 1];
+    char realname[CHAT_REALNAME_MAX + 1];
+    bool away; /* every connection of it is */
+};
+
+static int who_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct who_entry *)a)->key, ((const struct who_entry *)b)->key);
+}
+
+/* The members WHO lists: those in channel ch (ch >= 0), or those whose nick
+ * matches the casefolded mask, the invisible (+i) ones among them only when
+ * named exactly or sharing a channel with the asker. Sorted, each account
+ * once; NULL with *n 0 when none (*nomem when out of memory). */
+static struct who_entry *who_entries(struct chat_app *app, struct session *s, int ch,
+                                     const char *mask, size_t *n, bool *nomem)
+{
+    chat_state_t *cs = app->cs;
+    bool wild = strpbrk(mask, "*?") != NULL;
+    *n = 0;
+    *nomem = false;
+    chat_lock(cs);
+    size_t cap = chat_member_end(cs);
+    struct who_entry *v = cap ? malloc(cap * sizeof *v) : NULL;
+    if (cap && !v)
+        *nomem = true;
+    for (unsigned i = 0; v && i < chat_member_end(cs); i++) {
+        struct chat_member *mb = chat_member_at(cs, (int)i);
+        if (!mb->used)
+            continue;
+        if (ch >= 0 && !chat_is_in(cs, (int)i, ch))
+            continue;
+        if (ch < 0 && (!mask_match(mask, mb->key) ||
+                       (wild && mb->invisible && (int)i != s->slot &&
+                        strcmp(mb->key, s->account_key) &&
+                        !(s->slot >= 0 && chat_members_share(cs, (int)i, s->slot)))))
+            continue;
+        struct who_entry *e = &v[(*n)++];
+        memcpy(e->key, mb->key, sizeof e->key);
+        memcpy(e->nick, mb->account, sizeof e->nick);
+        snprintf(e->user, sizeof e->user, "%s", mb->user[0] ? mb->user : mb->account);
+        memcpy(e->realname, mb->realname, sizeof e->realname);
+        e->away = mb->away;
+    }
+    chat_unlock(cs);
+    if (*n)
+        qsort(v, *n, sizeof *v, who_cmp);
+    size_t out = 0;
+    for (size_t i = 0; i < *n; i++) {
+        if (out && !strcmp(v[out - 1].key, v[i].key)) {
+            v[out - 1].away = v[out - 1].away && v[i].away;
+            continue;
+        }
+        v[out++] = v[i];
+    }
+    *n = out;
+    return v;
+}
+
+/* WHO #chan: its members; WHO mask (a nick, or with '*' and '?'; "*" and
+ * "0" are everyone): the users whose nick matches it. 352 flags: H here or
+ * G away, and the rank's prefix in a channel. */
 void chat_cmd_who(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
     const char *mask = m->n ? m->params[0] : "*";
-    int ch = (mask[0] == '#' || mask[0] == '&') ? chat_channel_of(app, s, fx, mask, false) : -1;
-    char shown[CHAT_CHAN_MAX + 1];
-    if (ch >= 0 && chat_channel_name(app, ch, shown)) {
-        size_t n;
-        bool nomem;
-        char(*who_is)[CHAT_NAME_MAX + 1] = chat_members_of(app, ch, &n, &nomem);
+    bool chan = mask[0] == '#' || mask[0] == '&';
+    int ch = chan ? chat_channel_of(app, s, fx, mask, false) : -1;
+    char shown[CHAT_CHAN_MAX + 1] = "*";
+    if (!chan || (ch >= 0 && chat_channel_name(app, ch, shown))) {
+        char fold[CHAT_NAME_MAX + 1] = "*";
+        size_t len = strlen(mask);
+        if (!chan && strcmp(mask, "0") && len <= CHAT_NAME_MAX)
+            chat_casefold(fold, mask, len);
+        size_t n = 0;
+        bool nomem = false;
+        struct who_entry *v =
+            !chan && len > CHAT_NAME_MAX ? NULL : who_entries(app, s, ch, fold, &n, &nomem);
         if (nomem)
             fx->nomem = true;
         struct chat_chanrec rec;
-        chat_ranks_of(app, ch, &rec);
-        for (size_t i = 0; i < n; i++)
-            chat_numeric(fx, s, 352, "%s %s " SERVER " " SERVER " %s H%s :0 %s", shown,
-                         who_is[i], who_is[i], chat_rank_prefix(chat_rank_in(app, ch, &rec, who_is[i]), s),
-                         who_is[i]);
-        free(who_is);
+        if (chan)
+            chat_ranks_of(app, ch, &rec);
+        for (size_t i = 0; i < n; i++) {
+            const char *pre = chan ? chat_rank_prefix(chat_rank_in(app, ch, &rec, v[i].nick), s) : "";
+            chat_numeric(fx, s, 352, "%s %s " SERVER " %s %s %c%s :0 %s", shown, v[i].user,
+                         app->server_name, v[i].nick, v[i].away ? 'G' : 'H', pre, v[i].realname);
+        }
+        free(v);
     }
     chat_numeric(fx, s, 315, "%s :End of /WHO list.", mask);
 }

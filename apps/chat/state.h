@@ -84,6 +84,7 @@ struct chat_member {
     bool guest;                        /* --guests: a nick with no account */
     uint8_t addr[16];                  /* a guest's source address (chat_addr_t) */
     bool away;                         /* AWAY with a message, on this connection */
+    bool invisible;                    /* user mode +i: hidden from WHO's masks */
     uint64_t away_at;                  /* when it was set (the latest message is shown) */
     char account[CHAT_NAME_MAX + 1];
     char key[CHAT_NAME_MAX + 1];       /* the account casefolded */

@@ -631,6 +631,43 @@ static void test_server_name(void)
     ch_stop(h);
 }
 
+/* WHO for a nick, a mask and '*', with USER's fields, H or G, and the
+ * rank's prefix in a channel's WHO; +i hides a user from masks only
+ * (issue 40). */
+static void test_who(void)
+{
+    const char *flags[] = {"guests", "server-name=irc.example", NULL};
+    chat_harness_t *h = ch_start(flags);
+    int z = guest(h, "zed");
+    int y = guest(h, "yan");
+    ch_feed(h, z, "JOIN #w\r\nAWAY :gone\r\n");
+    ch_discard(h, z);
+    ch_feed(h, y, "WHO ZED\r\n");
+    CH_EXPECT(h, y, S "352 yan * uzed yard irc.example zed G :0 Real zed");
+    CH_EXPECT(h, y, S "315 yan ZED :End of /WHO list.");
+    ch_feed(h, y, "WHO z*\r\nWHO *\r\nWHO nobody\r\nWHO #w\r\n");
+    CH_EXPECT(h, y, S "352 yan * uzed yard irc.example zed G :0 Real zed");
+    CH_EXPECT(h, y, S "315 yan z* :End of /WHO list.");
+    CH_EXPECT(h, y, S "352 yan * uyan yard irc.example yan H :0 Real yan");
+    CH_EXPECT(h, y, S "352 yan * uzed yard irc.example zed G :0 Real zed");
+    CH_EXPECT(h, y, S "315 yan * :End of /WHO list.");
+    CH_EXPECT(h, y, S "315 yan nobody :End of /WHO list.");
+    CH_EXPECT(h, y, S "352 yan #w uzed yard irc.example zed G@ :0 Real zed");
+    CH_EXPECT(h, y, S "315 yan #w :End of /WHO list.");
+    /* +i: not found by a mask, still by its nick, and by a mask once the
+     * two share a channel. */
+    ch_feed(h, z, "AWAY\r\nMODE zed +i\r\n");
+    ch_feed(h, y, "WHO z*\r\nWHO zed\r\n");
+    CH_EXPECT(h, y, S "315 yan z* :End of /WHO list.");
+    CH_EXPECT(h, y, S "352 yan * uzed yard irc.example zed H :0 Real zed");
+    CH_EXPECT(h, y, S "315 yan zed :End of /WHO list.");
+    ch_feed(h, y, "JOIN #w\r\n");
+    ch_discard(h, y);
+    ch_feed(h, y, "WHO z*\r\n");
+    CH_EXPECT(h, y, S "352 yan * uzed yard irc.example zed H :0 Real zed");
+    ch_stop(h);
+}
+
 int main(int argc, char **argv)
 {
     static const struct test_case cases[] = {
@@ -652,6 +689,7 @@ int main(int argc, char **argv)
         {"guest_creator_is_operator", test_guest_creator_is_operator},
         {"user_fields", test_user_fields},
         {"server_name", test_server_name},
+        {"who", test_who},
         {"bad_input", test_bad_input},
         {NULL, NULL},
     };
