@@ -93,7 +93,9 @@ int chat_rank_in(struct chat_app *app, int c, const struct chat_chanrec *rec, co
     return guest >= 0 ? guest : chat_rank_of(rec, key);
 }
 
-static void names(struct chat_app *app, struct session *s, yard_fx_t *fx, int c, const char *name)
+/* The 353 lines of channel c (none when it is empty). */
+static void names_list(struct chat_app *app, struct session *s, yard_fx_t *fx, int c,
+                       const char *name)
 {
     size_t n;
     bool nomem;
@@ -106,7 +108,16 @@ static void names(struct chat_app *app, struct session *s, yard_fx_t *fx, int c,
     size_t len = 0;
     for (size_t i = 0; i < n; i++) {
         const char *pre = chat_rank_prefix(chat_rank_in(app, c, &rec, who_is[i]), s);
-        size_t pn = strlen(pre), an = strlen(who_is[i]);
+        char full[CHAT_NAME_MAX + CHAT_USER_MAX + sizeof SERVER + 3];
+        const char *entry = who_is[i];
+        if (s->caps & CAP_USERHOST_IN_NAMES) { /* nick!user@host */
+            struct presence p;
+            chat_presence_of(app, who_is[i], &p, NULL, 0);
+            snprintf(full, sizeof full, "%s!%s@" SERVER, who_is[i],
+                     p.online ? p.user : who_is[i]);
+            entry = full;
+        }
+        size_t pn = strlen(pre), an = strlen(entry);
         if (len + pn + an + 1 > 400) {
             chat_numeric(fx, s, 353, "= %s :%.*s", name, (int)len, line);
             len = 0;
@@ -114,22 +125,30 @@ static void names(struct chat_app *app, struct session *s, yard_fx_t *fx, int c,
         if (len)
             line[len++] = ' ';
         memcpy(line + len, pre, pn);
-        memcpy(line + len + pn, who_is[i], an);
+        memcpy(line + len + pn, entry, an);
         len += pn + an;
     }
     free(who_is);
     if (len)
         chat_numeric(fx, s, 353, "= %s :%.*s", name, (int)len, line);
+}
+
+static void names(struct chat_app *app, struct session *s, yard_fx_t *fx, int c, const char *name)
+{
+    names_list(app, s, fx, c, name);
     chat_numeric(fx, s, 366, "%s :End of /NAMES list.", name);
 }
 
+/* 332 and 333; when there is no topic, 331 to a TOPIC query (asked) and
+ * nothing in a JOIN's burst. */
 static void topic_reply(struct chat_app *app, struct session *s, yard_fx_t *fx,
-                        const char *name, const char *key)
+                        const char *name, const char *key, bool asked)
 {
     char topic[CHAT_TOPIC_MAX + 1], by[CHAT_NAME_MAX + 1];
     int64_t at;
     if (!chat_topic_get(app->cs, key, topic, by, &at)) {
-        chat_numeric(fx, s, 331, "%s :No topic is set", name);
+        if (asked)
+            chat_numeric(fx, s, 331, "%s :No topic is set", name);
         return;
     }
     chat_numeric(fx, s, 332, "%s :%s", name, topic);
@@ -344,7 +363,7 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
                    s->guest ? "*" : s->account, s->realname[0] ? s->realname : s->account);
     else
         chat_sendf(fx, ":%s!%s@" SERVER " JOIN %s", s->account, s->account, shown);
-    topic_reply(app, s, fx, shown, key);
+    topic_reply(app, s, fx, shown, key, false);
     names(app, s, fx, c, shown);
     if ((s->caps & CAP_AWAY_NOTIFY) && __atomic_load_n(&app->cs->away, __ATOMIC_RELAXED))
         chat_away_of_members(app, s, fx, c);
@@ -480,13 +499,27 @@ void chat_cmd_part(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
 /* NAMES #a,#b */
 void chat_cmd_names(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
+    if (m->n == 0) { /* every channel (none is secret here), then one end */
+        for (unsigned c = 0; c < app->cs->nchan; c++) {
+            char shown[CHAT_CHAN_MAX + 1];
+            if (chat_channel_name(app, (int)c, shown))
+                names_list(app, s, fx, (int)c, shown);
+        }
+        chat_numeric(fx, s, 366, "* :End of /NAMES list.");
+        return;
+    }
     char *save = NULL;
     int n = 0;
     for (char *t = strtok_r(m->params[0], ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         char shown[CHAT_CHAN_MAX + 1];
-        int ch = chat_channel_of(app, s, fx, t, false);
+        chat_lock(app->cs);
+        int ch = chat_channel_find(app->cs, t, strlen(t), false);
+        chat_unlock(app->cs);
+        /* An unknown or invalid channel is only the end of its (empty) list. */
         if (ch >= 0 && chat_channel_name(app, ch, shown))
             names(app, s, fx, ch, shown);
+        else
+            chat_numeric(fx, s, 366, "%s :End of /NAMES list.", t);
         n++;
     }
     chat_charge(s, n);
@@ -504,7 +537,7 @@ void chat_cmd_topic(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
     strcpy(key, app->cs->chans[ch].key);
     chat_unlock(app->cs);
     if (m->n == 1) {
-        topic_reply(app, s, fx, shown, key);
+        topic_reply(app, s, fx, shown, key, true);
         return;
     }
     chat_lock(app->cs);

@@ -285,14 +285,14 @@ static void chan_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, ya
     chat_presence_put(app, &ev, 1);
 }
 
-/* KICK #chan nick[,nick] [:reason]: an operator takes every connection of
- * each account out of the channel; the members and the kicked hear it
- * through the log (a kick record, "nick reason"). */
-void chat_cmd_kick(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+/* One kick of nick out of the channel named chan, by an operator: its
+ * kick record in ev (true), or the refusal answered (false). */
+static bool kick_one(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *chan,
+                     const char *nick, const char *why, size_t wn, yard_chatlog_entry_t *ev)
 {
-    int ch = chat_channel_of(app, s, fx, m->params[0], true);
+    int ch = chat_channel_of(app, s, fx, chan, true);
     if (ch < 0)
-        return;
+        return false;
     char shown[CHAT_CHAN_MAX + 1];
     chat_lock(app->cs);
     strcpy(shown, app->cs->chans[ch].name);
@@ -300,37 +300,50 @@ void chat_cmd_kick(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
     chat_unlock(app->cs);
     if (!op) {
         chat_numeric(fx, s, 482, "%s :You're not channel operator", shown);
-        return;
+        return false;
     }
+    char key[CHAT_NAME_MAX + 1], spelled[CHAT_NAME_MAX + 1];
+    char text[CHAT_NAME_MAX + 2 + KICK_REASON_MAX];
+    size_t len = strlen(nick);
+    bool found = false;
+    chat_casefold(key, nick, len > CHAT_NAME_MAX ? CHAT_NAME_MAX : len);
+    chat_lock(app->cs);
+    /* The channel may have emptied (a kick of oneself, the last member) */
+    if (len <= CHAT_NAME_MAX && app->cs->chans[ch].used && member_in(app, ch, key, spelled) >= 0)
+        found = chat_account_leave(app->cs, key, ch) > 0;
+    chat_unlock(app->cs);
+    if (!found) {
+        chat_numeric(fx, s, 441, "%s %s :They aren't on that channel", nick, shown);
+        return false;
+    }
+    snprintf(text, sizeof text, "%s %.*s", spelled, (int)wn, why);
+    chat_presence_ev(ev, YARD_LOGREC_KICK, s->sender, shown, text);
+    return true;
+}
+
+/* KICK #chan nick[,nick] [:reason], or KICK #a,#b nick,nick (each nick from
+ * the channel in its place): an operator takes every connection of each
+ * account out of the channel; the members and the kicked hear it through
+ * the log (a kick record, "nick reason"), one KICK line per nick. */
+void chat_cmd_kick(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
     const char *why = m->n > 2 && m->params[2][0] ? m->params[2] : s->account;
     size_t wn = chat_utf8_cut(why, strlen(why), KICK_REASON_MAX);
-    char *targets[TARGMAX], *first_dropped;
-    int dropped;
+    char *targets[TARGMAX], *chans[TARGMAX], *first_dropped, *cfirst;
+    int dropped, cdropped;
     int n = chat_split_targets(m->params[1], targets, TARGMAX, &dropped, &first_dropped);
+    int nc = chat_split_targets(m->params[0], chans, TARGMAX, &cdropped, &cfirst);
+    if (nc == 0 || (nc > 1 && nc != n)) {
+        chat_numeric(fx, s, 461, "KICK :Not enough parameters (one channel, or one per nick)");
+        return;
+    }
     if (dropped)
         chat_numeric(fx, s, 407, "%s :Too many targets: at most %d (TARGMAX)", first_dropped,
                      TARGMAX);
     yard_chatlog_entry_t ev[TARGMAX];
     unsigned nev = 0;
-    for (int i = 0; i < n; i++) {
-        char key[CHAT_NAME_MAX + 1], spelled[CHAT_NAME_MAX + 1];
-        char text[CHAT_NAME_MAX + 2 + KICK_REASON_MAX];
-        size_t len = strlen(targets[i]);
-        bool found = false;
-        chat_casefold(key, targets[i], len > CHAT_NAME_MAX ? CHAT_NAME_MAX : len);
-        chat_lock(app->cs);
-        /* The channel may have emptied (a kick of oneself, the last member) */
-        if (len <= CHAT_NAME_MAX && app->cs->chans[ch].used &&
-            member_in(app, ch, key, spelled) >= 0)
-            found = chat_account_leave(app->cs, key, ch) > 0;
-        chat_unlock(app->cs);
-        if (!found) {
-            chat_numeric(fx, s, 441, "%s %s :They aren't on that channel", targets[i], shown);
-            continue;
-        }
-        snprintf(text, sizeof text, "%s %.*s", spelled, (int)wn, why);
-        chat_presence_ev(&ev[nev++], YARD_LOGREC_KICK, s->sender, shown, text);
-    }
+    for (int i = 0; i < n; i++)
+        nev += kick_one(app, s, fx, chans[nc == 1 ? 0 : i], targets[i], why, wn, &ev[nev]);
     chat_charge(s, n);
     if (nev)
         chat_presence_put(app, ev, nev);
@@ -342,6 +355,24 @@ void chat_cmd_kick(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
 void chat_cmd_invite(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
     const char *nick = m->params[0];
+    chat_lock(app->cs);
+    bool exists = chat_channel_find(app->cs, m->params[1], strlen(m->params[1]), false) >= 0;
+    chat_unlock(app->cs);
+    if (!exists && chat_valid_channel(m->params[1])) {
+        /* Nobody is in it, so nobody's say is needed: the invitation is
+         * only told (the channel has no +i to pass yet). */
+        struct presence p;
+        chat_presence_of(app, nick, &p, NULL, 0);
+        if (!p.online) {
+            chat_numeric(fx, s, 401, "%s :No such nick/channel", nick);
+            return;
+        }
+        chat_numeric(fx, s, 341, "%s %s", p.account, m->params[1]);
+        yard_chatlog_entry_t ev;
+        chat_presence_ev(&ev, YARD_LOGREC_INVITE, s->sender, p.account, m->params[1]);
+        chat_presence_put(app, &ev, 1);
+        return;
+    }
     int ch = chat_channel_of(app, s, fx, m->params[1], true);
     if (ch < 0)
         return;

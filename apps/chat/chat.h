@@ -113,6 +113,7 @@ enum {
     CAP_CHATHISTORY = 1u << 8,   /* draft/chathistory: CHATHISTORY is answered anyway */
     CAP_READ_MARKER = 1u << 9,   /* draft/read-marker: MARKREAD */
     CAP_MULTI_PREFIX = 1u << 10, /* every rank's prefix in NAMES and WHO ("@+alice") */
+    CAP_USERHOST_IN_NAMES = 1u << 11, /* NAMES lists nick!user@host */
 };
 
 /* ST_WAIT: credentials are in, waiting for the address's turn to check. */

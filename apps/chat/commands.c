@@ -36,7 +36,7 @@ struct chat_cmd_row {
 
 static void ping(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
-    chat_sendf(fx, ":" SERVER " PONG %s :%s", app->server_name, m->n ? m->params[0] : "");
+    chat_sendf(fx, ":" SERVER " PONG %s :%s", app->server_name, m->params[0]);
 }
 
 static void pong(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
@@ -53,7 +53,6 @@ static void quit(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_ir
 }
 
 static const struct chat_too_few no_nickname = {431, ":No nickname given"};
-static const struct chat_too_few no_channel = {366, "* :End of /NAMES list."};
 
 /* Sorted by name (strcmp), for bsearch: chat_commands_check says so at start.
  * AUTHENTICATE needs no parameter here: an account that has logged in is
@@ -73,12 +72,12 @@ static const struct chat_cmd_row commands[] = {
     {"MARKREAD",     {0, NULL},                   {0, chat_cmd_markread},           NULL, false},
     {"MODE",         {0, NULL},                   {1, chat_cmd_mode},               NULL, false},
     {"MOTD",         {0, NULL},                   {0, chat_cmd_motd},               NULL, false},
-    {"NAMES",        {0, NULL},                   {1, chat_cmd_names},              &no_channel, true},
+    {"NAMES",        {0, NULL},                   {0, chat_cmd_names},              NULL, true},
     {"NICK",         {1, chat_cmd_nick},          {1, chat_cmd_nick_registered},    &no_nickname, false},
     {"NOTICE",       {0, NULL},                   {0, chat_cmd_notice},             NULL, false},
     {"PART",         {0, NULL},                   {1, chat_cmd_part},               NULL, false},
     {"PASS",         {1, chat_cmd_pass},          {0, chat_cmd_pass_registered},    NULL, false},
-    {"PING",         {0, ping},                   {0, ping},                        NULL, false},
+    {"PING",         {1, ping},                   {1, ping},                        NULL, false},
     {"PONG",         {0, pong},                   {0, pong},                        NULL, false},
     {"PRIVMSG",      {0, NULL},                   {0, chat_cmd_privmsg},            NULL, false},
     {"QUIT",         {0, quit},                   {0, quit},                        NULL, false},

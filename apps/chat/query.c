@@ -261,15 +261,16 @@ void chat_cmd_list(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
 
 void chat_cmd_lusers(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
-    unsigned conns = 0;
     chat_lock(app->cs);
-    for (unsigned i = 0; i < chat_member_end(app->cs); i++)
-        conns += chat_member_at(app->cs, (int)i)->used;
+    unsigned conns = app->cs->users, most = app->cs->users_max;
     unsigned chans = app->cs->live_chans;
     chat_unlock(app->cs);
     chat_numeric(fx, s, 251, ":There are %u users and 0 invisible on 1 servers", conns);
     chat_numeric(fx, s, 254, "%u :channels formed", chans);
     chat_numeric(fx, s, 255, ":I have %u clients and 0 servers", conns);
+    /* One server: its local users are all of them. */
+    chat_numeric(fx, s, 265, "%u %u :Current local users %u, max %u", conns, most, conns, most);
+    chat_numeric(fx, s, 266, "%u %u :Current global users %u, max %u", conns, most, conns, most);
 }
 
 /* IRC's masks: '*' any run, '?' any one character; both sides casefolded. */

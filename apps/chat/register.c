@@ -26,7 +26,7 @@ static const struct {
     {"draft/read-marker", CAP_READ_MARKER}, {"echo-message", CAP_ECHO},
     {"extended-join", CAP_EXTENDED_JOIN}, {"message-tags", CAP_MESSAGE_TAGS},
     {"multi-prefix", CAP_MULTI_PREFIX},   {"sasl", CAP_SASL},
-    {"server-time", CAP_TIME},
+    {"server-time", CAP_TIME},        {"userhost-in-names", CAP_USERHOST_IN_NAMES},
 };
 #define NCAPS (sizeof cap_names / sizeof cap_names[0])
 
@@ -470,7 +470,9 @@ void chat_cmd_authenticate(struct chat_app *app, struct session *s, yard_fx_t *f
     size_t n = strcmp(arg, "+") ? strlen(arg) : 0;
     if (s->reg.sasl_len + n >= sizeof s->reg.sasl_buf) {
         s->reg.sasl_plain = false;
-        chat_numeric(fx, s, 905, ":SASL message too long");
+        /* 905 is for one line over 400 bytes; a whole payload past what any
+         * PLAIN login needs is a failed authentication. */
+        chat_numeric(fx, s, 904, ":SASL authentication failed: the PLAIN message is too long");
         return;
     }
     memcpy(s->reg.sasl_buf + s->reg.sasl_len, arg, n);

@@ -144,6 +144,8 @@ int chat_member_add(chat_state_t *cs, const char *account)
             memset(m->chans, 0, 3 * cs->words * sizeof(uint64_t));
             if (i + 1 > cs->member_end)
                 cs->member_end = i + 1;
+            if (++cs->users > cs->users_max)
+                cs->users_max = cs->users;
             return (int)i;
         }
     }
@@ -222,6 +224,7 @@ void chat_member_remove(chat_state_t *cs, int slot, int64_t at_s)
         __atomic_sub_fetch(&cs->away, 1, __ATOMIC_RELAXED);
     m->away = false;
     m->used = false;
+    cs->users--;
     bool last = true;
     for (unsigned i = 0; last && i < cs->member_end; i++) {
         struct chat_member *o = chat_member_at(cs, (int)i);

@@ -119,6 +119,7 @@ typedef struct chat_state {
     unsigned live_chans;
     unsigned guest_chans; /* live channels with guests_only */
     unsigned away; /* member slots marked away: 0 spares a PRIVMSG the scan for 301 */
+    unsigned users, users_max; /* member slots used now, and at most since the start (LUSERS) */
     uint64_t serials; /* member slots handed out so far: the next one's serial */
     size_t member_size;
     struct chat_channel *chans;

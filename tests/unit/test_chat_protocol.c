@@ -193,7 +193,7 @@ static void test_cap(void)
     ch_feed(h, c, "CAP LS 302\r\n");
     CH_EXPECT(h, c, S "CAP * LS :account-tag away-notify batch draft/chathistory "
                       "draft/read-marker echo-message extended-join message-tags multi-prefix "
-                      "sasl=PLAIN server-time");
+                      "sasl=PLAIN server-time userhost-in-names");
     ch_feed(h, c, "CAP REQ :echo-message server-time\r\nCAP REQ :away-notify no-such-cap\r\n");
     CH_EXPECT(h, c, S "CAP * ACK :echo-message server-time");
     CH_EXPECT(h, c, S "CAP * NAK :away-notify no-such-cap");
@@ -226,7 +226,6 @@ static void test_channels(void)
     int b = ch_login(h, "bob", "pw-bob", NULL);
     ch_feed(h, a, "JOIN #x\r\n");
     CH_EXPECT(h, a, ":alice!alice@yard JOIN #x");
-    CH_EXPECT(h, a, S "331 alice #x :No topic is set");
     CH_EXPECT(h, a, S "353 alice = #x :@alice");
     CH_EXPECT(h, a, S "366 alice #x :End of /NAMES list.");
     CH_EXPECT_NONE(h, b);
@@ -668,6 +667,65 @@ static void test_who(void)
     ch_stop(h);
 }
 
+/* The smaller deviations irctest found (issue 40): no 331 in a JOIN's
+ * burst, NAMES of an unknown channel and bare NAMES, LUSERS's 265/266, a
+ * bare PING, KICK with a channel per nick, INVITE to a channel nobody is
+ * in, an endless AUTHENTICATE, userhost-in-names. */
+static void test_smaller_deviations(void)
+{
+    const char *flags[] = {"guests", NULL};
+    chat_harness_t *h = ch_start(flags);
+    ch_account(h, "alice", "pw-alice");
+    int z = guest(h, "zed");
+    int y = guest(h, "yan");
+    int x = guest(h, "xi");
+    ch_feed(h, z, "JOIN #a\r\n");
+    CH_EXPECT(h, z, ":zed!zed@yard JOIN #a");
+    CH_EXPECT(h, z, S "353 zed = #a :@zed");
+    CH_EXPECT(h, z, S "366 zed #a :End of /NAMES list.");
+    ch_feed(h, z, "TOPIC #a\r\nNAMES #nope,bad\r\n");
+    CH_EXPECT(h, z, S "331 zed #a :No topic is set"); /* asked for: said */
+    CH_EXPECT(h, z, S "366 zed #nope :End of /NAMES list.");
+    CH_EXPECT(h, z, S "366 zed bad :End of /NAMES list.");
+    ch_feed(h, y, "JOIN #b\r\n");
+    ch_feed(h, x, "JOIN #a,#b\r\n");
+    ch_feed(h, y, "JOIN #a\r\n");
+    ch_discard(h, y);
+    ch_feed(h, y, "NAMES\r\n");
+    CH_EXPECT(h, y, S "353 yan = #a :xi yan @zed");
+    CH_EXPECT(h, y, S "353 yan = #b :xi @yan");
+    CH_EXPECT(h, y, S "366 yan * :End of /NAMES list.");
+    ch_feed(h, y, "LUSERS\r\nPING\r\n");
+    CH_SKIP_TO(h, y, S "265 yan 3 3 :Current local users 3, max 3");
+    CH_EXPECT(h, y, S "266 yan 3 3 :Current global users 3, max 3");
+    CH_EXPECT(h, y, S "461 yan PING :Not enough parameters");
+    /* Two nicks, each from the channel in its place, each its own KICK. */
+    ch_discard(h, z);
+    ch_feed(h, z, "KICK #a,#a yan,xi :bye\r\n");
+    CH_EXPECT(h, z, ":zed!zed@yard KICK #a yan :bye");
+    CH_EXPECT(h, z, ":zed!zed@yard KICK #a xi :bye");
+    CH_EXPECT_NONE(h, z);
+    ch_discard(h, y);
+    ch_feed(h, z, "INVITE yan #empty\r\n");
+    CH_EXPECT(h, z, S "341 zed yan #empty");
+    CH_EXPECT(h, y, ":zed!zed@yard INVITE yan #empty");
+    ch_discard(h, x);
+    ch_feed(h, x, "CAP REQ :multi-prefix userhost-in-names\r\nNAMES #b\r\n");
+    CH_EXPECT(h, x, S "CAP xi ACK :multi-prefix userhost-in-names");
+    CH_EXPECT(h, x, S "353 xi = #b :xi!uxi@yard @yan!uyan@yard");
+    /* SASL past any PLAIN login's length: 904, once. */
+    int a = ch_connect(h);
+    ch_feed(h, a, "CAP LS 302\r\nCAP REQ :sasl\r\nAUTHENTICATE PLAIN\r\n");
+    ch_discard(h, a);
+    char piece[420] = "AUTHENTICATE ";
+    memset(piece + 13, 'A', 400);
+    memcpy(piece + 413, "\r\n", 3);
+    for (int i = 0; i < 20; i++)
+        ch_feed(h, a, piece);
+    CH_EXPECT(h, a, S "904 * :SASL authentication failed: the PLAIN message is too long");
+    ch_stop(h);
+}
+
 int main(int argc, char **argv)
 {
     static const struct test_case cases[] = {
@@ -690,6 +748,7 @@ int main(int argc, char **argv)
         {"user_fields", test_user_fields},
         {"server_name", test_server_name},
         {"who", test_who},
+        {"smaller_deviations", test_smaller_deviations},
         {"bad_input", test_bad_input},
         {NULL, NULL},
     };
