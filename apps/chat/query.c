@@ -216,63 +216,6 @@ void chat_cmd_away(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
 
 /* LIST [#a,#b]: every live channel (or those named) with its members
  * (accounts, each once) and topic. */
-void chat_cmd_list(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
-{
-    chat_numeric(fx, s, 321, "Channel :Users  Name");
-    for (unsigned c = 0; c < app->cs->nchan; c++) {
-        char shown[CHAT_CHAN_MAX + 1], key[CHAT_CHAN_MAX + 1];
-        chat_lock(app->cs);
-        bool used = app->cs->chans[c].used;
-        if (used) {
-            strcpy(shown, app->cs->chans[c].name);
-            strcpy(key, app->cs->chans[c].key);
-        }
-        chat_unlock(app->cs);
-        if (!used)
-            continue;
-        if (m->n >= 1 && m->params[0][0]) { /* only the channels named */
-            bool named = false;
-            char want[CHAT_CHAN_MAX + 1];
-            const char *p = m->params[0];
-            while (*p && !named) {
-                size_t n = strcspn(p, ",");
-                if (n <= CHAT_CHAN_MAX) {
-                    chat_casefold(want, p, n);
-                    named = !strcmp(want, key);
-                }
-                p += n + (p[n] == ',');
-            }
-            if (!named)
-                continue;
-        }
-        size_t n;
-        bool nomem;
-        free(chat_members_of(app, (int)c, &n, &nomem));
-        if (nomem)
-            fx->nomem = true;
-        char topic[CHAT_TOPIC_MAX + 1], by[CHAT_NAME_MAX + 1];
-        int64_t at;
-        if (!chat_topic_get(app->cs, key, topic, by, &at))
-            topic[0] = 0;
-        chat_numeric(fx, s, 322, "%s %zu :%s", shown, n, topic);
-    }
-    chat_numeric(fx, s, 323, ":End of /LIST");
-}
-
-void chat_cmd_lusers(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
-{
-    chat_lock(app->cs);
-    unsigned conns = app->cs->users, most = app->cs->users_max;
-    unsigned chans = app->cs->live_chans;
-    chat_unlock(app->cs);
-    chat_numeric(fx, s, 251, ":There are %u users and 0 invisible on 1 servers", conns);
-    chat_numeric(fx, s, 254, "%u :channels formed", chans);
-    chat_numeric(fx, s, 255, ":I have %u clients and 0 servers", conns);
-    /* One server: its local users are all of them. */
-    chat_numeric(fx, s, 265, "%u %u :Current local users %u, max %u", conns, most, conns, most);
-    chat_numeric(fx, s, 266, "%u %u :Current global users %u, max %u", conns, most, conns, most);
-}
-
 /* IRC's masks: '*' any run, '?' any one character; both sides casefolded. */
 static bool mask_match(const char *mask, const char *name)
 {
@@ -294,6 +237,77 @@ static bool mask_match(const char *mask, const char *name)
     while (*mask == '*')
         mask++;
     return !*mask;
+}
+
+/* Whether LIST's filters let a channel (casefolded key, users members)
+ * through (ELIST=MNU): names and masks (any of them), "!mask" (none of
+ * them), ">N" and "<N" (more or fewer users); none: every channel. */
+static bool list_wanted(const char *filters, const char *key, size_t users)
+{
+    bool named = false, name_ok = false, ok = true;
+    char want[CHAT_CHAN_MAX + 1];
+    for (const char *p = filters; *p && ok; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',')) {
+        size_t n = strcspn(p, ",");
+        if (p[0] == '>' || p[0] == '<') {
+            unsigned long v = strtoul(p + 1, NULL, 10);
+            ok = p[0] == '>' ? users > v : users < v;
+        } else if (p[0] == '!' && n - 1 <= CHAT_CHAN_MAX) {
+            chat_casefold(want, p + 1, n - 1);
+            ok = !mask_match(want, key);
+        } else if (n <= CHAT_CHAN_MAX) {
+            named = true;
+            chat_casefold(want, p, n);
+            name_ok = name_ok || mask_match(want, key);
+        } else {
+            named = true;
+        }
+    }
+    return ok && (!named || name_ok);
+}
+
+void chat_cmd_list(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    chat_numeric(fx, s, 321, "Channel :Users  Name");
+    const char *filters = m->n >= 1 ? m->params[0] : "";
+    for (unsigned c = 0; c < app->cs->nchan; c++) {
+        char shown[CHAT_CHAN_MAX + 1], key[CHAT_CHAN_MAX + 1];
+        chat_lock(app->cs);
+        bool used = app->cs->chans[c].used;
+        if (used) {
+            strcpy(shown, app->cs->chans[c].name);
+            strcpy(key, app->cs->chans[c].key);
+        }
+        chat_unlock(app->cs);
+        if (!used)
+            continue;
+        size_t n;
+        bool nomem;
+        free(chat_members_of(app, (int)c, &n, &nomem));
+        if (nomem)
+            fx->nomem = true;
+        if (!list_wanted(filters, key, n))
+            continue;
+        char topic[CHAT_TOPIC_MAX + 1], by[CHAT_NAME_MAX + 1];
+        int64_t at;
+        if (!chat_topic_get(app->cs, key, topic, by, &at))
+            topic[0] = 0;
+        chat_numeric(fx, s, 322, "%s %zu :%s", shown, n, topic);
+    }
+    chat_numeric(fx, s, 323, ":End of /LIST");
+}
+
+void chat_cmd_lusers(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    chat_lock(app->cs);
+    unsigned conns = app->cs->users, most = app->cs->users_max;
+    unsigned chans = app->cs->live_chans;
+    chat_unlock(app->cs);
+    chat_numeric(fx, s, 251, ":There are %u users and 0 invisible on 1 servers", conns);
+    chat_numeric(fx, s, 254, "%u :channels formed", chans);
+    chat_numeric(fx, s, 255, ":I have %u clients and 0 servers", conns);
+    /* One server: its local users are all of them. */
+    chat_numeric(fx, s, 265, "%u %u :Current local users %u, max %u", conns, most, conns, most);
+    chat_numeric(fx, s, 266, "%u %u :Current global users %u, max %u", conns, most, conns, most);
 }
 
 /* One line of a WHO answer: an account (however many connections it has)

@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Optional, Type
 
+from irctest import patma
 from irctest.basecontrollers import BaseServerController, DirectoryBasedController
 from irctest.runner import NotImplementedByController
 from irctest.specifications import Capabilities, OptionalBehaviors
@@ -48,8 +49,18 @@ class YardChatController(BaseServerController, DirectoryBasedController):
             Capabilities.SERVER_TIME,
         )
     )
+    # The ISUPPORT values irctest's testValues checks.
+    isupport = {
+        "CHANTYPES": "#&",
+        "ELIST": "MNU",
+        "PREFIX": "(ov)@+",
+        "TARGMAX": patma.ANYSTR,
+    }
     optional_behaviors = frozenset(
         (
+            OptionalBehaviors.ELIST_M,
+            OptionalBehaviors.ELIST_N,
+            OptionalBehaviors.ELIST_U,
             OptionalBehaviors.MULTI_JOIN,
             OptionalBehaviors.MULTI_KICK,
             OptionalBehaviors.MULTI_PRIVMSG,

@@ -82,6 +82,7 @@ static void test_welcome(void)
     ASSERT(strstr(l, " CHANLIMIT=#&:50 "));
     ASSERT(strstr(l, " CHATHISTORY=1000 "));
     ASSERT(strstr(l, " TARGMAX=PRIVMSG:4,NOTICE:4,"));
+    ASSERT(strstr(l, " ELIST=MNU "));
     CH_EXPECT(h, a, S "422 alice :MOTD File is missing");
     CH_EXPECT_NONE(h, a);
     /* Registered: a second USER or PASS is 462. */
@@ -726,6 +727,36 @@ static void test_smaller_deviations(void)
     ch_stop(h);
 }
 
+/* LIST's filters, announced as ELIST=MNU: names and masks, "!mask",
+ * ">N" and "<N" users (issue 40). */
+static void test_list_filters(void)
+{
+    const char *flags[] = {"guests", NULL};
+    chat_harness_t *h = ch_start(flags);
+    int z = guest(h, "zed");
+    int y = guest(h, "yan");
+    ch_feed(h, z, "JOIN #chan1,#chan2\r\n");
+    ch_feed(h, y, "JOIN #chan2\r\n");
+    ch_discard(h, y);
+    ch_feed(h, y, "LIST *an1\r\nLIST !#c*n2\r\nLIST >1\r\nLIST <1\r\nLIST #CH*,>0\r\n");
+    CH_EXPECT(h, y, S "321 yan Channel :Users  Name");
+    CH_EXPECT(h, y, S "322 yan #chan1 1 :");
+    CH_EXPECT(h, y, S "323 yan :End of /LIST");
+    CH_EXPECT(h, y, S "321 yan Channel :Users  Name");
+    CH_EXPECT(h, y, S "322 yan #chan1 1 :");
+    CH_EXPECT(h, y, S "323 yan :End of /LIST");
+    CH_EXPECT(h, y, S "321 yan Channel :Users  Name");
+    CH_EXPECT(h, y, S "322 yan #chan2 2 :");
+    CH_EXPECT(h, y, S "323 yan :End of /LIST");
+    CH_EXPECT(h, y, S "321 yan Channel :Users  Name");
+    CH_EXPECT(h, y, S "323 yan :End of /LIST");
+    CH_EXPECT(h, y, S "321 yan Channel :Users  Name");
+    CH_EXPECT(h, y, S "322 yan #chan1 1 :");
+    CH_EXPECT(h, y, S "322 yan #chan2 2 :");
+    CH_EXPECT(h, y, S "323 yan :End of /LIST");
+    ch_stop(h);
+}
+
 int main(int argc, char **argv)
 {
     static const struct test_case cases[] = {
@@ -749,6 +780,7 @@ int main(int argc, char **argv)
         {"server_name", test_server_name},
         {"who", test_who},
         {"smaller_deviations", test_smaller_deviations},
+        {"list_filters", test_list_filters},
         {"bad_input", test_bad_input},
         {NULL, NULL},
     };
