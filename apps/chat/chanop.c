@@ -90,6 +90,13 @@ static bool valid_chankey(const char *k)
     return true;
 }
 
+/* A refused mode parameter as 696 repeats it: "*" when it is empty or has
+ * a space (it would not be one parameter of the reply). */
+static const char *param_shown(const char *param)
+{
+    return param[0] && !strchr(param, ' ') && param[0] != ':' ? param : "*";
+}
+
 /* The changes one MODE made, as they are told: "+o-t" and its parameters. */
 struct mode_change {
     char flags[64];
@@ -199,7 +206,7 @@ static void mode_changes(struct chat_app *app, struct session *s, yard_fx_t *fx,
         } else if (f == 'k' && on) {
             if (!valid_chankey(param)) {
                 chat_numeric(fx, s, 696, "%s k %s :A key is 1-%d characters, no spaces or commas",
-                             shown, param, CHAT_CHANKEY_MAX);
+                             shown, param_shown(param), CHAT_CHANKEY_MAX);
             } else if (strcmp(rec->key, param)) {
                 snprintf(rec->key, sizeof rec->key, "%s", param);
                 change_add(mc, true, 'k', param);
@@ -215,7 +222,7 @@ static void mode_changes(struct chat_app *app, struct session *s, yard_fx_t *fx,
             unsigned long v = strtoul(param, &end, 10);
             if (errno || *end || end == param || param[0] == '-' || !v || v > 1000000) {
                 chat_numeric(fx, s, 696, "%s l %s :A limit is a number of members, 1 to 1000000",
-                             shown, param);
+                             shown, param_shown(param));
             } else if (rec->limit != v) {
                 rec->limit = (uint32_t)v;
                 change_add(mc, true, 'l', param);

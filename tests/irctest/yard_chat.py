@@ -33,6 +33,11 @@ class YardChatController(BaseServerController, DirectoryBasedController):
     _port_wait_interval = 0.02
     supported_sasl_mechanisms = {"PLAIN"}
     supports_sts = False
+    # A JOIN, PART, MODE, KICK or TOPIC is told to the channel (its maker
+    # included) through the log, written by the log's own thread: it can
+    # arrive after the PONG irctest synchronizes on (docs/chat.md,
+    # "Differences from other IRC servers"). Sable's controller waits so too.
+    sync_sleep_time = 0.1
 
     # What the chat announces (docs/chat.md, "Protocol"); irctest uses these
     # to decide which tests apply.

@@ -757,6 +757,20 @@ static void test_list_filters(void)
     ch_stop(h);
 }
 
+/* A refused mode parameter that is empty or has spaces is '*' in 696, so
+ * the reply keeps its shape (issue 40, irctest's chmodes). */
+static void test_mode_param_shown(void)
+{
+    int a, b;
+    chat_harness_t *h = both_in_x(NULL, &a, &b);
+    ch_feed(h, a, "MODE #x +k :two words\r\nMODE #x +k :\r\nMODE #x +l :\r\n");
+    CH_EXPECT(h, a, S "696 alice #x k * :A key is 1-23 characters, no spaces or commas");
+    CH_EXPECT(h, a, S "696 alice #x k * :A key is 1-23 characters, no spaces or commas");
+    CH_EXPECT(h, a, S "696 alice #x l * :A limit is a number of members, 1 to 1000000");
+    CH_EXPECT_NONE(h, a);
+    ch_stop(h);
+}
+
 int main(int argc, char **argv)
 {
     static const struct test_case cases[] = {
@@ -781,6 +795,7 @@ int main(int argc, char **argv)
         {"who", test_who},
         {"smaller_deviations", test_smaller_deviations},
         {"list_filters", test_list_filters},
+        {"mode_param_shown", test_mode_param_shown},
         {"bad_input", test_bad_input},
         {NULL, NULL},
     };
