@@ -112,27 +112,32 @@ static void whois(struct chat_app *app, struct session *s, yard_fx_t *fx, const 
     chat_numeric(fx, s, 318, "%s :End of /WHOIS list.", p.online ? p.account : nick);
 }
 
-/* WHOWAS: the newest of the last CHAT_WHOWAS_MAX departures (an account's
- * last connection ending), whether or not it is back online. */
-static void whowas(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *nick)
+/* WHOWAS: the departures (an account's last connection ending) of the
+ * last CHAT_WHOWAS_MAX that were nick's, newest first, at most count of
+ * them (0: all), whether or not it is back online. */
+static void whowas_n(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *nick,
+                     unsigned count)
 {
     struct chat_gone g;
-    bool found = false;
-    if (strlen(nick) <= CHAT_NAME_MAX) {
+    char spelled[CHAT_NAME_MAX + 1] = "";
+    unsigned found = 0;
+    while (strlen(nick) <= CHAT_NAME_MAX && (!count || found < count)) {
         chat_lock(app->cs);
-        found = chat_whowas(app->cs, nick, &g);
+        bool more = chat_whowas_nth(app->cs, nick, found, &g);
         chat_unlock(app->cs);
-    }
-    if (!found) {
-        chat_numeric(fx, s, 406, "%s :There was no such nickname", nick);
-    } else {
+        if (!more)
+            break;
         char when[64];
         chat_format_time(when, sizeof when, g.at_s * (int64_t)YARD_NS_PER_S);
         chat_numeric(fx, s, 314, "%s %s " SERVER " * :%s", g.account,
                      g.user[0] ? g.user : g.account, g.realname);
         chat_numeric(fx, s, 312, "%s %s :%s", g.account, app->server_name, when);
+        if (!found++)
+            snprintf(spelled, sizeof spelled, "%s", g.account);
     }
-    chat_numeric(fx, s, 369, "%s :End of WHOWAS", found ? g.account : nick);
+    if (!found)
+        chat_numeric(fx, s, 406, "%s :There was no such nickname", nick);
+    chat_numeric(fx, s, 369, "%s :End of WHOWAS", found ? spelled : nick);
 }
 
 /* ISON and USERHOST: the online ones among the nicks given (USERHOST: at
@@ -427,9 +432,16 @@ void chat_cmd_whois(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
 }
 
 /* WHOWAS nick[,nick] [count]: the first. */
+/* WHOWAS nick[,nick] [count]: count 0 or less, or none, is every entry. */
 void chat_cmd_whowas(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
-    each_nick(app, s, fx, m->params[0], whowas);
+    long count = m->n > 1 ? strtol(m->params[1], NULL, 10) : 0;
+    char *save = NULL;
+    int n = 0;
+    for (char *t = strtok_r(m->params[0], ",", &save); t && n < TARGMAX;
+         t = strtok_r(NULL, ",", &save), n++)
+        whowas_n(app, s, fx, t, count > 0 ? (unsigned)count : 0);
+    chat_charge(s, n);
 }
 
 void chat_cmd_ison(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)

@@ -247,9 +247,15 @@ void chat_member_remove(chat_state_t *cs, int slot, int64_t at_s)
 
 bool chat_whowas(chat_state_t *cs, const char *account_key, struct chat_gone *out)
 {
+    return chat_whowas_nth(cs, account_key, 0, out);
+}
+
+bool chat_whowas_nth(chat_state_t *cs, const char *account_key, unsigned nth,
+                     struct chat_gone *out)
+{
     for (unsigned k = 1; k <= cs->gone_count; k++) {
         struct chat_gone *g = &cs->gone[(cs->gone_next + CHAT_WHOWAS_MAX - k) % CHAT_WHOWAS_MAX];
-        if (same_account(g->account, account_key)) {
+        if (same_account(g->account, account_key) && nth-- == 0) {
             *out = *g;
             return true;
         }

@@ -162,6 +162,9 @@ void chat_member_remove(chat_state_t *cs, int slot, int64_t at_s);
 /* The newest departure of the account (casefolded key); false if none in
  * the ring. */
 bool chat_whowas(chat_state_t *cs, const char *account_key, struct chat_gone *out);
+/* The same, the nth newest (0: the newest); false past the last. */
+bool chat_whowas_nth(chat_state_t *cs, const char *account_key, unsigned nth,
+                     struct chat_gone *out);
 struct chat_member *chat_member_at(chat_state_t *cs, int slot);
 /* A used slot whose name folds to key (an account's first connection, or
  * the guest with that nick), or -1. */

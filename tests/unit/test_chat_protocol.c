@@ -771,6 +771,37 @@ static void test_mode_param_shown(void)
     ch_stop(h);
 }
 
+/* WHOWAS lists a nick's departures newest first, up to its count (issue
+ * 40, irctest's whowas). */
+static void test_whowas_count(void)
+{
+    const char *flags[] = {"guests", NULL};
+    chat_harness_t *h = ch_start(flags);
+    int y = guest(h, "yan");
+    for (int i = 2; i <= 3; i++) {
+        int z = ch_connect(h);
+        char line[80];
+        snprintf(line, sizeof line, "NICK zed\r\nUSER ident%d 0 * :Real\r\n", i);
+        ch_feed(h, z, line);
+        CH_SKIP_TO(h, z, S "422 zed ");
+        ch_feed(h, z, "QUIT\r\n");
+    }
+    ch_discard(h, y);
+    ch_feed(h, y, "WHOWAS zed\r\n");
+    CH_EXPECT(h, y, S "314 yan zed ident3 yard * :Real");
+    CH_EXPECT_PREFIX(h, y, S "312 yan zed yard :");
+    CH_EXPECT(h, y, S "314 yan zed ident2 yard * :Real");
+    CH_EXPECT_PREFIX(h, y, S "312 yan zed yard :");
+    CH_EXPECT(h, y, S "369 yan zed :End of WHOWAS");
+    ch_feed(h, y, "WHOWAS zed 1\r\n");
+    CH_EXPECT(h, y, S "314 yan zed ident3 yard * :Real");
+    CH_EXPECT_PREFIX(h, y, S "312 yan zed yard :");
+    CH_EXPECT(h, y, S "369 yan zed :End of WHOWAS");
+    ch_feed(h, y, "WHOWAS zed -1\r\n");
+    CH_SKIP_TO(h, y, S "314 yan zed ident2 ");
+    ch_stop(h);
+}
+
 int main(int argc, char **argv)
 {
     static const struct test_case cases[] = {
@@ -796,6 +827,7 @@ int main(int argc, char **argv)
         {"smaller_deviations", test_smaller_deviations},
         {"list_filters", test_list_filters},
         {"mode_param_shown", test_mode_param_shown},
+        {"whowas_count", test_whowas_count},
         {"bad_input", test_bad_input},
         {NULL, NULL},
     };
