@@ -16,7 +16,7 @@ accounts = accounts_fixture("ana", "bo", "cy")
 chat = chat_fixture()
 
 ALL_CAPS = ("account-tag away-notify batch draft/chathistory draft/read-marker echo-message "
-            "extended-join message-tags multi-prefix sasl server-time")
+            "extended-join message-tags multi-prefix sasl server-time userhost-in-names")
 
 
 def test_cap_ls_req_list(chat):
