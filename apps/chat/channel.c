@@ -367,13 +367,13 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
     names(app, s, fx, c, shown);
     if ((s->caps & CAP_AWAY_NOTIFY) && __atomic_load_n(&app->cs->away, __ATOMIC_RELAXED))
         chat_away_of_members(app, s, fx, c);
-    if (s->guest) /* no account: no read marker, no position to replay from */
-        return;
-    if (s->caps & CAP_READ_MARKER) {
+    if (s->caps & CAP_READ_MARKER) { /* a guest's too: its connection's */
         char mark[80];
         chat_marker_text(app, s, key, mark, sizeof mark);
         chat_sendf(fx, ":" SERVER " MARKREAD %s %s", shown, mark);
     }
+    if (s->guest) /* no account: no position to replay from */
+        return;
     replay_start(app, s, fx, shown, key);
 }
 

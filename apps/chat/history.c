@@ -16,11 +16,27 @@
 #include "yard/log.h"
 
 /* The account's marker of target (casefolded): "timestamp=..." or "*". */
+/* A guest's marker of key: its slot, or NULL. */
+static struct guest_marker *guest_marker(struct session *s, const char *key)
+{
+    for (unsigned i = 0; i < CHAT_GUEST_MARKERS; i++)
+        if (s->markers[i].key[0] && !strcmp(s->markers[i].key, key))
+            return &s->markers[i];
+    return NULL;
+}
+
 void chat_marker_text(struct chat_app *app, struct session *s, const char *key, char *out,
                       size_t cap)
 {
-    bool known;
-    uint64_t ns = chat_pos_get(app->cs, s->account_key, MARKER_CLIENT, key, &known);
+    bool known = false;
+    uint64_t ns = 0;
+    if (s->guest) {
+        struct guest_marker *g = guest_marker(s, key);
+        known = g != NULL;
+        ns = g ? (uint64_t)g->ts_ns : 0;
+    } else {
+        ns = chat_pos_get(app->cs, s->account_key, MARKER_CLIENT, key, &known);
+    }
     if (!known || !ns) {
         snprintf(out, cap, "*");
         return;
@@ -147,18 +163,13 @@ static bool hist_parse_ref(const char *t, bool star, struct yard_chat_hist_ref *
 
 /* MARKREAD target [timestamp=T]: the account's read marker of target, or
  * move it forward (never back). A move goes through the log, so every
- * connection of the account hears it, in any process. */
+ * connection of the account hears it, in any process. A guest's markers
+ * are its connection's (it has no other), answered at once. */
 void chat_cmd_markread(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
     const char *target = m->n ? m->params[0] : "";
     size_t tn = strlen(target);
     bool chan = target[0] == '#' || target[0] == '&';
-    if (s->guest) {
-        chat_sendf(fx, ":" SERVER " FAIL MARKREAD ACCOUNT_REQUIRED %s :Read markers are kept for "
-                       "accounts; log in to keep one",
-                   tn ? target : "*");
-        return;
-    }
     if (!tn || tn > CHAT_CHAN_MAX || (chan ? !chat_valid_channel(target)
                                            : !yard_account_name_valid(target, tn))) {
         chat_sendf(fx, ":" SERVER " FAIL MARKREAD INVALID_PARAMS %s :Give a channel or nick, and "
@@ -178,6 +189,20 @@ void chat_cmd_markread(struct chat_app *app, struct session *s, yard_fx_t *fx, y
         chat_sendf(fx, ":" SERVER " FAIL MARKREAD INVALID_PARAMS %s :The timestamp is "
                        "timestamp=YYYY-MM-DDThh:mm:ss.sssZ",
                    target);
+        return;
+    }
+    if (s->guest) {
+        struct guest_marker *g = guest_marker(s, key);
+        if (!g) { /* a new one: a free slot, or the oldest one's */
+            g = &s->markers[s->marker_next];
+            s->marker_next = (s->marker_next + 1) % CHAT_GUEST_MARKERS;
+            snprintf(g->key, sizeof g->key, "%s", key);
+            g->ts_ns = 0;
+        }
+        if (ref.ts_ns > g->ts_ns)
+            g->ts_ns = ref.ts_ns;
+        chat_marker_text(app, s, key, now, sizeof now);
+        chat_sendf(fx, ":" SERVER " MARKREAD %s %s", target, now);
         return;
     }
     bool known;

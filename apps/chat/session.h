@@ -72,6 +72,14 @@ struct session_input {
     uint64_t pinged_ns;  /* when the server PINGed it, unanswered (0: none) */
 };
 
+/* A guest's read markers (history.c): held for the connection's life, the
+ * oldest set forgotten when they are all taken. */
+#define CHAT_GUEST_MARKERS 16
+struct guest_marker {
+    char key[CHAT_CHAN_MAX + 1]; /* the target casefolded ("": unused) */
+    int64_t ts_ns;
+};
+
 struct session {
     int state;               /* ST_* */
     unsigned caps;           /* CAP_* negotiated */
@@ -83,6 +91,8 @@ struct session {
     char realname[CHAT_REALNAME_MAX + 1]; /* USER's, shown by extended-join */
     char user[CHAT_USER_MAX + 1];         /* USER's user name (WHOIS, WHO) */
     bool guest;              /* --guests: a nick, no account (s->account holds the nick) */
+    struct guest_marker markers[CHAT_GUEST_MARKERS];
+    unsigned marker_next;    /* the slot the next new guest marker takes */
     bool tls;                /* the connection is encrypted */
     char certfp[65];         /* its client certificate's SHA-256 ("" when none) */
     char sender[CHAT_NAME_MAX + 2]; /* as the log names it: the account, or "~" and the

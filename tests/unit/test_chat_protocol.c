@@ -802,6 +802,29 @@ static void test_whowas_count(void)
     ch_stop(h);
 }
 
+/* A guest's read markers are its connection's: set, read back, never moved
+ * back, told after a JOIN's NAMES (issue 40). */
+static void test_guest_read_markers(void)
+{
+    const char *flags[] = {"guests", NULL};
+    chat_harness_t *h = ch_start(flags);
+    int z = ch_connect(h);
+    ch_feed(h, z, "CAP LS 302\r\nCAP REQ :draft/read-marker\r\nNICK zed\r\n"
+                  "USER z 0 * :Zed\r\nCAP END\r\n");
+    CH_SKIP_TO(h, z, S "422 zed ");
+    ch_feed(h, z, "MARKREAD #none\r\nJOIN #t\r\n");
+    CH_EXPECT(h, z, S "MARKREAD #none *");
+    CH_SKIP_TO(h, z, S "366 zed #t ");
+    CH_EXPECT(h, z, S "MARKREAD #t *");
+    ch_feed(h, z, "MARKREAD #t timestamp=2020-03-15T10:00:00.000Z\r\n"
+                  "MARKREAD #T timestamp=2019-01-01T00:00:00.000Z\r\nPART #t\r\nJOIN #t\r\n");
+    CH_EXPECT(h, z, S "MARKREAD #t timestamp=2020-03-15T10:00:00.000Z");
+    CH_EXPECT(h, z, S "MARKREAD #T timestamp=2020-03-15T10:00:00.000Z");
+    CH_SKIP_TO(h, z, S "366 zed #t ");
+    CH_EXPECT(h, z, S "MARKREAD #t timestamp=2020-03-15T10:00:00.000Z");
+    ch_stop(h);
+}
+
 int main(int argc, char **argv)
 {
     static const struct test_case cases[] = {
@@ -828,6 +851,7 @@ int main(int argc, char **argv)
         {"list_filters", test_list_filters},
         {"mode_param_shown", test_mode_param_shown},
         {"whowas_count", test_whowas_count},
+        {"guest_read_markers", test_guest_read_markers},
         {"bad_input", test_bad_input},
         {NULL, NULL},
     };
