@@ -205,8 +205,10 @@ static void mode_changes(struct chat_app *app, struct session *s, yard_fx_t *fx,
             mode_rank(app, s, fx, ch, rec, mc, on, f, param);
         } else if (f == 'k' && on) {
             if (!valid_chankey(param)) {
-                chat_numeric(fx, s, 696, "%s k %s :A key is 1-%d characters, no spaces or commas",
-                             shown, param_shown(param), CHAT_CHANKEY_MAX);
+                /* '*': a refused key is not repeated (it may be most of a
+                 * secret, and a long one would not fit) */
+                chat_numeric(fx, s, 696, "%s k * :A key is 1-%d characters, no spaces or commas",
+                             shown, CHAT_CHANKEY_MAX);
             } else if (strcmp(rec->key, param)) {
                 snprintf(rec->key, sizeof rec->key, "%s", param);
                 change_add(mc, true, 'k', param);

@@ -763,10 +763,12 @@ static void test_mode_param_shown(void)
 {
     int a, b;
     chat_harness_t *h = both_in_x(NULL, &a, &b);
-    ch_feed(h, a, "MODE #x +k :two words\r\nMODE #x +k :\r\nMODE #x +l :\r\n");
+    ch_feed(h, a, "MODE #x +k :two words\r\nMODE #x +k :\r\nMODE #x +l :\r\n"
+                  "MODE #x +k 123456789012345678901234\r\n");
     CH_EXPECT(h, a, S "696 alice #x k * :A key is 1-23 characters, no spaces or commas");
     CH_EXPECT(h, a, S "696 alice #x k * :A key is 1-23 characters, no spaces or commas");
     CH_EXPECT(h, a, S "696 alice #x l * :A limit is a number of members, 1 to 1000000");
+    CH_EXPECT(h, a, S "696 alice #x k * :A key is 1-23 characters, no spaces or commas");
     CH_EXPECT_NONE(h, a);
     ch_stop(h);
 }
