@@ -151,68 +151,20 @@ static void gated_run(void *arg)
     pthread_mutex_unlock(&g->mu);
 }
 
-static void test_io_lane_not_behind_cpu_jobs(void)
+/* Two jobs on lane held (one running on its only thread, one queued behind
+ * it), then an I/O job: it comes back while both are still held, and they
+ * come back once let go. */
+static void io_job_passes_held_jobs(int lane)
 {
     struct gate g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
     yard_completions_t q;
     ASSERT_EQ(yard_completions_init(&q), 0);
     yard_pool_t *pool = yard_pool_create(1);
     ASSERT(pool);
-    /* Two CPU jobs: one holds the only CPU thread, one waits behind it. */
-    yard_job_t cpu[2];
+    yard_job_t held[2];
     for (int i = 0; i < 2; i++) {
-        cpu[i] = (yard_job_t){.fn = gated_run, .arg = &g, .done = &q};
-        yard_pool_submit(pool, &cpu[i]);
-    }
-    pthread_mutex_lock(&g.mu);
-    while (g.entered < 1)
-        pthread_cond_wait(&g.cv, &g.mu);
-    pthread_mutex_unlock(&g.mu);
-    atomic_int runs = 0;
-    struct counted io = {.job = {.fn = count_run, .arg = &io, .lane = YARD_LANE_IO, .done = &q},
-                         .runs = &runs,
-                         .id = 0};
-    yard_pool_submit(pool, &io.job);
-    /* The I/O job comes back while both CPU jobs are still held. */
-    struct pollfd pfd = {.fd = q.efd, .events = POLLIN};
-    ASSERT_EQ(poll(&pfd, 1, WAIT_MS), 1);
-    yard_job_t *back = yard_completions_take(&q);
-    ASSERT(back == &io.job);
-    ASSERT(back->next == NULL);
-    ASSERT_EQ(atomic_load(&runs), 1);
-    pthread_mutex_lock(&g.mu);
-    g.open = true;
-    pthread_cond_broadcast(&g.cv);
-    pthread_mutex_unlock(&g.mu);
-    bool seen[2] = {0};
-    int got = 0;
-    while (got < 2) {
-        ASSERT_EQ(poll(&pfd, 1, WAIT_MS), 1);
-        for (yard_job_t *job = yard_completions_take(&q); job; job = job->next) {
-            ASSERT(job == &cpu[0] || job == &cpu[1]);
-            seen[job - cpu] = true;
-            got++;
-        }
-    }
-    ASSERT(seen[0] && seen[1]);
-    yard_pool_destroy(pool);
-    yard_completions_fini(&q);
-}
-
-/* A long read on the scan lane (a history lookup) never holds up the I/O
- * lane's short writes: with two scan jobs held (one running, one queued),
- * an I/O job submitted after them comes back. */
-static void test_io_lane_not_behind_scan_jobs(void)
-{
-    struct gate g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
-    yard_completions_t q;
-    ASSERT_EQ(yard_completions_init(&q), 0);
-    yard_pool_t *pool = yard_pool_create(1);
-    ASSERT(pool);
-    yard_job_t scan[2];
-    for (int i = 0; i < 2; i++) {
-        scan[i] = (yard_job_t){.fn = gated_run, .arg = &g, .lane = YARD_LANE_SCAN, .done = &q};
-        yard_pool_submit(pool, &scan[i]);
+        held[i] = (yard_job_t){.fn = gated_run, .arg = &g, .lane = lane, .done = &q};
+        yard_pool_submit(pool, &held[i]);
     }
     pthread_mutex_lock(&g.mu);
     while (g.entered < 1)
@@ -227,22 +179,33 @@ static void test_io_lane_not_behind_scan_jobs(void)
     ASSERT_EQ(poll(&pfd, 1, WAIT_MS), 1);
     yard_job_t *back = yard_completions_take(&q);
     ASSERT(back == &io.job && back->next == NULL);
+    ASSERT_EQ(atomic_load(&runs), 1);
     pthread_mutex_lock(&g.mu);
-    ASSERT_EQ(g.entered, 1); /* the second scan job still waits for the first */
+    ASSERT_EQ(g.entered, 1); /* the second held job still waits for the first */
     g.open = true;
     pthread_cond_broadcast(&g.cv);
     pthread_mutex_unlock(&g.mu);
+    bool seen[2] = {0};
     int got = 0;
     while (got < 2) {
         ASSERT_EQ(poll(&pfd, 1, WAIT_MS), 1);
         for (yard_job_t *job = yard_completions_take(&q); job; job = job->next) {
-            ASSERT(job == &scan[0] || job == &scan[1]);
+            ASSERT(job == &held[0] || job == &held[1]);
+            seen[job - held] = true;
             got++;
         }
     }
+    ASSERT(seen[0] && seen[1]);
     yard_pool_destroy(pool);
     yard_completions_fini(&q);
 }
+
+/* Long CPU jobs (bcrypt) never hold up a disk write. */
+static void test_io_lane_not_behind_cpu_jobs(void) { io_job_passes_held_jobs(YARD_LANE_CPU); }
+
+/* A long read on the scan lane (a history lookup) never holds up the I/O
+ * lane's short writes. */
+static void test_io_lane_not_behind_scan_jobs(void) { io_job_passes_held_jobs(YARD_LANE_SCAN); }
 
 static void test_no_cpu_threads_io_lane_runs(void)
 {
