@@ -591,12 +591,16 @@ COLUMNS = [("eve", "Eve"), ("c", "C (yard-serve app)"), ("go", "Go peer"),
            ("rust", "Rust peer (tokio)")]
 ROWS = [("echo", "echo"), ("counter", "counter"), ("chat", "broadcast chat")]
 
-# The chat service's files (apps/chat/: one module per concern, a header each).
-_CHAT_FILES = ("chat.h", "session.c", "session.h", "commands.c", "commands.h", "register.c",
-               "register.h", "guard.c", "guard.h", "guest.c", "guest.h", "channel.c",
-               "channel.h", "chanop.c", "chanop.h", "message.c", "message.h", "relay.c",
-               "relay.h", "history.c", "history.h", "query.c", "query.h", "jobs.c", "jobs.h",
-               "state.c", "state.h", "init.c")
+# The chat service's files: the app (apps/chat/: one module per concern, a header each)
+# and its store (src/chat/, its headers in include/yard/).
+_CHAT_FILES = tuple(f"apps/chat/{name}" for name in (
+    "chat.h", "session.c", "session.h", "commands.c", "commands.h", "register.c",
+    "register.h", "guard.c", "guard.h", "guest.c", "guest.h", "channel.c", "channel.h",
+    "chanop.c", "chanop.h", "message.c", "message.h", "relay.c", "relay.h", "history.c",
+    "history.h", "query.c", "query.h", "state.c", "state.h", "init.c")) + (
+    "src/chat/store.c", "src/chat/store.h", "src/chat/requests.c", "src/chat/chatlog.c",
+    "src/chat/accounts.c", "include/yard/chat_store.h", "include/yard/chatlog.h",
+    "include/yard/chat_accounts.h")
 
 _EVE_SCAFFOLD = "without the listener, the `listening` line, the error exit and SIGTERM"
 
@@ -721,9 +725,9 @@ TABLE: dict[str, dict[str, Cell]] = {
                      "service (accounts, channels, durable history, catch-up), not comparable; "
                      "the closest C is the coro runtime's rendering of Eve's chat in a unit "
                      "test, which has fixed 16-byte messages over socketpairs and no listener.",
-                  scale=[("the IRC-compatible chat service (apps/chat/, its sources and "
-                          "headers)",
-                          [Piece(f"apps/chat/{name}") for name in _CHAT_FILES]),
+                  scale=[("the IRC-compatible chat service (apps/chat/ and its store, "
+                          "src/chat/: sources and headers)",
+                          [Piece(path) for path in _CHAT_FILES]),
                          ("the broadcast chat's server side in tests/unit/test_coro_examples.c "
                           "(CHAT_CLIENTS through session())",
                           [Piece("tests/unit/test_coro_examples.c", r"#define CHAT_CLIENTS\b",

@@ -80,7 +80,8 @@ static _Noreturn void run_child(yard_server_t *srv, int fd, pid_t parent, struct
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGALRM, &sa, NULL);
+    if (child_tls) /* the rest of a stop (child_on_signal); a plain child keeps the default */
+        sigaction(SIGALRM, &sa, NULL);
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);

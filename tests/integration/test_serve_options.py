@@ -63,7 +63,7 @@ def sample_value(opt: dict, tmp_path) -> list[str]:
         return [opt["flag"]]
     if opt["default"] is not None:
         return [opt["flag"], opt["default"]]
-    return [opt["flag"], {"N": "2", "DIR": str(tmp_path)}[opt["value"]]]
+    return [opt["flag"], {"N": "2", "DIR": str(tmp_path), "NAME": "chat.example.org"}[opt["value"]]]
 
 
 def base_args(app: str, model: str, tmp_path) -> list[str]:
