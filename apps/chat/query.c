@@ -22,7 +22,7 @@ void chat_presence_of(struct chat_app *app, const char *nick, struct presence *p
     if (chans)
         chans[0] = 0;
     size_t used = 0;
-    bool all_away = true;
+    bool all_away = true, all_tls = true;
     uint64_t latest = 0;
     chat_lock(app->cs);
     uint64_t seen[(CHAT_CHANNELS_LIMIT + 63) / 64] = {0};
@@ -41,6 +41,7 @@ void chat_presence_of(struct chat_app *app, const char *nick, struct presence *p
         p->guest = m->guest;
         snprintf(p->account, sizeof p->account, "%s", m->account);
         all_away = all_away && m->away;
+        all_tls = all_tls && m->tls;
         if (m->away && m->away_at >= latest) {
             latest = m->away_at;
             snprintf(p->away_msg, sizeof p->away_msg, "%s", m->away_msg);
@@ -62,6 +63,7 @@ void chat_presence_of(struct chat_app *app, const char *nick, struct presence *p
     }
     chat_unlock(app->cs);
     p->away = p->online && all_away;
+    p->secure = p->online && all_tls;
 }
 
 /* away-notify, for a client that joins channel c: the members who are away
@@ -100,10 +102,10 @@ static void whois(struct chat_app *app, struct session *s, yard_fx_t *fx, const 
             chat_numeric(fx, s, 301, "%s :%s", p.account, p.away_msg);
         if (!p.guest) /* a guest is logged in as nobody */
             chat_numeric(fx, s, 330, "%s %s :is logged in as", p.account, p.account);
-        /* One's own connection: whether it is encrypted, and with which
-         * certificate (the fingerprint to list with yard-chat account
-         * certfp add). Another user's connections are not known here. */
-        if (!strcasecmp(p.account, s->account) && s->tls)
+        /* Encrypted: every connection of the nick is (TLS). One's own
+         * certificate too: the fingerprint to list with yard-chat account
+         * certfp add (another user's is theirs to tell). */
+        if (p.secure)
             chat_numeric(fx, s, 671, "%s :is using a secure connection", p.account);
         if (!strcasecmp(p.account, s->account) && s->certfp[0])
             chat_numeric(fx, s, 276, "%s :has client certificate fingerprint %s", p.account,

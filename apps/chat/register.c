@@ -209,7 +209,7 @@ static void become_ready(struct chat_app *app, struct session *s, yard_fx_t *fx)
     chat_lock(app->cs);
     s->slot = chat_member_add(app->cs, s->account);
     if (s->slot >= 0)
-        chat_member_ident(app->cs, s->slot, s->user, s->realname);
+        chat_member_ident(app->cs, s->slot, s->user, s->realname, s->tls);
     chat_unlock(app->cs);
     snprintf(s->sender, sizeof s->sender, "%s", s->account);
     chat_ready(app, s, fx);

@@ -172,9 +172,11 @@ unsigned chat_guests_from(chat_state_t *cs, const uint8_t addr[16])
     return n;
 }
 
-void chat_member_ident(chat_state_t *cs, int slot, const char *user, const char *realname)
+void chat_member_ident(chat_state_t *cs, int slot, const char *user, const char *realname,
+                       bool tls)
 {
     struct chat_member *m = chat_member_at(cs, slot);
+    m->tls = tls;
     snprintf(m->user, sizeof m->user, "%s", user);
     snprintf(m->realname, sizeof m->realname, "%s", realname);
 }

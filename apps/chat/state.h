@@ -84,6 +84,7 @@ struct chat_member {
     bool guest;                        /* --guests: a nick with no account */
     uint8_t addr[16];                  /* a guest's source address (chat_addr_t) */
     bool away;                         /* AWAY with a message, on this connection */
+    bool tls;                          /* this connection is encrypted (WHOIS 671) */
     bool invisible;                    /* user mode +i: hidden from WHO's masks */
     uint64_t away_at;                  /* when it was set (the latest message is shown) */
     char account[CHAT_NAME_MAX + 1];
@@ -171,8 +172,10 @@ struct chat_member *chat_member_at(chat_state_t *cs, int slot);
 int chat_member_named(chat_state_t *cs, const char *key);
 /* Guests connected from this address (a chat_addr_t's bytes). */
 unsigned chat_guests_from(chat_state_t *cs, const uint8_t addr[16]);
-/* USER's user name and realname, kept with the member in slot. */
-void chat_member_ident(chat_state_t *cs, int slot, const char *user, const char *realname);
+/* USER's user name and realname, and whether the connection is encrypted
+ * (TLS), kept with the member in slot. */
+void chat_member_ident(chat_state_t *cs, int slot, const char *user, const char *realname,
+                       bool tls);
 /* A guest's new nick. */
 void chat_member_rename(chat_state_t *cs, int slot, const char *name);
 /* How many channels the member in slot is in (takes the lock). */

@@ -37,6 +37,14 @@ def test_logins_over_tls_and_a_message_to_a_plain_client(chat, pki, model):
         bob.expect(r"^:alice!\S+ PRIVMSG #sec :сообщение через TLS 🔒$")
         bob.send("PRIVMSG #sec :and back in plain text")
         alice.expect(r"^:bob!\S+ PRIVMSG #sec :and back in plain text$")
+        # WHOIS tells who is encrypted (671): alice, to anybody; bob, to nobody.
+        bob.send("WHOIS alice")
+        bob.expect(r" 671 bob alice :is using a secure connection$")
+        bob.expect(r" 318 bob alice ")
+        alice.send("WHOIS bob")
+        start = alice.pos
+        alice.expect(r" 318 alice bob ")
+        assert not any(" 671 " in line for line in alice.lines[start:alice.pos]), alice.lines
     finally:
         alice.close()
         bob.close()
