@@ -181,7 +181,7 @@ int chat_server_name_init(struct chat_app *app, const char *given, char *err, si
     char host[256] = "";
     if (gethostname(host, sizeof host - 1) < 0 || !server_name_valid(host))
         snprintf(host, sizeof host, "%s", SERVER);
-    snprintf(app->server_name, sizeof app->server_name, "%s", host);
+    memcpy(app->server_name, host, strlen(host) + 1); /* valid: at most CHAT_SERVER_NAME_MAX */
     return 0;
 }
 
