@@ -180,7 +180,9 @@ int yard_opt_set(const yard_opt_t *opt, void *settings, const char *text, char *
         return 0;
     char what[256];
     yard_opt_describe(opt, what, sizeof what);
-    snprintf(err, errlen, "expected %s, got '%s'", what, text);
+    /* Bounded, so that the message fits a caller's 256 bytes whole (and -O3's
+     * -Wformat-truncation sees it does). */
+    snprintf(err, errlen, "expected %.100s, got '%.100s'", what, text);
     return -1;
 }
 
