@@ -34,6 +34,18 @@ int yard_accounts_list(const char *dir, void (*fn)(const char *name, void *arg),
 int yard_accounts_lookup(const char *dir, const char *name, size_t len,
                          char hash[YARD_BCRYPT_LEN + 1], char *canon, int *max_cost);
 
+/* Server operators (the chat's OPER): DIR/opers, "name:bcrypt-hash" lines
+ * like DIR/accounts, written the same way (under the same lock, mode
+ * 0600). An operator's name is its own, not an account's; the same
+ * functions as the accounts' and the same errors (-EEXIST, -ENOENT). */
+int yard_opers_add(const char *dir, const char *name, const char *password, int cost, char *err,
+                   size_t errlen);
+int yard_opers_remove(const char *dir, const char *name, char *err, size_t errlen);
+int yard_opers_list(const char *dir, void (*fn)(const char *name, void *arg), void *arg,
+                    char *err, size_t errlen);
+int yard_opers_lookup(const char *dir, const char *name, size_t len,
+                      char hash[YARD_BCRYPT_LEN + 1], char *canon, int *max_cost);
+
 /* Client certificates (SASL EXTERNAL): DIR/certfps, one "SHA256 name" line
  * per certificate an account logs in with, written like DIR/accounts (under
  * the same lock, mode 0600). A fingerprint is the SHA-256 of the

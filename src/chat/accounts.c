@@ -104,10 +104,20 @@ static bool account_line(char *line, void *elem)
     return true;
 }
 
-/* Read every account (DIR/accounts). */
-static int load(const char *dir, struct entry **out, size_t *n, char *err, size_t errlen)
+/* The two files of "name:bcrypt-hash" lines, each read and changed by the
+ * same functions: the accounts (DIR/accounts) and the server operators
+ * (DIR/opers). what names an entry in messages. */
+struct names_file {
+    const char *file, *what;
+};
+static const struct names_file accounts_file = {"accounts", "account"};
+static const struct names_file opers_file = {"opers", "operator"};
+
+/* Read every entry of the file. */
+static int load(const char *dir, const struct names_file *nf, struct entry **out, size_t *n,
+                char *err, size_t errlen)
 {
-    return load_lines(dir, "accounts", sizeof **out, account_line, "name:bcrypt-hash",
+    return load_lines(dir, nf->file, sizeof **out, account_line, "name:bcrypt-hash",
                       (void **)out, n, err, errlen);
 }
 
@@ -161,10 +171,11 @@ static void account_lines(FILE *f, const void *items, size_t n)
         fprintf(f, "%s:%s\n", e[i].name, e[i].hash);
 }
 
-/* Replace DIR/accounts with these entries. */
-static int store(const char *dir, const struct entry *e, size_t n, char *err, size_t errlen)
+/* Replace the file with these entries. */
+static int store(const char *dir, const struct names_file *nf, const struct entry *e, size_t n,
+                 char *err, size_t errlen)
 {
-    return replace_file(dir, "accounts", account_lines, e, n, err, errlen);
+    return replace_file(dir, nf->file, account_lines, e, n, err, errlen);
 }
 
 /* Changes are serialised by an OFD write lock on DIR/accounts.lock (an
@@ -204,15 +215,15 @@ static ssize_t find(const struct entry *e, size_t n, const char *name, size_t le
     return -1;
 }
 
-int yard_accounts_add(const char *dir, const char *name, const char *password, int cost,
-                      char *err, size_t errlen)
+static int names_add(const char *dir, const struct names_file *nf, const char *name,
+                     const char *password, int cost, char *err, size_t errlen)
 {
     size_t len = strlen(name);
     if (!yard_account_name_valid(name, len)) {
         snprintf(err, errlen,
-                 "'%s' is not a valid account name (1-%d characters: a letter or one of "
+                 "'%s' is not a valid %s name (1-%d characters: a letter or one of "
                  "[\\]^_`{|} first, then also digits and '-')",
-                 name, YARD_ACCOUNT_NAME_MAX);
+                 name, nf->what, YARD_ACCOUNT_NAME_MAX);
         return -EINVAL;
     }
     size_t plen = strlen(password);
@@ -236,11 +247,11 @@ int yard_accounts_add(const char *dir, const char *name, const char *password, i
         return lk;
     struct entry *e;
     size_t n;
-    int rc = load(dir, &e, &n, err, errlen);
+    int rc = load(dir, nf, &e, &n, err, errlen);
     if (rc == -ENOENT)
         rc = 0;
     if (!rc && find(e, n, name, len) >= 0) {
-        snprintf(err, errlen, "account '%s' exists", name);
+        snprintf(err, errlen, "%s '%s' exists", nf->what, name);
         rc = -EEXIST;
     }
     if (!rc) {
@@ -250,7 +261,7 @@ int yard_accounts_add(const char *dir, const char *name, const char *password, i
         } else {
             e = grown;
             e[n++] = ne;
-            rc = store(dir, e, n, err, errlen);
+            rc = store(dir, nf, e, n, err, errlen);
         }
     }
     free(e);
@@ -258,64 +269,100 @@ int yard_accounts_add(const char *dir, const char *name, const char *password, i
     return rc;
 }
 
-/* Every account into *e (free it whatever the outcome), and the index of
- * name's; -ENOENT (no such account, or no file yet: err says "no account")
- * or another -errno with err. */
-static ssize_t load_find(const char *dir, const char *name, struct entry **e, size_t *n,
-                         char *err, size_t errlen)
+int yard_accounts_add(const char *dir, const char *name, const char *password, int cost,
+                      char *err, size_t errlen)
 {
-    int rc = load(dir, e, n, err, errlen);
+    return names_add(dir, &accounts_file, name, password, cost, err, errlen);
+}
+
+int yard_opers_add(const char *dir, const char *name, const char *password, int cost, char *err,
+                   size_t errlen)
+{
+    return names_add(dir, &opers_file, name, password, cost, err, errlen);
+}
+
+/* Every entry into *e (free it whatever the outcome), and the index of
+ * name's; -ENOENT (no such entry, or no file yet: err says "no account")
+ * or another -errno with err. */
+static ssize_t load_find(const char *dir, const struct names_file *nf, const char *name,
+                         struct entry **e, size_t *n, char *err, size_t errlen)
+{
+    int rc = load(dir, nf, e, n, err, errlen);
     if (rc && rc != -ENOENT)
         return rc;
     ssize_t i = rc ? -1 : find(*e, *n, name, strlen(name));
     if (i < 0) {
-        snprintf(err, errlen, "no account '%s'", name);
+        snprintf(err, errlen, "no %s '%s'", nf->what, name);
         return -ENOENT;
     }
     return i;
 }
 
-int yard_accounts_remove(const char *dir, const char *name, char *err, size_t errlen)
+static int names_remove(const char *dir, const struct names_file *nf, const char *name,
+                        char *err, size_t errlen)
 {
     int lk = lock_dir(dir, err, errlen);
     if (lk < 0)
         return lk;
     struct entry *e;
     size_t n;
-    ssize_t i = load_find(dir, name, &e, &n, err, errlen);
+    ssize_t i = load_find(dir, nf, name, &e, &n, err, errlen);
     int rc = i < 0 ? (int)i : 0;
     if (i >= 0) {
         memmove(&e[i], &e[i + 1], (n - (size_t)i - 1) * sizeof *e);
-        rc = store(dir, e, n - 1, err, errlen);
+        rc = store(dir, nf, e, n - 1, err, errlen);
     }
     free(e);
     close(lk);
     return rc;
 }
 
-int yard_accounts_list(const char *dir, void (*fn)(const char *name, void *arg), void *arg,
-                       char *err, size_t errlen)
+int yard_accounts_remove(const char *dir, const char *name, char *err, size_t errlen)
+{
+    return names_remove(dir, &accounts_file, name, err, errlen);
+}
+
+int yard_opers_remove(const char *dir, const char *name, char *err, size_t errlen)
+{
+    return names_remove(dir, &opers_file, name, err, errlen);
+}
+
+static int names_list(const char *dir, const struct names_file *nf,
+                      void (*fn)(const char *name, void *arg), void *arg, char *err,
+                      size_t errlen)
 {
     struct entry *e;
     size_t n;
-    int rc = load(dir, &e, &n, err, errlen);
+    int rc = load(dir, nf, &e, &n, err, errlen);
     if (rc == -ENOENT)
-        return 0; /* no file: no accounts */
+        return 0; /* no file: none */
     for (size_t i = 0; !rc && i < n; i++)
         fn(e[i].name, arg);
     free(e);
     return rc;
 }
 
-int yard_accounts_lookup(const char *dir, const char *name, size_t len,
-                         char hash[YARD_BCRYPT_LEN + 1], char *canon, int *max_cost)
+int yard_accounts_list(const char *dir, void (*fn)(const char *name, void *arg), void *arg,
+                       char *err, size_t errlen)
+{
+    return names_list(dir, &accounts_file, fn, arg, err, errlen);
+}
+
+int yard_opers_list(const char *dir, void (*fn)(const char *name, void *arg), void *arg,
+                    char *err, size_t errlen)
+{
+    return names_list(dir, &opers_file, fn, arg, err, errlen);
+}
+
+static int names_lookup(const char *dir, const struct names_file *nf, const char *name,
+                        size_t len, char hash[YARD_BCRYPT_LEN + 1], char *canon, int *max_cost)
 {
     char err[256];
     struct entry *e;
     size_t n;
     if (max_cost)
         *max_cost = 0;
-    int rc = load(dir, &e, &n, err, sizeof err);
+    int rc = load(dir, nf, &e, &n, err, sizeof err);
     if (rc)
         return rc;
     ssize_t i = find(e, n, name, len);
@@ -333,6 +380,18 @@ int yard_accounts_lookup(const char *dir, const char *name, size_t len,
     }
     free(e);
     return rc;
+}
+
+int yard_accounts_lookup(const char *dir, const char *name, size_t len,
+                         char hash[YARD_BCRYPT_LEN + 1], char *canon, int *max_cost)
+{
+    return names_lookup(dir, &accounts_file, name, len, hash, canon, max_cost);
+}
+
+int yard_opers_lookup(const char *dir, const char *name, size_t len,
+                      char hash[YARD_BCRYPT_LEN + 1], char *canon, int *max_cost)
+{
+    return names_lookup(dir, &opers_file, name, len, hash, canon, max_cost);
 }
 
 /* ---- client certificates: DIR/certfps --------------------------------- */
@@ -396,7 +455,7 @@ static int account_canon(const char *dir, const char *name, char *canon, char *e
 {
     struct entry *e;
     size_t n;
-    ssize_t i = load_find(dir, name, &e, &n, err, errlen);
+    ssize_t i = load_find(dir, &accounts_file, name, &e, &n, err, errlen);
     if (i >= 0)
         strcpy(canon, e[i].name);
     free(e);

@@ -1,4 +1,5 @@
-/* yard-chat account add|remove|list: the accounts file of a data directory
+/* yard-chat account add|remove|list and yard-chat oper add|del|list: the
+ * accounts and operators files of a data directory
  * (include/yard/chat_accounts.h). The password never comes from argv,
  * where other users could read it in /proc. */
 #include <errno.h>
@@ -42,26 +43,26 @@ static bool prompt(const char *what, char *buf, size_t cap)
     return ok;
 }
 
-static int read_password(char *pw, size_t cap)
+static int read_password(const char *who, char *pw, size_t cap)
 {
     if (isatty(STDIN_FILENO)) {
         char again[YARD_ACCOUNT_PASSWORD_MAX + 2];
         if (!prompt("Password: ", pw, cap) || !prompt("Again: ", again, sizeof again)) {
-            fprintf(stderr, "yard-chat account: no password\n");
+            fprintf(stderr, "%s: no password\n", who);
             return -1;
         }
         bool same = strcmp(pw, again) == 0;
         explicit_bzero(again, sizeof again);
         if (!same) {
-            fprintf(stderr, "yard-chat account: the passwords differ\n");
+            fprintf(stderr, "%s: the passwords differ\n", who);
             return -1;
         }
         return 0;
     }
     if (!read_line(stdin, pw, cap)) {
-        fprintf(stderr, "yard-chat account: expected the password on the first line of stdin "
+        fprintf(stderr, "%s: expected the password on the first line of stdin "
                         "(1-%d bytes)\n",
-                YARD_ACCOUNT_PASSWORD_MAX);
+                who, YARD_ACCOUNT_PASSWORD_MAX);
         return -1;
     }
     return 0;
@@ -121,7 +122,19 @@ static int certfp_main(int argc, char **argv)
     return 0;
 }
 
-int chat_account_main(int argc, char **argv)
+/* What one of the name:hash files (accounts, operators) is changed with. */
+struct names_tool {
+    const char *who;    /* "yard-chat account" */
+    const char *what;   /* "account" */
+    const char *remove; /* the verb that removes one ("remove", "del") */
+    int (*add)(const char *dir, const char *name, const char *password, int cost, char *err,
+               size_t errlen);
+    int (*del)(const char *dir, const char *name, char *err, size_t errlen);
+    int (*list)(const char *dir, void (*fn)(const char *name, void *arg), void *arg, char *err,
+                size_t errlen);
+};
+
+static int names_main(int argc, char **argv, const struct names_tool *t)
 {
     static const struct option opts[] = {
         {"data", required_argument, NULL, 'd'},
@@ -129,11 +142,10 @@ int chat_account_main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    const char *who = t->who;
     if (argc < 2)
-        return yard_usage_error("yard-chat account", "expected add, remove or list%s", "");
+        return yard_usage_error(who, "expected add, %s or list", t->remove);
     const char *verb = argv[1];
-    if (!strcmp(verb, "certfp"))
-        return certfp_main(argc, argv);
     const char *dir = NULL;
     int cost = 12;
     optind = 2;
@@ -146,48 +158,68 @@ int chat_account_main(int argc, char **argv)
             char *end;
             long v = strtol(optarg, &end, 10);
             if (end == optarg || *end || v < 4 || v > 31)
-                return yard_usage_error("yard-chat account", "--cost: expected a bcrypt cost from 4 to 31, got '%s'",
+                return yard_usage_error(who, "--cost: expected a bcrypt cost from 4 to 31, got '%s'",
                                    optarg);
             cost = (int)v;
             break;
         }
         case 'h':
-            printf("usage: yard-chat account add|remove|list [NAME] --data DIR [--cost N]\n");
+            printf("usage: %s add|%s|list [NAME] --data DIR [--cost N]\n", who, t->remove);
             return 0;
-        case ':': return yard_usage_error("yard-chat account", "%s needs a value", argv[optind - 1]);
-        default: return yard_usage_error("yard-chat account", "unknown option '%s'", argv[optind - 1]);
+        case ':': return yard_usage_error(who, "%s needs a value", argv[optind - 1]);
+        default: return yard_usage_error(who, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (!dir)
-        return yard_usage_error("yard-chat account", "--data DIR is required%s", "");
+        return yard_usage_error(who, "--data DIR is required%s", "");
     const char *name = optind < argc ? argv[optind] : NULL;
-    bool wants_name = !strcmp(verb, "add") || !strcmp(verb, "remove");
+    bool removes = !strcmp(verb, t->remove);
+    bool wants_name = !strcmp(verb, "add") || removes;
     if (strcmp(verb, "list") && !wants_name)
-        return yard_usage_error("yard-chat account", "unknown action '%s' (add, remove or list)", verb);
+        return yard_usage_error(who, "unknown action '%s' (add, %s or list)", verb, t->remove);
     if (wants_name && !name)
-        return yard_usage_error("yard-chat account", "%s needs an account NAME", verb);
+        return yard_usage_error(who, "%s needs a NAME", verb);
     if (optind + (wants_name ? 1 : 0) < argc)
-        return yard_usage_error("yard-chat account", "unexpected argument '%s'", argv[optind + (wants_name ? 1 : 0)]);
+        return yard_usage_error(who, "unexpected argument '%s'", argv[optind + (wants_name ? 1 : 0)]);
     char err[512];
     int rc;
     if (!strcmp(verb, "list")) {
-        rc = yard_accounts_list(dir, print_name, NULL, err, sizeof err);
-    } else if (!strcmp(verb, "remove")) {
-        rc = yard_accounts_remove(dir, name, err, sizeof err);
+        rc = t->list(dir, print_name, NULL, err, sizeof err);
+    } else if (removes) {
+        rc = t->del(dir, name, err, sizeof err);
     } else {
         if (!yard_account_name_valid(name, strlen(name)))
-            return yard_usage_error("yard-chat account", "'%s' is not a valid account name (1-30 characters: a letter "
+            return yard_usage_error(who, "'%s' is not a valid %s name (1-30 characters: a letter "
                                "or one of [\\]^_`{|} first, then also digits and '-')",
-                               name);
+                               name, t->what);
         char pw[YARD_ACCOUNT_PASSWORD_MAX + 2];
-        if (read_password(pw, sizeof pw) < 0)
+        if (read_password(who, pw, sizeof pw) < 0)
             return 1;
-        rc = yard_accounts_add(dir, name, pw, cost, err, sizeof err);
+        rc = t->add(dir, name, pw, cost, err, sizeof err);
         explicit_bzero(pw, sizeof pw);
     }
     if (rc < 0) {
-        fprintf(stderr, "yard-chat account %s: %s\n", verb, err);
+        fprintf(stderr, "%s %s: %s\n", who, verb, err);
         return 1;
     }
     return 0;
+}
+
+int chat_account_main(int argc, char **argv)
+{
+    static const struct names_tool accounts = {"yard-chat account", "account", "remove",
+                                               yard_accounts_add, yard_accounts_remove,
+                                               yard_accounts_list};
+    if (argc >= 2 && !strcmp(argv[1], "certfp"))
+        return certfp_main(argc, argv);
+    return names_main(argc, argv, &accounts);
+}
+
+/* yard-chat oper add|del|list: the server operators (DIR/opers), whose
+ * names and passwords OPER takes. */
+int chat_oper_main(int argc, char **argv)
+{
+    static const struct names_tool opers = {"yard-chat oper", "operator", "del", yard_opers_add,
+                                            yard_opers_remove, yard_opers_list};
+    return names_main(argc, argv, &opers);
 }

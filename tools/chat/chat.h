@@ -3,6 +3,7 @@
 #define YARD_CHAT_TOOL_H
 
 int chat_account_main(int argc, char **argv);
+int chat_oper_main(int argc, char **argv);
 int chat_log_main(int argc, char **argv);
 int chat_connect_main(int argc, char **argv);
 

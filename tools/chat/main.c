@@ -1,4 +1,4 @@
-/* yard-chat: the chat service's tool: accounts, the log, the client. */
+/* yard-chat: the chat service's tool: accounts, operators, the log, the client. */
 #include <stdio.h>
 #include <string.h>
 
@@ -8,6 +8,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: yard-chat account add|remove|list [NAME] --data DIR [--cost N]\n"
                "       yard-chat account certfp add|list|del NAME [SHA256] --data DIR\n"
+               "       yard-chat oper add|del|list [NAME] --data DIR [--cost N]\n"
                "       yard-chat log verify|dump --data DIR [--from ID]\n"
                "       yard-chat log generate --data DIR --messages N [--target #bench]\n"
                "                 [--senders 64] [--sender-prefix u] [--text-bytes 64]\n"
@@ -23,6 +24,9 @@ static void usage(FILE *f)
                "  account certfp add|list|del NAME [SHA256]\n"
                "                       the client certificates (SHA-256 of the DER bytes)\n"
                "                       NAME logs in with by SASL EXTERNAL over TLS\n"
+               "  oper add|del|list [NAME]\n"
+               "                       the server operators (OPER NAME PASSWORD), kept like\n"
+               "                       the accounts (the password read the same way)\n"
                "  --data DIR           the server's data directory (yard-serve --app chat\n"
                "                       --data DIR)\n"
                "  --cost N             bcrypt cost for add, 4..31 (default 12)\n"
@@ -54,6 +58,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "account"))
         return chat_account_main(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "oper"))
+        return chat_oper_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "log"))
         return chat_log_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "connect"))
