@@ -13,6 +13,10 @@
  *       target "*SLOT:SERIAL" naming the chat's member (apps/chat/state.h), told to
  *       whoever shares a channel with it; before, one record per channel, the target
  *       a channel)
+ *     26 kill: the sender (a server operator) disconnected the chat's member named
+ *       by the target "*SLOT:SERIAL", for the reason in text (KILL);
+ *     28 wallops: the sender (a server operator) said text to everyone with user
+ *       mode +w; the target is "*" (WALLOPS)
  *   A sender that starts with '~' is a guest (the chat app's --guests): no
  *   account has that name, since '~' is not allowed in account names.
  *   A message, notice or tagmsg whose text holds a NUL byte starts with the
@@ -44,7 +48,8 @@
 enum { YARD_LOGREC_MESSAGE = 1, YARD_LOGREC_NOTICE = 2, YARD_LOGREC_TOPIC = 4,
        YARD_LOGREC_JOIN = 7, YARD_LOGREC_PART = 8, YARD_LOGREC_QUIT = 11, YARD_LOGREC_AWAY = 13,
        YARD_LOGREC_READ = 14, YARD_LOGREC_MODE = 16, YARD_LOGREC_KICK = 19,
-       YARD_LOGREC_INVITE = 21, YARD_LOGREC_TAGMSG = 22, YARD_LOGREC_NICK = 25 };
+       YARD_LOGREC_INVITE = 21, YARD_LOGREC_TAGMSG = 22, YARD_LOGREC_NICK = 25,
+       YARD_LOGREC_KILL = 26, YARD_LOGREC_WALLOPS = 28 };
 enum yard_logrec_verdict { YARD_LOGREC_COMPLETE = 1, YARD_LOGREC_PARTIAL = 0, YARD_LOGREC_CORRUPT = -1 };
 
 typedef struct yard_logrec {

@@ -66,6 +66,8 @@ static int dump_one(const yard_chatlog_rec_t *r, void *arg)
            : r->type == YARD_LOGREC_INVITE ? "invite"
            : r->type == YARD_LOGREC_TAGMSG ? "tagmsg"
            : r->type == YARD_LOGREC_NICK ? "nick"
+           : r->type == YARD_LOGREC_KILL ? "kill"
+           : r->type == YARD_LOGREC_WALLOPS ? "wallops"
                                           : "message");
     int s = json_field(d, "sender", r->sender, r->sender_len);
     int t = s < 0 ? s : json_field(d, "target", r->target, r->target_len);
