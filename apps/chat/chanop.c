@@ -415,47 +415,49 @@ void chat_cmd_invite(struct chat_app *app, struct session *s, yard_fx_t *fx, yar
     chat_presence_put(app, &ev, 1);
 }
 
-/* A user's MODE: +i and +w are kept (and change nothing else here);
+/* A user's MODE: +i and +w are kept (and change nothing else here); -o
+ * gives up being a server operator, +o is OPER's only (ignored here);
  * other flags: 501. */
 static void user_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *flags)
 {
-    bool on = true, i = s->umode_i, w = s->umode_w, unknown = false;
+    bool on = true, unknown = false;
+    bool want[3] = {s->umode_i, s->umode_w, s->umode_o};
+    bool *had[3] = {&s->umode_i, &s->umode_w, &s->umode_o};
+    static const char letter[3] = {'i', 'w', 'o'};
     for (const char *p = flags; *p; p++) {
         if (*p == '+' || *p == '-')
             on = *p == '+';
         else if (*p == 'i')
-            i = on;
+            want[0] = on;
         else if (*p == 'w')
-            w = on;
+            want[1] = on;
+        else if (*p == 'o')
+            want[2] = want[2] && on;
         else
             unknown = true;
     }
     if (unknown)
         chat_numeric(fx, s, 501, ":Unknown MODE flag");
-    if (i == s->umode_i && w == s->umode_w)
-        return;
     char change[8];
     size_t n = 0;
-    if ((i && !s->umode_i) || (w && !s->umode_w)) {
-        change[n++] = '+';
-        if (i && !s->umode_i)
-            change[n++] = 'i';
-        if (w && !s->umode_w)
-            change[n++] = 'w';
-    }
-    if ((!i && s->umode_i) || (!w && s->umode_w)) {
-        change[n++] = '-';
-        if (!i && s->umode_i)
-            change[n++] = 'i';
-        if (!w && s->umode_w)
-            change[n++] = 'w';
+    for (int sign = 1; sign >= 0; sign--) {
+        size_t at = n;
+        for (int k = 0; k < 3; k++)
+            if (want[k] != *had[k] && want[k] == (sign == 1)) {
+                if (n == at)
+                    change[n++] = sign ? '+' : '-';
+                change[n++] = letter[k];
+            }
     }
     change[n] = 0;
-    s->umode_i = i;
-    s->umode_w = w;
+    if (!n)
+        return;
+    for (int k = 0; k < 3; k++)
+        *had[k] = want[k];
     if (s->slot >= 0) {
         chat_lock(app->cs);
-        chat_member_at(app->cs, s->slot)->invisible = i;
+        chat_member_at(app->cs, s->slot)->invisible = s->umode_i;
+        chat_member_at(app->cs, s->slot)->oper = s->umode_o;
         chat_unlock(app->cs);
     }
     chat_sendf(fx, ":%s!%s@" SERVER " MODE %s :%s", s->account, s->account, s->account, change);
@@ -469,7 +471,8 @@ void chat_cmd_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
     else if (strcasecmp(m->params[0], s->account))
         chat_numeric(fx, s, 502, ":Cannot change mode for other users");
     else if (m->n == 1)
-        chat_numeric(fx, s, 221, "+%s%s", s->umode_i ? "i" : "", s->umode_w ? "w" : "");
+        chat_numeric(fx, s, 221, "+%s%s%s", s->umode_i ? "i" : "", s->umode_w ? "w" : "",
+                     s->umode_o ? "o" : "");
     else
         user_mode(app, s, fx, m->params[1]);
 }

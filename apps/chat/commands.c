@@ -9,6 +9,7 @@
 #include "guest.h"
 #include "history.h"
 #include "message.h"
+#include "oper.h"
 #include "query.h"
 #include "register.h"
 
@@ -67,6 +68,7 @@ static const struct chat_cmd_row commands[] = {
     {"ISON",         {0, NULL},                   {1, chat_cmd_ison},               NULL, false},
     {"JOIN",         {0, NULL},                   {1, chat_cmd_join},               NULL, false},
     {"KICK",         {0, NULL},                   {2, chat_cmd_kick},               NULL, false},
+    {"KILL",         {0, NULL},                   {1, chat_cmd_kill},               NULL, false},
     {"LIST",         {0, NULL},                   {0, chat_cmd_list},               NULL, true},
     {"LUSERS",       {0, NULL},                   {0, chat_cmd_lusers},             NULL, false},
     {"MARKREAD",     {0, NULL},                   {0, chat_cmd_markread},           NULL, false},
@@ -75,6 +77,7 @@ static const struct chat_cmd_row commands[] = {
     {"NAMES",        {0, NULL},                   {0, chat_cmd_names},              NULL, true},
     {"NICK",         {1, chat_cmd_nick},          {1, chat_cmd_nick_registered},    &no_nickname, false},
     {"NOTICE",       {0, NULL},                   {0, chat_cmd_notice},             NULL, false},
+    {"OPER",         {0, NULL},                   {2, chat_cmd_oper},               NULL, false},
     {"PART",         {0, NULL},                   {1, chat_cmd_part},               NULL, false},
     {"PASS",         {1, chat_cmd_pass},          {0, chat_cmd_pass_registered},    NULL, false},
     {"PING",         {1, ping},                   {1, ping},                        NULL, false},
@@ -87,6 +90,7 @@ static const struct chat_cmd_row commands[] = {
     {"USER",         {4, chat_cmd_user},          {0, chat_cmd_reregister},         NULL, false},
     {"USERHOST",     {0, NULL},                   {1, chat_cmd_userhost},           NULL, false},
     {"VERSION",      {0, NULL},                   {0, chat_cmd_version},            NULL, false},
+    {"WALLOPS",      {0, NULL},                   {1, chat_cmd_wallops},            NULL, false},
     {"WHO",          {0, NULL},                   {0, chat_cmd_who},                NULL, true},
     {"WHOIS",        {0, NULL},                   {1, chat_cmd_whois},              &no_nickname, false},
     {"WHOWAS",       {0, NULL},                   {1, chat_cmd_whowas},             &no_nickname, false},

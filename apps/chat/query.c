@@ -39,6 +39,7 @@ void chat_presence_of(struct chat_app *app, const char *nick, struct presence *p
         }
         p->online = true;
         p->guest = m->guest;
+        p->oper = p->oper || m->oper;
         snprintf(p->account, sizeof p->account, "%s", m->account);
         all_away = all_away && m->away;
         all_tls = all_tls && m->tls;
@@ -100,6 +101,8 @@ static void whois(struct chat_app *app, struct session *s, yard_fx_t *fx, const 
         chat_numeric(fx, s, 312, "%s %s :Switchyard chat", p.account, app->server_name);
         if (p.away)
             chat_numeric(fx, s, 301, "%s :%s", p.account, p.away_msg);
+        if (p.oper)
+            chat_numeric(fx, s, 313, "%s :is an IRC operator", p.account);
         if (!p.guest) /* a guest is logged in as nobody */
             chat_numeric(fx, s, 330, "%s %s :is logged in as", p.account, p.account);
         /* Encrypted: every connection of the nick is (TLS). One's own
@@ -325,6 +328,7 @@ struct who_entry {
     char user[CHAT_USER_MAX + 1];
     char realname[CHAT_REALNAME_MAX + 1];
     bool away; /* every connection of it is */
+    bool oper; /* one connection of it is a server operator */
 };
 
 static int who_cmp(const void *a, const void *b)
@@ -365,6 +369,7 @@ static struct who_entry *who_entries(struct chat_app *app, struct session *s, in
         snprintf(e->user, sizeof e->user, "%s", mb->user[0] ? mb->user : mb->account);
         memcpy(e->realname, mb->realname, sizeof e->realname);
         e->away = mb->away;
+        e->oper = mb->oper;
     }
     chat_unlock(cs);
     if (*n)
@@ -373,6 +378,7 @@ static struct who_entry *who_entries(struct chat_app *app, struct session *s, in
     for (size_t i = 0; i < *n; i++) {
         if (out && !strcmp(v[out - 1].key, v[i].key)) {
             v[out - 1].away = v[out - 1].away && v[i].away;
+            v[out - 1].oper = v[out - 1].oper || v[i].oper;
             continue;
         }
         v[out++] = v[i];
@@ -383,7 +389,7 @@ static struct who_entry *who_entries(struct chat_app *app, struct session *s, in
 
 /* WHO #chan: its members; WHO mask (a nick, or with '*' and '?'; "*" and
  * "0" are everyone): the users whose nick matches it. 352 flags: H here or
- * G away, and the rank's prefix in a channel. */
+ * G away, '*' a server operator, and the rank's prefix in a channel. */
 void chat_cmd_who(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
     const char *mask = m->n ? m->params[0] : "*";
@@ -406,8 +412,9 @@ void chat_cmd_who(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_i
             chat_ranks_of(app, ch, &rec);
         for (size_t i = 0; i < n; i++) {
             const char *pre = chan ? chat_rank_prefix(chat_rank_in(app, ch, &rec, v[i].nick), s) : "";
-            chat_numeric(fx, s, 352, "%s %s " SERVER " %s %s %c%s :0 %s", shown, v[i].user,
-                         app->server_name, v[i].nick, v[i].away ? 'G' : 'H', pre, v[i].realname);
+            chat_numeric(fx, s, 352, "%s %s " SERVER " %s %s %c%s%s :0 %s", shown, v[i].user,
+                         app->server_name, v[i].nick, v[i].away ? 'G' : 'H',
+                         v[i].oper ? "*" : "", pre, v[i].realname);
         }
         free(v);
     }

@@ -15,6 +15,7 @@ struct presence {
     bool online, away;
     bool guest; /* --guests: a nick with no account */
     bool secure; /* every connection of it is encrypted (TLS) */
+    bool oper;  /* one of its connections is a server operator (+o) */
     char account[CHAT_NAME_MAX + 1];
     char away_msg[CHAT_AWAY_MAX + 1];
     char user[CHAT_USER_MAX + 1];         /* its first connection's USER */

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "guest.h"
+#include "oper.h"
 #include "query.h"
 #include "register.h"
 #include "session.h"
@@ -36,9 +37,18 @@ void chat_forget_wait(struct session *s)
     s->login.wait_account[0] = 0;
 }
 
-/* A login that is refused before any check (the limits): answered at once. */
-static void refuse_login(struct session *s, yard_fx_t *fx, bool sasl, const char *why)
+/* What a password check is for. */
+enum { CHECK_PASS, CHECK_SASL, CHECK_OPER };
+
+/* A login that is refused before any check (the limits): answered at once.
+ * An OPER refused so is told 464 with why, and stays as it was. */
+static void refuse_login(struct session *s, yard_fx_t *fx, int how, const char *why)
 {
+    bool sasl = how == CHECK_SASL;
+    if (how == CHECK_OPER) {
+        chat_numeric(fx, s, 464, ":%s", why);
+        return;
+    }
     s->state = ST_NEW;
     chat_forget_wait(s);
     if (sasl) {
@@ -49,16 +59,19 @@ static void refuse_login(struct session *s, yard_fx_t *fx, bool sasl, const char
     yard_fx_close(fx, NULL);
 }
 
-/* Check a password, within the login limits (guard.h). */
-void chat_start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
-                     const char *account, size_t alen, const char *password, size_t plen,
-                     bool sasl)
+/* Check a password, within the login limits (guard.h). An OPER's is
+ * counted as a login of the name it gives: the same limits, the same
+ * delayed answer to a failure. */
+static void start_check(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                        const char *account, size_t alen, const char *password, size_t plen,
+                        int how)
 {
+    bool sasl = how == CHECK_SASL;
     char why[200], where[64];
     if (!s->tls && fx->tls_port && !app->set->plaintext_login) {
         snprintf(why, sizeof why, "log in over TLS, on port %u: this server takes no passwords "
                                   "in clear text", (unsigned)fx->tls_port);
-        refuse_login(s, fx, sasl, why);
+        refuse_login(s, fx, how, why);
         return;
     }
     if (alen > CHAT_NAME_MAX)
@@ -83,8 +96,8 @@ void chat_start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
                      password);
         }
         if (s->state == ST_READY) { /* a guest logging in: no waiting in line */
-            refuse_login(s, fx, true, "the server is busy checking other logins; try again in "
-                                      "a few seconds");
+            refuse_login(s, fx, how == CHECK_OPER ? how : CHECK_SASL,
+                         "the server is busy checking other logins; try again in a few seconds");
             return;
         }
         s->login.wait_sasl = sasl;
@@ -94,21 +107,21 @@ void chat_start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
                                 : s->reg.register_by);
         return;
     case CHAT_GUARD_BUSY:
-        refuse_login(s, fx, sasl, "the server is busy checking other logins; try again in a few "
-                                  "seconds");
+        refuse_login(s, fx, how, "the server is busy checking other logins; try again in a few "
+                                 "seconds");
         return;
     case CHAT_GUARD_ADDR_LIMIT:
         chat_addr_text(&s->login.addr, where, sizeof where);
         snprintf(why, sizeof why, "too many failed logins from %s; try again in %llu s", where,
                  wait_s);
         s->login.failures++;
-        refuse_login(s, fx, sasl, why);
+        refuse_login(s, fx, how, why);
         return;
     default: /* CHAT_GUARD_ACCOUNT_LIMIT */
         snprintf(why, sizeof why, "too many failed logins for %s; try again in %llu s", key,
                  wait_s);
         s->login.failures++;
-        refuse_login(s, fx, sasl, why);
+        refuse_login(s, fx, how, why);
         return;
     }
     struct yard_chat_auth *j = calloc(1, sizeof *j);
@@ -123,6 +136,7 @@ void chat_start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
     j->op = YARD_CHAT_AUTH;
     j->store = app->store;
     j->sasl = sasl;
+    j->oper = how == CHECK_OPER;
     snprintf(j->account, sizeof j->account, "%.*s", (int)alen, account);
     snprintf(j->password, sizeof j->password, "%.*s", (int)plen, password);
     chat_forget_wait(s);
@@ -130,6 +144,19 @@ void chat_start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
     if (s->state != ST_READY) /* a guest logging in goes on relaying meanwhile */
         s->state = ST_AUTH;
     yard_fx_offload(fx, yard_chat_store_run, j);
+}
+
+void chat_start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                     const char *account, size_t alen, const char *password, size_t plen,
+                     bool sasl)
+{
+    start_check(app, s, fx, account, alen, password, plen, sasl ? CHECK_SASL : CHECK_PASS);
+}
+
+void chat_start_oper(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *name,
+                     const char *password)
+{
+    start_check(app, s, fx, name, strlen(name), password, strlen(password), CHECK_OPER);
 }
 
 /* The check in flight is over (its job is done). */
@@ -190,7 +217,7 @@ static void welcome(struct chat_app *app, struct session *s, yard_fx_t *fx)
     chat_numeric(fx, s, 1, ":Welcome to the yard chat, %s", s->account);
     chat_numeric(fx, s, 2, ":Your host is %s, running Switchyard 0.1.0", app->server_name);
     chat_numeric(fx, s, 3, ":This server speaks an IRC subset; see docs/chat.md");
-    chat_numeric(fx, s, 4, "%s 0.1.0 iw MRiklmnotv klov", app->server_name);
+    chat_numeric(fx, s, 4, "%s 0.1.0 iow MRiklmnotv klov", app->server_name);
     chat_numeric(fx, s, 5, "NETWORK=Switchyard CASEMAPPING=rfc1459 CHANTYPES=#& PREFIX=(ov)@+ "
                            "CHANMODES=,k,l,MRimnt MODES=%d NICKLEN=%d CHANNELLEN=%d TOPICLEN=%d "
                            "KICKLEN=%d AWAYLEN=%d :are supported by this server",
@@ -275,7 +302,9 @@ void chat_auth_done(struct chat_app *app, struct session *s, struct yard_chat_au
     if (s->state != ST_READY)
         s->state = ST_NEW;
     chat_end_check(app, s, j->ok, fx->now_ns);
-    if (j->ok && s->guest) {
+    if (j->oper) {
+        chat_oper_done(app, s, j, fx);
+    } else if (j->ok && s->guest) {
         chat_guest_logs_in(app, s, fx, j->canon, j->sasl);
     } else if (j->ok) {
         snprintf(s->account, sizeof s->account, "%s", j->canon);

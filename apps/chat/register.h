@@ -15,6 +15,10 @@ void chat_forget_wait(struct session *s);
 void chat_start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
                      const char *account, size_t alen, const char *password, size_t plen,
                      bool sasl);
+/* OPER NAME PASSWORD: checked like a login (its answer: oper.c's
+ * chat_oper_done). */
+void chat_start_oper(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *name,
+                     const char *password);
 void chat_end_check(struct chat_app *app, struct session *s, bool ok, uint64_t now_ns);
 void chat_ready(struct chat_app *app, struct session *s, yard_fx_t *fx);
 void chat_try_register(struct chat_app *app, struct session *s, yard_fx_t *fx);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "oper.h"
 #include "relay.h"
 #include "session.h"
 #include "yard/hash.h"
@@ -161,7 +162,7 @@ static bool for_me(struct chat_app *app, struct session *s, const yard_chatlog_r
 
 /* The target of a nick record: "*SLOT:SERIAL", the member that changed
  * its nick (state.h's slot and serial). */
-#define NICK_TARGET "*%d:%llu"
+#define NICK_TARGET CHAT_MEMBER_TARGET
 
 /* The slot of the member a nick record names, when it is still connected
  * and shares a channel with this connection (and is not it); else -1. A
@@ -391,6 +392,10 @@ static int relay_read(struct chat_app *app, struct session *s, yard_fx_t *fx, co
         bool guest = yard_chat_unguest(&r);
         if (r.type == YARD_LOGREC_READ) {
             marker_relay(s, fx, &r);
+            continue;
+        }
+        if (r.type == YARD_LOGREC_KILL || r.type == YARD_LOGREC_WALLOPS) {
+            chat_oper_relay(app, s, fx, &r);
             continue;
         }
         if (is_presence(r.type)) {

@@ -30,6 +30,9 @@ yard_chatlog_entry_t *chat_events_per_channel(chat_state_t *cs, const uint64_t *
  * when it is in no channel). Under the lock, before the member is renamed:
  * false when the log's queue has no room (the change must be refused, so
  * that nobody misses it). */
+/* How a record's target names one connection (a member slot and its
+ * serial, state.h): nick and kill records. */
+#define CHAT_MEMBER_TARGET "*%d:%llu"
 bool chat_nick_put(struct chat_app *app, int slot, const char *sender, const char *nick);
 bool chat_account_in_elsewhere(struct chat_app *app, const struct session *s, int c);
 

@@ -192,7 +192,11 @@ void chat_timer(void *state, void *session, yard_fx_t *fx)
     if (s->login.pending_fail && fx->now_ns >= s->login.fail_until) {
         int code = s->login.pending_fail;
         s->login.pending_fail = 0;
-        if (code == 904) {
+        if (s->login.fail_oper) { /* OPER's: the connection stays */
+            s->login.fail_oper = false;
+            chat_numeric(fx, s, code, code == 491 ? ":No O-lines for your host"
+                                                  : ":Password incorrect");
+        } else if (code == 904) {
             chat_numeric(fx, s, 904, ":SASL authentication failed");
             chat_try_register(app, s, fx); /* NICK and USER may be waiting */
         } else {

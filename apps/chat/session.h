@@ -43,6 +43,7 @@ struct session_login {
     unsigned failures;
     uint64_t fail_until; /* a failed login's answer waits until then */
     int pending_fail;    /* 0, or 904 / 464: the answer to give at fail_until */
+    bool fail_oper;      /* that answer is OPER's (464 or 491), and the connection stays */
 };
 
 /* Where relaying is (relay.c). */
@@ -85,6 +86,7 @@ struct session {
     unsigned caps;           /* CAP_* negotiated */
     uint64_t batches;        /* batch references handed out */
     bool umode_i, umode_w;   /* user modes: kept and shown, nothing more */
+    bool umode_o;            /* a server operator (OPER, oper.c) */
     char account[CHAT_NAME_MAX + 1];
     char account_key[CHAT_NAME_MAX + 1];
     char client[CHAT_CLIENT_MAX + 1]; /* the device: "alice@phone", or USER's name */
@@ -103,7 +105,7 @@ struct session {
     struct session_login login;
     struct session_relay relay;
     struct session_input in;
-    /* The jobs (jobs.h), one of each kind in flight at most. */
+    /* The store's requests (yard/chat_store.h), one of each kind in flight at most. */
     bool nick_checking;      /* a nick job is in flight */
     struct yard_chat_nick nj;
     struct yard_chat_post post;

@@ -86,6 +86,7 @@ struct chat_member {
     bool away;                         /* AWAY with a message, on this connection */
     bool tls;                          /* this connection is encrypted (WHOIS 671) */
     bool invisible;                    /* user mode +i: hidden from WHO's masks */
+    bool oper;                         /* user mode +o: a server operator (OPER) */
     uint64_t away_at;                  /* when it was set (the latest message is shown) */
     char account[CHAT_NAME_MAX + 1];
     char key[CHAT_NAME_MAX + 1];       /* the account casefolded */

@@ -117,8 +117,10 @@ struct yard_chat_auth {
     char password[YARD_ACCOUNT_PASSWORD_MAX + 1];
     char certfp[YARD_CERTFP_LEN + 1];
     bool sasl; /* the asker's: which answer a failure gets */
+    bool oper; /* OPER: account names a server operator (DIR/opers), not an account */
     /* out: */
     bool ok;
+    bool known; /* the account (or operator) exists: OPER tells 464 from 491 */
     char canon[YARD_CHAT_NAME_MAX + 1]; /* the account as spelt in the file */
     struct crypt_data cd;
 };

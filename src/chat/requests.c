@@ -149,6 +149,8 @@ static void external_job_run(struct yard_chat_auth *j)
             (!want[0] || !strcasecmp(want, j->canon));
 }
 
+/* A password check: an account's (PASS, SASL PLAIN), or a server
+ * operator's (OPER) against DIR/opers, the same way. */
 static void auth_run(void *arg)
 {
     struct yard_chat_auth *j = arg;
@@ -158,9 +160,13 @@ static void auth_run(void *arg)
     }
     char hash[YARD_BCRYPT_LEN + 1];
     int max_cost = 0;
-    int rc = yard_accounts_lookup(j->store->dir, j->account, strlen(j->account), hash, j->canon,
-                                  &max_cost);
-    /* An unknown account is checked anyway, against a hash as dear as the
+    const char *dir = j->store->dir;
+    int rc = j->oper ? yard_opers_lookup(dir, j->account, strlen(j->account), hash, j->canon,
+                                         &max_cost)
+                     : yard_accounts_lookup(dir, j->account, strlen(j->account), hash, j->canon,
+                                            &max_cost);
+    j->known = rc == 0;
+    /* An unknown account (or operator) is checked anyway, against a hash as dear as the
      * dearest account's, so timing does not tell which accounts exist. */
     if (rc != 0)
         yard_bcrypt_dummy(j->store->dummy_template, max_cost ? max_cost : DEFAULT_COST, hash);

@@ -132,7 +132,7 @@ def test_cap_ls_values_only_for_302_isupport_and_user_modes(chat):
     for c in (old, new):
         c.close()
     a = login_pass(srv.port, "ana", "pw-ana")
-    a.expect(r" 004 ana yard 0\.1\.0 iw MRiklmnotv klov$")
+    a.expect(r" 004 ana yard 0\.1\.0 iow MRiklmnotv klov$")
     tokens = {}
     for _ in range(2):   # two 005 lines
         m = a.expect(r" 005 ana (.*) :are supported by this server$")

@@ -172,6 +172,13 @@ void ch_account(chat_harness_t *h, const char *name, const char *password)
         die(err);
 }
 
+void ch_oper(chat_harness_t *h, const char *name, const char *password)
+{
+    char err[512];
+    if (yard_opers_add(h->dir, name, password, 4, err, sizeof err) < 0)
+        die(err);
+}
+
 const char *ch_data_dir(const chat_harness_t *h) { return h->dir; }
 
 static struct ch_client *client(chat_harness_t *h, int id)

@@ -66,6 +66,8 @@ chat_harness_t *ch_start_files(const char *const *flags, const char *const *file
 void ch_stop(chat_harness_t *h);
 /* An account, made the way `yard-chat account add` makes one (cost 4). */
 void ch_account(chat_harness_t *h, const char *name, const char *password);
+/* A server operator, made the way `yard-chat oper add` makes one (cost 4). */
+void ch_oper(chat_harness_t *h, const char *name, const char *password);
 const char *ch_data_dir(const chat_harness_t *h);
 
 /* A new client (app->open); its id. */

@@ -1,0 +1,129 @@
+/* Server operators: OPER, KILL, WALLOPS (oper.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "oper.h"
+#include "register.h"
+#include "relay.h"
+#include "yard/clock.h"
+
+#define NO_PRIVILEGES ":Permission Denied- You're not an IRC operator"
+
+void chat_cmd_oper(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    /* Every name is checked, a malformed or unknown one too (against a
+     * hash as dear as the operators'): the answer's time tells nothing. */
+    chat_start_oper(app, s, fx, m->params[0], m->params[1]);
+}
+
+void chat_oper_done(struct chat_app *app, struct session *s, struct yard_chat_auth *j, yard_fx_t *fx)
+{
+    if (j->ok) {
+        if (!s->umode_o) {
+            s->umode_o = true;
+            if (s->slot >= 0) {
+                chat_lock(app->cs);
+                chat_member_at(app->cs, s->slot)->oper = true;
+                chat_unlock(app->cs);
+            }
+            chat_sendf(fx, ":%s!%s@" SERVER " MODE %s :+o", s->account, s->account, s->account);
+        }
+        chat_numeric(fx, s, 381, ":You are now an IRC operator");
+        return;
+    }
+    /* As a failed login: the answer waits 1 s per failure so far (at most
+     * 10 s), and no line is taken meanwhile. */
+    s->login.failures++;
+    unsigned counted = s->login.failures < 10 ? s->login.failures : 10;
+    s->login.fail_until = fx->now_ns + (uint64_t)counted * YARD_NS_PER_S;
+    s->login.pending_fail = j->known ? 464 : 491;
+    s->login.fail_oper = true;
+    yard_fx_wake_at(fx, s->login.fail_until);
+}
+
+/* KILL nick [reason]: the nick's newest connection is closed (an account's
+ * other connections stay). The kill record names it by slot and serial;
+ * the connection closes itself when it relays the record. */
+void chat_cmd_kill(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    if (!s->umode_o) {
+        chat_numeric(fx, s, 481, NO_PRIVILEGES);
+        return;
+    }
+    const char *nick = m->params[0];
+    const char *reason = m->n > 1 && m->params[1][0] ? m->params[1] : "No reason given";
+    size_t len = strlen(nick);
+    int slot = -1;
+    uint64_t serial = 0;
+    if (len <= CHAT_NAME_MAX) {
+        char key[CHAT_NAME_MAX + 1];
+        chat_casefold(key, nick, len);
+        chat_lock(app->cs);
+        for (unsigned i = 0; i < chat_member_end(app->cs); i++) {
+            const struct chat_member *mb = chat_member_at(app->cs, (int)i);
+            if (mb->used && !strcmp(mb->key, key) && mb->serial > serial) {
+                slot = (int)i;
+                serial = mb->serial;
+            }
+        }
+        chat_unlock(app->cs);
+    }
+    if (slot < 0) {
+        chat_numeric(fx, s, 401, "%s :No such nick/channel", nick);
+        return;
+    }
+    char target[YARD_LOGREC_NAME_MAX + 1];
+    snprintf(target, sizeof target, CHAT_MEMBER_TARGET, slot, (unsigned long long)serial);
+    yard_chatlog_entry_t ev;
+    chat_presence_ev(&ev, YARD_LOGREC_KILL, s->sender, target, reason);
+    chat_presence_put(app, &ev, 1);
+}
+
+/* WALLOPS text: to every connection with user mode +w. */
+void chat_cmd_wallops(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    if (!s->umode_o) {
+        chat_numeric(fx, s, 481, NO_PRIVILEGES);
+        return;
+    }
+    yard_chatlog_entry_t ev;
+    chat_presence_ev(&ev, YARD_LOGREC_WALLOPS, s->sender, "*", m->params[0]);
+    chat_presence_put(app, &ev, 1);
+}
+
+void chat_oper_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                     const yard_chatlog_rec_t *r)
+{
+    char text[YARD_CHATLOG_DEFER_TEXT];
+    size_t tn = r->text_len < sizeof text ? r->text_len : sizeof text - 1;
+    memcpy(text, r->text, tn);
+    tn = yard_irc_strip_controls(text, tn);
+    text[tn] = 0;
+    int sn = (int)r->sender_len;
+    if (r->type == YARD_LOGREC_WALLOPS) {
+        if (s->umode_w)
+            chat_sendf(fx, ":%.*s!%.*s@" SERVER " WALLOPS :%s", sn, r->sender, sn, r->sender, text);
+        return;
+    }
+    /* A kill: of this very connection (its slot, and the serial it had
+     * then: a slot taken over since is somebody else)? */
+    char t[YARD_LOGREC_NAME_MAX + 1];
+    memcpy(t, r->target, r->target_len); /* target_len <= YARD_LOGREC_NAME_MAX: decoded */
+    t[r->target_len] = 0;
+    int slot, end = 0;
+    unsigned long long serial;
+    if (s->slot < 0 || fx->close ||
+        sscanf(t, CHAT_MEMBER_TARGET "%n", &slot, &serial, &end) != 2 ||
+        end != (int)r->target_len || slot != s->slot)
+        return;
+    chat_lock(app->cs);
+    bool me = chat_member_at(app->cs, s->slot)->serial == serial;
+    chat_unlock(app->cs);
+    if (!me)
+        return;
+    /* Those who share a channel with it hear this as its quit (chat_close). */
+    snprintf(s->quit_reason, sizeof s->quit_reason, "Killed (%.*s (%s))", sn, r->sender, text);
+    chat_sendf(fx, "ERROR :Closing Link: %s", s->quit_reason);
+    yard_fx_close(fx, NULL);
+}
