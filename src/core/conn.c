@@ -787,6 +787,11 @@ void yard_conn_close(yard_conn_t *c, const char *reason)
         free(c->watch);
     }
     conn_farewell(c);
+    /* fork --pair: the SEND half ends the connection when the app closed it
+     * from news (the chat's KILL, relayed): its RECV half, reading the same
+     * socket, then sees the end and closes too (app->close runs there). */
+    if (c->sender && (c->closing || c->failed))
+        shutdown(c->fd, SHUT_RDWR);
     close(c->fd);
     yard_buf_free(&c->in);
     yard_buf_free(&c->out);
