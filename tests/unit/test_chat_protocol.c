@@ -11,6 +11,7 @@
 
 #include "chat_harness.h"
 #include "test.h"
+#include "yard/chat_accounts.h"
 #include "yard/chatlog.h"
 
 /* The log's queue of deferred records, full on demand: this executable is
@@ -904,6 +905,41 @@ static void test_oper_refused(void)
     ch_stop(h);
 }
 
+/* The CPU time this thread has used (the harness runs jobs inline, so a
+ * password check's bcrypt is counted here). */
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* No timing oracle: OPER with an unknown name costs a bcrypt as dear as
+ * the operators' (measured in this thread's CPU time, which other work on
+ * the machine does not inflate as it does wall-clock time). */
+static void test_oper_unknown_costs_the_same(void)
+{
+    int a, b, c;
+    chat_harness_t *h = with_oper(&a, &b, &c);
+    char err[256];
+    ASSERT(yard_opers_add(ch_data_dir(h), "slow", "pw-slow", 10, err, sizeof err) == 0);
+    double known = 0, unknown = 0;
+    for (int i = 0; i < 3; i++) {
+        double t0 = thread_cpu_s();
+        ch_feed(h, a, "OPER slow wrong\r\n");
+        known += thread_cpu_s() - t0;
+        expect_oper_failure(h, a, S "464 alice :Password incorrect");
+        t0 = thread_cpu_s();
+        ch_feed(h, a, "OPER nosuchoper wrong\r\n");
+        unknown += thread_cpu_s() - t0;
+        expect_oper_failure(h, a, S "491 alice :No O-lines for your host");
+    }
+    /* cost 10 against 4: an unknown name checked against the cheapest
+     * hash, or not at all, would take a 64th of the time or none */
+    ASSERT(unknown > 0.7 * known && known > 0.7 * unknown);
+    ch_stop(h);
+}
+
 /* KILL closes the nick's newest connection; the account's other device
  * stays, and its channels hear a quit only when its last one goes. */
 static void test_kill(void)
@@ -981,6 +1017,7 @@ int main(int argc, char **argv)
         {"bad_input", test_bad_input},
         {"oper", test_oper},
         {"oper_refused", test_oper_refused},
+        {"oper_unknown_costs_the_same", test_oper_unknown_costs_the_same},
         {"kill", test_kill},
         {"wallops", test_wallops},
         {NULL, NULL},
