@@ -99,6 +99,14 @@ class YardChatController(BaseServerController, DirectoryBasedController):
         self.hostname = hostname
         self.data = self.directory / "data"
         self.data.mkdir(exist_ok=True)
+        # The server operator irctest's OPER, KILL and WALLOPS tests log in as.
+        subprocess.run(
+            [_bin("yard-chat"), "oper", "add", "operuser", "--data", str(self.data),
+             "--cost", "4"],
+            input=b"operpassword\n",
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         address = "%s:%d" % ("127.0.0.1" if hostname == "localhost" else hostname, port)
         argv = [
             _bin("yard-serve"),
