@@ -220,20 +220,16 @@ def idle(port, source, tag):
 
 
 @pytest.mark.models(extra=["fork-pair"])
-def test_a_full_unregistered_table_sheds_the_biggest_holder(chat, model, request):
+def test_a_full_unregistered_table_sheds_the_biggest_holder(chat, model):
     """Issue 44's fifth attack, scaled: 40 connections from 4 addresses that never log
     in fill --max-unregistered 40, and the server used to answer everyone else 'the
     server is busy'. Now a newcomer from a fresh address takes the place of the oldest
     connection of an address holding the most, which is told so and closed; the newcomer
-    logs in, and the other 39 are still there."""
-    if model == "fork-pair":
-        # An open bug (issue 44's note): under fork --pair one run in two or three sheds a
-        # second idle connection (38 left, not 39). Run, reported, not hidden as a pass.
-        request.node.add_marker(pytest.mark.xfail(
-            reason="fork --pair sometimes sheds two idle connections for one newcomer",
-            strict=False))
+    logs in, and the other 39 are still there. (The registration timeout is an hour:
+    under fork --pair the 80 processes took long enough to start that the first of the
+    crowd reached the default 10 s, which once looked like a second shed.)"""
     srv, _ = chat(model, "--max-unregistered", "40", "--max-unregistered-per-addr", "10",
-                  "--unregistered-guest-share", "100")
+                  "--unregistered-guest-share", "100", "--registration-timeout-ms", "3600000")
     crowd = [idle(srv.port, f"127.0.0.{11 + i // 10}", f"c{i}") for i in range(40)]
     assert all(" PONG " in c.lines[-1] for c in crowd)
     bo = login_pass(srv.port, "bo", "pw-bo", source="127.0.0.20")
@@ -242,7 +238,8 @@ def test_a_full_unregistered_table_sheds_the_biggest_holder(chat, model, request
     oldest.expect(r"^ERROR :Closing Link: too many connections have not logged in; this was "
                   r"the oldest from the address that has the most")
     assert oldest.wait_closed()
-    assert sum(alive(c) for c in crowd[1:]) == 39
+    dead = [(i, c.lines[-2:]) for i, c in enumerate(crowd[1:], 1) if not alive(c)]
+    assert not dead, dead
     for c in crowd + [bo]:
         c.close()
 
