@@ -3,8 +3,8 @@
  * both link and the engine's core does not.
  *
  *   DIR/log/         the message log (yard/chatlog.h)
- *   DIR/accounts     accounts, and DIR/certfps their client certificates
- *                    (yard/chat_accounts.h)
+ *   DIR/accounts     accounts, DIR/certfps their client certificates, and
+ *                    DIR/opers the server operators (yard/chat_accounts.h)
  *   DIR/positions, DIR/topics, DIR/channels
  *                    the chat's tables of fixed slots, mapped shared from
  *                    their files (yard_table_file_t): what a crash of any
@@ -107,7 +107,8 @@ void yard_chat_store_run(void *req);
 
 /* A login: the account's password checked with bcrypt, or, with certfp,
  * the account that lists the certificate (SASL EXTERNAL; account, if
- * given, must be that one). An unknown account costs as much as the
+ * given, must be that one); with oper, a server operator's password
+ * (DIR/opers) instead of an account's. An unknown account costs as much as the
  * dearest known one, so timing does not tell which exist. The password is
  * wiped once checked. */
 struct yard_chat_auth {
