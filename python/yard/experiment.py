@@ -72,6 +72,29 @@ class Experiment:
     list_runtimes: list[str] | None = None
     # report: [[report.figures]], each {metric, x, where, speedup, title, log_y}
     figures: list[dict[str, Any]] = field(default_factory=list)
+    # Adaptive repetitions: `repetitions` is the minimum; an alternative is repeated at a point
+    # until its ratio to the reference has a CI half-width of at most ci_width (a share of the
+    # ratio) or it has max_repetitions trials (None: = repetitions, a fixed count).
+    max_repetitions: int | None = None
+    ci_width: float = 0.05
+    stop_metric: str | None = None        # the metric the rule watches (default: plots[0])
+    question: str = ""                    # report: the verdict row's question, in a few words
+    verdict_at: dict[str, Any] | None = None  # report: the point the verdict ranks at
+
+    def max_reps(self) -> int:
+        return max(self.repetitions, self.max_repetitions or self.repetitions)
+
+    def watched_metric(self) -> str:
+        """The metric the stopping rule and the verdict use."""
+        if self.stop_metric:
+            return self.stop_metric
+        if self.plots:
+            return self.plots[0]
+        return "throughput_per_s" if self.kind == "server" else "median_s"
+
+    def reference(self) -> str | None:
+        """The alternative every other one is divided by: report.baseline, else the first."""
+        return self.baseline or (self.alternatives[0].label if self.alternatives else None)
 
     def points(self) -> list[dict[str, Any]]:
         keys = list(self.sweep)
@@ -140,7 +163,8 @@ class Experiment:
         """A copy with the suite's overrides applied (full = the file's own values)."""
         e = copy.deepcopy(self)
         ov = self.suites.get(suite, {})
-        for k in ("duration", "warmup", "repetitions", "sample_interval", "timeout", "skip"):
+        for k in ("duration", "warmup", "repetitions", "sample_interval", "timeout", "skip",
+                  "max_repetitions", "ci_width", "stop_metric"):
             if k in ov:
                 setattr(e, k, ov[k])
         if "sweep" in ov:
@@ -191,7 +215,7 @@ def _int_list(v, path: Path, full: str) -> list[int]:
 
 _TOP = {"experiment", "servers", "tool", "load", "sweep", "run", "report", "suites", "exclude"}
 _RUN = {"duration", "warmup", "repetitions", "sample_interval", "server_cpus", "load_cpus", "timeout",
-        "load_reserve", "cpus_from"}
+        "load_reserve", "cpus_from", "max_repetitions", "ci_width", "stop_metric"}
 _SUITE = _RUN - {"server_cpus", "load_cpus", "load_reserve", "cpus_from"} | {"sweep", "models", "skip",
                                                                              "exclude"}
 _COMPARE = {"gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
@@ -325,6 +349,7 @@ def load_experiment(path: Path, models: list | None = None, ncpu: int | None = N
     if kind not in KINDS:
         raise _err(path, "experiment.kind", f"must be one of {KINDS}, got {kind!r}")
     description = _get(exp, "description", str, path, "experiment", default="")
+    question = _get(exp, "question", str, path, "experiment", default="")
 
     alts: list[Alternative] = []
     load: list[str] = []
@@ -422,6 +447,10 @@ def load_experiment(path: Path, models: list | None = None, ncpu: int | None = N
         raise _err(path, "run.repetitions", "must be >= 1")
     if not 0.01 <= interval <= 60:
         raise _err(path, "run.sample_interval", "must be between 0.01 and 60 seconds")
+    max_reps = _get(run, "max_repetitions", int, path, "run")
+    ci_width = _get(run, "ci_width", float, path, "run", default=0.05)
+    stop_metric = _get(run, "stop_metric", str, path, "run")
+    _check_adaptive(path, "run", reps, max_reps, ci_width)
     scpus = _int_list(run.get("server_cpus", [0]), path, "run.server_cpus")
     lcpus = _int_list(run.get("load_cpus", [1]), path, "run.load_cpus")
     reserve = _get(run, "load_reserve", int, path, "run", default=1)
@@ -507,8 +536,12 @@ def load_experiment(path: Path, models: list | None = None, ncpu: int | None = N
                 raise _err(path, f"report.bars_at.{k}", f"is not a sweep key; known: {sorted(sweep)}")
             if v not in sweep[k]:
                 raise _err(path, f"report.bars_at.{k}", f"{v!r} is not one of sweep.{k} {sweep[k]}")
-    _known_fields(rep, ("plots", "baseline", "log_y", "bars_at", "table", "pairs", "note", "figures"),
-                  path, "report")
+    verdict_at = _get(rep, "verdict_at", dict, path, "report")
+    for k, v in (verdict_at or {}).items():
+        if k not in sweep:
+            raise _err(path, f"report.verdict_at.{k}", f"is not a sweep key; known: {sorted(sweep)}")
+    _known_fields(rep, ("plots", "baseline", "log_y", "bars_at", "table", "pairs", "note", "figures",
+                        "verdict_at"), path, "report")
 
     suites = _get(data, "suites", dict, path, "", default={})
     for sname, ov in suites.items():
@@ -534,10 +567,15 @@ def load_experiment(path: Path, models: list | None = None, ncpu: int | None = N
                 _str_list(v, path, f"suites.{sname}.models")
             elif k == "skip":
                 _get(ov, k, bool, path, f"suites.{sname}")
-            elif k == "repetitions":
+            elif k in ("repetitions", "max_repetitions"):
                 _get(ov, k, int, path, f"suites.{sname}")
+            elif k == "stop_metric":
+                _get(ov, k, str, path, f"suites.{sname}")
             else:
                 _get(ov, k, float, path, f"suites.{sname}")
+
+        _check_adaptive(path, f"suites.{sname}", ov.get("repetitions", reps),
+                        ov.get("max_repetitions", max_reps), ov.get("ci_width", ci_width))
 
     return Experiment(path=path, name=name, title=title, kind=kind, description=description,
                       alternatives=alts, load=load, sweep=sweep, duration=duration, warmup=warmup,
@@ -546,11 +584,22 @@ def load_experiment(path: Path, models: list | None = None, ncpu: int | None = N
                       log_y=log_y, bars_at=bars_at, table=table,
                       timeout=timeout, load_reserve=reserve, baselines=baselines, pairs=pairs,
                       note=note, cpus_from=cpus_from, exclude=exclude,
-                      list_runtimes=list_runtimes, figures=figures)
+                      list_runtimes=list_runtimes, figures=figures, max_repetitions=max_reps,
+                      ci_width=ci_width, stop_metric=stop_metric, question=question,
+                      verdict_at=verdict_at)
 
 
 def load_all(directory: Path, models: list | None = None, ncpu: int | None = None) -> list[Experiment]:
     return [load_experiment(p, models, ncpu) for p in sorted(Path(directory).glob("*.toml"))]
+
+
+def _check_adaptive(path: Path, pre: str, reps: int, max_reps: int | None, width: float) -> None:
+    if max_reps is not None and max_reps < reps:
+        raise _err(path, f"{pre}.max_repetitions", f"must be >= repetitions ({reps}), the "
+                   f"minimum, got {max_reps}")
+    if not 0 < width < 1:
+        raise _err(path, f"{pre}.ci_width", f"must be a share between 0 and 1 (0.05 = ±5%), "
+                   f"got {width}")
 
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -16,7 +16,7 @@ from . import __version__
 from .experiment import Alternative, Experiment, render
 from .pki import pki_dir
 from .server import MeasuredServer, pinned
-from .stats import cpu_mean_cv
+from .stats import Stop, cpu_mean_cv, stop_rule
 
 @dataclass
 class Trial:
@@ -291,3 +291,103 @@ def plan(experiments: list[Experiment], seed: int) -> list[Trial]:
             rng.shuffle(block)
             trials.extend(block)
     return trials
+
+
+def _point_key(point: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in point.items()) or "-"
+
+
+class AdaptivePlan:
+    """One experiment's trials, in rounds (docs/harness.md, "Adaptive repetitions").
+
+    Each round runs every (alternative, point) still open once, in a shuffled order, so the
+    alternatives stay interleaved as in plan(). After a round, record() has fed each trial's
+    watched metric in and close() applies the stopping rule: an alternative stops at a point
+    once it has the experiment's minimum of repetitions and the bootstrap CI of its ratio to
+    the reference there is within ±ci_width, or once it has max_repetitions. The reference
+    runs as long as any other alternative at its point does (their ratios need its trials);
+    where it does not run, an alternative's own median CI must be narrow. With max_repetitions
+    unset this is plan()'s fixed count."""
+
+    def __init__(self, exp: Experiment, rng: random.Random):
+        self.exp, self.rng = exp, rng
+        self.metric = exp.watched_metric()
+        self.ref = exp.reference()
+        self.runs = exp.runs()
+        self.keys = [(a.label, _point_key(p)) for a, p in self.runs]
+        self.values: dict[tuple[str, str], list[float]] = {k: [] for k in self.keys}
+        self.count: dict[tuple[str, str], int] = {k: 0 for k in self.keys}
+        self.stops: dict[tuple[str, str], Stop] = {}
+        self.rounds = 0
+
+    def open(self) -> list[tuple[Alternative, dict[str, Any]]]:
+        return [(a, p) for (a, p), k in zip(self.runs, self.keys) if k not in self.stops]
+
+    def next_round(self) -> list[Trial]:
+        block = [Trial(self.exp, a, p, self.count[(a.label, _point_key(p))])
+                 for a, p in self.open()]
+        self.rng.shuffle(block)
+        self.rounds += 1
+        return block
+
+    def record(self, t: Trial, rec: dict) -> None:
+        k = (t.alt.label, _point_key(t.point))
+        self.count[k] += 1
+        v = (rec.get("metrics") or {}).get(self.metric)
+        if rec.get("status") == "ok" and isinstance(v, (int, float)):
+            self.values[k].append(float(v))
+
+    def close(self) -> None:
+        """The stopping rule after a round."""
+        e = self.exp
+        lo, hi, width = e.repetitions, e.max_reps(), e.ci_width
+        refs = {pk for (label, pk) in self.keys if label == self.ref}
+        for k in self.keys:
+            label, pk = k
+            if k in self.stops or label == self.ref and pk in refs:
+                continue
+            ref = self.values[(self.ref, pk)] if pk in refs else None
+            st = stop_rule(self.values[k], ref, self.count[k], lo, hi, width)
+            if st.done:
+                self.stops[k] = st
+        for pk in refs:
+            k = (self.ref, pk)
+            if k in self.stops:
+                continue
+            others = [o for o in self.keys if o[1] == pk and o[0] != self.ref]
+            if not others:
+                st = stop_rule(self.values[k], None, self.count[k], lo, hi, width)
+                if st.done:
+                    self.stops[k] = st
+            elif all(o in self.stops for o in others) and self.count[k] >= lo:
+                self.stops[k] = Stop(True, "reference", self.count[k], float("nan"),
+                                     f"{self.count[k]} trials: the reference, run as long as "
+                                     "the others at this point")
+            elif self.count[k] >= hi:
+                self.stops[k] = Stop(True, "max", self.count[k], float("nan"),
+                                     f"{self.count[k]} trials: the maximum")
+
+    def finished(self) -> bool:
+        return all(k in self.stops for k in self.keys)
+
+    def trials_done(self) -> int:
+        return sum(self.count.values())
+
+    def trials_left_min(self) -> int:
+        """Trials still to run if every open point stopped at its next chance."""
+        lo = self.exp.repetitions
+        return sum(max(lo - self.count[k], 1 if k not in self.stops else 0)
+                   for k in self.keys if k not in self.stops)
+
+    def trials_max(self) -> int:
+        return len(self.keys) * self.exp.max_reps()
+
+    def summary(self) -> list[dict]:
+        """Per (alternative, point): trials and why it stopped, for meta.json and the report."""
+        out = []
+        for (label, pk) in self.keys:
+            st = self.stops.get((label, pk)) or Stop(False, "unfinished", self.count[(label, pk)],
+                                                    float("nan"), "unfinished")
+            out.append({"experiment": self.exp.name, "alternative": label, "point": pk,
+                        "metric": self.metric, "reference": self.ref, **st.as_dict()})
+        return out

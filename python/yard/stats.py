@@ -91,3 +91,52 @@ def cpu_mean_cv(series: Sequence[float], drop_first: int = 1) -> tuple[float, fl
     if mean == 0:
         return 0.0, float("nan")
     return mean, float(a.std() / mean)
+
+
+# Adaptive repetitions (docs/harness.md, "Adaptive repetitions"): an alternative is repeated at
+# a point until the bootstrap CI of its ratio to the experiment's reference there is narrower
+# than a set relative half-width, or a maximum count is reached.
+DEFAULT_CI_WIDTH = 0.05
+
+
+@dataclass
+class Stop:
+    """Whether one (alternative, point) needs more trials, and why it stopped if not."""
+    done: bool
+    reason: str          # "ci", "max", "reference" or "" while running
+    n: int               # trials run
+    half_width: float    # the ratio CI's relative half-width (nan before two values)
+    text: str            # in words, for the report
+
+    def as_dict(self) -> dict:
+        return {"done": self.done, "reason": self.reason, "n": self.n,
+                "half_width": None if self.half_width != self.half_width else self.half_width,
+                "text": self.text}
+
+
+def relative_half_width(e: Estimate) -> float:
+    """(hi - lo) / 2 / median: the CI's half-width as a share of the figure; nan when there is
+    no CI (fewer than two values on a side, a zero median)."""
+    if e.n < 2 or not np.isfinite(e.median) or e.median == 0 or not np.isfinite(e.lo) \
+            or not np.isfinite(e.hi):
+        return float("nan")
+    return float((e.hi - e.lo) / 2.0 / abs(e.median))
+
+
+def stop_rule(values: Sequence[float], ref: Sequence[float] | None, trials: int, min_trials: int,
+              max_trials: int, width: float = DEFAULT_CI_WIDTH) -> Stop:
+    """The stopping rule for one alternative at one point.
+
+    values: the alternative's metric, one per trial that measured it; ref: the reference's at
+    the same point (None for the reference itself: then its own median's CI must be narrow); trials: how many trials it ran (failed ones count: a point that
+    never measures stops at the maximum). It stops once it has min_trials and the ratio's CI
+    half-width is at most `width` of the ratio, or once it has max_trials."""
+    e = median_ci(values) if ref is None else ratio_ci(values, ref)
+    hw = relative_half_width(e)
+    if trials >= min_trials and np.isfinite(hw) and hw <= width and len(_clean(values)) >= 2:
+        return Stop(True, "ci", trials, hw, f"{trials} trials: CI ±{hw:.1%} within ±{width:.0%}")
+    if trials >= max_trials:
+        why = f"CI ±{hw:.1%}" if np.isfinite(hw) else "no CI"
+        return Stop(True, "max", trials, hw, f"{trials} trials: the maximum ({why}, wanted "
+                    f"±{width:.0%})")
+    return Stop(False, "", trials, hw, "")
