@@ -6,6 +6,7 @@ import argparse
 import copy
 import json
 import os
+import random
 import subprocess
 import sys
 import time
@@ -18,7 +19,7 @@ from .experiment import (SUITES, Experiment, SchemaError, describe_condition, lo
                          load_experiment, render)
 from .hosts import (HostError, Hosts, HostsFileError, check_build, load_hosts, manifest, on_each,
                     sync)
-from .runner import environment, plan, run_trial
+from .runner import AdaptivePlan, environment, run_trial
 
 
 def find_repo() -> Path:
@@ -131,7 +132,9 @@ def _exp_meta(e: Experiment, repo: Path) -> dict:
             "figures": e.figures, "cpus_from": e.cpus_from,
             "excluded": [describe_condition(x) + (f" ({x['reason']})" if x.get("reason") else "")
                          for x in e.exclude],
-            "server_cpus": e.server_cpus, "load_cpus": e.load_cpus, "app": e.app}
+            "server_cpus": e.server_cpus, "load_cpus": e.load_cpus, "app": e.app,
+            "question": e.question, "metric": e.watched_metric(), "reference": e.reference(),
+            "verdict_at": e.verdict_at, "max_repetitions": e.max_reps(), "ci_width": e.ci_width}
 
 
 def execute(exps: list[Experiment], suite: str, args, repo: Path) -> Path:
@@ -142,7 +145,7 @@ def execute(exps: list[Experiment], suite: str, args, repo: Path) -> Path:
     if missing:
         sys.exit(f"yard: {', '.join(missing)} not found in {bin_dir} (build first, or give --bin-dir)")
     models = list_models(bin_dir)
-    say = (lambda *a: None) if args.quiet else print
+    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
     skipped = skip_unavailable(exps, models, say) + skip_unavailable_runtimes(exps, bin_dir, say)
     hosts = _hosts_ready(args, repo, exps, say)
     ncpus = len(hosts.server.cpus) if hosts else len(os.sched_getaffinity(0))
@@ -166,48 +169,46 @@ def execute(exps: list[Experiment], suite: str, args, repo: Path) -> Path:
             "hosts": _hosts_meta(hosts),
             "experiments": [_exp_meta(e, repo) for e in exps]}
     (out / "meta.json").write_text(json.dumps(meta, indent=1))
-    trials = plan(exps, args.seed)
-    total = sum(t.exp.trial_seconds() for t in trials)
-    say(f"yard: suite {suite}: {len(exps)} experiment(s), {len(trials)} trials, "
-        f"about {_fmt_secs(total)} (estimate); results in {out}")
+    rng = random.Random(args.seed)
+    plans = [AdaptivePlan(e, rng) for e in exps]
+    prog = Progress(plans, say, live=not args.quiet and sys.stdout.isatty())
+    say(f"yard: suite {suite}: {len(exps)} experiment(s), {prog.planned_trials()} trials at "
+        f"least ({prog.max_trials()} at most), about {_fmt_secs(prog.left_seconds())} "
+        f"(estimate); results in {out}")
     seq = 0
-    progress = None
-    if not args.quiet:
-        from rich.progress import (BarColumn, Progress, TextColumn, TimeElapsedColumn,
-                                   TimeRemainingColumn)
-        # The bar advances by each trial's planned seconds, so the ETA weighs long trials right.
-        progress = Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-                            TextColumn("ETA"), TimeRemainingColumn())
-        progress.start()
-        task = progress.add_task("trials", total=total)
     failed = 0
     try:
-        for i, t in enumerate(trials, 1):
-            if progress:
-                pt = " ".join(f"{k}={v}" for k, v in t.point.items())
-                progress.update(task, description=f"[{i}/{len(trials)}] {t.exp.name} {t.alt.label} {pt}")
-            for retry in (0, 1):
-                seq += 1
-                rec = run_trial_hosts(t, hosts, seq) if hosts else run_trial(t, bin_dir, seq)
-                rec["retry"] = retry
-                name = "_".join([t.alt.label, *[f"{k}{v}" for k, v in t.point.items()],
-                                 f"r{t.rep}", f"try{retry}"])
-                d = out / "raw" / t.exp.name
-                d.mkdir(exist_ok=True)
-                (d / f"{name}.json").write_text(json.dumps(rec, indent=1, default=str))
-                # An invalid generator run is retried once; both are kept and reported.
-                if rec["status"] != "invalid":
-                    break
-            if rec["status"] != "ok":
-                failed += 1
-                if progress:
-                    progress.console.print(f"[yellow]{t.exp.name} {t.alt.label} {t.point}: "
-                                           f"{rec['status']}: {'; '.join(rec['problems'])[:200]}")
-            if progress:
-                progress.advance(task, t.exp.trial_seconds())
+        for i, ap in enumerate(plans, 1):
+            prog.started(i, ap)
+            while not ap.finished():
+                for t in ap.next_round():
+                    prog.trial(t)
+                    for retry in (0, 1):
+                        seq += 1
+                        rec = run_trial_hosts(t, hosts, seq) if hosts else run_trial(t, bin_dir, seq)
+                        rec["retry"] = retry
+                        name = "_".join([t.alt.label, *[f"{k}{v}" for k, v in t.point.items()],
+                                         f"r{t.rep}", f"try{retry}"])
+                        d = out / "raw" / t.exp.name
+                        d.mkdir(exist_ok=True)
+                        (d / f"{name}.json").write_text(json.dumps(rec, indent=1, default=str))
+                        # An invalid generator run is retried once; both are kept and reported.
+                        if rec["status"] != "invalid":
+                            break
+                    ap.record(t, rec)
+                    if rec["status"] != "ok":
+                        failed += 1
+                        prog.warn(f"{t.exp.name} {t.alt.label} {t.point}: {rec['status']}: "
+                                  f"{'; '.join(rec['problems'])[:200]}")
+                    prog.done(t)
+                ap.close()
+            prog.finished(i, ap)
     finally:
-        if progress:
-            progress.stop()
+        prog.stop()
+    meta["stops"] = [s for ap in plans for s in ap.summary()]
+    meta["finished"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    meta["timings"] = prog.timings
+    (out / "meta.json").write_text(json.dumps(meta, indent=1))
     from .report import write_report  # matplotlib: only for the commands that draw
     report = write_report(out, meta)
     latest = results / "latest"
@@ -216,8 +217,99 @@ def execute(exps: list[Experiment], suite: str, args, repo: Path) -> Path:
     latest.symlink_to(out.name)
     if failed:
         print(f"yard: {failed} trial(s) failed or invalid (see the report)", file=sys.stderr)
+    if not args.quiet:
+        from .report import verdict_lines
+        print("\nVerdicts (best and worst per experiment; ratio [95% CI]; >= a lower bound):")
+        for line in verdict_lines(out, meta):
+            print("  " + line)
     print(report)
     return out
+
+
+class Progress:
+    """What a person sees while a suite runs: in a terminal, a live bar that advances by each
+    trial's planned seconds; elsewhere (a log, CI), one line per experiment started and
+    finished with its trials done out of the planned total and an estimate of what is left."""
+
+    def __init__(self, plans: list[AdaptivePlan], say, live: bool):
+        self.plans, self.say = plans, say
+        self.t0 = time.monotonic()
+        self.exp_t0 = self.t0
+        self.done_planned = 0.0   # planned seconds of the trials run so far
+        self.timings: list[dict] = []
+        self.bar = None
+        if live:
+            from rich.progress import (BarColumn, Progress as Bar, TextColumn, TimeElapsedColumn,
+                                       TimeRemainingColumn)
+            self.bar = Bar(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                           TextColumn("ETA"), TimeRemainingColumn())
+            self.bar.start()
+            self.task = self.bar.add_task("trials", total=self.total_seconds())
+
+    def planned_trials(self) -> int:
+        return sum(ap.trials_done() + ap.trials_left_min() for ap in self.plans)
+
+    def max_trials(self) -> int:
+        return sum(ap.trials_max() for ap in self.plans)
+
+    def total_seconds(self) -> float:
+        return self.done_planned + sum(ap.trials_left_min() * ap.exp.trial_seconds()
+                                       for ap in self.plans)
+
+    def left_seconds(self) -> float:
+        """The planned seconds still to run, scaled by how long a planned second has taken so
+        far (server start-up and teardown make a trial longer than its duration)."""
+        left = sum(ap.trials_left_min() * ap.exp.trial_seconds() for ap in self.plans)
+        took = time.monotonic() - self.t0
+        scale = took / self.done_planned if self.done_planned > 0 else 1.0
+        return left * scale
+
+    def started(self, i: int, ap: AdaptivePlan) -> None:
+        self.exp_t0 = time.monotonic()
+        if self.bar is None:
+            self.say(f"yard: [{i}/{len(self.plans)}] {ap.exp.name} started: "
+                     f"{ap.trials_left_min()} trials planned (at most {ap.trials_max()}); "
+                     f"{self._done_line()}")
+
+    def _done_line(self) -> str:
+        done = sum(ap.trials_done() for ap in self.plans)
+        return (f"suite: {done}/{self.planned_trials()} trials done, "
+                f"{_fmt_secs(time.monotonic() - self.t0)} elapsed, "
+                f"about {_fmt_secs(self.left_seconds())} left")
+
+    def trial(self, t) -> None:
+        if self.bar is not None:
+            pt = " ".join(f"{k}={v}" for k, v in t.point.items())
+            n = sum(ap.trials_done() for ap in self.plans) + 1
+            self.bar.update(self.task, description=f"[{n}/{self.planned_trials()}] "
+                            f"{t.exp.name} {t.alt.label} {pt}")
+
+    def done(self, t) -> None:
+        self.done_planned += t.exp.trial_seconds()
+        if self.bar is not None:
+            self.bar.update(self.task, completed=self.done_planned, total=self.total_seconds())
+
+    def warn(self, text: str) -> None:
+        if self.bar is not None:
+            self.bar.console.print(f"[yellow]{text}")
+        else:
+            self.say(f"yard: {text}")
+
+    def finished(self, i: int, ap: AdaptivePlan) -> None:
+        secs = time.monotonic() - self.exp_t0
+        stops = ap.summary()
+        at_max = sum(1 for s in stops if s["reason"] == "max")
+        self.timings.append({"experiment": ap.exp.name, "seconds": round(secs, 1),
+                             "trials": ap.trials_done(), "rounds": ap.rounds,
+                             "points": len(stops), "stopped_at_max": at_max})
+        if self.bar is None:
+            self.say(f"yard: [{i}/{len(self.plans)}] {ap.exp.name} finished: "
+                     f"{ap.trials_done()} trials in {_fmt_secs(secs)} ({len(stops)} points, "
+                     f"{at_max} stopped at the maximum); {self._done_line()}")
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
 
 
 def _estimate(exps: list[Experiment]) -> float:
