@@ -554,6 +554,8 @@ th{background:#eee}td:first-child,th:first-child{text-align:left}
 table.features td{text-align:left}
 pre{background:#f4f4f4;padding:.5em;overflow-x:auto;font-size:.8em;white-space:pre-wrap}
 img{max-width:100%}.warn{color:#a00}
+table.verdicts td{text-align:left}table.heatmap td.heat{text-align:center;min-width:4.5em}
+td.heat-empty{text-align:center;color:#999}details{margin:.4em 0}summary{cursor:pointer}
 @media print{section{page-break-inside:avoid}}
 """
 
@@ -598,6 +600,8 @@ def write_report(out: Path, meta: dict | None = None) -> Path:
                 f"{html.escape(h['name'])} ({html.escape(h['ssh'])}, CPUs {h['cpus']})"
                 for h in hosts["load"]) + ", each running the experiment's load as written, "
             "started together, latencies merged from their interval histograms.</p>")
+    # Verdicts first: what the run found, before the feature table and the experiments.
+    parts.append(verdict_section(meta, trials))
     parts.append("<h2>The models</h2>" + _feature_table(
         meta.get("models", []) + (peer_rows(meta.get("experiments", []))
                                   if meta.get("models") else [])))
@@ -607,7 +611,7 @@ def write_report(out: Path, meta: dict | None = None) -> Path:
             html.escape(_skip_text(s)) for s in skipped) + ".</p>")
     for exp in meta.get("experiments", []):
         et = [t for t in trials if t["experiment"] == exp["name"]]
-        parts.append(f"<section><h2>{html.escape(exp['title'])}</h2>")
+        parts.append(f"<section id='exp-{html.escape(exp['name'])}'><h2>{html.escape(exp['title'])}</h2>")
         if exp.get("description"):
             parts.append(f"<p>{html.escape(exp['description'])}</p>")
         if exp.get("excluded"):
@@ -682,17 +686,22 @@ def write_report(out: Path, meta: dict | None = None) -> Path:
                     note = (" <span class='warn'>(generator-invalid trials only)</span>"
                             if (exp["name"], a, pk) in flagged else "")
                     rows.append(f"<tr><td>{html.escape(a)}</td><td>{html.escape(pk)}{note}</td>{cells}</tr>")
-            parts.append(f"<h3>Table</h3><table><tr><th>alternative</th><th>point</th>{head}</tr>"
-                         + "".join(rows) + "</table>")
-            parts.append(_pairs_table(exp, groups, plot_metrics))
-            parts.append(_ratio_tables(exp, groups, plot_metrics))
+            # The long tables fold under the plots (<details>): the figures and the summary
+            # are what a reader takes in first.
+            parts.append(f"<details><summary>Table: medians [95% CI] per alternative and point "
+                         f"({len(rows)} rows)</summary><table><tr><th>alternative</th><th>point"
+                         f"</th>{head}</tr>" + "".join(rows) + "</table></details>")
+            extra = (_pairs_table(exp, groups, plot_metrics) + _ratio_tables(exp, groups, plot_metrics)
+                     + _hosts_table(et))
+            if extra:
+                parts.append(f"<details><summary>Ratios and pairings</summary>{extra}</details>")
+            parts.append(_stops_table(exp, meta.get("stops") or []))
             parts.append(_note(exp))
-            parts.append(_hosts_table(et))
         if bad:
-            parts.append("<h4>Failed, invalid or retried trials</h4><ul>" + "".join(
+            parts.append(f"<details><summary>Failed, invalid or retried trials ({len(bad)})</summary><ul>" + "".join(
                 f"<li>{html.escape(t['alternative'])} {html.escape(_pkey(t['point']))} rep {t['rep']}"
                 f" retry {t.get('retry', 0)}: {html.escape(t['status'])}: "
-                f"{html.escape('; '.join(t.get('problems', [])))}</li>" for t in bad) + "</ul>")
+                f"{html.escape('; '.join(t.get('problems', [])))}</li>" for t in bad) + "</ul></details>")
         cmds = []
         seen = set()
         for t in et:
@@ -702,13 +711,270 @@ def write_report(out: Path, meta: dict | None = None) -> Path:
             for role, argv in t["commands"].items():
                 cmds.append(f"# {t['alternative']} {role} ({_pkey(t['point'])})\n"
                             + " ".join(shlex.quote(a) for a in argv))
-        parts.append(f"<h3>Commands</h3><p>Run with <code>yard run {html.escape(exp['path'])}</code>; "
+        parts.append(f"<details><summary>Commands</summary><p>Run with <code>yard run {html.escape(exp['path'])}</code>; "
                      f"{exp['repetitions']} repetition(s), duration {exp['duration']} s, warm-up "
                      f"{exp['warmup']} s, sample every {exp['sample_interval']} s. One trial's exact commands "
-                     f"(the port changes per trial):</p><pre>{html.escape(chr(10).join(cmds))}</pre></section>")
+                     f"(the port changes per trial):</p><pre>{html.escape(chr(10).join(cmds))}</pre></details></section>")
     parts.append(loc_section())
     parts.append("<p>Raw data: <code>raw/</code> (one JSON per trial), <code>trials.csv</code>, "
                  "<code>summary.csv</code>.</p></body></html>")
     p = out / "report.html"
     p.write_text("\n".join(parts))
     return p
+
+
+# ---- Verdicts first (issue 41): one row per experiment and a models x workloads heat-map ----
+
+def _lower_better(metric: str) -> bool:
+    return METRICS.get(metric, (metric, True))[1]
+
+
+def _exp_metric(exp: dict) -> str:
+    return exp.get("metric") or (exp.get("plots") or [None])[0] or (
+        "throughput_per_s" if exp.get("kind") == "server" else "median_s")
+
+
+def _verdict_point(exp: dict, groups, metric: str) -> str | None:
+    """The point the verdict ranks at: report.verdict_at (else report.bars_at) when given,
+    else the point where the most alternatives measured the metric, the last such in sweep
+    order (the heaviest load the sweep declares last)."""
+    pts = _ordered_points(exp, groups)
+    at = exp.get("verdict_at") or exp.get("bars_at") or {}
+    if at:
+        want = [pk for pk in pts if all(f"{k}={v}" in pk.split(", ") for k, v in at.items())]
+        pts = want or pts
+    best, most = None, 1
+    for pk in pts:
+        n = sum(1 for a in exp["alternatives"] if metric in groups.get((exp["name"], a, pk), {}))
+        if n >= most:
+            best, most = pk, n
+    return best
+
+
+def verdicts(meta: dict, trials: list[dict]) -> list[dict]:
+    """Per experiment: at its verdict point, every alternative's median of the watched metric,
+    the best and the worst, the ratio between them with its CI, and the marks that make the
+    ratio a lower bound or weak."""
+    groups = _groups(trials)
+    flagged = _flagged(trials)
+    saturated = {(t["experiment"], t["alternative"], _pkey(t["point"])) for t in trials
+                 if t.get("saturated") and t["status"] == "ok"}
+    out = []
+    for exp in meta.get("experiments", []):
+        name = exp["name"]
+        metric = _exp_metric(exp)
+        lower = _lower_better(metric)
+        row: dict[str, Any] = {"experiment": name, "title": exp.get("title", name),
+                               "question": exp.get("question") or exp.get("title", name),
+                               "metric": metric, "metric_label": METRICS.get(metric, (metric,))[0],
+                               "lower_better": lower, "marks": [], "cells": {}}
+        pk = _verdict_point(exp, groups, metric)
+        row["point"] = pk
+        vals = {a: groups[(name, a, pk)][metric] for a in exp["alternatives"]
+                if pk is not None and metric in groups.get((name, a, pk), {})}
+        if len(vals) < 2:
+            row["marks"].append("fewer than two alternatives measured: no ranking")
+            out.append(row)
+            continue
+        meds = {a: median_ci(v) for a, v in vals.items()}
+        order = sorted(vals, key=lambda a: meds[a].median, reverse=not lower)
+        best, worst = order[0], order[-1]
+        row["best"], row["worst"] = best, worst
+        row["best_value"], row["worst_value"] = meds[best], meds[worst]
+        r = ratio_ci(vals[worst], vals[best]) if lower else ratio_ci(vals[best], vals[worst])
+        row["ratio"] = r
+        for a, v in vals.items():
+            rel = ratio_ci(v, vals[best])
+            row["cells"][a] = {"median": meds[a], "rel": rel, "n": len(v),
+                               "flagged": (name, a, pk) in flagged}
+        # A generator-bound figure is a lower bound of the server's rate (an upper bound of
+        # its cost): the best one's makes the gap a lower bound, the worst one's an upper one.
+        row["bound"] = ""
+        gen = [a for a in (best, worst) if (name, a, pk) in flagged or (name, a, pk) in saturated]
+        if gen:
+            row["bound"] = ("?" if len(gen) == 2 else
+                            ">=" if (gen[0] == best) != lower else "<=")
+            row["marks"].append("generator-bound (" + ", ".join(gen) + "): its figure is a "
+                                "bound of what the server can do")
+        row["partial"] = False
+        sk = [s["alternative"] for s in meta.get("skipped") or [] if s["experiment"] == name]
+        if sk:
+            row["partial"] = True
+            row["marks"].append("skipped here: " + ", ".join(sk))
+        dropped = [d for d in meta.get("dropped") or [] if d["experiment"] == name]
+        if dropped:
+            row["partial"] = True
+            row["marks"].append("machine too small: " + "; ".join(d["reason"] for d in dropped))
+        if min(len(vals[best]), len(vals[worst])) < 2:
+            row["marks"].append("one trial: no CI")
+        elif r.lo <= 1.0:
+            row["marks"].append("not significant: the CI includes 1")
+        stops = [s for s in meta.get("stops") or [] if s["experiment"] == name]
+        if stops:
+            row["trials"] = sum(s["n"] for s in stops)
+            row["at_max"] = sum(1 for s in stops if s["reason"] == "max")
+        out.append(row)
+    return out
+
+
+def _ratio_text(r) -> str:
+    if r.n == 0:
+        return "n/a"
+    if r.n == 1 or r.lo == r.hi:
+        return f"{r.median:.2f}x (n=1)"
+    return f"{r.median:.2f}x [{r.lo:.2f}, {r.hi:.2f}]"
+
+
+def verdict_text(v: dict) -> str:
+    """One verdict row as a line of text (make bench prints them)."""
+    head = f"{v['experiment']}: {v['question']}"
+    if "best" not in v:
+        return f"{head}: {'; '.join(v['marks'])}"
+    ge = {">=": ">= ", "<=": "<= ", "?": "bound? "}.get(v.get("bound", ""), "")
+    how = "cost" if v["lower_better"] else "rate"
+    s = (f"{head}: best {v['best']}, worst {v['worst']}, {ge}{_ratio_text(v['ratio'])} "
+         f"({how}: {v['metric_label']} at {v['point']})")
+    if v["marks"]:
+        s += "; " + "; ".join(v["marks"])
+    return s
+
+
+def verdict_lines(out: Path, meta: dict | None = None) -> list[str]:
+    meta = meta or json.loads((out / "meta.json").read_text())
+    return [verdict_text(v) for v in verdicts(meta, load_trials(out))]
+
+
+def _heat_rows(meta: dict, vs: list[dict]) -> list[str]:
+    """The heat-map's rows: the engine's models, then the peers (and their variants such as
+    node-cluster) that the run's experiments measured."""
+    names = [m["name"] for m in meta.get("models") or [] if m.get("name")]
+    seen = {a for v in vs for a in v["cells"]}
+    rows = [n for n in names if n in seen]
+    peers = set(PEER_FEATURES)
+    for v in vs:
+        for a in v["cells"]:
+            if a not in rows and (a in peers or (a.split("-")[0] in peers
+                                                 and a.split("-")[0] not in names)):
+                rows.append(a)
+    # With no model list (a report rebuilt elsewhere): every alternative seen twice or more.
+    if not rows:
+        count: dict[str, int] = defaultdict(int)
+        for v in vs:
+            for a in v["cells"]:
+                count[a] += 1
+        rows = [a for a in count if count[a] >= 2]
+    return rows
+
+
+def _heat_colour(goodness: float) -> str:
+    """1 (the best) green, 1/4 of the best or worse red, on a log scale between."""
+    import math
+    g = min(1.0, max(goodness, 1e-9))
+    t = min(1.0, -math.log(g) / math.log(4))  # 0 best .. 1 four times worse
+    hue = 120 * (1 - t)
+    return f"hsl({hue:.0f},65%,{72 - 10 * (1 - t):.0f}%)"
+
+
+def _bound_text(v: dict) -> str:
+    b = v.get("bound", "")
+    word = {">=": "≥ a lower bound", "<=": "≤ an upper bound",
+            "?": "both bounds: no ranking"}.get(b)
+    s = f"<span class='warn bound'>{word}</span>: " if word else ""
+    if v.get("partial"):
+        s += "<span class='warn partial'>† not every alternative or point ran</span>: "
+    return s
+
+
+def verdict_section(meta: dict, trials: list[dict]) -> str:
+    vs = verdicts(meta, trials)
+    rows = []
+    for v in vs:
+        if "best" not in v:
+            rows.append(f"<tr class='verdict-row' data-experiment='{html.escape(v['experiment'])}'>"
+                        f"<td>{html.escape(v['question'])}<br><small>{html.escape(v['experiment'])}"
+                        f"</small></td><td colspan='4'>—</td><td>{html.escape('; '.join(v['marks']))}"
+                        "</td></tr>")
+            continue
+        ge = {">=": "≥ ", "<=": "≤ ", "?": "? "}.get(v.get("bound", ""), "")
+        ratio_word = "worst / best" if v["lower_better"] else "best / worst"
+        trials_txt = ""
+        if "trials" in v:
+            trials_txt = f"<br><small>{v['trials']} trials"
+            if v.get("at_max"):
+                trials_txt += f"; {v['at_max']} point(s) stopped at the maximum"
+            trials_txt += "</small>"
+        rows.append(
+            f"<tr class='verdict-row' data-experiment='{html.escape(v['experiment'])}'>"
+            f"<td>{html.escape(v['question'])}<br><small><a href='#exp-{html.escape(v['experiment'])}'>"
+            f"{html.escape(v['experiment'])}</a></small></td>"
+            f"<td>{html.escape(v['metric_label'])}<br><small>{html.escape(v['point'] or '')}</small></td>"
+            f"<td><b>{html.escape(v['best'])}</b><br><small>{v['best_value'].fmt()}</small></td>"
+            f"<td>{html.escape(v['worst'])}<br><small>{v['worst_value'].fmt()}</small></td>"
+            f"<td>{ge}{html.escape(_ratio_text(v['ratio']))}<br><small>{ratio_word}</small>"
+            f"{trials_txt}</td>"
+            f"<td>{_bound_text(v)}"
+            f"{html.escape('; '.join(v['marks']))}</td></tr>")
+    table = ("<table class='verdicts'><tr><th>question</th><th>measure, at</th><th>best</th>"
+             "<th>worst</th><th>worst vs best (median ratio [95% CI])</th><th>marks</th></tr>"
+             + "".join(rows) + "</table>")
+    cols = [v for v in vs if "best" in v]
+    heat = ""
+    hrows = _heat_rows(meta, cols)
+    if cols and hrows:
+        head = "".join(
+            f"<th title='{html.escape(v['metric_label'])} at {html.escape(v['point'] or '')}; best: "
+            f"{html.escape(v['best'])}'>{html.escape(v['experiment'])}<br><small>"
+            f"{'cost' if v['lower_better'] else 'rate'}</small></th>" for v in cols)
+        body = []
+        for a in hrows:
+            cells = []
+            for v in cols:
+                c = v["cells"].get(a)
+                if not c:
+                    cells.append("<td class='heat-empty'>–</td>")
+                    continue
+                rel = c["rel"]
+                good = (1 / rel.median if v["lower_better"] else rel.median) if rel.median else 0
+                ci = (f"[{rel.lo:.2f}, {rel.hi:.2f}]" if c["n"] >= 2 and rel.lo != rel.hi
+                      else "n=1")
+                tip = (f"{a}, {v['experiment']}: {v['metric_label']} {c['median'].fmt()}; "
+                       f"{rel.median:.2f}x the best ({v['best']}) {ci}, {c['n']} trial(s)"
+                       + ("; generator-invalid trials only" if c["flagged"] else ""))
+                mark = "*" if c["flagged"] else ""
+                cells.append(f"<td class='heat' style='background:{_heat_colour(good)}' "
+                             f"title='{html.escape(tip)}'>{rel.median:.2f}{mark}<br><small>"
+                             f"{html.escape(ci)}</small></td>")
+            body.append(f"<tr><td><b>{html.escape(a)}</b></td>{''.join(cells)}</tr>")
+        heat = ("<h3>Models by workload</h3><p>Each cell: the model's figure divided by the best "
+                "in its column (1.00 = the best; a rate below 1 is slower, a cost above 1 is "
+                "dearer), the ratio's 95% CI under it and in the tooltip; green is the best, red "
+                "four times worse or more; * generator-invalid trials only (a lower bound).</p>"
+                f"<table class='heatmap'><tr><th>model</th>{head}</tr>{''.join(body)}</table>")
+    return ("<section id='verdicts'><h2>Verdicts</h2><p>One row per experiment: at one point "
+            "of its sweep, the best and the worst alternative by the experiment's main measure, "
+            "and the ratio of their medians with its 95% bootstrap CI. ≥ marks a lower bound and ≤ an "
+            "upper one (the generator, not the server, set a figure: it could not send more); "
+            "† a verdict over fewer alternatives or points than the experiment declares "
+            "(skipped here, or the machine too small).</p>"
+            + table + heat + "</section>")
+
+
+def _stops_table(exp: dict, stops: list[dict]) -> str:
+    mine = [s for s in stops if s["experiment"] == exp["name"]]
+    if not mine:
+        return ""
+    rows = "".join(f"<tr><td>{html.escape(s['alternative'])}</td><td>{html.escape(s['point'])}</td>"
+                   f"<td>{s['n']}</td><td>{html.escape(s['reason'])}</td>"
+                   f"<td>{html.escape(s['text'])}</td></tr>" for s in mine)
+    counts: dict[str, int] = defaultdict(int)
+    for s in mine:
+        counts[s["reason"]] += 1
+    why = ", ".join(f"{n} {r}" for r, n in sorted(counts.items()))
+    return (f"<details><summary>Trials per point and why they stopped ({sum(s['n'] for s in mine)}"
+            f" trials; {html.escape(why)})</summary><p>The rule watches "
+            f"{html.escape(mine[0]['metric'])}: an alternative's ratio to "
+            f"{html.escape(str(mine[0]['reference']))} until its CI is within ±"
+            f"{exp.get('ci_width', 0.05):.0%}, between {exp.get('repetitions')} and "
+            f"{exp.get('max_repetitions', exp.get('repetitions'))} trials.</p>"
+            "<table><tr><th>alternative</th><th>point</th><th>trials</th><th>stopped</th>"
+            f"<th>why</th></tr>{rows}</table></details>")

@@ -294,7 +294,7 @@ def test_report_draws_time_speedup_and_spawn_cost(tmp_path):
         assert f"alt='{title}" in section
     assert "Not run, by design: threads where cutoff = 0 and n &gt; 20 (why)" in section
     assert "runtime openmp: built without OpenMP" in section
-    assert "runtime openmp: built without OpenMP" in html.split("<section>", 1)[0]
+    assert "runtime openmp: built without OpenMP" in html.split("<section id='exp-", 1)[0]
     # The table has the time and the spawn cost with CIs; the ratio to TBB is there.
     assert "<th>ns per task (median repetition)</th>" in section
     row = re.search(r"<tr><td>coro</td><td>n=25, cutoff=0, workers=1, repeat=3</td><td>([0-9.]+)",
