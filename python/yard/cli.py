@@ -418,6 +418,13 @@ def cmd_report(args, repo: Path) -> int:
     return 0
 
 
+def cmd_compare(args, repo: Path) -> int:
+    from .compare import compare, text
+    res = compare(Path(args.full), Path(args.quick))
+    print(text(res))
+    return 1 if res["disagreements"] else 0
+
+
 def cmd_list(args, repo: Path) -> int:
     exps = _load(repo, Path(args.bin_dir))
     for e in exps:
@@ -467,6 +474,11 @@ def main(argv: list[str] | None = None) -> int:
     hp.add_argument("file")
     rp = sub.add_parser("report", help="rebuild report.html and the CSVs of a results directory")
     rp.add_argument("dir")
+    cp = sub.add_parser("compare", help="check that a quick run ranks every pair of "
+                        "alternatives the full run is sure of (CIs apart) the same way; "
+                        "exit 1 and list them if not")
+    cp.add_argument("full", help="the full suite's results directory")
+    cp.add_argument("quick", help="the quick suite's results directory")
     sub.add_parser("list", help="list the experiments and their suites")
     lp = sub.add_parser("loc", help="the lines-of-code table: echo, counter and broadcast chat "
                         "in Eve, the C apps and the peers (docs/harness.md)")
@@ -481,7 +493,7 @@ def main(argv: list[str] | None = None) -> int:
         sp.add_argument("--bin-dir", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     return {"bench": cmd_bench, "run": cmd_run, "report": cmd_report, "list": cmd_list,
-            "loc": cmd_loc, "hosts": cmd_hosts, "rig": lambda a, _repo: rig.cli(a)}[args.cmd](args, repo)
+            "loc": cmd_loc, "hosts": cmd_hosts, "compare": cmd_compare, "rig": lambda a, _repo: rig.cli(a)}[args.cmd](args, repo)
 
 
 if __name__ == "__main__":
