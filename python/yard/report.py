@@ -555,7 +555,7 @@ table.features td{text-align:left}
 pre{background:#f4f4f4;padding:.5em;overflow-x:auto;font-size:.8em;white-space:pre-wrap}
 img{max-width:100%}.warn{color:#a00}
 table.verdicts td{text-align:left}table.heatmap td.heat{text-align:center;min-width:4.5em}
-td.heat-empty{text-align:center;color:#999}details{margin:.4em 0}summary{cursor:pointer}
+td.heat-empty{text-align:center;color:#999}table.heatmap{font-size:.75em}p.small{font-size:.8em}details{margin:.4em 0}summary{cursor:pointer}
 @media print{section{page-break-inside:avoid}}
 """
 
@@ -945,7 +945,7 @@ def verdict_section(meta: dict, trials: list[dict]) -> str:
                              f"title='{html.escape(tip)}'>{rel.median:.2f}{mark}<br><small>"
                              f"{html.escape(ci)}</small></td>")
             body.append(f"<tr><td><b>{html.escape(a)}</b></td>{''.join(cells)}</tr>")
-        heat = ("<h3>Models by workload</h3><p>Each cell: the model's figure divided by the best "
+        heat = ("<h3>Models by workload</h3><p class='small'>Each cell: the model's figure divided by the best "
                 "in its column (1.00 = the best; a rate below 1 is slower, a cost above 1 is "
                 "dearer), the ratio's 95% CI under it and in the tooltip; green is the best, red "
                 "four times worse or more; * generator-invalid trials only (a lower bound).</p>"
@@ -956,7 +956,7 @@ def verdict_section(meta: dict, trials: list[dict]) -> str:
             "upper one (the generator, not the server, set a figure: it could not send more); "
             "† a verdict over fewer alternatives or points than the experiment declares "
             "(skipped here, or the machine too small).</p>"
-            + table + heat + "</section>")
+            + heat + table + "</section>")
 
 
 def _stops_table(exp: dict, stops: list[dict]) -> str:
