@@ -27,6 +27,10 @@ APT_PACKAGES := build-essential cmake ninja-build pkg-config python3 python3-ven
 	clang-14 libclang-rt-14-dev libcrypt-dev libjansson-dev libncurses-dev libssl-dev liburing-dev zlib1g-dev \
 	erlang-nox erlang-dev elixir wrk ii irssi weechat-curses tmux curl procps strace \
 	iproute2 openssh-server libtbb-dev libomp-14-dev openjdk-17-jdk-headless
+# Optional: headless Chromium, for the harness test that opens the report and screenshots its
+# first screen (tests/harness/test_report_first_screen.py skips that step without it).
+# Installed as root when missing; never a reason to fail.
+APT_OPTIONAL := chromium
 # Node may come from elsewhere (NodeSource bundles npm, and Debian's npm
 # package conflicts with it): install Debian's only when the commands are missing.
 APT_IF_NO_COMMAND := node:nodejs npm:npm
@@ -72,7 +76,15 @@ deps:
 		else \
 			echo "missing Debian packages:$$missing (run 'sudo make deps')"; exit 1; \
 		fi; \
-	fi
+	fi; \
+	for p in $(APT_OPTIONAL); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" && continue; \
+		if [ "$$(id -u)" = 0 ]; then \
+			echo "installing (optional): $$p"; \
+			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$p >/dev/null) \
+				|| echo "optional package $$p not installed; its test step is skipped"; \
+		fi; \
+	done
 
 venv: $(VENV)/.stamp
 $(VENV)/.stamp: tests/requirements.txt $(wildcard python/pyproject.toml) | deps
@@ -155,8 +167,10 @@ test-cross: build venv
 	@CROSS_X86_64_FROM=build tests/cross/run
 cross: test-cross
 
+# yard bench prints one line per experiment started and finished when not on a terminal,
+# and ends with the verdict rows and the report's path.
 bench: build peers venv
-	@$(VENV)/bin/yard bench quick && echo "report: results/latest/report.html"
+	@$(VENV)/bin/yard bench quick && echo "report: $(CURDIR)/results/latest/report.html"
 
 fuzz: deps
 	@cmake --preset fuzz >/dev/null

@@ -554,7 +554,7 @@ th{background:#eee}td:first-child,th:first-child{text-align:left}
 table.features td{text-align:left}
 pre{background:#f4f4f4;padding:.5em;overflow-x:auto;font-size:.8em;white-space:pre-wrap}
 img{max-width:100%}.warn{color:#a00}
-table.verdicts td{text-align:left}table.heatmap td.heat{text-align:center;min-width:4.5em}
+table.verdicts td,table.verdicts th{text-align:left}table.heatmap td.heat{text-align:center;min-width:4.5em}
 td.heat-empty{text-align:center;color:#999}table.heatmap{font-size:.75em}p.small{font-size:.8em}details{margin:.4em 0}summary{cursor:pointer}
 @media print{section{page-break-inside:avoid}}
 """
@@ -577,6 +577,8 @@ def write_report(out: Path, meta: dict | None = None) -> Path:
     parts.append("<p>Suite <b>%s</b>, started %s. %s</p>" % (
         html.escape(str(meta.get("suite"))), html.escape(str(meta.get("started"))),
         html.escape(", ".join(f"{k}: {v}" for k, v in env.items() if v is not None))))
+    # Verdicts first: what the run found, before the feature table and the experiments.
+    parts.append(verdict_section(meta, trials))
     parts.append("<p>Every number is a median over independent trials with its 95% bootstrap "
                  "confidence interval in brackets. Trials run interleaved in random order, each "
                  "with a fresh server in its own cgroup, server and load generator pinned to "
@@ -600,8 +602,6 @@ def write_report(out: Path, meta: dict | None = None) -> Path:
                 f"{html.escape(h['name'])} ({html.escape(h['ssh'])}, CPUs {h['cpus']})"
                 for h in hosts["load"]) + ", each running the experiment's load as written, "
             "started together, latencies merged from their interval histograms.</p>")
-    # Verdicts first: what the run found, before the feature table and the experiments.
-    parts.append(verdict_section(meta, trials))
     parts.append("<h2>The models</h2>" + _feature_table(
         meta.get("models", []) + (peer_rows(meta.get("experiments", []))
                                   if meta.get("models") else [])))
