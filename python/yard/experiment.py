@@ -93,8 +93,13 @@ class Experiment:
         return "throughput_per_s" if self.kind == "server" else "median_s"
 
     def reference(self) -> str | None:
-        """The alternative every other one is divided by: report.baseline, else the first."""
-        return self.baseline or (self.alternatives[0].label if self.alternatives else None)
+        """The alternative every other one is divided by: the first of report.baseline that
+        runs here (one may have been skipped as unavailable), else the first alternative."""
+        labels = [a.label for a in self.alternatives]
+        for b in self.baselines or ([self.baseline] if self.baseline else []):
+            if b in labels:
+                return b
+        return labels[0] if labels else None
 
     def points(self) -> list[dict[str, Any]]:
         keys = list(self.sweep)
