@@ -219,7 +219,8 @@ def execute(exps: list[Experiment], suite: str, args, repo: Path) -> Path:
         print(f"yard: {failed} trial(s) failed or invalid (see the report)", file=sys.stderr)
     if not args.quiet:
         from .report import verdict_lines
-        print("\nVerdicts (best and worst per experiment; ratio [95% CI]; >= a lower bound):")
+        print("\nVerdicts (best and worst per experiment; ratio [95% CI]; "
+              ">= or <=: a bound the generator set):")
         for line in verdict_lines(out, meta):
             print("  " + line)
     print(report)

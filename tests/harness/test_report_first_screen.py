@@ -55,7 +55,7 @@ def test_progress_lines_and_the_verdicts_at_the_end(run):
     # The last lines: the verdict rows, then the report's path.
     assert lines[-1].endswith("report.html")
     head = lines.index("Verdicts (best and worst per experiment; ratio [95% CI]; "
-                       ">= a lower bound):")
+                       ">= or <=: a bound the generator set):")
     rows = lines[head + 1:-1]
     assert [r.strip().split(":", 1)[0] for r in rows] == ONLY
     assert re.search(r"best (epoll|reactors), worst (epoll|reactors), .*\d\.\d\dx", rows[0])
