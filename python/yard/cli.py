@@ -237,6 +237,7 @@ class Progress:
         self.t0 = time.monotonic()
         self.exp_t0 = self.t0
         self.done_planned = 0.0   # planned seconds of the trials run so far
+        self.done_duration = 0.0  # their warm-ups and durations
         self.timings: list[dict] = []
         self.bar = None
         if live:
@@ -258,12 +259,13 @@ class Progress:
                                        for ap in self.plans)
 
     def left_seconds(self) -> float:
-        """The planned seconds still to run, scaled by how long a planned second has taken so
-        far (server start-up and teardown make a trial longer than its duration)."""
-        left = sum(ap.trials_left_min() * ap.exp.trial_seconds() for ap in self.plans)
-        took = time.monotonic() - self.t0
-        scale = took / self.done_planned if self.done_planned > 0 else 1.0
-        return left * scale
+        """The trials still planned: each its warm-up and duration plus the mean time a trial
+        so far has taken beyond those (server start-up, teardown, a load that drains; 1 s
+        before the first trial)."""
+        n_done = sum(ap.trials_done() for ap in self.plans)
+        extra = ((time.monotonic() - self.t0 - self.done_duration) / n_done) if n_done else 1.0
+        return sum(ap.trials_left_min() * (ap.exp.warmup + ap.exp.duration + max(extra, 0.0))
+                   for ap in self.plans)
 
     def started(self, i: int, ap: AdaptivePlan) -> None:
         self.exp_t0 = time.monotonic()
@@ -287,6 +289,7 @@ class Progress:
 
     def done(self, t) -> None:
         self.done_planned += t.exp.trial_seconds()
+        self.done_duration += t.exp.warmup + t.exp.duration
         if self.bar is not None:
             self.bar.update(self.task, completed=self.done_planned, total=self.total_seconds())
 

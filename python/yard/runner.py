@@ -364,8 +364,10 @@ class AdaptivePlan:
                                      f"{self.count[k]} trials: the reference, run as long as "
                                      "the others at this point")
             elif self.count[k] >= hi:
-                self.stops[k] = Stop(True, "max", self.count[k], float("nan"),
-                                     f"{self.count[k]} trials: the maximum")
+                fixed = hi <= lo
+                self.stops[k] = Stop(True, "fixed" if fixed else "max", self.count[k],
+                                     float("nan"), f"{self.count[k]} trial(s): " +
+                                     ("a fixed count" if fixed else "the maximum"))
 
     def finished(self) -> bool:
         return all(k in self.stops for k in self.keys)

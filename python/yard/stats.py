@@ -103,7 +103,7 @@ DEFAULT_CI_WIDTH = 0.05
 class Stop:
     """Whether one (alternative, point) needs more trials, and why it stopped if not."""
     done: bool
-    reason: str          # "ci", "max", "reference" or "" while running
+    reason: str          # "ci", "max", "fixed" (no room to adapt), "reference", "" running
     n: int               # trials run
     half_width: float    # the ratio CI's relative half-width (nan before two values)
     text: str            # in words, for the report
@@ -135,6 +135,8 @@ def stop_rule(values: Sequence[float], ref: Sequence[float] | None, trials: int,
     hw = relative_half_width(e)
     if trials >= min_trials and np.isfinite(hw) and hw <= width and len(_clean(values)) >= 2:
         return Stop(True, "ci", trials, hw, f"{trials} trials: CI ±{hw:.1%} within ±{width:.0%}")
+    if trials >= max_trials and max_trials <= min_trials:
+        return Stop(True, "fixed", trials, hw, f"{trials} trial(s): a fixed count")
     if trials >= max_trials:
         why = f"CI ±{hw:.1%}" if np.isfinite(hw) else "no CI"
         return Stop(True, "max", trials, hw, f"{trials} trials: the maximum ({why}, wanted "

@@ -79,6 +79,12 @@ def test_failed_trials_count_toward_the_maximum():
     assert not stop_rule([1.0], [1.0, 1.0], trials=1, min_trials=1, max_trials=3).done
 
 
+def test_a_fixed_count_says_so():
+    # max = min: no room to adapt; one trial stops at once, as a fixed count, not "the maximum".
+    st = stop_rule([5.0], [4.0], trials=1, min_trials=1, max_trials=1)
+    assert st.done and st.reason == "fixed" and "fixed count" in st.text
+
+
 def test_the_reference_alone_uses_its_own_median_ci():
     st = stop_rule([10.0, 10.01, 9.99], None, trials=3, min_trials=2, max_trials=5)
     assert st.done and st.reason == "ci"
@@ -149,6 +155,7 @@ def test_plan_without_a_maximum_runs_the_fixed_count(tmp_path):
     order = _simulate(plan, {"epoll": 0.5, "fork": 0.5, "thread": 0.5})
     assert len(order) == 2 * 3 * 2
     assert all(s["n"] == 2 for s in plan.summary())
+    assert {s["reason"] for s in plan.summary() if s["alternative"] != "epoll"} == {"fixed"}
 
 
 def test_plan_estimates_what_is_left(tmp_path):
