@@ -7,6 +7,7 @@ import copy
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
 import time
@@ -237,7 +238,8 @@ class Progress:
         self.t0 = time.monotonic()
         self.exp_t0 = self.t0
         self.done_planned = 0.0   # planned seconds of the trials run so far
-        self.done_duration = 0.0  # their warm-ups and durations
+        self.overheads: list[float] = []  # each trial's wall time beyond warm-up and duration
+        self.trial_t0 = self.t0
         self.timings: list[dict] = []
         self.bar = None
         if live:
@@ -259,11 +261,11 @@ class Progress:
                                        for ap in self.plans)
 
     def left_seconds(self) -> float:
-        """The trials still planned: each its warm-up and duration plus the mean time a trial
+        """The trials still planned: each its warm-up and duration plus the median time a trial
         so far has taken beyond those (server start-up, teardown, a load that drains; 1 s
-        before the first trial)."""
-        n_done = sum(ap.trials_done() for ap in self.plans)
-        extra = ((time.monotonic() - self.t0 - self.done_duration) / n_done) if n_done else 1.0
+        before the first trial). The median, so that one slow experiment (chat_history's
+        trials take 4x their duration) does not inflate every later estimate."""
+        extra = statistics.median(self.overheads) if self.overheads else 1.0
         return sum(ap.trials_left_min() * (ap.exp.warmup + ap.exp.duration + max(extra, 0.0))
                    for ap in self.plans)
 
@@ -281,6 +283,7 @@ class Progress:
                 f"about {_fmt_secs(self.left_seconds())} left")
 
     def trial(self, t) -> None:
+        self.trial_t0 = time.monotonic()
         if self.bar is not None:
             pt = " ".join(f"{k}={v}" for k, v in t.point.items())
             n = sum(ap.trials_done() for ap in self.plans) + 1
@@ -289,7 +292,7 @@ class Progress:
 
     def done(self, t) -> None:
         self.done_planned += t.exp.trial_seconds()
-        self.done_duration += t.exp.warmup + t.exp.duration
+        self.overheads.append(time.monotonic() - self.trial_t0 - t.exp.warmup - t.exp.duration)
         if self.bar is not None:
             self.bar.update(self.task, completed=self.done_planned, total=self.total_seconds())
 
