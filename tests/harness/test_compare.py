@@ -12,14 +12,16 @@ from harness_paths import REPO
 from yard.compare import compare, text
 
 
-def _results(d: Path, figures: dict, plots=("throughput_per_s", "latency_p99_us"), reps=5):
-    """figures: {(alternative, connections): (throughput, p99)}; reps trials each, +-1%."""
+def _results(d: Path, figures: dict, plots=("throughput_per_s", "latency_p99_us"), reps=5,
+             messages=10000):
+    """figures: {(alternative, connections): (throughput, p99)}; reps trials each, +-1%; every
+    point at one message count (the run's size)."""
     n = 0
     for (alt, c), (tp, p99) in figures.items():
         for r in range(reps):
             k = 1 + 0.01 * (r - reps // 2)
             t = {"experiment": "echo", "alternative": alt, "model": alt, "rep": r, "status": "ok",
-                 "point": {"connections": c}, "problems": [],
+                 "point": {"connections": c, "messages": messages}, "problems": [],
                  "metrics": {"throughput_per_s": tp * k, "latency_p99_us": p99 * k}}
             raw = d / "raw" / "echo"
             raw.mkdir(parents=True, exist_ok=True)
@@ -27,7 +29,8 @@ def _results(d: Path, figures: dict, plots=("throughput_per_s", "latency_p99_us"
             n += 1
     alts = sorted({a for a, _ in figures})
     meta = {"experiments": [{"name": "echo", "alternatives": alts, "plots": list(plots),
-                             "metric": plots[0], "sweep": {"connections": [10, 100]}}]}
+                             "metric": plots[0], "sweep": {"connections": [10, 100],
+                                                           "messages": [messages]}}]}
     (d / "meta.json").write_text(json.dumps(meta))
     return d
 
@@ -55,9 +58,11 @@ def test_a_reversed_pair_is_listed(tmp_path):
     q = dict(FULL)
     q[("coro", 100)] = (950, 60)   # quick says coro beats epoll at 100 (full: 700 vs 900)
     q[("epoll", 10)] = (1100, 50)  # epoll/coro at 10 overlap in the full run: not a finding
-    quick = _results(tmp_path / "quick", q, reps=1)
+    # A smaller run (200 messages, not 10000): its points still meet the full run's.
+    quick = _results(tmp_path / "quick", q, reps=1, messages=200)
     res = compare(full, quick)
     found = [(d.point, d.metric, d.better, d.worse) for d in res["disagreements"]]
+    assert res["sure"] == 10 and res["not_in_quick"] == 0
     assert sorted(found) == [("connections=100", "latency_p99_us", "epoll", "coro"),
                              ("connections=100", "throughput_per_s", "epoll", "coro")]
     assert "full ranks epoll over coro" in text(res)
