@@ -96,10 +96,7 @@ void chat_oper_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
                      const yard_chatlog_rec_t *r)
 {
     char text[YARD_CHATLOG_DEFER_TEXT];
-    size_t tn = r->text_len < sizeof text ? r->text_len : sizeof text - 1;
-    memcpy(text, r->text, tn);
-    tn = yard_irc_strip_controls(text, tn);
-    text[tn] = 0;
+    chat_rec_text(r, text, sizeof text);
     int sn = (int)r->sender_len;
     if (r->type == YARD_LOGREC_WALLOPS) {
         if (s->umode_w)

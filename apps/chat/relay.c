@@ -18,6 +18,15 @@ static bool is_presence(int type)
            type == YARD_LOGREC_AWAY || type == YARD_LOGREC_NICK;
 }
 
+size_t chat_rec_text(const yard_chatlog_rec_t *r, char *out, size_t cap)
+{
+    size_t n = r->text_len < cap ? r->text_len : cap - 1;
+    memcpy(out, r->text, n);
+    n = yard_irc_strip_controls(out, n);
+    out[n] = 0;
+    return n;
+}
+
 void chat_own_push(struct session *s, uint64_t id)
 {
     if (s->relay.own_len == OWN_RING) { /* forget the oldest: it will be relayed back once */
@@ -253,10 +262,7 @@ static void presence_relay(struct chat_app *app, struct session *s, yard_fx_t *f
     }
     char tags[200], why[YARD_CHATLOG_DEFER_TEXT];
     tags_for(s, r, guest, NULL, tags, sizeof tags);
-    size_t wn = r->text_len < sizeof why ? r->text_len : sizeof why - 1;
-    memcpy(why, r->text, wn);
-    wn = yard_irc_strip_controls(why, wn);
-    why[wn] = 0;
+    size_t wn = chat_rec_text(r, why, sizeof why);
     int sn = (int)r->sender_len, tn = (int)r->target_len;
     if (r->type == YARD_LOGREC_JOIN && !wn) { /* no realname: the account's name */
         memcpy(why, r->sender, r->sender_len);
@@ -289,10 +295,7 @@ static void chanop_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
 {
     char key[CHAT_CHAN_MAX + 1], tags[200], text[YARD_CHATLOG_DEFER_TEXT];
     bool to_me = for_me(app, s, r, key);
-    size_t tn = r->text_len < sizeof text ? r->text_len : sizeof text - 1;
-    memcpy(text, r->text, tn);
-    tn = yard_irc_strip_controls(text, tn);
-    text[tn] = 0;
+    chat_rec_text(r, text, sizeof text);
     int sn = (int)r->sender_len;
     if (r->type == YARD_LOGREC_KICK) {
         /* "nick reason": the kicked account is out of the channel already,

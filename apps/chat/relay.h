@@ -14,6 +14,9 @@
 #include "session.h"
 
 void chat_own_push(struct session *s, uint64_t id);
+/* A record's text as a line may show it: at most cap - 1 bytes, control
+ * characters taken out, NUL-terminated; its length. */
+size_t chat_rec_text(const yard_chatlog_rec_t *r, char *out, size_t cap);
 void chat_relay(yard_fx_t *fx, const struct session *s, const yard_chatlog_rec_t *r,
                 bool guest, const char *batch);
 void chat_catch_up(struct chat_app *app, struct session *s, yard_fx_t *fx);
