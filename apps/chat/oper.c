@@ -62,7 +62,7 @@ void chat_cmd_kill(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
         chat_lock(app->cs);
         for (unsigned i = 0; i < chat_member_end(app->cs); i++) {
             const struct chat_member *mb = chat_member_at(app->cs, (int)i);
-            if (mb->used && !strcmp(mb->key, key) && mb->serial > serial) {
+            if (mb->used && !mb->killed && !strcmp(mb->key, key) && mb->serial > serial) {
                 slot = (int)i;
                 serial = mb->serial;
             }
@@ -115,7 +115,10 @@ void chat_oper_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
         end != (int)r->target_len || slot != s->slot)
         return;
     chat_lock(app->cs);
-    bool me = chat_member_at(app->cs, s->slot)->serial == serial;
+    struct chat_member *mine = chat_member_at(app->cs, s->slot);
+    bool me = mine->serial == serial;
+    if (me)
+        mine->killed = true;
     chat_unlock(app->cs);
     if (!me)
         return;

@@ -136,6 +136,7 @@ int chat_member_add(chat_state_t *cs, const char *account)
             m->away = false;
             m->invisible = false;
             m->oper = false;
+            m->killed = false;
             m->away_at = 0;
             m->away_msg[0] = 0;
             m->user[0] = m->realname[0] = 0;

@@ -87,6 +87,8 @@ struct chat_member {
     bool tls;                          /* this connection is encrypted (WHOIS 671) */
     bool invisible;                    /* user mode +i: hidden from WHO's masks */
     bool oper;                         /* user mode +o: a server operator (OPER) */
+    bool killed;                       /* KILLed, closing: no longer a KILL's target (under
+                                        * fork --pair the slot outlives the socket a moment) */
     uint64_t away_at;                  /* when it was set (the latest message is shown) */
     char account[CHAT_NAME_MAX + 1];
     char key[CHAT_NAME_MAX + 1];       /* the account casefolded */
