@@ -467,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quiet", action="store_true", help="no progress bar (for CI)")
     p.add_argument("--seed", type=int, default=int(time.time()), help="seed of the trial order")
     sub = p.add_subparsers(dest="cmd", required=True)
-    b = sub.add_parser("bench", help="run a suite: smoke (seconds), quick (about 10 min on 2 cores), full (the studies, hours)")
+    b = sub.add_parser("bench", help="run a suite: smoke (seconds), quick (under 8 min of experiments on 2 cores), full (the studies, hours)")
     b.add_argument("suite", nargs="?", default="quick", choices=SUITES)
     b.add_argument("--only", nargs="+", metavar="NAME", help="only these experiments")
     r = sub.add_parser("run", help="run one experiment file")
