@@ -18,6 +18,7 @@ enum yard_lane {
     YARD_LANE_CPU,  /* CPU-heavy work: the pool's --offload-threads */
     YARD_LANE_IO,   /* short blocking file I/O (an append, an fsync): one thread */
     YARD_LANE_SCAN, /* long reads of old data (a history lookup): one thread */
+    YARD_LANES,     /* how many there are */
 };
 
 typedef struct yard_job {

@@ -28,7 +28,7 @@ struct pool_thread {
 
 struct yard_pool {
     pthread_mutex_t mu;
-    struct lane lanes[3]; /* by enum yard_lane */
+    struct lane lanes[YARD_LANES]; /* by enum yard_lane */
     bool stopping;
     int nthreads;
     struct pool_thread threads[]; /* the CPU ones, then the I/O one, then the scan one */
@@ -112,19 +112,18 @@ static void *pool_thread(void *p)
 
 yard_pool_t *yard_pool_create(int threads)
 {
-    yard_pool_t *pool = calloc(1, sizeof *pool + (size_t)(threads + 2) * sizeof pool->threads[0]);
+    int total = threads + YARD_LANES - 1; /* the CPU threads, then one per other lane */
+    yard_pool_t *pool = calloc(1, sizeof *pool + (size_t)total * sizeof pool->threads[0]);
     if (!pool)
         return NULL;
     pthread_mutex_init(&pool->mu, NULL);
-    for (int l = 0; l < 3; l++)
+    for (int l = 0; l < YARD_LANES; l++)
         pthread_cond_init(&pool->lanes[l].work, NULL);
-    for (; pool->nthreads < threads + 2; pool->nthreads++) {
+    for (; pool->nthreads < total; pool->nthreads++) {
         struct pool_thread *t = &pool->threads[pool->nthreads];
         t->pool = pool;
-        int i = pool->nthreads;
-        t->lane = &pool->lanes[i < threads ? YARD_LANE_CPU
-                               : i == threads ? YARD_LANE_IO
-                                              : YARD_LANE_SCAN];
+        int i = pool->nthreads; /* past the CPU threads: YARD_LANE_IO, then _SCAN */
+        t->lane = &pool->lanes[i < threads ? YARD_LANE_CPU : i - threads + YARD_LANE_IO];
         int rc = pthread_create(&t->tid, NULL, pool_thread, t);
         if (rc != 0) {
             yard_log_err("offload pool: pthread_create: %s", strerror(rc));
@@ -137,9 +136,9 @@ yard_pool_t *yard_pool_create(int threads)
 
 void yard_pool_submit(yard_pool_t *pool, yard_job_t *job)
 {
-    struct lane *lane = &pool->lanes[job->lane == YARD_LANE_IO     ? YARD_LANE_IO
-                                     : job->lane == YARD_LANE_SCAN ? YARD_LANE_SCAN
-                                                                   : YARD_LANE_CPU];
+    /* A lane out of range is the CPU lane (the zero of a job made without one). */
+    int l = job->lane > 0 && job->lane < YARD_LANES ? job->lane : YARD_LANE_CPU;
+    struct lane *lane = &pool->lanes[l];
     job->next = NULL;
     pthread_mutex_lock(&pool->mu);
     if (lane->tail)
@@ -157,12 +156,12 @@ void yard_pool_destroy(yard_pool_t *pool)
         return;
     pthread_mutex_lock(&pool->mu);
     pool->stopping = true;
-    for (int l = 0; l < 3; l++)
+    for (int l = 0; l < YARD_LANES; l++)
         pthread_cond_broadcast(&pool->lanes[l].work);
     pthread_mutex_unlock(&pool->mu);
     for (int i = 0; i < pool->nthreads; i++)
         pthread_join(pool->threads[i].tid, NULL);
-    for (int l = 0; l < 3; l++)
+    for (int l = 0; l < YARD_LANES; l++)
         pthread_cond_destroy(&pool->lanes[l].work);
     pthread_mutex_destroy(&pool->mu);
     free(pool);
