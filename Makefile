@@ -103,14 +103,15 @@ prepare:
 	@$(MAKE) --no-print-directory -j3 build peers venv
 
 check: prepare
-	@$(MAKE) --no-print-directory test-unit test-integration
+	@tests/run-suites release
 	@echo "make check: the release build's suites passed"
 
-# make test builds the sanitizer builds too while pip is still downloading, then runs
-# the suites one stage after another (each stage's timing tests need the machine alone).
+# make test builds the sanitizer builds too while pip is still downloading, then runs the
+# suites through tests/run-suites: every suite's CTest and parallel tests, and the cross
+# stage, at once (each into build/test-logs/); then the timing tests alone, suite by suite.
 test:
 	@$(MAKE) --no-print-directory -j4 build peers venv asan tsan
-	@$(MAKE) --no-print-directory check test-asan test-tsan test-cross
+	@tests/run-suites release asan tsan cross
 	@echo "make test: all suites passed"
 
 test-unit: build
@@ -119,46 +120,13 @@ test-unit: build
 test-integration: build peers venv
 	@$(SUITE) tests
 
-# The C suite and the integration tests against the ASan+UBSan binaries.
-# The C suite's test_effects runs every model (thread, reactors and its
-# processes included) under ASan; the integration tests run one model of
-# each code path: fork (blocking.c, as thread), epoll (loop.c, as
-# reactors), coro and uring; the poll backend through test_poller.py. Every
-# model under ASan in the integration tests too was about 2 more minutes of
-# make test, which issue 21 keeps under 20.
+# The C suite and the integration tests against the ASan+UBSan binaries, and the threaded
+# code under TSan: what each runs is in tests/run-suites.
 test-asan: asan venv
-	@ctest --test-dir build/asan -j $(NPROC) --output-on-failure
-	@YARD_BIN=$(CURDIR)/build/asan/bin YARD_PEERS=0 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
-		YARD_MODELS=fork,epoll,coro,uring \
-		UBSAN_OPTIONS=print_stacktrace=1 $(SUITE) tests/integration \
-		-k "not peers and not load_benchmark"
+	@tests/run-suites asan
 
-# Code with threads under TSan: the C suite, and the threaded models.
-# die_after_fork=0: a chat server forks its connection processes (fork
-# model) beside the chat log's writer thread, and each child starts its own
-# news-bus thread; the fork waits until that writer thread is idle
-# (pthread_atfork in src/chat/chatlog.c), which TSan cannot know.
 test-tsan: tsan venv
-	@TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/tsan.supp \
-		ctest --test-dir build/tsan -j $(NPROC) --output-on-failure
-	@TSAN_OPTIONS=die_after_fork=0:suppressions=$(CURDIR)/tests/tsan.supp \
-		YARD_BIN=$(CURDIR)/build/tsan/bin YARD_MODELS=thread,reactors,coro,uring YARD_PEERS=0 \
-		$(SUITE) tests/integration/test_echo.py tests/integration/test_counter.py \
-		tests/integration/test_serve.py tests/integration/test_sink.py tests/integration/test_rest.py \
-		tests/integration/test_yard_load_open.py tests/integration/test_chat.py \
-		tests/integration/test_chat_hardening.py tests/integration/test_logging.py \
-		tests/integration/test_uring.py tests/integration/test_yard_load_io.py \
-		tests/integration/test_yard_load_histlog.py tests/integration/test_chat_queries.py \
-		tests/integration/test_chat_presence.py tests/integration/test_chat_ircv3.py \
-		tests/integration/test_chat_history.py tests/integration/test_chat_modes.py \
-		tests/integration/test_chat_guests.py tests/integration/test_chat_abuse.py \
-		tests/integration/test_poller.py \
-		tests/integration/test_eve.py \
-		tests/integration/test_tasks.py tests/integration/test_background.py \
-		-k "not test_counter_8_clients_10000_increments[coro-perms] and not test_counter_8_clients_10000_increments[eve-None] and not stall and not keeps_its_rate"
-# (TSan makes each of those 80,000 permission tasks ~1 ms; the mixed
-# readers/writers test covers the same path under TSan. yard-load's threads
-# run under TSan too; its timing calibrations run in the normal builds.)
+	@tests/run-suites tsan
 
 # Compilers and architectures (issue 21): build/cross-<name>/, one summary
 # line each, then "N passed, N failed". Installs its cross compilers and
