@@ -5,9 +5,10 @@
 #   make            build everything (release with debug info) into build/
 #   make check      the release build, its C unit tests and fuzz corpora, and the
 #                   integration tests in parallel (docs/testing.md)
-#   make test       every test: make check, then the C suite and integration
+#   make test       every test: make check's suites, the C suite and integration
 #                   tests under ASan+UBSan, the threaded code under TSan, and
-#                   make test-cross
+#                   make test-cross, side by side (tests/run-suites); then the
+#                   timing tests alone
 #   make test-cross gcc and clang, and i386, AArch64 (qemu) and s390x (qemu):
 #                   build, unit tests, fuzz corpora, logs across architectures
 #                   (part of make test; about 3 minutes; docs/portability.md)
