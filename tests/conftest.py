@@ -260,10 +260,13 @@ def process_group_alive(pgid: int) -> bool:
 
 class Server:
     """A server process started in its own session, so that its whole process
-    tree shares one process group we can check after it exits."""
+    tree shares one process group we can check after it exits. start_timeout
+    guards against a server that never says it listens: generous, since a
+    REST server at bcrypt cost 16 spends seconds of CPU before it does, and
+    the suites share the machine (tests/run-suites)."""
 
     def __init__(self, argv: list[str], tmp: Path, env: dict | None = None,
-                 start_timeout: float = 15.0):
+                 start_timeout: float = 60.0):
         self.argv = argv
         self.stderr_path = tmp / f"server-{os.getpid()}-{time.monotonic_ns()}.stderr"
         self._stderr = open(self.stderr_path, "wb")

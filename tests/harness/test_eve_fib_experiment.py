@@ -349,7 +349,7 @@ def test_quick_run_end_to_end(tmp_path):
     res = tmp_path / "results"
     p = subprocess.run([sys.executable, "-m", "yard.cli", "--quiet", "--results-dir", str(res),
                         "--bin-dir", str(bin_dir), "run", str(EXP), "--suite", "quick"],
-                       cwd=REPO, capture_output=True, text=True, timeout=120,
+                       cwd=REPO, capture_output=True, text=True, timeout=600,
                        env={"PYTHONPATH": str(REPO / "python"), "PATH": "/usr/bin:/bin"})
     assert p.returncode == 0, p.stdout + p.stderr
     latest = res / "latest"

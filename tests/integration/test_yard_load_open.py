@@ -54,6 +54,7 @@ def stalled_run(server, *flags, conns=4):
     return json.loads(out)
 
 
+@pytest.mark.timing  # the generator keeps its schedule through the server's stall
 @pytest.mark.parametrize("io", ["epoll", "uring"])
 def test_stall_open_loop_shows_it_closed_loop_hides_it(serve, io):
     server = serve("echo", "epoll")
