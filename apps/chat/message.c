@@ -141,6 +141,11 @@ static void message(struct chat_app *app, struct session *s, yard_fx_t *fx,
     s->post.tags_len = (size_t)ctn;
     for (int i = 0; i < n; i++) {
         char *t = targets[i];
+        /* STATUSMSG: "@#chan" for the channel's operators, "+#chan" for its
+         * voiced and operators; who may send is as for "#chan" */
+        char status = chat_status_prefix(t);
+        if (status)
+            t++;
         if (t[0] == '#' || t[0] == '&') {
             chat_lock(app->cs);
             int c = chat_channel_find(app->cs, t, strlen(t), false);
@@ -168,6 +173,10 @@ static void message(struct chat_app *app, struct session *s, yard_fx_t *fx,
                     chat_numeric(fx, s, 404, "%s :Cannot send to channel (+M: log in to an account "
                                              "to speak)",
                                  t);
+            } else if (status) {
+                char to[CHAT_CHAN_MAX + 2];
+                snprintf(to, sizeof to, "%c%s", status, shown);
+                chat_post_target(s, to, false);
             } else {
                 chat_post_target(s, shown, false);
             }

@@ -493,3 +493,29 @@ void chat_cmd_time(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
     chat_format_time(when, sizeof when, fx->wall_ns);
     chat_numeric(fx, s, 391, "%s :%s", app->server_name, when);
 }
+
+/* INFO [target]: what this server is, as 371 lines and 374. A target is a
+ * server's name or a mask of one (RFC 2812); there is one server, so
+ * anything that does not name it is 402. */
+void chat_cmd_info(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    if (m->n && m->params[0][0]) {
+        char mask[CHAT_SERVER_NAME_MAX + 1], name[CHAT_SERVER_NAME_MAX + 1];
+        size_t len = strlen(m->params[0]);
+        chat_casefold(mask, m->params[0], len > CHAT_SERVER_NAME_MAX ? CHAT_SERVER_NAME_MAX : len);
+        chat_casefold(name, app->server_name, strlen(app->server_name));
+        if (len > CHAT_SERVER_NAME_MAX || (!mask_match(mask, name) && strcmp(mask, SERVER) != 0)) {
+            chat_numeric(fx, s, 402, "%s :No such server", m->params[0]);
+            return;
+        }
+    }
+    static const char *const about[] = {
+        "A self-hosted chat service speaking an IRC subset: accounts, a durable",
+        "message log, offline catch-up and history (CHATHISTORY).",
+        "One server, no links. docs/chat.md says what it supports.",
+    };
+    chat_numeric(fx, s, 371, ":Switchyard chat 0.1.0, on server %s", app->server_name);
+    for (size_t i = 0; i < sizeof about / sizeof about[0]; i++)
+        chat_numeric(fx, s, 371, ":%s", about[i]);
+    chat_numeric(fx, s, 374, ":End of /INFO list");
+}

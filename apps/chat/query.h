@@ -1,6 +1,6 @@
 /* Queries (query.c): who is here and what the server is. WHO, WHOIS,
  * WHOWAS, ISON, USERHOST, AWAY (and its away-notify records), LIST,
- * LUSERS, MOTD, VERSION and TIME; an account's presence over all its
+ * LUSERS, MOTD, VERSION, TIME and INFO; an account's presence over all its
  * connections (online, away, the channels it is in). */
 #ifndef YARD_CHAT_QUERY_H
 #define YARD_CHAT_QUERY_H
@@ -37,5 +37,6 @@ chat_cmd_fn chat_cmd_lusers;   /* LUSERS */
 chat_cmd_fn chat_cmd_motd;     /* MOTD */
 chat_cmd_fn chat_cmd_version;  /* VERSION */
 chat_cmd_fn chat_cmd_time;     /* TIME */
+chat_cmd_fn chat_cmd_info;     /* INFO */
 
 #endif

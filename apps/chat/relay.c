@@ -153,16 +153,22 @@ static bool for_me(struct chat_app *app, struct session *s, const yard_chatlog_r
                    char *chan_key)
 {
     chan_key[0] = 0;
-    char target[CHAT_CHAN_MAX + 1];
-    if (r->target_len > CHAT_CHAN_MAX)
+    char target[CHAT_CHAN_MAX + 2];
+    if (r->target_len > CHAT_CHAN_MAX + 1)
         return false;
     chat_casefold(target, r->target, r->target_len);
-    if (target[0] == '#' || target[0] == '&') {
+    char status = chat_status_prefix(target); /* "@#chan", "+#chan": by rank */
+    const char *chan = status ? target + 1 : target;
+    if (chan[0] == '#' || chan[0] == '&') {
         chat_lock(app->cs);
-        int c = chat_channel_find(app->cs, r->target, r->target_len, false);
+        int c = chat_channel_find(app->cs, chan, strlen(chan), false);
         bool in = c >= 0 && chat_is_in(app->cs, s->slot, c);
+        if (in && status) {
+            int rank = chat_member_rank(app->cs, s->slot, c);
+            in = status == '@' ? (rank & CHAT_RANK_OP) != 0 : rank != 0;
+        }
         chat_unlock(app->cs);
-        if (in)
+        if (in && !status) /* read positions are of what every member hears */
             strcpy(chan_key, target);
         return in;
     }

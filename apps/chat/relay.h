@@ -13,6 +13,16 @@
 
 #include "session.h"
 
+/* STATUSMSG (005's STATUSMSG=@+): a message to "@#chan" reaches the
+ * channel's operators, one to "+#chan" its voiced and operators; the log
+ * keeps the target with its prefix. The prefix of such a target, or 0. */
+static inline char chat_status_prefix(const char *target)
+{
+    return (target[0] == '@' || target[0] == '+') && (target[1] == '#' || target[1] == '&')
+               ? target[0]
+               : 0;
+}
+
 void chat_own_push(struct session *s, uint64_t id);
 /* A record's text as a line may show it: at most cap - 1 bytes, control
  * characters taken out, NUL-terminated; its length. */

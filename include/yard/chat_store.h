@@ -147,7 +147,8 @@ struct yard_chat_post {
     char tags[YARD_CHAT_TAGS_MAX + 1]; /* client-only tags, stored before a NUL in the text */
     size_t tags_len;
     struct {
-        char name[YARD_CHAT_CHAN_MAX + 1]; /* the channel as shown, or the nick given */
+        char name[YARD_CHAT_CHAN_MAX + 2]; /* the channel as shown (with a STATUSMSG prefix:
+                                            * "@#chan"), or the nick given */
         bool person;                       /* the account is looked up first */
         size_t text_len;                   /* what fits the relayed line */
         int rc;                            /* out: 0, YARD_CHAT_NO_SUCH_NICK or -errno */

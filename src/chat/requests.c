@@ -297,6 +297,8 @@ static int hist_target_take(const yard_chatlog_rec_t *r, void *arg)
         strcpy(key, target);
         name = r->target;
         len = r->target_len;
+    } else if (target[0] == '@' || target[0] == '+') {
+        return 0; /* a STATUSMSG ("@#chan"): for some of a channel's members, not history */
     } else if (!strcmp(sender, j->me)) { /* I wrote to them */
         strcpy(key, target);
         name = r->target;
