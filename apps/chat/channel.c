@@ -15,51 +15,38 @@
 
 static int name_cmp(const void *a, const void *b)
 {
-    return strcmp((const char *)a, (const char *)b);
+    return strcmp(((const struct chat_name *)a)->key, ((const struct chat_name *)b)->key);
 }
 
-/* The accounts in channel c, each once however many connections it has
- * there, sorted by their casefolded name: n entries of CHAT_NAME_MAX + 1
- * bytes (the account's spelling), or NULL when there is none or no memory
- * (*nomem says which). */
-char (*chat_members_of(struct chat_app *app, int c, size_t *n, bool *nomem))[CHAT_NAME_MAX + 1]
+struct chat_name *chat_members_of(struct chat_app *app, int c, size_t *n, bool *nomem)
 {
     *n = 0;
     *nomem = false;
     chat_lock(app->cs);
     size_t cap = app->cs->chans[c].used ? app->cs->chans[c].members : 0;
-    char(*v)[CHAT_NAME_MAX + 1] = cap ? malloc(cap * sizeof *v) : NULL;
+    struct chat_name *v = cap ? malloc(cap * sizeof *v) : NULL;
     for (unsigned i = 0; v && i < chat_member_end(app->cs) && *n < cap; i++) {
         struct chat_member *m = chat_member_at(app->cs, (int)i);
-        if (m->used && chat_is_in(app->cs, (int)i, c))
-            snprintf(v[(*n)++], sizeof v[0], "%s", m->account);
+        if (!m->used || !chat_is_in(app->cs, (int)i, c))
+            continue;
+        struct chat_name *e = &v[(*n)++];
+        memcpy(e->key, m->key, sizeof e->key);
+        memcpy(e->account, m->account, sizeof e->account);
+        memcpy(e->nick, m->nick, sizeof e->nick);
     }
     chat_unlock(app->cs);
     if (cap && !v) {
         *nomem = true;
         return NULL;
     }
-    /* Sort by the casefolded name with the spelling after it, then keep the
-     * first of each run of one account. */
-    char(*keyed)[2 * (CHAT_NAME_MAX + 1)] = *n ? malloc(*n * sizeof *keyed) : NULL;
-    if (*n && !keyed) {
-        free(v);
-        *nomem = true;
-        return NULL;
-    }
-    for (size_t i = 0; i < *n; i++) {
-        size_t len = strlen(v[i]);
-        chat_casefold(keyed[i], v[i], len);
-        memcpy(keyed[i] + len + 1, v[i], len + 1);
-    }
-    qsort(keyed, *n, sizeof *keyed, name_cmp);
+    /* Sorted by the casefolded account, the first of each run of one
+     * account kept. */
+    if (*n)
+        qsort(v, *n, sizeof *v, name_cmp);
     size_t out = 0;
-    for (size_t i = 0; i < *n; i++) {
-        if (out && strcmp(keyed[i], keyed[i - 1]) == 0)
-            continue;
-        snprintf(v[out++], sizeof v[0], "%s", keyed[i] + strlen(keyed[i]) + 1);
-    }
-    free(keyed);
+    for (size_t i = 0; i < *n; i++)
+        if (!out || strcmp(v[i].key, v[out - 1].key) != 0)
+            v[out++] = v[i];
     *n = out;
     return v;
 }
@@ -99,7 +86,7 @@ static void names_list(struct chat_app *app, struct session *s, yard_fx_t *fx, i
 {
     size_t n;
     bool nomem;
-    char(*who_is)[CHAT_NAME_MAX + 1] = chat_members_of(app, c, &n, &nomem);
+    struct chat_name *who_is = chat_members_of(app, c, &n, &nomem);
     if (nomem)
         fx->nomem = true;
     struct chat_chanrec rec;
@@ -107,14 +94,14 @@ static void names_list(struct chat_app *app, struct session *s, yard_fx_t *fx, i
     char line[LINE_MAX_MSG];
     size_t len = 0;
     for (size_t i = 0; i < n; i++) {
-        const char *pre = chat_rank_prefix(chat_rank_in(app, c, &rec, who_is[i]), s);
+        const char *pre = chat_rank_prefix(chat_rank_in(app, c, &rec, who_is[i].key), s);
         char full[CHAT_NAME_MAX + CHAT_USER_MAX + sizeof SERVER + 3];
-        const char *entry = who_is[i];
+        const char *entry = who_is[i].nick;
         if (s->caps & CAP_USERHOST_IN_NAMES) { /* nick!user@host */
             struct presence p;
-            chat_presence_of(app, who_is[i], &p, NULL, 0);
-            snprintf(full, sizeof full, "%s!%s@" SERVER, who_is[i],
-                     p.online ? p.user : who_is[i]);
+            chat_presence_of(app, who_is[i].account, &p, NULL, 0);
+            snprintf(full, sizeof full, "%s!%s@" SERVER, who_is[i].nick,
+                     p.online ? p.user : who_is[i].nick);
             entry = full;
         }
         size_t pn = strlen(pre), an = strlen(entry);
@@ -208,8 +195,10 @@ static void replay_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
     for (size_t at = 0; at < j->recs_len; at += r.len)
         if (yard_logrec_decode(j->recs + at, j->recs_len - at, &r) != YARD_LOGREC_COMPLETE)
             break;
-        else
-            chat_relay(fx, s, &r, yard_chat_unguest(&r), ref);
+        else {
+            yard_chat_from_t from = yard_chat_from(&r);
+            chat_relay(fx, s, &r, &from, ref);
+        }
     if (ref[0])
         chat_sendf(fx, ":" SERVER " BATCH -%s", ref);
     free(j->recs);
@@ -359,10 +348,10 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
         chat_presence_put(app, ev, n);
     }
     if (s->caps & CAP_EXTENDED_JOIN)
-        chat_sendf(fx, ":%s!%s@" SERVER " JOIN %s %s :%s", s->account, s->account, shown,
-                   s->guest ? "*" : s->account, s->realname[0] ? s->realname : s->account);
+        chat_sendf(fx, ":%s!%s@" SERVER " JOIN %s %s :%s", s->nick, s->nick, shown,
+                   s->guest ? "*" : s->account, s->realname[0] ? s->realname : s->nick);
     else
-        chat_sendf(fx, ":%s!%s@" SERVER " JOIN %s", s->account, s->account, shown);
+        chat_sendf(fx, ":%s!%s@" SERVER " JOIN %s", s->nick, s->nick, shown);
     topic_reply(app, s, fx, shown, key, false);
     names(app, s, fx, c, shown);
     if ((s->caps & CAP_AWAY_NOTIFY) && __atomic_load_n(&app->cs->away, __ATOMIC_RELAXED))
@@ -443,7 +432,7 @@ static void part_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
     bool last = !chat_account_in_elsewhere(app, s, c); /* of the account's connections */
     chat_set_in(app->cs, s->slot, c, false); /* the last one out frees the slot */
     chat_unlock(app->cs);
-    chat_sendf(fx, ":%s!%s@" SERVER " PART %s :%s", s->account, s->account, shown, why ? why : "");
+    chat_sendf(fx, ":%s!%s@" SERVER " PART %s :%s", s->nick, s->nick, shown, why ? why : "");
     if (last) {
         yard_chatlog_entry_t ev;
         chat_presence_ev(&ev, YARD_LOGREC_PART, s->sender, shown, why ? why : "");
@@ -555,11 +544,11 @@ void chat_cmd_topic(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
     char topic[CHAT_TOPIC_MAX + 1];
     memcpy(topic, text, len);
     topic[len] = 0;
-    if (!chat_topic_set(app->cs, key, topic, len, s->account,
+    if (!chat_topic_set(app->cs, key, topic, len, s->nick,
                         fx->wall_ns / (int64_t)YARD_NS_PER_S)) {
         chat_sendf(fx, ":" SERVER " NOTICE %s :The topic of %s was not set: the server holds no "
                        "more topics",
-                   s->account, shown);
+                   s->nick, shown);
         return;
     }
     chat_post_begin(app, s, YARD_LOGREC_TOPIC, topic);

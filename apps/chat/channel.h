@@ -7,7 +7,17 @@
 
 #include "session.h"
 
-char (*chat_members_of(struct chat_app *app, int c, size_t *n, bool *nomem))[CHAT_NAME_MAX + 1];
+/* A member of a channel: who it is, casefolded and as spelled, and the
+ * nick it is shown by. */
+struct chat_name {
+    char key[CHAT_NAME_MAX + 1];
+    char account[CHAT_NAME_MAX + 1];
+    char nick[CHAT_NAME_MAX + 1];
+};
+/* The accounts (and guests) in channel c, each once however many
+ * connections it has there, sorted by their casefolded name: n of them,
+ * or NULL when there is none or no memory (*nomem says which). */
+struct chat_name *chat_members_of(struct chat_app *app, int c, size_t *n, bool *nomem);
 const char *chat_rank_prefix(int rank, const struct session *s);
 void chat_ranks_of(struct chat_app *app, int c, struct chat_chanrec *rec);
 int chat_rank_in(struct chat_app *app, int c, const struct chat_chanrec *rec, const char *name);

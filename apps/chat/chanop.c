@@ -62,15 +62,19 @@ static void mode_reply(struct chat_app *app, struct session *s, yard_fx_t *fx, i
         chat_numeric(fx, s, 329, "%s %lld", shown, (long long)rec.created_s);
 }
 
-/* A connection of the account (or the guest) named by key that is in
- * channel ch, its name's spelling in out (under the lock); -1 when none of
- * its connections is in it. */
-static int member_in(struct chat_app *app, int ch, const char *key, char out[CHAT_NAME_MAX + 1])
+/* A connection in channel ch of the user that key (casefolded) names,
+ * by its nick or its account (a guest: its nick): the nick it is shown by
+ * into out, and key replaced by its account's (under the lock); -1 when
+ * none of its connections is in it. */
+static int member_in(struct chat_app *app, int ch, char key[CHAT_NAME_MAX + 1],
+                     char out[CHAT_NAME_MAX + 1])
 {
     for (unsigned i = 0; i < chat_member_end(app->cs); i++) {
         struct chat_member *mb = chat_member_at(app->cs, (int)i);
-        if (mb->used && !strcmp(mb->key, key) && chat_is_in(app->cs, (int)i, ch)) {
-            strcpy(out, mb->account);
+        if (mb->used && (!strcmp(mb->key, key) || !strcmp(mb->nick_key, key)) &&
+            chat_is_in(app->cs, (int)i, ch)) {
+            strcpy(out, mb->nick);
+            strcpy(key, mb->key);
             return (int)i;
         }
     }
@@ -336,7 +340,7 @@ static bool kick_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
  * the log (a kick record, "nick reason"), one KICK line per nick. */
 void chat_cmd_kick(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
-    const char *why = m->n > 2 && m->params[2][0] ? m->params[2] : s->account;
+    const char *why = m->n > 2 && m->params[2][0] ? m->params[2] : s->nick;
     size_t wn = chat_utf8_cut(why, strlen(why), KICK_REASON_MAX);
     char *targets[TARGMAX], *chans[TARGMAX], *first_dropped, *cfirst;
     int dropped, cdropped;
@@ -376,7 +380,7 @@ void chat_cmd_invite(struct chat_app *app, struct session *s, yard_fx_t *fx, yar
             chat_numeric(fx, s, 401, "%s :No such nick/channel", nick);
             return;
         }
-        chat_numeric(fx, s, 341, "%s %s", p.account, m->params[1]);
+        chat_numeric(fx, s, 341, "%s %s", p.nick, m->params[1]);
         yard_chatlog_entry_t ev;
         chat_presence_ev(&ev, YARD_LOGREC_INVITE, s->sender, p.account, m->params[1]);
         chat_presence_put(app, &ev, 1);
@@ -402,14 +406,14 @@ void chat_cmd_invite(struct chat_app *app, struct session *s, yard_fx_t *fx, yar
         chat_invite_add(app->cs, ch, key);
     chat_unlock(app->cs);
     if (there) {
-        chat_numeric(fx, s, 443, "%s %s :is already on channel", p.account, shown);
+        chat_numeric(fx, s, 443, "%s %s :is already on channel", p.nick, shown);
         return;
     }
     if (!allowed) {
         chat_numeric(fx, s, 482, "%s :You're not channel operator (+i)", shown);
         return;
     }
-    chat_numeric(fx, s, 341, "%s %s", p.account, shown);
+    chat_numeric(fx, s, 341, "%s %s", p.nick, shown);
     yard_chatlog_entry_t ev;
     chat_presence_ev(&ev, YARD_LOGREC_INVITE, s->sender, p.account, shown);
     chat_presence_put(app, &ev, 1);
@@ -460,7 +464,7 @@ static void user_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, co
         chat_member_at(app->cs, s->slot)->oper = s->umode_o;
         chat_unlock(app->cs);
     }
-    chat_sendf(fx, ":%s!%s@" SERVER " MODE %s :%s", s->account, s->account, s->account, change);
+    chat_sendf(fx, ":%s!%s@" SERVER " MODE %s :%s", s->nick, s->nick, s->nick, change);
 }
 
 /* MODE #chan [changes], or MODE mynick [changes]. */
@@ -468,7 +472,7 @@ void chat_cmd_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
 {
     if (m->params[0][0] == '#' || m->params[0][0] == '&')
         chan_mode(app, s, fx, m);
-    else if (strcasecmp(m->params[0], s->account))
+    else if (strcasecmp(m->params[0], s->nick))
         chat_numeric(fx, s, 502, ":Cannot change mode for other users");
     else if (m->n == 1)
         chat_numeric(fx, s, 221, "+%s%s%s", s->umode_i ? "i" : "", s->umode_w ? "w" : "",

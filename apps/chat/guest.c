@@ -53,9 +53,8 @@ static void become_guest(struct chat_app *app, struct session *s, yard_fx_t *fx)
         return;
     }
     s->guest = true;
-    snprintf(s->account, sizeof s->account, "%s", s->reg.nick);
     /* s->client keeps USER's name: the device, should the guest log in */
-    snprintf(s->sender, sizeof s->sender, "~%s", s->reg.nick);
+    chat_set_names(s, s->reg.nick, s->reg.nick, true);
     chat_ready(app, s, fx);
 }
 
@@ -92,48 +91,48 @@ static void guest_rename(struct chat_app *app, struct session *s, yard_fx_t *fx,
         nick_busy(fx, s, nick);
         return;
     }
-    chat_sendf(fx, ":%s!%s@" SERVER " NICK :%s", s->account, s->account, nick);
+    chat_sendf(fx, ":%s!%s@" SERVER " NICK :%s", s->nick, s->nick, nick);
     chat_charge(s, (int)chat_member_channels(app->cs, s->slot)); /* the channels told */
-    snprintf(s->account, sizeof s->account, "%s", nick);
     snprintf(s->reg.nick, sizeof s->reg.nick, "%s", nick);
-    memcpy(s->account_key, key, sizeof s->account_key);
-    snprintf(s->sender, sizeof s->sender, "~%s", nick);
+    chat_set_names(s, nick, nick, true);
 }
 
 /* A guest logged in (SASL, or PASS account:password): it becomes the
- * account, in the channels it is in; the others hear its nick change when
- * the account's name differs from the guest's nick. When the log cannot
- * take that change now, the login is refused (437) and it stays a guest. */
+ * account, in the channels it is in, and keeps its nick, unless the
+ * account is connected elsewhere: its connections share one nick, so it
+ * takes theirs, and the others hear the change. When the log cannot take
+ * that change now, the login is refused (437) and it stays a guest. */
 void chat_guest_logs_in(struct chat_app *app, struct session *s, yard_fx_t *fx,
                         const char *account, bool sasl)
 {
-    char key[CHAT_NAME_MAX + 1];
+    char key[CHAT_NAME_MAX + 1], nick[CHAT_NAME_MAX + 1];
     chat_casefold(key, account, strlen(account));
-    bool renamed = strcmp(s->account, account) != 0;
     chat_lock(app->cs);
-    bool told = !renamed || chat_nick_put(app, s->slot, s->sender, account);
+    if (!chat_account_nick(app->cs, key, nick))
+        memcpy(nick, s->nick, sizeof nick);
+    bool renamed = strcmp(s->nick, nick) != 0;
+    bool told = !renamed || chat_nick_put(app, s->slot, s->sender, nick);
     if (told) {
         struct chat_member *me = chat_member_at(app->cs, s->slot);
         me->guest = false;
         memset(me->addr, 0, sizeof me->addr);
         chat_member_rename(app->cs, s->slot, account);
+        chat_member_set_nick(app->cs, s->slot, nick);
     }
     chat_unlock(app->cs);
     if (!told) {
-        nick_busy(fx, s, account);
+        nick_busy(fx, s, nick);
         return;
     }
     if (renamed)
-        chat_sendf(fx, ":%s!%s@" SERVER " NICK :%s", s->account, s->account, account);
+        chat_sendf(fx, ":%s!%s@" SERVER " NICK :%s", s->nick, s->nick, nick);
     s->guest = false;
     chat_sendq_bounds(app, s, fx); /* an account's now */
     s->reg.sasl_done = true;
-    snprintf(s->account, sizeof s->account, "%s", account);
-    snprintf(s->reg.nick, sizeof s->reg.nick, "%s", account);
-    memcpy(s->account_key, key, sizeof s->account_key);
-    snprintf(s->sender, sizeof s->sender, "%s", account);
-    chat_numeric(fx, s, 900, "%s!%s@" SERVER " %s :You are now logged in as %s", s->account,
-                 s->account, s->account, s->account);
+    snprintf(s->reg.nick, sizeof s->reg.nick, "%s", nick);
+    chat_set_names(s, account, nick, false);
+    chat_numeric(fx, s, 900, "%s!%s@" SERVER " %s :You are now logged in as %s", s->nick, s->nick,
+                 s->account, s->account);
     if (sasl)
         chat_numeric(fx, s, 903, ":SASL authentication successful");
 }
@@ -142,6 +141,17 @@ void chat_nick_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
 {
     s->nick_checking = false;
     const char *nick = s->nj.nick;
+    if (s->state != ST_READY && s->reg.sasl_done) {
+        /* Logged in before registering: is its nick another account's? */
+        if (strcmp(nick, s->reg.nick) != 0) { /* another NICK came meanwhile */
+            chat_nick_check(app, s, fx, s->reg.nick);
+            return;
+        }
+        s->reg.nick_checked = true;
+        s->reg.nick_reserved = s->nj.reserved;
+        chat_try_register(app, s, fx);
+        return;
+    }
     if (s->nj.reserved) {
         if (s->state != ST_READY)
             s->reg.got_nick = false; /* (and the numeric is addressed to "*") */
@@ -171,13 +181,14 @@ void chat_cmd_nick_registered(struct chat_app *app, struct session *s, yard_fx_t
                               yard_irc_msg_t *m)
 {
     if (!s->guest) {
-        if (strcasecmp(m->params[0], s->account) != 0)
-            chat_numeric(fx, s, 432, "%s :Your nick is your account name", m->params[0]);
+        if (strcasecmp(m->params[0], s->nick) != 0)
+            chat_numeric(fx, s, 432, "%s :An account keeps the nick it logged in with",
+                         m->params[0]);
     } else if (!yard_account_name_valid(m->params[0], strlen(m->params[0]))) {
         chat_numeric(fx, s, 432, "%s :Erroneous nickname (1-%d characters: a letter or one of "
                                  "[\\]^_`{|} first, then also digits and -)",
                      m->params[0], CHAT_NAME_MAX);
-    } else if (strcmp(m->params[0], s->account) && !s->nick_checking) {
+    } else if (strcmp(m->params[0], s->nick) && !s->nick_checking) {
         chat_nick_check(app, s, fx, m->params[0]); /* an account's? then in use? */
     }
 }

@@ -83,9 +83,11 @@ void chat_history_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
         }
         for (unsigned i = 0; i < j->n; i++) {
             yard_chatlog_rec_t r;
-            if (yard_logrec_decode(j->recs + j->at[i], j->recs_len - j->at[i], &r) ==
+            if (yard_logrec_decode(j->recs + j->at[i], j->recs_len - j->at[i], &r) !=
                 YARD_LOGREC_COMPLETE)
-                chat_relay(fx, s, &r, yard_chat_unguest(&r), ref);
+                continue;
+            yard_chat_from_t from = yard_chat_from(&r);
+            chat_relay(fx, s, &r, &from, ref);
         }
         if (ref[0])
             chat_sendf(fx, ":" SERVER " BATCH -%s", ref);
@@ -302,6 +304,13 @@ void chat_cmd_chathistory(struct chat_app *app, struct session *s, yard_fx_t *fx
     j->limit = limit > YARD_CHAT_HISTORY_MAX ? YARD_CHAT_HISTORY_MAX : (unsigned)limit;
     memcpy(j->name, target, tn + 1);
     chat_casefold(j->key, target, tn);
+    if (!j->channel) { /* a connected user's nick names its account */
+        chat_lock(app->cs);
+        int who = chat_member_named(app->cs, j->key);
+        if (who >= 0)
+            strcpy(j->key, chat_member_at(app->cs, who)->key);
+        chat_unlock(app->cs);
+    }
     strcpy(j->me, s->account_key);
     yard_fx_scan(fx, yard_chat_store_run, j);
 }

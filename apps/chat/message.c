@@ -24,7 +24,7 @@ void chat_post_target(struct session *s, const char *name, bool person)
 {
     struct yard_chat_post *j = &s->post;
     /* What fits the relayed line ":acc!acc@yard PRIVMSG target :text\r\n". */
-    size_t room = LINE_MAX_MSG - 2 - (1 + 2 * strlen(s->account) + 2 + strlen(SERVER) + 1 + 7 +
+    size_t room = LINE_MAX_MSG - 2 - (1 + 2 * strlen(s->nick) + 2 + strlen(SERVER) + 1 + 7 +
                                       1 + strlen(name) + 2);
     snprintf(j->t[j->n].name, sizeof j->t[j->n].name, "%s", name);
     j->t[j->n].person = person;
@@ -58,7 +58,7 @@ void chat_post_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
             yard_log_err("chat: appending to the log: %s", strerror(-j->t[i].rc));
             chat_sendf(fx, ":" SERVER " NOTICE %s :Message not delivered: the server cannot store "
                            "it (%s)",
-                       s->account, strerror(-j->t[i].rc));
+                       s->nick, strerror(-j->t[i].rc));
         } else {
             chat_own_push(s, j->t[i].id);
             last = j->t[i].id;
@@ -192,24 +192,22 @@ static void message(struct chat_app *app, struct session *s, yard_fx_t *fx,
             struct presence p;
             chat_presence_of(app, t, &p, NULL, 0);
             if (p.away)
-                chat_numeric(fx, s, 301, "%s :%s", p.account, p.away_msg);
+                chat_numeric(fx, s, 301, "%s :%s", p.nick, p.away_msg);
         }
-        /* With --guests, a connected guest is its nick; anyone else is
-         * looked up as an account by the job. */
+        /* A connected user's nick names its account (a guest: its nick);
+         * anything else is looked up as an account by the job. */
         char spelled[CHAT_NAME_MAX + 1] = "";
-        if (app->set->guests) {
-            char key[CHAT_NAME_MAX + 1];
-            chat_casefold(key, t, strlen(t));
-            chat_lock(app->cs);
-            int g = chat_member_named(app->cs, key);
-            if (g >= 0 && chat_member_at(app->cs, g)->guest)
-                strcpy(spelled, chat_member_at(app->cs, g)->account);
-            chat_unlock(app->cs);
+        bool guest = false;
+        char key[CHAT_NAME_MAX + 1];
+        chat_casefold(key, t, strlen(t));
+        chat_lock(app->cs);
+        int g = chat_member_named(app->cs, key);
+        if (g >= 0) {
+            strcpy(spelled, chat_member_at(app->cs, g)->account);
+            guest = chat_member_at(app->cs, g)->guest;
         }
-        if (spelled[0])
-            chat_post_target(s, spelled, false);
-        else
-            chat_post_target(s, t, true);
+        chat_unlock(app->cs);
+        chat_post_target(s, spelled[0] ? spelled : t, !guest);
     }
     chat_post_start(s, fx);
 }

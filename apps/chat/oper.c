@@ -27,7 +27,7 @@ void chat_oper_done(struct chat_app *app, struct session *s, struct yard_chat_au
                 chat_member_at(app->cs, s->slot)->oper = true;
                 chat_unlock(app->cs);
             }
-            chat_sendf(fx, ":%s!%s@" SERVER " MODE %s :+o", s->account, s->account, s->account);
+            chat_sendf(fx, ":%s!%s@" SERVER " MODE %s :+o", s->nick, s->nick, s->nick);
         }
         chat_numeric(fx, s, 381, ":You are now an IRC operator");
         return;
@@ -62,7 +62,8 @@ void chat_cmd_kill(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
         chat_lock(app->cs);
         for (unsigned i = 0; i < chat_member_end(app->cs); i++) {
             const struct chat_member *mb = chat_member_at(app->cs, (int)i);
-            if (mb->used && !mb->killed && !strcmp(mb->key, key) && mb->serial > serial) {
+            bool named = !strcmp(mb->key, key) || !strcmp(mb->nick_key, key);
+            if (mb->used && !mb->killed && named && mb->serial > serial) {
                 slot = (int)i;
                 serial = mb->serial;
             }
@@ -93,14 +94,15 @@ void chat_cmd_wallops(struct chat_app *app, struct session *s, yard_fx_t *fx, ya
 }
 
 void chat_oper_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
-                     const yard_chatlog_rec_t *r)
+                     const yard_chatlog_rec_t *r, const yard_chat_from_t *from)
 {
     char text[YARD_CHATLOG_DEFER_TEXT];
     chat_rec_text(r, text, sizeof text);
-    int sn = (int)r->sender_len;
+    int sn = (int)from->nick_len;
     if (r->type == YARD_LOGREC_WALLOPS) {
         if (s->umode_w)
-            chat_sendf(fx, ":%.*s!%.*s@" SERVER " WALLOPS :%s", sn, r->sender, sn, r->sender, text);
+            chat_sendf(fx, ":%.*s!%.*s@" SERVER " WALLOPS :%s", sn, from->nick, sn, from->nick,
+                       text);
         return;
     }
     /* A kill: of this very connection (its slot, and the serial it had
@@ -123,7 +125,7 @@ void chat_oper_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
     if (!me)
         return;
     /* Those who share a channel with it hear this as its quit (chat_close). */
-    snprintf(s->quit_reason, sizeof s->quit_reason, "Killed (%.*s (%s))", sn, r->sender, text);
+    snprintf(s->quit_reason, sizeof s->quit_reason, "Killed (%.*s (%s))", sn, from->nick, text);
     chat_sendf(fx, "ERROR :Closing Link: %s", s->quit_reason);
     yard_fx_close(fx, NULL);
 }

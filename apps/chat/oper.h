@@ -16,7 +16,7 @@ void chat_oper_done(struct chat_app *app, struct session *s, struct yard_chat_au
 /* A kill or wallops record (relay.c): a kill of this connection closes it,
  * a wallops is told when it has user mode +w. */
 void chat_oper_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
-                     const yard_chatlog_rec_t *r);
+                     const yard_chatlog_rec_t *r, const yard_chat_from_t *from);
 
 chat_cmd_fn chat_cmd_oper;    /* OPER name password */
 chat_cmd_fn chat_cmd_kill;    /* KILL nick [reason]: operators only */

@@ -14,7 +14,7 @@ void chat_presence_of(struct chat_app *app, const char *nick, struct presence *p
                       size_t chans_cap)
 {
     memset(p, 0, sizeof *p);
-    char key[CHAT_NAME_MAX + 1], other[CHAT_NAME_MAX + 1];
+    char key[CHAT_NAME_MAX + 1];
     size_t len = strlen(nick);
     if (len > CHAT_NAME_MAX)
         return;
@@ -30,17 +30,17 @@ void chat_presence_of(struct chat_app *app, const char *nick, struct presence *p
         struct chat_member *m = chat_member_at(app->cs, (int)i);
         if (!m->used)
             continue;
-        chat_casefold(other, m->account, strlen(m->account));
-        if (strcmp(key, other))
+        if (strcmp(key, m->key) && strcmp(key, m->nick_key))
             continue;
         if (!p->online) {
-            snprintf(p->user, sizeof p->user, "%s", m->user[0] ? m->user : m->account);
+            snprintf(p->user, sizeof p->user, "%s", m->user[0] ? m->user : m->nick);
             snprintf(p->realname, sizeof p->realname, "%s", m->realname);
         }
         p->online = true;
         p->guest = m->guest;
         p->oper = p->oper || m->oper;
         snprintf(p->account, sizeof p->account, "%s", m->account);
+        snprintf(p->nick, sizeof p->nick, "%s", m->nick);
         all_away = all_away && m->away;
         all_tls = all_tls && m->tls;
         if (m->away && m->away_at >= latest) {
@@ -73,16 +73,16 @@ void chat_away_of_members(struct chat_app *app, struct session *s, yard_fx_t *fx
 {
     size_t n;
     bool nomem;
-    char(*who_is)[CHAT_NAME_MAX + 1] = chat_members_of(app, c, &n, &nomem);
+    struct chat_name *who_is = chat_members_of(app, c, &n, &nomem);
     if (nomem)
         fx->nomem = true;
     for (size_t i = 0; i < n; i++) {
         struct presence p;
-        if (!strcasecmp(who_is[i], s->account))
+        if (!strcmp(who_is[i].key, s->account_key))
             continue;
-        chat_presence_of(app, who_is[i], &p, NULL, 0);
+        chat_presence_of(app, who_is[i].account, &p, NULL, 0);
         if (p.away)
-            chat_sendf(fx, ":%s!%s@" SERVER " AWAY :%s", p.account, p.account, p.away_msg);
+            chat_sendf(fx, ":%s!%s@" SERVER " AWAY :%s", p.nick, p.nick, p.away_msg);
     }
     free(who_is);
 }
@@ -95,26 +95,26 @@ static void whois(struct chat_app *app, struct session *s, yard_fx_t *fx, const 
     if (!p.online) {
         chat_numeric(fx, s, 401, "%s :No such nick/channel", nick);
     } else {
-        chat_numeric(fx, s, 311, "%s %s " SERVER " * :%s", p.account, p.user, p.realname);
+        chat_numeric(fx, s, 311, "%s %s " SERVER " * :%s", p.nick, p.user, p.realname);
         if (chans[0])
-            chat_numeric(fx, s, 319, "%s :%s", p.account, chans);
-        chat_numeric(fx, s, 312, "%s %s :Switchyard chat", p.account, app->server_name);
+            chat_numeric(fx, s, 319, "%s :%s", p.nick, chans);
+        chat_numeric(fx, s, 312, "%s %s :Switchyard chat", p.nick, app->server_name);
         if (p.away)
-            chat_numeric(fx, s, 301, "%s :%s", p.account, p.away_msg);
+            chat_numeric(fx, s, 301, "%s :%s", p.nick, p.away_msg);
         if (p.oper)
-            chat_numeric(fx, s, 313, "%s :is an IRC operator", p.account);
+            chat_numeric(fx, s, 313, "%s :is an IRC operator", p.nick);
         if (!p.guest) /* a guest is logged in as nobody */
-            chat_numeric(fx, s, 330, "%s %s :is logged in as", p.account, p.account);
+            chat_numeric(fx, s, 330, "%s %s :is logged in as", p.nick, p.account);
         /* Encrypted: every connection of the nick is (TLS). One's own
          * certificate too: the fingerprint to list with yard-chat account
          * certfp add (another user's is theirs to tell). */
         if (p.secure)
-            chat_numeric(fx, s, 671, "%s :is using a secure connection", p.account);
+            chat_numeric(fx, s, 671, "%s :is using a secure connection", p.nick);
         if (!strcasecmp(p.account, s->account) && s->certfp[0])
-            chat_numeric(fx, s, 276, "%s :has client certificate fingerprint %s", p.account,
+            chat_numeric(fx, s, 276, "%s :has client certificate fingerprint %s", p.nick,
                          s->certfp);
     }
-    chat_numeric(fx, s, 318, "%s :End of /WHOIS list.", p.online ? p.account : nick);
+    chat_numeric(fx, s, 318, "%s :End of /WHOIS list.", p.online ? p.nick : nick);
 }
 
 /* WHOWAS: the departures (an account's last connection ending) of the
@@ -165,9 +165,9 @@ static void ison(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_ir
             if (!p.online)
                 continue;
             int w = userhost ? snprintf(out + len, sizeof out - len, "%s%s=%c%s@" SERVER,
-                                        len ? " " : "", p.account, p.away ? '-' : '+', p.account)
+                                        len ? " " : "", p.nick, p.away ? '-' : '+', p.nick)
                              : snprintf(out + len, sizeof out - len, "%s%s", len ? " " : "",
-                                        p.account);
+                                        p.nick);
             if (w < 0 || (size_t)w >= sizeof out - len) {
                 out[len] = 0;
                 break;
@@ -203,7 +203,7 @@ void chat_cmd_away(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
     const char *msg = m->n ? m->params[0] : "";
     size_t len = chat_utf8_cut(msg, strlen(msg), CHAT_AWAY_MAX);
     struct presence before, after;
-    chat_presence_of(app, s->account, &before, NULL, 0);
+    chat_presence_of(app, s->account, &before, NULL, 0); /* its account: all its connections */
     chat_lock(app->cs);
     struct chat_member *me = chat_member_at(app->cs, s->slot);
     if ((len > 0) != me->away) /* atomic: PRIVMSG reads it without the lock */
@@ -358,15 +358,15 @@ static struct who_entry *who_entries(struct chat_app *app, struct session *s, in
             continue;
         if (ch >= 0 && !chat_is_in(cs, (int)i, ch))
             continue;
-        if (ch < 0 && (!mask_match(mask, mb->key) ||
+        if (ch < 0 && (!mask_match(mask, mb->nick_key) ||
                        (wild && mb->invisible && (int)i != s->slot &&
                         strcmp(mb->key, s->account_key) &&
                         !(s->slot >= 0 && chat_members_share(cs, (int)i, s->slot)))))
             continue;
         struct who_entry *e = &v[(*n)++];
         memcpy(e->key, mb->key, sizeof e->key);
-        memcpy(e->nick, mb->account, sizeof e->nick);
-        snprintf(e->user, sizeof e->user, "%s", mb->user[0] ? mb->user : mb->account);
+        memcpy(e->nick, mb->nick, sizeof e->nick);
+        snprintf(e->user, sizeof e->user, "%s", mb->user[0] ? mb->user : mb->nick);
         memcpy(e->realname, mb->realname, sizeof e->realname);
         e->away = mb->away;
         e->oper = mb->oper;
@@ -411,7 +411,7 @@ void chat_cmd_who(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_i
         if (chan)
             chat_ranks_of(app, ch, &rec);
         for (size_t i = 0; i < n; i++) {
-            const char *pre = chan ? chat_rank_prefix(chat_rank_in(app, ch, &rec, v[i].nick), s) : "";
+            const char *pre = chan ? chat_rank_prefix(chat_rank_in(app, ch, &rec, v[i].key), s) : "";
             chat_numeric(fx, s, 352, "%s %s " SERVER " %s %s %c%s%s :0 %s", shown, v[i].user,
                          app->server_name, v[i].nick, v[i].away ? 'G' : 'H',
                          v[i].oper ? "*" : "", pre, v[i].realname);

@@ -7,7 +7,8 @@
 
 #include "session.h"
 
-/* What the member slots say of one account (nick = account): online when
+/* What the member slots say of one user, named by its nick or its account
+ * (or a guest's nick): online when
  * any of its connections is; away when every one of them is (a phone left
  * away does not hide the desktop in use), with the message set last;
  * chans, when given, the channels it is in, each once. */
@@ -16,7 +17,8 @@ struct presence {
     bool guest; /* --guests: a nick with no account */
     bool secure; /* every connection of it is encrypted (TLS) */
     bool oper;  /* one of its connections is a server operator (+o) */
-    char account[CHAT_NAME_MAX + 1];
+    char account[CHAT_NAME_MAX + 1]; /* who it is (a guest's: its nick) */
+    char nick[CHAT_NAME_MAX + 1];    /* the nick it is shown by */
     char away_msg[CHAT_AWAY_MAX + 1];
     char user[CHAT_USER_MAX + 1];         /* its first connection's USER */
     char realname[CHAT_REALNAME_MAX + 1];

@@ -37,6 +37,21 @@ void chat_forget_wait(struct session *s)
     s->login.wait_account[0] = 0;
 }
 
+void chat_set_names(struct session *s, const char *account, const char *nick, bool guest)
+{
+    if (account != s->account)
+        snprintf(s->account, sizeof s->account, "%s", account);
+    chat_casefold(s->account_key, s->account, strlen(s->account));
+    if (nick != s->nick)
+        snprintf(s->nick, sizeof s->nick, "%s", nick);
+    if (guest)
+        snprintf(s->sender, sizeof s->sender, "~%s", s->nick);
+    else if (strcmp(s->nick, s->account) != 0)
+        snprintf(s->sender, sizeof s->sender, "%s%c%s", s->account, YARD_CHAT_NICK_SEP, s->nick);
+    else
+        snprintf(s->sender, sizeof s->sender, "%s", s->account);
+}
+
 /* What a password check is for. */
 enum { CHECK_PASS, CHECK_SASL, CHECK_OPER };
 
@@ -214,7 +229,7 @@ int chat_server_name_init(struct chat_app *app, const char *given, char *err, si
 
 static void welcome(struct chat_app *app, struct session *s, yard_fx_t *fx)
 {
-    chat_numeric(fx, s, 1, ":Welcome to the yard chat, %s", s->account);
+    chat_numeric(fx, s, 1, ":Welcome to the yard chat, %s", s->nick);
     chat_numeric(fx, s, 2, ":Your host is %s, running Switchyard 0.1.0", app->server_name);
     chat_numeric(fx, s, 3, ":This server speaks an IRC subset; see docs/chat.md");
     chat_numeric(fx, s, 4, "%s 0.1.0 iow MRiklmnotv klov", app->server_name);
@@ -230,15 +245,31 @@ static void welcome(struct chat_app *app, struct session *s, yard_fx_t *fx)
     chat_cmd_motd(app, s, fx, NULL);
 }
 
-/* Logged in: take a member slot and start relaying from the log's end. */
-static void become_ready(struct chat_app *app, struct session *s, yard_fx_t *fx)
+/* Logged in: take a member slot and start relaying from the log's end.
+ * Its nick is the one the account's other connections have (they share
+ * one), else the one the client registered with when that is free
+ * (wanted_ok: it is the account's name, or no account's, checked by a nick
+ * job) and nobody connected has it, else the account's name. */
+static void become_ready(struct chat_app *app, struct session *s, yard_fx_t *fx, bool wanted_ok)
 {
+    char key[CHAT_NAME_MAX + 1], want[CHAT_NAME_MAX + 1], nick[CHAT_NAME_MAX + 1];
+    chat_casefold(key, s->account, strlen(s->account));
+    chat_casefold(want, s->reg.nick, strlen(s->reg.nick));
+    bool own = !strcmp(want, key); /* the account's name, perhaps spelled otherwise */
     chat_lock(app->cs);
+    if (!chat_account_nick(app->cs, key, nick)) {
+        bool free_nick = !own && wanted_ok && chat_member_named(app->cs, want) < 0;
+        snprintf(nick, sizeof nick, "%s", free_nick ? s->reg.nick : s->account);
+    }
     s->slot = chat_member_add(app->cs, s->account);
-    if (s->slot >= 0)
+    if (s->slot >= 0) {
+        chat_member_set_nick(app->cs, s->slot, nick);
         chat_member_ident(app->cs, s->slot, s->user, s->realname, s->tls);
+    }
     chat_unlock(app->cs);
-    snprintf(s->sender, sizeof s->sender, "%s", s->account);
+    if (strcasecmp(nick, s->reg.nick) != 0) /* not the nick it asked for: tell it */
+        chat_sendf(fx, ":%s!%s@" SERVER " NICK :%s", s->reg.nick, s->reg.nick, nick);
+    chat_set_names(s, s->account, nick, false);
     chat_ready(app, s, fx);
 }
 
@@ -271,11 +302,15 @@ void chat_try_register(struct chat_app *app, struct session *s, yard_fx_t *fx)
         s->login.pending_fail)
         return;
     if (s->reg.sasl_done) {
-        if (strcasecmp(s->reg.nick, s->account) != 0) {
-            /* The nick is the account's name: tell the client so. */
-            chat_sendf(fx, ":%s!%s@" SERVER " NICK %s", s->reg.nick, s->account, s->account);
+        /* Logged in. The nick it asked for is kept unless it is another
+         * account's name (a nick job reads the accounts file) */
+        bool own = !strcasecmp(s->reg.nick, s->account);
+        if (!own && !s->reg.nick_checked) {
+            if (!s->nick_checking)
+                chat_nick_check(app, s, fx, s->reg.nick);
+            return;
         }
-        become_ready(app, s, fx);
+        become_ready(app, s, fx, own || !s->reg.nick_reserved);
         return;
     }
     if (!s->reg.have_pass && app->set->guests) {
@@ -310,8 +345,8 @@ void chat_auth_done(struct chat_app *app, struct session *s, struct yard_chat_au
         snprintf(s->account, sizeof s->account, "%s", j->canon);
         if (j->sasl) {
             s->reg.sasl_done = true;
-            chat_numeric(fx, s, 900, "%s!%s@" SERVER " %s :You are now logged in as %s", s->account,
-                         s->account, s->account, s->account);
+            chat_numeric(fx, s, 900, "%s!%s@" SERVER " %s :You are now logged in as %s",
+                         chat_who(s), chat_who(s), s->account, s->account);
             chat_numeric(fx, s, 903, ":SASL authentication successful");
         } else {
             s->reg.sasl_done = true; /* the same from here on */
@@ -547,6 +582,7 @@ void chat_cmd_nick(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
     }
     snprintf(s->reg.nick, sizeof s->reg.nick, "%s", m->params[0]);
     s->reg.got_nick = true;
+    s->reg.nick_checked = false; /* a login keeps this one if it is no other account's */
     chat_try_register(app, s, fx);
 }
 

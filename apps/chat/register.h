@@ -12,6 +12,10 @@
  * err filled when the given one is not valid. */
 int chat_server_name_init(struct chat_app *app, const char *given, char *err, size_t errlen);
 void chat_forget_wait(struct session *s);
+/* Who the connection is (the account, or for a guest its nick) and the
+ * nick it is shown by: s->account, account_key, nick and sender (the log's
+ * name for it, yard_chat_from). */
+void chat_set_names(struct session *s, const char *account, const char *nick, bool guest);
 void chat_start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
                      const char *account, size_t alen, const char *password, size_t plen,
                      bool sasl);

@@ -109,8 +109,10 @@ static void tags_for(const struct session *s, const yard_chatlog_rec_t *r, bool 
 }
 
 void chat_relay(yard_fx_t *fx, const struct session *s, const yard_chatlog_rec_t *r,
-                bool guest, const char *batch)
+                const yard_chat_from_t *from, const char *batch)
 {
+    bool guest = from->guest;
+    int fn = (int)from->nick_len;
     const char *cmd = r->type == YARD_LOGREC_NOTICE  ? "NOTICE"
                       : r->type == YARD_LOGREC_TOPIC ? "TOPIC"
                                                      : "PRIVMSG";
@@ -127,8 +129,8 @@ void chat_relay(yard_fx_t *fx, const struct session *s, const yard_chatlog_rec_t
         if (!(s->caps & CAP_MESSAGE_TAGS))
             return;
         tags_with(s, r, guest, batch, ctags, ctags_len, tags, sizeof tags);
-        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " TAGMSG %.*s", tags, (int)r->sender_len, r->sender,
-                   (int)r->sender_len, r->sender, (int)r->target_len, r->target);
+        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " TAGMSG %.*s", tags, fn, from->nick, fn, from->nick,
+                   (int)r->target_len, r->target);
         return;
     }
     /* Text is stored without control characters (chat_data removes them),
@@ -143,9 +145,19 @@ void chat_relay(yard_fx_t *fx, const struct session *s, const yard_chatlog_rec_t
         r = &copy;
     }
     tags_with(s, r, guest, batch, ctags, ctags_len, tags, sizeof tags);
-    chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " %s %.*s :%.*s", tags, (int)r->sender_len, r->sender,
-               (int)r->sender_len, r->sender, cmd, (int)r->target_len, r->target, (int)r->text_len,
-               r->text);
+    /* To this connection's account: shown to its nick */
+    const char *to = r->target;
+    int tn = (int)r->target_len;
+    char key[CHAT_NAME_MAX + 1];
+    if (r->target_len <= CHAT_NAME_MAX && r->target[0] != '#' && r->target[0] != '&') {
+        chat_casefold(key, r->target, r->target_len);
+        if (!strcmp(key, s->account_key)) {
+            to = s->nick;
+            tn = (int)strlen(s->nick);
+        }
+    }
+    chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " %s %.*s :%.*s", tags, fn, from->nick, fn, from->nick,
+               cmd, tn, to, (int)r->text_len, r->text);
 }
 
 /* Is this record for this connection, and through which channel? */
@@ -224,8 +236,9 @@ bool chat_nick_put(struct chat_app *app, int slot, const char *sender, const cha
  * when the account's first connection joins, a part or quit only when its
  * last one leaves. */
 static void presence_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
-                           const yard_chatlog_rec_t *r, bool guest)
+                           const yard_chatlog_rec_t *r, const yard_chat_from_t *from)
 {
+    bool guest = from->guest;
     char sender[CHAT_NAME_MAX + 1], key[CHAT_CHAN_MAX + 1];
     if (r->sender_len > CHAT_NAME_MAX)
         return;
@@ -263,59 +276,65 @@ static void presence_relay(struct chat_app *app, struct session *s, yard_fx_t *f
     if (r->type == YARD_LOGREC_NICK && r->text_len <= CHAT_NAME_MAX) {
         char to[CHAT_NAME_MAX + 1];
         chat_casefold(to, r->text, r->text_len);
-        if (!strcmp(to, s->account_key))
-            return; /* the guest that changed its nick: told at once */
+        char mine[CHAT_NAME_MAX + 1];
+        chat_casefold(mine, s->nick, strlen(s->nick));
+        if (!strcmp(to, mine))
+            return; /* the one that changed its nick: told at once */
     }
     char tags[200], why[YARD_CHATLOG_DEFER_TEXT];
     tags_for(s, r, guest, NULL, tags, sizeof tags);
     size_t wn = chat_rec_text(r, why, sizeof why);
-    int sn = (int)r->sender_len, tn = (int)r->target_len;
-    if (r->type == YARD_LOGREC_JOIN && !wn) { /* no realname: the account's name */
-        memcpy(why, r->sender, r->sender_len);
-        why[r->sender_len] = 0;
+    int sn = (int)from->nick_len, tn = (int)r->target_len;
+    const char *nick = from->nick;
+    if (r->type == YARD_LOGREC_JOIN && !wn) { /* no realname: the nick */
+        memcpy(why, nick, from->nick_len);
+        why[from->nick_len] = 0;
     }
     s->relay.group_told = grouped;
     /* extended-join: a join record's text is USER's realname */
     if (r->type == YARD_LOGREC_JOIN && (s->caps & CAP_EXTENDED_JOIN))
-        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " JOIN %.*s %.*s :%s", tags, sn, r->sender, sn,
-                   r->sender, tn, r->target, guest ? 1 : sn, guest ? "*" : r->sender, why);
+        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " JOIN %.*s %.*s :%s", tags, sn, nick, sn, nick, tn,
+                   r->target, guest ? 1 : (int)r->sender_len, guest ? "*" : r->sender, why);
     else if (r->type == YARD_LOGREC_JOIN)
-        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " JOIN %.*s", tags, sn, r->sender, sn, r->sender, tn,
+        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " JOIN %.*s", tags, sn, nick, sn, nick, tn,
                    r->target);
     else if (r->type == YARD_LOGREC_PART)
-        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " PART %.*s%s%s", tags, sn, r->sender, sn, r->sender,
+        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " PART %.*s%s%s", tags, sn, nick, sn, nick,
                    tn, r->target, wn ? " :" : "", why);
     else if (r->type == YARD_LOGREC_AWAY)
-        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " AWAY%s%s", tags, sn, r->sender, sn, r->sender,
+        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " AWAY%s%s", tags, sn, nick, sn, nick,
                    wn ? " :" : "", why);
     else if (r->type == YARD_LOGREC_NICK)
-        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " NICK :%s", tags, sn, r->sender, sn, r->sender, why);
+        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " NICK :%s", tags, sn, nick, sn, nick, why);
     else
-        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " QUIT :%s", tags, sn, r->sender, sn, r->sender, why);
+        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " QUIT :%s", tags, sn, nick, sn, nick, why);
 }
 
 /* A MODE or KICK in a channel this connection is in (its setter's
  * included), a KICK of its account, or an INVITE of its account. */
 static void chanop_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
-                         const yard_chatlog_rec_t *r, bool guest)
+                         const yard_chatlog_rec_t *r, const yard_chat_from_t *from)
 {
+    bool guest = from->guest;
+    const char *nick = from->nick;
     char key[CHAT_CHAN_MAX + 1], tags[200], text[YARD_CHATLOG_DEFER_TEXT];
     bool to_me = for_me(app, s, r, key);
     chat_rec_text(r, text, sizeof text);
-    int sn = (int)r->sender_len;
+    int sn = (int)from->nick_len;
     if (r->type == YARD_LOGREC_KICK) {
         /* "nick reason": the kicked account is out of the channel already,
-         * so it hears the kick as its account's */
+         * so it hears the kick as its nick's */
         size_t vn = strcspn(text, " ");
-        char victim[CHAT_NAME_MAX + 1];
+        char victim[CHAT_NAME_MAX + 1], mine[CHAT_NAME_MAX + 1];
         if (vn > CHAT_NAME_MAX)
             return;
         chat_casefold(victim, text, vn);
-        if (!to_me && strcmp(victim, s->account_key))
+        chat_casefold(mine, s->nick, strlen(s->nick));
+        if (!to_me && strcmp(victim, mine))
             return;
         tags_for(s, r, guest, NULL, tags, sizeof tags);
-        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " KICK %.*s %.*s :%s", tags, sn, r->sender, sn,
-                   r->sender, (int)r->target_len, r->target, (int)vn, text,
+        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " KICK %.*s %.*s :%s", tags, sn, nick, sn, nick,
+                   (int)r->target_len, r->target, (int)vn, text,
                    text[vn] ? text + vn + 1 : "");
         return;
     }
@@ -323,11 +342,11 @@ static void chanop_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
         return;
     tags_for(s, r, guest, NULL, tags, sizeof tags);
     if (r->type == YARD_LOGREC_MODE)
-        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " MODE %.*s %s", tags, sn, r->sender, sn, r->sender,
+        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " MODE %.*s %s", tags, sn, nick, sn, nick,
                    (int)r->target_len, r->target, text);
     else
-        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " INVITE %s %s", tags, sn, r->sender, sn, r->sender,
-                   s->account, text);
+        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " INVITE %s %s", tags, sn, nick, sn, nick,
+                   s->nick, text);
 }
 
 /* A read marker of this connection's account moved: tell it (all its
@@ -398,22 +417,22 @@ static int relay_read(struct chat_app *app, struct session *s, yard_fx_t *fx, co
         if (r.id <= s->relay.seen)
             continue;
         s->relay.seen = r.id;
-        bool guest = yard_chat_unguest(&r);
+        yard_chat_from_t from = yard_chat_from(&r); /* r->sender: who sent it */
         if (r.type == YARD_LOGREC_READ) {
             marker_relay(s, fx, &r);
             continue;
         }
         if (r.type == YARD_LOGREC_KILL || r.type == YARD_LOGREC_WALLOPS) {
-            chat_oper_relay(app, s, fx, &r);
+            chat_oper_relay(app, s, fx, &r, &from);
             continue;
         }
         if (is_presence(r.type)) {
-            presence_relay(app, s, fx, &r, guest);
+            presence_relay(app, s, fx, &r, &from);
             continue;
         }
         if (r.type == YARD_LOGREC_MODE || r.type == YARD_LOGREC_KICK ||
             r.type == YARD_LOGREC_INVITE) {
-            chanop_relay(app, s, fx, &r, guest);
+            chanop_relay(app, s, fx, &r, &from);
             continue;
         }
         char key[CHAT_CHAN_MAX + 1];
@@ -422,7 +441,7 @@ static int relay_read(struct chat_app *app, struct session *s, yard_fx_t *fx, co
         /* echo-message: the sender sees its message, a private one too. A
          * topic change goes to every member, its setter included. */
         if (r.type == YARD_LOGREC_TOPIC ? to_me : mine ? (s->caps & CAP_ECHO) != 0 : to_me)
-            chat_relay(fx, s, &r, guest, NULL);
+            chat_relay(fx, s, &r, &from, NULL);
         if (to_me && key[0] && r.type != YARD_LOGREC_TAGMSG && !s->guest)
             pos_note(app, s, &pos, key, r.id);
     }

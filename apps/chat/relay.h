@@ -27,8 +27,10 @@ void chat_own_push(struct session *s, uint64_t id);
 /* A record's text as a line may show it: at most cap - 1 bytes, control
  * characters taken out, NUL-terminated; its length. */
 size_t chat_rec_text(const yard_chatlog_rec_t *r, char *out, size_t cap);
+/* A message, notice, tagmsg or topic record, from (yard_chat_from) the
+ * name it is shown by; in the batch when batch is not NULL or "". */
 void chat_relay(yard_fx_t *fx, const struct session *s, const yard_chatlog_rec_t *r,
-                bool guest, const char *batch);
+                const yard_chat_from_t *from, const char *batch);
 void chat_catch_up(struct chat_app *app, struct session *s, yard_fx_t *fx);
 void chat_news(void *state, void *session, yard_fx_t *fx);
 void chat_read_done(struct chat_app *app, struct session *s, yard_fx_t *fx);

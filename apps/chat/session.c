@@ -33,7 +33,7 @@ void chat_sendf(yard_fx_t *fx, const char *fmt, ...)
 /* Whom a numeric is addressed to: the account, or the nick given so far. */
 const char *chat_who(const struct session *s)
 {
-    return s->state == ST_READY ? s->account : s->reg.got_nick ? s->reg.nick : "*";
+    return s->state == ST_READY ? s->nick : s->reg.got_nick ? s->reg.nick : "*";
 }
 
 void chat_numeric(yard_fx_t *fx, const struct session *s, int code, const char *fmt, ...)
@@ -173,7 +173,7 @@ static void liveness(struct chat_app *app, struct session *s, yard_fx_t *fx)
     if (s->in.pinged_ns && now >= s->in.pinged_ns + set->ping_timeout_ns) {
         snprintf(s->quit_reason, sizeof s->quit_reason, "Ping timeout: %llu seconds",
                  (unsigned long long)((now - s->in.heard_ns) / YARD_NS_PER_S));
-        chat_sendf(fx, "ERROR :Closing Link: %s (%s)", s->account, s->quit_reason);
+        chat_sendf(fx, "ERROR :Closing Link: %s (%s)", s->nick, s->quit_reason);
         yard_fx_close(fx, NULL);
         return;
     }

@@ -19,6 +19,9 @@ struct session_reg {
     bool sasl_done;
     bool got_nick, got_user, have_pass;
     bool client_from_sasl;
+    /* Logged in with another nick than the account's name: whether that
+     * nick was checked (a nick job) and found to be another account's. */
+    bool nick_checked, nick_reserved;
     char nick[CHAT_NAME_MAX + 1];
     char pass[YARD_ACCOUNT_PASSWORD_MAX + 1];
     char sasl_buf[1024];
@@ -87,8 +90,11 @@ struct session {
     uint64_t batches;        /* batch references handed out */
     bool umode_i, umode_w;   /* user modes: kept and shown, nothing more */
     bool umode_o;            /* a server operator (OPER, oper.c) */
-    char account[CHAT_NAME_MAX + 1];
+    char account[CHAT_NAME_MAX + 1]; /* who it is: the account (a guest's: its nick) */
     char account_key[CHAT_NAME_MAX + 1];
+    /* The nick it is shown by: the account's name, or the nick it registered
+     * with when SASL logged it in (chat_set_names); a guest's nick. */
+    char nick[CHAT_NAME_MAX + 1];
     char client[CHAT_CLIENT_MAX + 1]; /* the device: "alice@phone", or USER's name */
     char realname[CHAT_REALNAME_MAX + 1]; /* USER's, shown by extended-join */
     char user[CHAT_USER_MAX + 1];         /* USER's user name (WHOIS, WHO) */
@@ -97,8 +103,8 @@ struct session {
     unsigned marker_next;    /* the slot the next new guest marker takes */
     bool tls;                /* the connection is encrypted */
     char certfp[65];         /* its client certificate's SHA-256 ("" when none) */
-    char sender[CHAT_NAME_MAX + 2]; /* as the log names it: the account, or "~" and the
-                                     * guest's nick */
+    char sender[2 * CHAT_NAME_MAX + 2]; /* as the log names it (yard_chat_from): the
+                                         * account, "account/nick", or "~nick" */
     int slot;                /* the member slot (state.h), or -1 */
     char quit_reason[600]; /* what the others are told when it goes ("": the default) */
     struct session_reg reg;

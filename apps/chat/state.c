@@ -141,8 +141,7 @@ int chat_member_add(chat_state_t *cs, const char *account)
             m->away_msg[0] = 0;
             m->user[0] = m->realname[0] = 0;
             m->serial = ++cs->serials;
-            snprintf(m->account, sizeof m->account, "%s", account);
-            chat_casefold(m->key, m->account, strlen(m->account));
+            chat_member_rename(cs, (int)i, account);
             memset(m->chans, 0, 3 * cs->words * sizeof(uint64_t));
             if (i + 1 > cs->member_end)
                 cs->member_end = i + 1;
@@ -158,10 +157,29 @@ int chat_member_named(chat_state_t *cs, const char *key)
 {
     for (unsigned i = 0; i < cs->member_end; i++) {
         struct chat_member *m = chat_member_at(cs, (int)i);
-        if (m->used && !strcmp(m->key, key))
+        if (m->used && (!strcmp(m->key, key) || !strcmp(m->nick_key, key)))
             return (int)i;
     }
     return -1;
+}
+
+bool chat_account_nick(chat_state_t *cs, const char *account_key, char nick[CHAT_NAME_MAX + 1])
+{
+    for (unsigned i = 0; i < cs->member_end; i++) {
+        struct chat_member *m = chat_member_at(cs, (int)i);
+        if (m->used && !m->guest && !strcmp(m->key, account_key)) {
+            memcpy(nick, m->nick, CHAT_NAME_MAX + 1);
+            return true;
+        }
+    }
+    return false;
+}
+
+void chat_member_set_nick(chat_state_t *cs, int slot, const char *nick)
+{
+    struct chat_member *m = chat_member_at(cs, slot);
+    snprintf(m->nick, sizeof m->nick, "%s", nick);
+    chat_casefold(m->nick_key, m->nick, strlen(m->nick));
 }
 
 unsigned chat_guests_from(chat_state_t *cs, const uint8_t addr[16])
@@ -188,6 +206,7 @@ void chat_member_rename(chat_state_t *cs, int slot, const char *name)
     struct chat_member *m = chat_member_at(cs, slot);
     snprintf(m->account, sizeof m->account, "%s", name);
     chat_casefold(m->key, m->account, strlen(m->account));
+    chat_member_set_nick(cs, slot, name);
 }
 
 unsigned chat_member_channels(chat_state_t *cs, int slot)
@@ -236,7 +255,7 @@ void chat_member_remove(chat_state_t *cs, int slot, int64_t at_s)
     }
     if (last && cs->gone) {
         struct chat_gone *g = &cs->gone[cs->gone_next];
-        snprintf(g->account, sizeof g->account, "%s", m->account);
+        snprintf(g->account, sizeof g->account, "%s", m->nick); /* WHOWAS asks by nick */
         memcpy(g->user, m->user, sizeof g->user);
         memcpy(g->realname, m->realname, sizeof g->realname);
         g->at_s = at_s;

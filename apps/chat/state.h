@@ -20,7 +20,7 @@
 #include "yard/chat_store.h"
 #include "yard/shm.h"
 
-#define CHAT_NAME_MAX YARD_CHAT_NAME_MAX /* account = nick */
+#define CHAT_NAME_MAX YARD_CHAT_NAME_MAX /* an account's name, a nick */
 #define CHAT_CLIENT_MAX 30 /* a device's client id ("alice@phone") */
 #define CHAT_CHAN_MAX YARD_CHAT_CHAN_MAX /* channel name, with its '#' */
 #define CHAT_TOPIC_MAX 390
@@ -90,8 +90,13 @@ struct chat_member {
     bool killed;                       /* KILLed, closing: no longer a KILL's target (under
                                         * fork --pair the slot outlives the socket a moment) */
     uint64_t away_at;                  /* when it was set (the latest message is shown) */
-    char account[CHAT_NAME_MAX + 1];
+    char account[CHAT_NAME_MAX + 1];   /* the account (a guest's: its nick) */
     char key[CHAT_NAME_MAX + 1];       /* the account casefolded */
+    /* The nick shown for it: the account's name, or the nick its client
+     * registered with (SASL keeps it). An account's connections share one
+     * nick; no nick is another member's account or nick. */
+    char nick[CHAT_NAME_MAX + 1];
+    char nick_key[CHAT_NAME_MAX + 1];  /* casefolded */
     char away_msg[CHAT_AWAY_MAX + 1];
     char user[CHAT_USER_MAX + 1];         /* USER's user name and realname, */
     char realname[CHAT_REALNAME_MAX + 1]; /* for WHOIS, WHOWAS and WHO */
@@ -110,7 +115,7 @@ struct chat_chan_slot;
 /* WHOWAS: the accounts whose last connection ended most recently. */
 #define CHAT_WHOWAS_MAX 64
 struct chat_gone {
-    char account[CHAT_NAME_MAX + 1];
+    char account[CHAT_NAME_MAX + 1]; /* the nick it had */
     char user[CHAT_USER_MAX + 1];
     char realname[CHAT_REALNAME_MAX + 1];
     int64_t at_s; /* wall clock */
@@ -170,16 +175,23 @@ bool chat_whowas(chat_state_t *cs, const char *account_key, struct chat_gone *ou
 bool chat_whowas_nth(chat_state_t *cs, const char *account_key, unsigned nth,
                      struct chat_gone *out);
 struct chat_member *chat_member_at(chat_state_t *cs, int slot);
-/* A used slot whose name folds to key (an account's first connection, or
- * the guest with that nick), or -1. */
+/* A used slot whose account or nick folds to key (an account's first
+ * connection, or the guest with that nick), or -1. The two name one user:
+ * an account's name is no other member's nick. */
 int chat_member_named(chat_state_t *cs, const char *key);
+/* The nick the connections of the account (casefolded) have, into nick;
+ * false when none is connected. */
+bool chat_account_nick(chat_state_t *cs, const char *account_key, char nick[CHAT_NAME_MAX + 1]);
+/* The nick shown for the member in slot (an account's: its connections share it). */
+void chat_member_set_nick(chat_state_t *cs, int slot, const char *nick);
 /* Guests connected from this address (a chat_addr_t's bytes). */
 unsigned chat_guests_from(chat_state_t *cs, const uint8_t addr[16]);
 /* USER's user name and realname, and whether the connection is encrypted
  * (TLS), kept with the member in slot. */
 void chat_member_ident(chat_state_t *cs, int slot, const char *user, const char *realname,
                        bool tls);
-/* A guest's new nick. */
+/* A guest's new nick (its account field and its nick), or the account a
+ * guest logged in to (its nick then set apart with chat_member_set_nick). */
 void chat_member_rename(chat_state_t *cs, int slot, const char *name);
 /* How many channels the member in slot is in (takes the lock). */
 unsigned chat_member_channels(chat_state_t *cs, int slot);

@@ -33,6 +33,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "yard/bcrypt.h"
 #include "yard/chat_accounts.h"
@@ -79,15 +80,43 @@ void yard_chat_store_close(yard_chat_store_t *st);
 yard_chatlog_t *yard_chat_store_log(yard_chat_store_t *st);
 const char *yard_chat_store_motd(const yard_chat_store_t *st);
 
-/* A record's sender as the log writes a guest's ("~nick"): the nick, and
- * true; false (r untouched) for an account's. */
+/* A record's sender as the chat writes it: an account's name ("alice"),
+ * an account's name and the nick its connection had when the two differ
+ * ("alice/al": SASL keeps the nick a client registered with), or a guest's
+ * nick after a '~' ("~zed"). Neither character is allowed in a name. */
+#define YARD_CHAT_NICK_SEP '/'
+typedef struct yard_chat_from {
+    const char *nick; /* the name to show, into the record */
+    size_t nick_len;
+    bool guest;
+} yard_chat_from_t;
+
+/* r's sender cut to who sent it (the account, or the guest's nick), and
+ * the name to show it by. */
+static inline yard_chat_from_t yard_chat_from(yard_chatlog_rec_t *r)
+{
+    yard_chat_from_t f = {r->sender, r->sender_len, false};
+    if (r->sender_len >= 2 && r->sender[0] == '~') {
+        r->sender++;
+        r->sender_len--;
+        f.nick = r->sender;
+        f.nick_len = r->sender_len;
+        f.guest = true;
+        return f;
+    }
+    const char *sep = memchr(r->sender, YARD_CHAT_NICK_SEP, r->sender_len);
+    if (sep && sep > r->sender && (size_t)(sep - r->sender) + 1 < r->sender_len) {
+        f.nick = sep + 1;
+        f.nick_len = r->sender_len - (size_t)(sep - r->sender) - 1;
+        r->sender_len = (size_t)(sep - r->sender);
+    }
+    return f;
+}
+
+/* yard_chat_from, for who sent it only: true for a guest. */
 static inline bool yard_chat_unguest(yard_chatlog_rec_t *r)
 {
-    if (r->sender_len < 2 || r->sender[0] != '~')
-        return false;
-    r->sender++;
-    r->sender_len--;
-    return true;
+    return yard_chat_from(r).guest;
 }
 
 /* The requests. Each starts with its op (what job_done dispatches on) and

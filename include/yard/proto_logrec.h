@@ -18,7 +18,12 @@
  *     28 wallops: the sender (a server operator) said text to everyone with user
  *       mode +w; the target is "*" (WALLOPS)
  *   A sender that starts with '~' is a guest (the chat app's --guests): no
- *   account has that name, since '~' is not allowed in account names.
+ *   account has that name, since '~' is not allowed in account names. A
+ *   sender "account/nick" is the account, shown by that nick (its client
+ *   logged in with SASL under another nick); '/' is not allowed in names.
+ *   A message or notice whose target starts with '@' or '+' before a
+ *   channel ("@#chan") is a STATUSMSG, for the channel's operators (and
+ *   the voiced, '+') only.
  *   A message, notice or tagmsg whose text holds a NUL byte starts with the
  *   sender's client-only tags ("+typing=active;+draft/react=x"), ended by
  *   that NUL; the message's text follows it (a client's text has no NUL).
