@@ -411,7 +411,8 @@ void chat_cmd_who(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_i
         if (chan)
             chat_ranks_of(app, ch, &rec);
         for (size_t i = 0; i < n; i++) {
-            const char *pre = chan ? chat_rank_prefix(chat_rank_in(app, ch, &rec, v[i].key), s) : "";
+            const char *pre =
+                chan ? chat_rank_prefix(chat_rank_in(app, ch, &rec, v[i].key), s) : "";
             chat_numeric(fx, s, 352, "%s %s " SERVER " %s %s %c%s%s :0 %s", shown, v[i].user,
                          app->server_name, v[i].nick, v[i].away ? 'G' : 'H',
                          v[i].oper ? "*" : "", pre, v[i].realname);

@@ -239,8 +239,8 @@ static void welcome(struct chat_app *app, struct session *s, yard_fx_t *fx)
                  MODES_MAX, CHAT_NAME_MAX, CHAT_CHAN_MAX, CHAT_TOPIC_MAX, KICK_REASON_MAX,
                  CHAT_AWAY_MAX);
     chat_numeric(fx, s, 5, "CHANLIMIT=#&:%u CHATHISTORY=%d MSGREFTYPES=msgid,timestamp "
-                           "TARGMAX=PRIVMSG:%d,NOTICE:%d,WHOIS:%d,USERHOST:5,KICK:%d ELIST=MNU STATUSMSG=@+ "
-                           ":are supported by this server",
+                           "TARGMAX=PRIVMSG:%d,NOTICE:%d,WHOIS:%d,USERHOST:5,KICK:%d ELIST=MNU "
+                           "STATUSMSG=@+ :are supported by this server",
                  app->set->channels_per_account, YARD_CHAT_HISTORY_MAX, TARGMAX, TARGMAX, TARGMAX, TARGMAX);
     chat_cmd_motd(app, s, fx, NULL);
 }

@@ -30,7 +30,7 @@ void chat_sendf(yard_fx_t *fx, const char *fmt, ...)
         yard_fx_send(fx, line, n);
 }
 
-/* Whom a numeric is addressed to: the account, or the nick given so far. */
+/* Whom a numeric is addressed to: its nick, or the nick given so far. */
 const char *chat_who(const struct session *s)
 {
     return s->state == ST_READY ? s->nick : s->reg.got_nick ? s->reg.nick : "*";
