@@ -7,21 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chat_harness.h"
-#include "test.h"
-
-#define S ":yard "
-
-static int guest(chat_harness_t *h, const char *nick)
-{
-    int g = ch_connect(h);
-    char line[200];
-    snprintf(line, sizeof line, "NICK %s\r\nUSER u%s 0 * :Real %s\r\n", nick, nick, nick);
-    ch_feed(h, g, line);
-    snprintf(line, sizeof line, S "422 %s ", nick);
-    CH_SKIP_TO(h, g, line);
-    return g;
-}
+#include "chat_cases.h"
 
 /* INFO: 371 lines, then 374; a target that names this server (or a mask
  * of its name) is the same, any other is 402. */
