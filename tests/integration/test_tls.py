@@ -328,7 +328,7 @@ def test_yard_load_over_tls_counts_handshakes_and_round_trips(start_server, pki,
 
 
 def test_yard_load_tls_usage_errors(pki):
-    for args in (["rate", "--tls"], ["echo", "--tls", "--io", "uring"],
+    for args in (["counter", "--tls", "--io", "uring"], ["echo", "--tls", "--io", "uring"],
                  ["echo", "--tls", "--tls-ca", pki.ca, "--tls-insecure"]):
         r = yard_load(*args, "--target", "127.0.0.1:9")
         assert r.returncode == 2 and "tls" in r.stderr.lower(), (args, r.stderr)

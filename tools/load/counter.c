@@ -4,7 +4,9 @@
  * with probability --read-ratio, 0x01 increments otherwise. Every reply is checked: on one connection a read
  * never sees the count go back and an increment always sees it go up. At
  * the end the count must equal its start plus the increments sent, which
- * assumes yard-load is the only writer while it runs. */
+ * assumes yard-load is the only writer while it runs. With --tls the
+ * engine seals and opens every request (engine.c), and the two reads of
+ * the count speak TLS too. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +51,8 @@ static double next_uniform(uint64_t *s)
     return (double)((*s * 2685821657736338717ull) >> 11) / (double)(1ull << 53);
 }
 
-/* One blocking request on a fresh connection: the count now. */
+/* One blocking request on a fresh connection (over TLS with --tls): the
+ * count now. */
 static int counter_read(const load_opts_t *o, load_result_t *r, uint64_t *value)
 {
     const char *call = "";
@@ -66,6 +69,17 @@ static int counter_read(const load_opts_t *o, load_result_t *r, uint64_t *value)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     uint8_t req = YARD_COUNTER_READ, rep[YARD_COUNTER_REPLY_LEN];
     size_t got = 0;
+    if (o->tls) {
+        char why[256];
+        int rc = load_tls_request(o, fd, &req, 1, rep, sizeof rep, why, sizeof why);
+        close(fd);
+        if (rc < 0) {
+            load_error(r, "reading the counter from %s over TLS: %s", o->target_text, why);
+            return -1;
+        }
+        *value = yard_counter_reply_value(rep);
+        return 0;
+    }
     errno = 0;
     int rc = yard_write_all(fd, &req, 1);
     if (rc < 0) {

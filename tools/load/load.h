@@ -184,6 +184,12 @@ int load_tls_flush(struct yard_tls *t, yard_buf_t *wire, int fd);
 /* A handshake that began at began_ns finished: timed, counted full or
  * resumed. */
 void load_tls_established(load_result_t *r, const struct yard_tls *t, uint64_t began_ns);
+/* One request on a blocking socket fd (its receive timeout set) to the
+ * target: the handshake (neither timed nor counted: it is no part of the
+ * run), req sealed and sent, exactly replen bytes of plaintext read into
+ * rep, close_notify. 0, or -1 with why. */
+int load_tls_request(const load_opts_t *o, int fd, const uint8_t *req, size_t reqlen,
+                     uint8_t *rep, size_t replen, char *why, size_t whylen);
 
 /* The report (report.c): the common parts, and the mode's hooks for the rest. */
 void load_report(const load_mode_t *mode, const load_opts_t *o, const load_result_t *r,

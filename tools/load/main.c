@@ -191,7 +191,7 @@ static const yard_opt_t common_opts[] = {
      .help = "echo, counter, http: connect, then start the window at this wall-clock time "
              "(seconds since the epoch), so that generators on several hosts start together"},
     {.name = "tls", .type = YARD_OPT_SWITCH, COMMON(tls),
-     .help = "echo, http and chat: speak TLS (a --tls-listen port, docs/tls.md); each connection's "
+     .help = "every mode: speak TLS (a --tls-listen port, docs/tls.md); each connection's "
              "handshake is part of connecting, timed and counted in the report's tls figures"},
     {.name = "tls-ca", .form = "FILE", .type = YARD_OPT_STRING, COMMON(tls_ca),
      .help = "a TLS target: trust its certificate when FILE's CA signed it (default: the "
@@ -333,16 +333,12 @@ static void parse_flags(int argc, char **argv, const load_mode_t *mode, load_opt
         misplaced(foreign, mode);
 }
 
-/* --tls: the modes that take it, its flags together, and the context
+/* --tls (every mode takes it): its flags together, and the context
  * every thread's connections share (exit 1 when a file does not load). */
-static void check_tls(load_opts_t *o, const load_mode_t *mode)
+static void check_tls(load_opts_t *o)
 {
     if (!o->tls) /* --tls-ca and --tls-insecure say how to trust a TLS target: none here */
         return;
-    if (strcmp(mode->name, "echo") != 0 && strcmp(mode->name, "http") != 0 &&
-        strcmp(mode->name, "handshake") != 0 && strcmp(mode->name, "chat") != 0)
-        yard_usage_exit("yard-load", "--tls applies to the echo, http, handshake and chat "
-                        "modes, not yet to %s", mode->name);
     if (o->io == LOAD_IO_URING)
         yard_usage_exit("yard-load", "--tls runs on --io epoll (the ring does not carry TLS)%s",
                         "");
@@ -521,7 +517,7 @@ int main(int argc, char **argv)
     err[0] = 0;
     if (o.io != LOAD_IO_AUTO && !mode->engine)
         yard_usage_exit("yard-load", "--io applies to echo, counter and http, not to %s", mode->name);
-    check_tls(&o, mode);
+    check_tls(&o);
     if ((o.hist_log || o.start_at > 0) && !mode->engine)
         yard_usage_exit("yard-load", "--%s applies to echo, counter and http, not to %s",
                     o.hist_log ? "hist-log" : "start-at", mode->name);

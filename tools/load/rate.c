@@ -13,7 +13,14 @@
  * Nagle off, and --pacing tcpkali reproduces the study's generator: one
  * loop that wakes on a 1 ms timer and writes, on every connection, every
  * byte due (message boundaries ignored), its cycle lengthened by its
- * per-connection cost (docs/load.md, "Traffic shape"). */
+ * per-connection cost (docs/load.md, "Traffic shape").
+ *
+ * --tls: a connection's handshake comes first (timed and counted in the
+ * report's tls figures), and its schedule runs meanwhile, so a slow one
+ * makes it late. Bytes and writes are then plaintext: each write is sealed
+ * into records and sent; records the socket does not take wait, and
+ * nothing more is sealed until they have gone (the same backpressure as a
+ * plain send). What comes back is opened and dropped. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -25,6 +32,7 @@
 
 #include "load.h"
 #include "yard/clock.h"
+#include "yard/tls.h"
 
 #define REPEAT_BYTES (64u * 1024u)
 
@@ -69,6 +77,10 @@ struct rconn {
     uint64_t at_close;    /* bytes sent when it closed */
     uint64_t writes;      /* send() calls that moved bytes */
     uint64_t writes_at_window, writes_at_close;
+    yard_tls_t *tls;      /* --tls */
+    yard_buf_t wire;      /* --tls: records the socket has not taken yet */
+    bool secured;         /* --tls: the handshake is done */
+    uint64_t connect_at;  /* --tls: when the TCP connect started */
 };
 
 /* "1Mbps" (bits), "125kBps" (bytes), ...: bytes per second, or -1. */
@@ -108,10 +120,88 @@ static uint64_t due_bytes(const struct rate_settings *s, const struct rconn *c, 
     return units * unit;
 }
 
+/* A full socket: wait for EPOLLOUT too (blocked), or no longer. */
+static void set_blocked(int ep, struct rconn *c, bool blocked)
+{
+    if (c->blocked == blocked)
+        return;
+    struct epoll_event ev = {.events = blocked ? EPOLLIN | EPOLLOUT : EPOLLIN, .data.ptr = c};
+    epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+    c->blocked = blocked;
+}
+
+/* --tls: send the records waiting: 1 when all went, 0 when the socket is
+ * full (blocked), -1 when it failed (the error recorded). */
+static int tls_send(load_result_t *r, int ep, struct rconn *c)
+{
+    int rc = load_tls_flush(c->tls, &c->wire, c->fd);
+    if (rc < 0) {
+        load_error(r, "connection %d: %s", c->id,
+                   rc == -ENOMEM ? "out of memory for TLS records" : strerror(-rc));
+        return -1;
+    }
+    set_blocked(ep, c, rc == 0);
+    return rc;
+}
+
+/* --tls: move c's handshake on (counted and timed once done); -1 when it
+ * failed. */
+static int tls_step(load_result_t *r, int ep, struct rconn *c)
+{
+    int h = yard_tls_handshake(c->tls);
+    if (h < 0) {
+        r->tls_failures++;
+        load_error(r, "connection %d: %s", c->id, yard_tls_why(c->tls));
+        return -1;
+    }
+    if (tls_send(r, ep, c) < 0) {
+        r->tls_failures++;
+        return -1;
+    }
+    if (h == 1) {
+        c->secured = true;
+        load_tls_established(r, c->tls, c->connect_at);
+    }
+    return 0;
+}
+
+/* Hand n bytes to the socket (sealed first with --tls): the plaintext
+ * bytes it took, 0 when it is full, -1 when it failed. */
+static ssize_t send_some(load_result_t *r, int ep, struct rconn *c, const uint8_t *p, size_t n)
+{
+    if (c->tls) {
+        if (yard_tls_write(c->tls, p, n) < 0) {
+            load_error(r, "connection %d: %s", c->id, yard_tls_why(c->tls));
+            return -1;
+        }
+        return tls_send(r, ep, c) < 0 ? -1 : (ssize_t)n; /* the rest waits in c->wire */
+    }
+    for (;;) {
+        ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL);
+        if (w >= 0)
+            return w;
+        if (errno == EAGAIN) {
+            set_blocked(ep, c, true);
+            return 0;
+        }
+        if (errno != EINTR) {
+            load_error(r, "connection %d: send: %s", c->id, strerror(errno));
+            return -1;
+        }
+    }
+}
+
 static int pump(const load_opts_t *o, load_result_t *r, int ep, struct rconn *c,
                 const uint8_t *repeat, uint64_t now)
 {
     const struct rate_settings *s = o->settings;
+    /* --tls: records left from before go first (nothing is sealed before the
+     * handshake is done, or while they wait). */
+    if (c->tls) {
+        int sent = c->secured ? tls_send(r, ep, c) : 0;
+        if (sent <= 0)
+            return sent;
+    }
     uint64_t due = due_bytes(s, c, now);
     while (c->sent < due) {
         size_t off = (size_t)(c->sent % s->len);
@@ -119,46 +209,70 @@ static int pump(const load_opts_t *o, load_result_t *r, int ep, struct rconn *c,
         size_t most = s->write_size ? s->write_size : REPEAT_BYTES;
         if (n > most)
             n = most;
-        ssize_t w = send(c->fd, repeat + off, n, MSG_NOSIGNAL);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN) {
-                if (!c->blocked) {
-                    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.ptr = c};
-                    epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
-                    c->blocked = true;
-                }
-                return 0;
-            }
-            load_error(r, "connection %d: send: %s", c->id, strerror(errno));
+        ssize_t w = send_some(r, ep, c, repeat + off, n);
+        if (w < 0)
             return -1;
+        if (w > 0) {
+            c->sent += (uint64_t)w;
+            c->writes++;
+            r->bytes_sent += (uint64_t)w;
         }
-        c->sent += (uint64_t)w;
-        c->writes++;
-        r->bytes_sent += (uint64_t)w;
+        if (w == 0 || (c->tls && c->blocked)) /* full: the rest when EPOLLOUT comes */
+            return 0;
     }
-    if (c->blocked) {
-        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
-        epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
-        c->blocked = false;
-    }
+    set_blocked(ep, c, false);
     return 0;
 }
 
-static int drain(load_result_t *r, struct rconn *c)
+/* --tls: ciphertext arrived: fed to TLS, the handshake moved on, what it
+ * opens counted and dropped. */
+static int tls_arrived(load_result_t *r, int ep, struct rconn *c, const uint8_t *p, size_t n)
 {
-    uint8_t buf[4096];
+    if (yard_tls_feed(c->tls, p, n) < 0) {
+        load_error(r, "connection %d: out of memory for TLS records", c->id);
+        return -1;
+    }
+    if (!c->secured)
+        return tls_step(r, ep, c);
+    uint8_t plain[16384];
+    for (;;) {
+        long got = yard_tls_read(c->tls, plain, sizeof plain);
+        if (got == 0)
+            return 0;
+        if (got < 0) {
+            load_error(r, "connection %d: %s", c->id,
+                       got == -ESHUTDOWN ? "the server ended the TLS session"
+                                         : yard_tls_why(c->tls));
+            return -1;
+        }
+        r->bytes_received += (uint64_t)got;
+    }
+}
+
+static int drain(load_result_t *r, int ep, struct rconn *c)
+{
+    uint8_t buf[16384];
     for (;;) {
         ssize_t n = read(c->fd, buf, sizeof buf);
+        if (n > 0 && c->tls) {
+            if (tls_arrived(r, ep, c, buf, (size_t)n) < 0)
+                return -1;
+            continue;
+        }
         if (n > 0) {
             r->bytes_received += (uint64_t)n;
             continue;
         }
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
             return 0;
+        if (c->tls && !c->secured)
+            r->tls_failures++;
         load_error(r, "connection %d: %s", c->id,
-                   n == 0 ? "the server closed it" : strerror(errno));
+                   n == 0 ? (c->tls && !c->secured
+                                 ? "the server closed it during the TLS handshake (does this port "
+                                   "speak TLS?)"
+                                 : "the server closed it")
+                          : strerror(errno));
         return -1;
     }
 }
@@ -187,6 +301,7 @@ static int rate_run(const load_opts_t *o, load_result_t *r)
     for (int i = 0; i < o->connections; i++) {
         struct rconn *c = &conns[i];
         c->id = i;
+        c->connect_at = yard_now_ns();
         c->fd = load_connect(o, r, ep, c);
         if (c->fd < 0) {
             status = -1;
@@ -245,9 +360,23 @@ static int rate_run(const load_opts_t *o, load_result_t *r)
                     break;
                 }
                 c->connected = true;
+                if (o->tls && !(c->tls = yard_tls_client_new(o->tls_ctx, o->tls_host))) {
+                    load_error(r, "out of memory for TLS");
+                    status = -1;
+                } else if (o->tls && tls_step(r, ep, c) < 0) {
+                    status = -1; /* as a failed connect: nothing to measure */
+                }
                 continue;
             }
-            if ((events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && drain(r, c) < 0) {
+            bool was_secured = c->secured;
+            int rc = 0;
+            if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+                rc = drain(r, ep, c);
+            if (rc == 0 && c->tls && !c->secured && (events[i].events & EPOLLOUT))
+                rc = tls_step(r, ep, c); /* the handshake's records, once the socket took more */
+            if (rc < 0 && c->tls && !was_secured) {
+                status = -1; /* a failed handshake: as a failed connect */
+            } else if (rc < 0) {
                 r->errors++;
                 c->at_close = c->sent;
                 c->writes_at_close = c->writes;
@@ -315,8 +444,18 @@ static int rate_run(const load_opts_t *o, load_result_t *r)
             rr->conn_min_bps = bps;
         if (bps > rr->conn_max_bps)
             rr->conn_max_bps = bps;
+        if (status == 0 && c->fd >= 0 && c->tls && !c->secured) {
+            r->tls_failures++;
+            load_error(r, "connection %d: its TLS handshake did not finish within the run", c->id);
+        }
+        if (c->fd >= 0 && c->secured) { /* a clean end, if the socket takes it */
+            yard_tls_close_notify(c->tls);
+            load_tls_flush(c->tls, &c->wire, c->fd);
+        }
         if (c->fd >= 0)
             close(c->fd);
+        yard_tls_free(c->tls);
+        yard_buf_free(&c->wire);
     }
     rr->target_bps = s->byte_rate * 8.0 * o->connections;
     rr->achieved_bps = (double)rr->window_bytes * 8.0 / secs;
