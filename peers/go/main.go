@@ -170,7 +170,9 @@ func listeners(o options, nextProtos []string) ([]net.Listener, string) {
 		if err != nil {
 			die(1, "%v", err)
 		}
-		config := serverTLSConfig(pair, nextProtos)
+		keeper := newCertKeeper(o.tlsCert, o.tlsKey, pair)
+		keeper.reloadOnHUP() // before the listening line: a SIGHUP after it reloads
+		config := serverTLSConfig(keeper, nextProtos)
 		for _, a := range o.tlsListen {
 			ln, err := listen(a)
 			if err != nil {

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/signal"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -72,15 +75,53 @@ func hasPEMBlock(data []byte, want func(string) bool) bool {
 	}
 }
 
+// certKeeper holds the certificate and key in use. Each handshake asks it
+// (GetCertificate), so a SIGHUP that replaces the pair reaches the next
+// handshakes; connections already made keep the pair they were made with.
+type certKeeper struct {
+	certFile, keyFile string
+	pair              atomic.Pointer[tls.Certificate]
+}
+
+func newCertKeeper(certFile, keyFile string, pair tls.Certificate) *certKeeper {
+	k := &certKeeper{certFile: certFile, keyFile: keyFile}
+	k.pair.Store(&pair)
+	return k
+}
+
+func (k *certKeeper) certificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return k.pair.Load(), nil
+}
+
+// reloadOnHUP: each SIGHUP loads the two files again, as yard-serve does. A
+// pair that does not load (or a key that is not the certificate's) keeps
+// the one in use, and stderr says why.
+func (k *certKeeper) reloadOnHUP() {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		for range hup {
+			pair, err := loadCertificate(k.certFile, k.keyFile)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "yard-peer-go: SIGHUP: keeping the certificate in use: %v\n", err)
+				continue
+			}
+			k.pair.Store(&pair)
+			fmt.Fprintln(os.Stderr, "yard-peer-go: SIGHUP: reloaded the TLS certificate and key")
+		}
+	}()
+}
+
 // serverTLSConfig is TLS 1.2 and 1.3 only with crypto/tls's defaults (its
 // cipher suites and curves, session tickets on, no renegotiation: a Go
-// server never renegotiates). nextProtos is set for HTTP so that a client
-// offering ALPN learns it speaks HTTP/1.1.
-func serverTLSConfig(pair tls.Certificate, nextProtos []string) *tls.Config {
+// server never renegotiates), the certificate the keeper holds at each
+// handshake. nextProtos is set for HTTP so that a client offering ALPN
+// learns it speaks HTTP/1.1.
+func serverTLSConfig(keeper *certKeeper, nextProtos []string) *tls.Config {
 	return &tls.Config{
-		Certificates: []tls.Certificate{pair},
-		MinVersion:   tls.VersionTLS12,
-		NextProtos:   nextProtos,
+		GetCertificate: keeper.certificate,
+		MinVersion:     tls.VersionTLS12,
+		NextProtos:     nextProtos,
 	}
 }
 

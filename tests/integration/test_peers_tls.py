@@ -16,6 +16,7 @@ import shutil
 import signal
 import socket
 import ssl
+import hashlib
 import subprocess
 import time
 
@@ -23,7 +24,7 @@ import pytest
 
 from conftest import (BIN, LISTENING, ROOT, read_line, recv_exactly, run_threads, stop_clean,
                       wait_for)
-from tlslib import client_context, make_pki, tls_connect
+from tlslib import client_context, fingerprint, make_pki, tls_connect
 
 # name: (peers/ directory, extra launcher flags, toolchain it needs). Kept
 # here rather than shared with test_peers.py: TLS is checked only for the
@@ -441,6 +442,66 @@ def test_sigterm_with_tls_connections_open(peer, start_server, pki, app, tmp_pat
     stop_clean(srv)
     for s in conns:
         s.close()
+
+
+def file_fingerprint(cert) -> str:
+    """SHA-256 of the first certificate in a PEM file (the server's own)."""
+    pem = cert.read_text()
+    first = pem[:pem.index("-----END CERTIFICATE-----") + len("-----END CERTIFICATE-----")]
+    return hashlib.sha256(ssl.PEM_cert_to_DER_cert(first)).hexdigest()
+
+
+def test_sighup_reloads_the_certificate(peer, start_server, pki, tmp_path):
+    """As yard-serve (docs/tls.md): after SIGHUP new connections get the new certificate
+    while one made before keeps its session and is served on; a file that does not load
+    keeps the pair in use, with a line on stderr saying so. Six connections in a row
+    present it, so every worker of a cluster has reloaded."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    shutil.copy(pki.cert, cert)
+    shutil.copy(pki.key, key)
+    srv = start_server([*launcher(peer), "--app", "echo", "--tls-listen", "127.0.0.1:0",
+                        "--tls-cert", cert, "--tls-key", key])
+    addr = tls_port(srv)
+
+    def presented() -> str:
+        with tls_connect(addr, pki) as s:
+            echo_exact(s, b"which certificate?\n")
+            return fingerprint(s)
+
+    first = file_fingerprint(pki.cert)
+    assert presented() == first
+    established = tls_connect(addr, pki)
+    echo_exact(established, b"before the reload\n")
+    # A second certificate from the same CA, with its own key, under the same names.
+    second = make_pki(pki.ca.parent, name="second")
+    new = file_fingerprint(second.cert)
+    assert new != first
+    shutil.copy(second.cert, cert)
+    shutil.copy(second.key, key)
+    assert presented() == first, "the files alone changed nothing"
+    os.kill(srv.proc.pid, signal.SIGHUP)
+    wait_for(lambda: all(presented() == new for _ in range(6)), timeout=WAIT,
+             what="the new certificate on every new connection after SIGHUP")
+    assert fingerprint(established) == first
+    echo_exact(established, b"after the reload, on the old session\n")
+    # A certificate that does not load: the pair in use stays, and stderr says why.
+    cert.write_text("broken\n")
+    os.kill(srv.proc.pid, signal.SIGHUP)
+    wait_for(lambda: "keeping the certificate in use" in srv.stderr(), timeout=WAIT,
+             what="the failed reload's line on stderr")
+    assert all(presented() == new for _ in range(6))
+    # A key that is not the certificate's: the same.
+    shutil.copy(pki.cert, cert)
+    shutil.copy(second.key, key)
+    before = srv.stderr().count("keeping the certificate in use")
+    os.kill(srv.proc.pid, signal.SIGHUP)
+    wait_for(lambda: srv.stderr().count("keeping the certificate in use") > before,
+             timeout=WAIT, what="the mismatched reload's line on stderr")
+    assert all(presented() == new for _ in range(6))
+    echo_exact(established, b"still served\n")
+    established.close()
+    assert srv.proc.poll() is None
+    stop_clean(srv)
 
 
 # ---- usage and file errors ---------------------------------------------------

@@ -29,6 +29,11 @@ defmodule YardPeer.TLS do
   unreadable or malformed file, or a key that is not the certificate's, is
   exit 1 with a message naming the file. `:ssl` then gets them decoded:
   TLS 1.3 and 1.2 only, OTP's defaults otherwise.
+
+  SIGHUP reads the two files again (`reload/0`): the pair in use is a
+  persistent term that each new handshake takes (`pair/0`, given to
+  `:ssl.handshake/3`), so connections already made keep theirs. A pair that
+  does not load keeps the one in use, and stderr says why.
   """
 
   require Record
@@ -48,20 +53,55 @@ defmodule YardPeer.TLS do
 
   def server_opts(cert_file, key_file) do
     {:ok, _} = Application.ensure_all_started(:ssl)
+
+    case load(cert_file, key_file) do
+      {:ok, pair} ->
+        :persistent_term.put(__MODULE__, {cert_file, key_file, pair})
+        pair ++ [versions: [:"tlsv1.3", :"tlsv1.2"], reuse_sessions: true]
+
+      {:error, msg} ->
+        fail(msg)
+    end
+  end
+
+  @doc "The certificate and key new handshakes use: what SIGHUP loaded last."
+  def pair, do: elem(:persistent_term.get(__MODULE__), 2)
+
+  def reload do
+    case :persistent_term.get(__MODULE__, nil) do
+      nil ->
+        :ok
+
+      {cert_file, key_file, _} ->
+        case load(cert_file, key_file) do
+          {:ok, pair} ->
+            :persistent_term.put(__MODULE__, {cert_file, key_file, pair})
+            IO.puts(:stderr, "yard-peer-elixir: SIGHUP: reloaded the TLS certificate and key")
+
+          {:error, msg} ->
+            IO.puts(:stderr, "yard-peer-elixir: SIGHUP: keeping the certificate in use: " <> msg)
+        end
+    end
+  end
+
+  # {:ok, [cert: ders, key: key]}, or {:error, msg} naming the file at fault.
+  defp load(cert_file, key_file) do
     certs = for {:Certificate, der, :not_encrypted} <- pem("--tls-cert", cert_file), do: der
-    if certs == [], do: fail("--tls-cert #{cert_file}: not a PEM certificate")
+    if certs == [], do: throw("--tls-cert #{cert_file}: not a PEM certificate")
 
     key_entry =
       Enum.find(pem("--tls-key", key_file), fn {t, _, enc} ->
         t in @key_types and enc == :not_encrypted
-      end) || fail("--tls-key #{key_file}: not a PEM private key")
+      end) || throw("--tls-key #{key_file}: not a PEM private key")
 
     if not matches?(hd(certs), key_entry) do
-      fail("--tls-key #{key_file} is not the key of --tls-cert #{cert_file}: key values mismatch")
+      throw("--tls-key #{key_file} is not the key of --tls-cert #{cert_file}: key values mismatch")
     end
 
     {key_type, key_der, _} = key_entry
-    [cert: certs, key: {key_type, key_der}, versions: [:"tlsv1.3", :"tlsv1.2"], reuse_sessions: true]
+    {:ok, [cert: certs, key: {key_type, key_der}]}
+  catch
+    msg when is_binary(msg) -> {:error, msg}
   end
 
   defp pem(flag, file) do
@@ -74,7 +114,7 @@ defmodule YardPeer.TLS do
         end
 
       {:error, e} ->
-        fail("#{flag} #{file}: #{:file.format_error(e)}")
+        throw("#{flag} #{file}: #{:file.format_error(e)}")
     end
   end
 

@@ -25,6 +25,8 @@ defmodule YardPeer do
       )
 
     :os.set_signal(:sigterm, :handle)
+    # SIGHUP reloads the TLS certificate (YardPeer.TLS.reload/0).
+    :os.set_signal(:sighup, :handle)
 
     if opts.app == :rest, do: YardPeer.Rest.setup(opts)
     if opts.app == :counter, do: YardPeer.Counter.setup()
@@ -122,7 +124,10 @@ defmodule YardPeer do
 end
 
 defmodule YardPeer.Signal do
-  @moduledoc "Replaces OTP's default signal handler: SIGTERM tells the main process to stop."
+  @moduledoc """
+  Replaces OTP's default signal handler: SIGTERM tells the main process to
+  stop; SIGHUP reloads the TLS certificate and key (nothing without TLS).
+  """
   @behaviour :gen_event
 
   @impl true
@@ -132,6 +137,11 @@ defmodule YardPeer.Signal do
   @impl true
   def handle_event(sig, main) when sig in [:sigterm, :sigint] do
     send(main, :shutdown)
+    {:ok, main}
+  end
+
+  def handle_event(:sighup, main) do
+    YardPeer.TLS.reload()
     {:ok, main}
   end
 
@@ -192,7 +202,8 @@ defmodule YardPeer.Acceptor do
           Task.Supervisor.start_child(YardPeer.Conns, fn ->
             receive do
               {:socket, ^t} ->
-                case :ssl.handshake(t, YardPeer.TLS.handshake_ms()) do
+                # The pair SIGHUP loaded last, over the listen options.
+                case :ssl.handshake(t, YardPeer.TLS.pair(), YardPeer.TLS.handshake_ms()) do
                   {:ok, sock} -> YardPeer.Conn.serve(opts.app, sock, opts)
                   {:error, _} -> :ok
                 end

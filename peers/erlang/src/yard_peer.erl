@@ -27,6 +27,8 @@ main() ->
     ok = gen_event:swap_handler(erl_signal_server, {erl_signal_handler, []},
                                 {yard_peer_signal, self()}),
     os:set_signal(sigterm, handle),
+    %% SIGHUP reloads the TLS certificate (yard_peer_tls:reload/0).
+    os:set_signal(sighup, handle),
     Listens = listens(Opts),
     case Opts#opts.app of
         rest -> yard_peer_rest:start(Listens, Opts#opts.longpoll_ms, Opts#opts.bcrypt_cost);
@@ -194,7 +196,8 @@ acceptor(LS, Handler) ->
     case ssl:transport_accept(LS) of
         {ok, T} ->
             spawn(fun() -> acceptor(LS, Handler) end),
-            case ssl:handshake(T, ?HANDSHAKE_MS) of
+            %% The pair SIGHUP loaded last (yard_peer_tls), over the listen options.
+            case ssl:handshake(T, yard_peer_tls:pair(), ?HANDSHAKE_MS) of
                 {ok, S} ->
                     yard_conns ! {add, self(), S},
                     Handler(S);

@@ -26,6 +26,12 @@ class Primary {
     }
     process.on('SIGTERM', () => this.stop(0));
     process.on('SIGINT', () => this.stop(0));
+    // SIGHUP reloads the certificate in every worker (each serves with its own).
+    if (this.opts.tls) {
+      process.on('SIGHUP', () => {
+        for (const w of this.workers) if (!w.isDead()) w.process.kill('SIGHUP');
+      });
+    }
   }
 
   // A worker's message once all its servers listen: their addresses, in order.

@@ -10,6 +10,7 @@ const tls = require('node:tls');
 const { formatAddress } = require('./addr');
 const { serveEcho, serveCounter, serveBroadcast, Sink } = require('./apps');
 const { localCounter, ipcCounter, ShardedStores, ipc } = require('./shared');
+const { reloadOnHUP } = require('./tls');
 
 // How long, after SIGTERM, a sink connection may keep delivering bytes that
 // were in flight before it is flushed and closed.
@@ -77,6 +78,8 @@ function startWorker(opts, shard, shards) {
       }, DRAIN_MS);
     };
   }
+
+  if (opts.tls) reloadOnHUP(opts, servers.filter((s, i) => opts.listens[i].tls));
 
   // Listened on in the same order in every worker: a cluster worker's n-th
   // listen on a HOST:PORT shares the primary's n-th handle for it.
