@@ -6,21 +6,46 @@ load hosts offer twice the connections of one), started by the agent, all of the
 instant (`yard-load --start-at`, moved onto each host's clock by the offset measured for it),
 each writing an interval log (`--hist-log`). The harness adds the interval histograms of every
 host inside the measured window (the warm-up dropped by time) and keeps every host's own row.
+
+An experiment that names `{pki}` gets the run's certificates (yard/pki.py), made valid for the
+server host's address too and copied once per run to every host (DIR/.yard-pki, replaced
+whole); `{pki}` is that directory on the host the command runs on.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from pathlib import Path
 from typing import Any
 
 from .experiment import CPU_SWEEP, render
 from .hdr import Interval, latency_us, merge, read_log
-from .hosts import Host, HostError, Hosts, Session, close_all, on_each, receive_each
-from .runner import _metrics, _parse_json  # a local trial's metrics and JSON reading
+from .hosts import Host, HostError, Hosts, Session, close_all, copy_dir, on_each, receive_each
+from .pki import pki_dir
+from .runner import _metrics, _parse_json, _uses_pki  # as a local trial does
 
 START_MARGIN_S = 2.0     # from the order to the agreed start: connections are set up meanwhile
 RATE_FLOOR = 0.99        # a host under 99% of its target rate did not offer the load
+PKI_DIR = ".yard-pki"    # {pki} on a host, under its dir
+
+_pki_copied: dict[str, Path] = {}  # host name -> the local certificates copied there
+
+
+def _pki_values(t, hosts: Hosts) -> dict[str, str]:
+    """{pki} on each host (by name), when the trial names it: the run's certificates, valid for
+    the server host's address, copied to each host the first time a trial needs them there."""
+    if not _uses_pki(t):
+        return {}
+    local = pki_dir((hosts.server.address,) if hosts.server.address else ())
+
+    def copy(h: Host) -> str:
+        if _pki_copied.get(h.name) != local:
+            copy_dir(h, local, PKI_DIR)
+            _pki_copied[h.name] = local
+        return f"{h.dir}/{PKI_DIR}"
+
+    return dict(zip([h.name for h in hosts.all()], on_each(hosts.all(), copy)))
 
 
 def _server_argv(argv: list[str], host: Host) -> list[str]:
@@ -57,13 +82,16 @@ def run_trial_hosts(t, hosts: Hosts, seq: int) -> dict:
     server_cpus = srv_host.cpus
     if CPU_SWEEP in t.point:
         server_cpus = srv_host.cpus[:t.point[CPU_SWEEP]]
-    values = {"bin": f"{srv_host.dir}/build/bin", **t.point, "duration": exp.duration,
-              "load_threads": 1}
-    server_argv = _server_argv(render(t.alt.argv, values), srv_host)
-    rec["pinning"] = {"server_cpus": server_cpus, **{h.name: h.cpus for h in hosts.load}}
     sessions: dict[str, Session] = {}
     pids: dict[str, list[int]] = {}   # per host: the agent, then the server or the load's group
     try:
+        pki = _pki_values(t, hosts)
+        values = {"bin": f"{srv_host.dir}/build/bin", **t.point, "duration": exp.duration,
+                  "load_threads": 1}
+        if pki:
+            values["pki"] = pki[srv_host.name]
+        server_argv = _server_argv(render(t.alt.argv, values), srv_host)
+        rec["pinning"] = {"server_cpus": server_cpus, **{h.name: h.cpus for h in hosts.load}}
         sessions = _open(hosts.all())
         pids.update({n: [s.agent_pid] for n, s in sessions.items()})
         rec["clock"] = {n: {"offset_s": s.offset_s, "rtt_s": s.rtt_s} for n, s in sessions.items()}
@@ -83,7 +111,8 @@ def run_trial_hosts(t, hosts: Hosts, seq: int) -> dict:
         commands = {"server": server_argv}
         for h in hosts.load:
             lv = dict(values, bin=f"{h.dir}/build/bin", target=target,
-                      load_threads=max(1, len(h.cpus)), duration=warmup + exp.duration)
+                      load_threads=max(1, len(h.cpus)), duration=warmup + exp.duration,
+                      **({"pki": pki[h.name]} if pki else {}))
             argv = render(exp.load, lv) + ["--start-at", f"{start_at + sessions[h.name].offset_s:.6f}"]
             commands[h.name] = argv
             sessions[h.name].send({"op": "load", "argv": argv, "cpus": h.cpus, "hist_log": True,

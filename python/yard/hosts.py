@@ -195,14 +195,32 @@ def check_build(host: Host, man: dict[str, str], timeout: float = 120) -> list[s
 
 def sync(host: Host, repo: Path, paths: list[str], timeout: float = 600) -> None:
     """Copy paths (relative to repo) into the host's dir over SSH, as one tar stream."""
-    cmd = f"mkdir -p {shlex.quote(host.dir)} && tar -C {shlex.quote(host.dir)} -xf -"
+    _send_tar(host, f"mkdir -p {shlex.quote(host.dir)} && tar -C {shlex.quote(host.dir)} -xf -",
+              [(repo / rel, rel) for rel in paths], timeout, "copying the build")
+
+
+def copy_dir(host: Host, src: Path, dest: str, timeout: float = 120) -> str:
+    """Copy the files of the local directory src into DIR/dest on the host (dest relative to
+    the host's dir, replaced whole, private to its user: it may hold keys). Its path there."""
+    there = f"{host.dir}/{dest}"
+    q = shlex.quote(there)
+    cmd = f"rm -rf {q} && mkdir -p -m 700 {q} && tar -C {q} -xf -"
+    _send_tar(host, cmd, [(p, p.name) for p in sorted(src.iterdir()) if p.is_file()], timeout,
+              f"copying {src.name}")
+    return there
+
+
+def _send_tar(host: Host, command: str, members: list[tuple[Path, str]], timeout: float,
+              what: str) -> None:
+    """Run command on the host with a tar stream of members (local path, name in the archive)
+    on its stdin."""
     with tempfile.TemporaryFile() as errf:
-        p = subprocess.Popen(host.ssh_argv(cmd), stdin=subprocess.PIPE,
+        p = subprocess.Popen(host.ssh_argv(command), stdin=subprocess.PIPE,
                              stdout=subprocess.DEVNULL, stderr=errf)
         try:
             with tarfile.open(fileobj=p.stdin, mode="w|") as tar:
-                for rel in paths:
-                    tar.add(str(repo / rel), arcname=rel, recursive=False)
+                for path, arcname in members:
+                    tar.add(str(path), arcname=arcname, recursive=False)
         except BrokenPipeError:
             pass
         finally:
@@ -215,12 +233,11 @@ def sync(host: Host, repo: Path, paths: list[str], timeout: float = 600) -> None
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
-            raise HostError(f"{host.where()}: copying the build took over {timeout:.0f} s") \
-                from None
+            raise HostError(f"{host.where()}: {what} took over {timeout:.0f} s") from None
         errf.seek(0)
         err = errf.read()
     if p.returncode != 0:
-        raise HostError(f"{host.where()}: copying the build failed (exit {p.returncode}): "
+        raise HostError(f"{host.where()}: {what} failed (exit {p.returncode}): "
                         f"{err.decode(errors='replace').strip()[-300:]}")
 
 

@@ -259,3 +259,45 @@ def test_a_load_host_dying_mid_run_fails_the_trial_and_leaves_nothing(synced_rig
                 break
             time.sleep(0.05)
         assert not left, (ns, left)
+
+
+def test_an_experiment_naming_pki_runs_over_tls_on_the_hosts(synced_rig, tmp_path):
+    """{pki} under --hosts: the run's certificates, valid for the server host's address, are
+    copied to every host and named there; the load hosts verify the server's certificate
+    against the run's CA by that address (no --tls-insecure), so a trial that counts round
+    trips proves the certificates made it to both sides."""
+    _, hosts, _ = synced_rig
+    exp = tmp_path / "pki_echo.toml"
+    exp.write_text("""
+[experiment]
+name = "pki_echo"
+[servers]
+app = "echo"
+models = ["epoll"]
+[[servers.extra]]
+label = "epoll+tls"
+model = "epoll"
+argv = ["{bin}/yard-serve", "--app", "echo", "--model", "epoll", "--tls-listen", "127.0.0.1:0",
+        "--tls-cert", "{pki}/ecdsa.pem", "--tls-key", "{pki}/ecdsa.key"]
+[load]
+argv = ["{bin}/yard-load", "echo", "--target", "{target}", "--tls-ca", "{pki}/ca.pem",
+        "--connections", "4", "--duration", "{duration}s", "--json"]
+[run]
+duration = 1
+repetitions = 1
+""")
+    p = yard("--quiet", "--results-dir", tmp_path, "run", exp, "--hosts", hosts)
+    ts = {t["alternative"]: t for t in trials(tmp_path)}
+    assert sorted(ts) == ["epoll", "epoll+tls"], p.stderr
+    for label, t in ts.items():
+        assert t["status"] == "ok", (label, t["problems"])
+        merged = t["load"]["stdout_json"]
+        assert merged["errors"] == 0 and merged["messages"] > 0, merged
+    cmds = ts["epoll+tls"]["commands"]
+    server = cmds["server"]
+    assert server[server.index("--tls-cert") + 1].endswith("/.yard-pki/ecdsa.pem"), server
+    assert server[server.index("--tls-listen") + 1].startswith("198.18.0.1:"), server
+    for name in ("load1", "load2"):
+        load = cmds[name]
+        assert load[load.index("--tls-ca") + 1].endswith("/.yard-pki/ca.pem"), load
+        assert load[load.index("--target") + 1].startswith("tls:198.18.0.1:"), load
