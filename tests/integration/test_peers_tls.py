@@ -307,6 +307,30 @@ def read_lines(sock, n: int) -> list[bytes]:
     return [ln + b"\n" for ln in lines[:-1]]
 
 
+def in_the_room(srv, pki, first) -> None:
+    """Waits until first, a client that has sent nothing, is in the room. Its server side
+    may still be finishing the handshake when the next client's line is read (seen under
+    load), so a helper sends numbered lines until first gets one, then a last line up to
+    which first reads, and leaves."""
+    with tls_connect(tls_port(srv), pki) as helper:
+        first.settimeout(0.05)
+        got, k, deadline = b"", 0, time.monotonic() + WAIT
+        while b"\n" not in got:
+            assert time.monotonic() < deadline, "the first client never joined the room"
+            helper.sendall(b"sync %d\n" % k)
+            k += 1
+            try:
+                got += first.recv(65536)
+            except TimeoutError:
+                pass
+        helper.sendall(b"synced\n")
+        first.settimeout(WAIT)
+        while not got.endswith(b"synced\n"):
+            chunk = first.recv(65536)
+            assert chunk, f"closed after {got!r}"
+            got += chunk
+
+
 def test_broadcast_over_tls_reaches_every_client(peer, start_server, pki):
     if peer == "node-cluster":
         pytest.skip("the Node peer refuses --cluster with broadcast (docs/peers.md)")
@@ -318,7 +342,9 @@ def test_broadcast_over_tls_reaches_every_client(peer, start_server, pki):
     for i in range(4):
         s = srv.connect() if i == 3 else tls_connect(tls_port(srv), pki)
         clients.append(s)
-        if i > 0:
+        if i == 0:
+            in_the_room(srv, pki, s)
+        else:
             s.sendall(b"join %d\n" % i)
             for other in clients[:-1]:
                 assert read_lines(other, 1) == [b"join %d\n" % i]
@@ -348,6 +374,7 @@ def test_broadcast_over_tls_drops_a_client_that_does_not_read(peer, start_server
     raw.settimeout(WAIT)
     raw.connect(tls_port(srv))
     d = client_context(pki).wrap_socket(raw, server_hostname="localhost")
+    in_the_room(srv, pki, d)
     a = tls_connect(tls_port(srv), pki)
     a.sendall(b"join a\n")
     assert read_lines(d, 1) == [b"join a\n"]
