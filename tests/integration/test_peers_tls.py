@@ -1,4 +1,5 @@
-"""The reference peers take yard-serve's TLS flags (docs/tls.md, docs/peers.md):
+"""The reference peers (Go, Node, Erlang, Elixir, Rust on tokio) take yard-serve's TLS
+flags (docs/tls.md, docs/peers.md):
 --tls-listen HOST:PORT (repeatable, beside or instead of --listen), --tls-cert
 FILE, --tls-key FILE. For every peer and every app it serves: the app's
 conformance over TLS, the listening line, the usage and file errors, a clean
@@ -35,6 +36,7 @@ PEERS = {
     "node-cluster": ("node", ["--cluster", "2"], "node"),
     "erlang": ("erlang", [], "erl"),
     "elixir": ("elixir", [], "elixir"),
+    "rust-tokio": ("rust", ["--runtime", "tokio"], "cargo"),
 }
 CHUNK = 64 * 1024
 WAIT = 15.0
@@ -54,6 +56,9 @@ def launcher(peer: str) -> list:
     if tool == "go":
         if not (shutil.which("go") or os.path.exists("/usr/local/go/bin/go")):
             pytest.skip("no Go toolchain")
+    elif tool == "cargo":
+        if not (shutil.which("cargo") or os.path.exists(os.path.expanduser("~/.cargo/bin/cargo"))):
+            pytest.skip("no cargo (Rust >= 1.85; see peers/Makefile)")
     elif not shutil.which(tool):
         pytest.skip(f"no {tool} toolchain")
     if directory not in _built:
@@ -573,6 +578,15 @@ def test_file_errors_exit_1_naming_the_file(peer, pki, tmp_path):
             assert r.returncode == 1, (cert, key, app, r.returncode, r.stderr)
             assert str(named) in r.stderr, (cert, key, app, r.stderr)
             assert "listening" not in r.stdout, (cert, key, app, r.stdout)
+
+
+def test_rust_monoio_refuses_tls():
+    """TLS is the tokio runtime's (docs/peers.md): monoio with --tls-listen is a usage
+    error naming the runtime, before anything listens."""
+    r = run_peer("rust-tokio", "--runtime", "monoio", "--app", "echo", "--tls-listen",
+                 "127.0.0.1:0", "--tls-cert", "c.pem", "--tls-key", "k.pem")
+    assert r.returncode == 2 and "--runtime tokio" in r.stderr, r.stderr
+    assert "listening" not in r.stdout
 
 
 # ---- yard-load against each peer's echo --------------------------------------

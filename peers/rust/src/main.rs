@@ -10,6 +10,7 @@ mod rest;
 mod rt_monoio;
 mod rt_tokio;
 mod shutdown;
+mod tls;
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
@@ -30,8 +31,8 @@ fn main() {
             std::process::exit(2);
         }
     };
-    // SIGTERM and SIGINT are blocked in every thread (the runtimes' threads
-    // inherit the mask) and taken by the main thread with sigwait.
+    // SIGTERM, SIGINT and SIGHUP are blocked in every thread (the runtimes'
+    // threads inherit the mask) and taken by the main thread with sigwait.
     let signals = shutdown::block_signals();
     if let Err(msg) = run(&o, &signals) {
         eprintln!("yard-peer-rust: {msg}");
@@ -40,37 +41,64 @@ fn main() {
 }
 
 fn run(o: &Opts, signals: &shutdown::Signals) -> Result<(), String> {
-    let addr = resolve(&o.listen)?;
-    let first = bind(addr, o.runtime == Runtime::Monoio)?;
-    let local = first.local_addr().map_err(|e| format!("listen {}: {e}", o.listen))?;
+    // The certificate first: a bad file is exit 1 before anything listens.
+    let certs = match (&o.tls_cert, &o.tls_key) {
+        (Some(c), Some(k)) => Some(tls::Certs::load(c, k)?),
+        _ => None,
+    };
+    let monoio = o.runtime == Runtime::Monoio;
+    let plain = match &o.listen {
+        Some(l) => Some(bind(resolve("--listen", l)?, monoio)?),
+        None => None,
+    };
+    let mut tls = Vec::new();
+    for l in &o.tls_listen {
+        tls.push(bind(resolve("--tls-listen", l)?, false)?);
+    }
+    let local = |l: &TcpListener| l.local_addr().map_err(|e| format!("listen: {e}"));
+    let mut words = Vec::new();
+    if let Some(p) = &plain {
+        words.push(local(p)?.to_string());
+    }
+    for t in &tls {
+        words.push(format!("tls:{}", local(t)?));
+    }
     let server = match o.runtime {
-        Runtime::Tokio => rt_tokio::start(o, first)?,
+        Runtime::Tokio => {
+            rt_tokio::start(o, rt_tokio::Listeners { plain, tls, certs: certs.clone() })?
+        }
         Runtime::Monoio => {
-            // One listener per runtime, all on the port the first one got.
+            // One listener per runtime, all on the port the first one got
+            // (opts::parse gives monoio --listen and no --tls-listen).
+            let first = plain.ok_or("--runtime monoio needs --listen")?;
+            let at = local(&first)?;
             let mut listeners = vec![first];
             for _ in 1..o.workers() {
-                listeners.push(bind(local, true)?);
+                listeners.push(bind(at, true)?);
             }
             rt_monoio::start(o, listeners)?
         }
     };
-    println!("listening {local}");
+    println!("listening {}", words.join(" "));
     std::io::stdout().flush().map_err(|e| format!("stdout: {e}"))?;
-    signals.wait();
+    signals.wait(|| match &certs {
+        Some(c) => c.reload(),
+        None => eprintln!("yard-peer-rust: SIGHUP: nothing to reload (no --tls-listen)"),
+    });
     server.stop()
 }
 
 /// HOST:PORT to one socket address; a name resolves to its first address.
-fn resolve(listen: &str) -> Result<SocketAddr, String> {
+fn resolve(flag: &str, listen: &str) -> Result<SocketAddr, String> {
     use std::net::ToSocketAddrs;
     if let Ok(a) = listen.parse::<SocketAddr>() {
         return Ok(a);
     }
     listen
         .to_socket_addrs()
-        .map_err(|e| format!("--listen {listen}: {e}"))?
+        .map_err(|e| format!("{flag} {listen}: {e}"))?
         .next()
-        .ok_or_else(|| format!("--listen {listen}: the name has no address"))
+        .ok_or_else(|| format!("{flag} {listen}: the name has no address"))
 }
 
 /// A listening socket for addr: IPv4 only for an IPv4 address, and for `[::]`

@@ -16,9 +16,9 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::{Map, Value};
-use tokio::net::TcpListener;
 
 use crate::opts::Opts;
+use crate::rt_tokio::{Conn, Serve};
 
 /// Request bodies are a few hundred bytes; anything over 1 MiB is refused.
 const MAX_BODY: usize = 1 << 20;
@@ -38,7 +38,24 @@ struct Rest {
     dummy_hash: String,
 }
 
-pub fn start(rt: &tokio::runtime::Runtime, listener: TcpListener, o: &Opts) -> Result<(), String> {
+/// The app on every listener: the stores and hyper's settings, shared.
+#[derive(Clone)]
+pub struct RestApp {
+    state: Arc<Rest>,
+    http: Arc<http1::Builder>,
+}
+
+impl Serve for RestApp {
+    fn serve<S: Conn>(self, s: S) -> impl std::future::Future<Output = ()> + Send + 'static {
+        async move {
+            let state = self.state;
+            let svc = service_fn(move |req| state.clone().handle(req));
+            let _ = self.http.serve_connection(TokioIo::new(s), svc).await;
+        }
+    }
+}
+
+pub fn app(o: &Opts) -> Result<RestApp, String> {
     let mut secret = [0u8; 16];
     getrandom::fill(&mut secret).map_err(|e| format!("getrandom: {e}"))?;
     let dummy_hash = bcrypt::hash(secret, o.bcrypt_cost).map_err(|e| format!("bcrypt: {e}"))?;
@@ -51,15 +68,7 @@ pub fn start(rt: &tokio::runtime::Runtime, listener: TcpListener, o: &Opts) -> R
     });
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new()).header_read_timeout(Duration::from_secs(30));
-    let http = Arc::new(http);
-    rt.spawn(crate::rt_tokio::accept_loop(listener, move |s| {
-        let (state, http) = (state.clone(), http.clone());
-        async move {
-            let svc = service_fn(move |req| state.clone().handle(req));
-            let _ = http.serve_connection(TokioIo::new(s), svc).await;
-        }
-    }));
-    Ok(())
+    Ok(RestApp { state, http: Arc::new(http) })
 }
 
 fn text(code: StatusCode, body: impl Into<Bytes>) -> Resp {

@@ -1,11 +1,13 @@
 //! The apps on tokio: a task per connection on the multi-threaded,
-//! work-stealing runtime (the paradigm of yard-serve's `coro`).
+//! work-stealing runtime (the paradigm of yard-serve's `coro`). An app serves
+//! any `Conn`: a TCP stream from --listen, or a TLS stream from --tls-listen
+//! (tls.rs), whose handshake is done before the app sees it.
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::future::{poll_fn, Future};
 use std::io::{self, IoSlice};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::pin::pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
@@ -13,51 +15,115 @@ use std::task::Poll;
 use std::time::Duration;
 
 use bytes::{Buf, Bytes};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::OwnedWriteHalf;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Notify};
+use tokio_openssl::SslStream;
 
 use crate::apps::{self, Lines, SinkWriter, MAX_QUEUED, SINK_BUF};
 use crate::opts::{App, Opts};
 use crate::shutdown::{Live, Running};
+use crate::tls::{self, Certs};
 
-pub fn start(o: &Opts, listener: std::net::TcpListener) -> Result<Running, String> {
+/// A connection an app serves: plain TCP, or TLS over it.
+pub trait Conn: AsyncRead + AsyncWrite + Unpin + Send + 'static {
+    type Read: AsyncRead + Unpin + Send + 'static;
+    type Write: AsyncWrite + Unpin + Send + 'static;
+    /// The socket (the sink's drain shuts its reading down).
+    fn fd(&self) -> RawFd;
+    /// A reading half and a writing half, for two tasks.
+    fn halves(self) -> (Self::Read, Self::Write);
+}
+
+impl Conn for TcpStream {
+    type Read = OwnedReadHalf;
+    type Write = OwnedWriteHalf;
+    fn fd(&self) -> RawFd {
+        self.as_raw_fd()
+    }
+    fn halves(self) -> (OwnedReadHalf, OwnedWriteHalf) {
+        self.into_split() // no lock between the halves
+    }
+}
+
+impl Conn for SslStream<TcpStream> {
+    type Read = tokio::io::ReadHalf<Self>;
+    type Write = tokio::io::WriteHalf<Self>;
+    fn fd(&self) -> RawFd {
+        self.get_ref().as_raw_fd()
+    }
+    fn halves(self) -> (Self::Read, Self::Write) {
+        tokio::io::split(self) // one TLS state: the halves take turns
+    }
+}
+
+/// An app: what a connection of either kind gets (a clone of it per connection).
+pub trait Serve: Clone + Send + Sync + 'static {
+    fn serve<S: Conn>(self, s: S) -> impl Future<Output = ()> + Send + 'static;
+}
+
+/// The sockets the server listens on: --listen's, then each --tls-listen's
+/// with the certificate they present.
+pub struct Listeners {
+    pub plain: Option<std::net::TcpListener>,
+    pub tls: Vec<std::net::TcpListener>,
+    pub certs: Option<Arc<Certs>>,
+}
+
+pub fn start(o: &Opts, listeners: Listeners) -> Result<Running, String> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(o.workers())
         .enable_io()
         .enable_time()
         .build()
         .map_err(|e| format!("tokio runtime: {e}"))?;
-    listener.set_nonblocking(true).map_err(|e| format!("listen: {e}"))?;
-    let listener = {
-        let _in_runtime = rt.enter();
-        TcpListener::from_std(listener).map_err(|e| format!("listen: {e}"))?
-    };
     let mut live = None;
     match o.app {
-        App::Echo => {
-            rt.spawn(accept_loop(listener, echo));
-        }
-        App::Counter => {
-            rt.spawn(accept_loop(listener, counter));
-        }
+        App::Echo => spawn_listeners(&rt, listeners, Echo)?,
+        App::Counter => spawn_listeners(&rt, listeners, Counter)?,
         App::Sink => {
-            let file = Arc::new(apps::open_sink(&o.out)?);
             let l = Arc::new(Live::default());
             live = Some(l.clone());
-            let (buffered, path) = (o.buffered, Arc::new(o.out.clone()));
-            rt.spawn(accept_loop(listener, move |s| {
-                sink(s, file.clone(), buffered, l.clone(), path.clone())
-            }));
+            let app = Sink {
+                file: Arc::new(apps::open_sink(&o.out)?),
+                buffered: o.buffered,
+                live: l,
+                path: Arc::new(o.out.clone()),
+            };
+            spawn_listeners(&rt, listeners, app)?
         }
-        App::Broadcast => {
-            let room = Arc::new(Room::default());
-            rt.spawn(accept_loop(listener, move |s| broadcast(s, room.clone())));
-        }
-        App::Rest => crate::rest::start(&rt, listener, o)?,
+        App::Broadcast => spawn_listeners(&rt, listeners, Broadcast(Arc::new(Room::default())))?,
+        App::Rest => spawn_listeners(&rt, listeners, crate::rest::app(o)?)?,
     }
     Ok(Running { live, _keep: Box::new(rt) })
+}
+
+/// An accept loop per listener on rt, each connection served by app; on a
+/// TLS listener after its handshake, with the certificate current when it
+/// was accepted.
+fn spawn_listeners<A: Serve>(rt: &tokio::runtime::Runtime, l: Listeners, app: A) -> Result<(), String> {
+    let _in_runtime = rt.enter();
+    let tokio_listener = |l: std::net::TcpListener| {
+        l.set_nonblocking(true).map_err(|e| format!("listen: {e}"))?;
+        TcpListener::from_std(l).map_err(|e| format!("listen: {e}"))
+    };
+    if let Some(plain) = l.plain {
+        let app = app.clone();
+        rt.spawn(accept_loop(tokio_listener(plain)?, move |s| app.clone().serve(s)));
+    }
+    for t in l.tls {
+        let (app, certs) = (app.clone(), l.certs.clone().ok_or("TLS listener without certificate")?);
+        rt.spawn(accept_loop(tokio_listener(t)?, move |s| {
+            let (app, acceptor) = (app.clone(), certs.current());
+            async move {
+                if let Some(s) = tls::accept(acceptor, s).await {
+                    app.serve(s).await;
+                }
+            }
+        }));
+    }
+    Ok(())
 }
 
 /// Accepts until the process ends, a task per connection. Out of descriptors
@@ -81,8 +147,46 @@ where
     }
 }
 
+#[derive(Clone)]
+struct Echo;
+#[derive(Clone)]
+struct Counter;
+#[derive(Clone)]
+struct Sink {
+    file: Arc<File>,
+    buffered: bool,
+    live: Arc<Live>,
+    path: Arc<String>,
+}
+#[derive(Clone)]
+struct Broadcast(Arc<Room>);
+
+impl Serve for Echo {
+    fn serve<S: Conn>(self, s: S) -> impl Future<Output = ()> + Send + 'static {
+        echo(s)
+    }
+}
+
+impl Serve for Counter {
+    fn serve<S: Conn>(self, s: S) -> impl Future<Output = ()> + Send + 'static {
+        counter(s)
+    }
+}
+
+impl Serve for Sink {
+    fn serve<S: Conn>(self, s: S) -> impl Future<Output = ()> + Send + 'static {
+        sink(s, self.file, self.buffered, self.live, self.path)
+    }
+}
+
+impl Serve for Broadcast {
+    fn serve<S: Conn>(self, s: S) -> impl Future<Output = ()> + Send + 'static {
+        broadcast(s, self.0)
+    }
+}
+
 /// Every byte received is sent back.
-async fn echo(mut s: TcpStream) {
+async fn echo<S: Conn>(mut s: S) {
     let mut buf = vec![0u8; 16 << 10];
     loop {
         let n = match s.read(&mut buf).await {
@@ -96,7 +200,7 @@ async fn echo(mut s: TcpStream) {
 }
 
 /// A pipelined batch read at once is answered with one write.
-async fn counter(mut s: TcpStream) {
+async fn counter<S: Conn>(mut s: S) {
     let mut input = vec![0u8; 4096];
     let mut out = Vec::with_capacity(8 * input.len());
     loop {
@@ -119,8 +223,8 @@ async fn counter(mut s: TcpStream) {
 /// to the shared file. The write is a plain write(2) on the worker thread, as
 /// Go's and Node's sinks do: to /dev/null or the page cache it does not block
 /// for long, and tokio::fs would send every chunk through spawn_blocking.
-async fn sink(mut s: TcpStream, file: Arc<File>, buffered: bool, live: Arc<Live>, path: Arc<String>) {
-    let _live = live.enter(s.as_raw_fd()); // dropped before s: see Live
+async fn sink<S: Conn>(mut s: S, file: Arc<File>, buffered: bool, live: Arc<Live>, path: Arc<String>) {
+    let _live = live.enter(s.fd()); // dropped before s: see Live
     let mut w = SinkWriter::new(&file, buffered);
     let mut buf = vec![0u8; SINK_BUF];
     let mut result = Ok(());
@@ -187,8 +291,8 @@ async fn unless_killed<F: Future>(f: F, kill: &Notify) -> Option<F::Output> {
     .await
 }
 
-async fn broadcast(s: TcpStream, room: Arc<Room>) {
-    let (mut r, w) = s.into_split();
+async fn broadcast<S: Conn>(s: S, room: Arc<Room>) {
+    let (mut r, w) = s.halves();
     let (tx, rx) = mpsc::unbounded_channel();
     let me = Arc::new(Member { queue: tx, queued: AtomicUsize::new(0), kill: Notify::new() });
     let id = room.next_id.fetch_add(1, Ordering::Relaxed);
@@ -209,7 +313,7 @@ async fn broadcast(s: TcpStream, room: Arc<Room>) {
     writer.abort(); // it may be blocked writing to a client that does not read
 }
 
-async fn write_loop(mut w: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<Bytes>, me: Arc<Member>) {
+async fn write_loop<W: AsyncWrite + Unpin>(mut w: W, mut rx: mpsc::UnboundedReceiver<Bytes>, me: Arc<Member>) {
     let mut batch = Vec::new();
     while rx.recv_many(&mut batch, 256).await > 0 {
         let n: usize = batch.iter().map(Bytes::len).sum();
@@ -222,7 +326,7 @@ async fn write_loop(mut w: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<Bytes
 }
 
 /// Writes every buffer of the batch, as few writev(2) as the socket allows.
-async fn write_batch(w: &mut OwnedWriteHalf, batch: &mut Vec<Bytes>) -> io::Result<()> {
+async fn write_batch<W: AsyncWrite + Unpin>(w: &mut W, batch: &mut Vec<Bytes>) -> io::Result<()> {
     let mut first = 0;
     while first < batch.len() {
         let mut n = {

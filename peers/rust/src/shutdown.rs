@@ -1,5 +1,6 @@
-//! SIGTERM/SIGINT, taken by the main thread, and the sink's drain: the set
-//! of live sink connections that shutdown reaches from outside the runtimes.
+//! SIGTERM/SIGINT (and SIGHUP), taken by the main thread, and the sink's
+//! drain: the set of live sink connections that shutdown reaches from
+//! outside the runtimes.
 
 use std::collections::HashSet;
 use std::os::fd::RawFd;
@@ -8,8 +9,8 @@ use std::time::{Duration, Instant};
 
 pub struct Signals(libc::sigset_t);
 
-/// Blocks SIGTERM and SIGINT in this thread; threads started afterwards
-/// inherit the mask, so only `wait` ever takes them.
+/// Blocks SIGTERM, SIGINT and SIGHUP in this thread; threads started
+/// afterwards inherit the mask, so only `wait` ever takes them.
 pub fn block_signals() -> Signals {
     // SAFETY: sigset_t is plain data, initialised by sigemptyset before use.
     unsafe {
@@ -17,16 +18,26 @@ pub fn block_signals() -> Signals {
         libc::sigemptyset(&mut set);
         libc::sigaddset(&mut set, libc::SIGTERM);
         libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGHUP);
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
         Signals(set)
     }
 }
 
 impl Signals {
-    pub fn wait(&self) {
-        let mut sig = 0;
-        // SAFETY: the set was initialised by block_signals.
-        while unsafe { libc::sigwait(&self.0, &mut sig) } != 0 {}
+    /// Until SIGTERM or SIGINT; each SIGHUP meanwhile calls on_hup.
+    pub fn wait(&self, on_hup: impl Fn()) {
+        loop {
+            let mut sig = 0;
+            // SAFETY: the set was initialised by block_signals.
+            if unsafe { libc::sigwait(&self.0, &mut sig) } != 0 {
+                continue;
+            }
+            if sig != libc::SIGHUP {
+                return;
+            }
+            on_hup();
+        }
     }
 }
 
