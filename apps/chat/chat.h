@@ -114,6 +114,8 @@ enum {
     CAP_READ_MARKER = 1u << 9,   /* draft/read-marker: MARKREAD */
     CAP_MULTI_PREFIX = 1u << 10, /* every rank's prefix in NAMES and WHO ("@+alice") */
     CAP_USERHOST_IN_NAMES = 1u << 11, /* NAMES lists nick!user@host */
+    CAP_LABELED = 1u << 12,      /* labeled-response: a request's label on its answer (label.c) */
+    CAP_SETNAME = 1u << 13,      /* SETNAME of oneself and of the members one shares a channel with */
 };
 
 /* ST_WAIT: credentials are in, waiting for the address's turn to check. */

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "guest.h"
 #include "history.h"
+#include "label.h"
 #include "message.h"
 #include "oper.h"
 #include "query.h"
@@ -85,6 +86,7 @@ static const struct chat_cmd_row commands[] = {
     {"PONG",         {0, pong},                   {0, pong},                        NULL, false},
     {"PRIVMSG",      {0, NULL},                   {0, chat_cmd_privmsg},            NULL, false},
     {"QUIT",         {0, quit},                   {0, quit},                        NULL, false},
+    {"SETNAME",      {0, NULL},                   {1, chat_cmd_setname},            NULL, false},
     {"TAGMSG",       {0, NULL},                   {0, chat_cmd_tagmsg},             NULL, false},
     {"TIME",         {0, NULL},                   {0, chat_cmd_time},               NULL, false},
     {"TOPIC",        {0, NULL},                   {1, chat_cmd_topic},              NULL, false},
@@ -111,7 +113,7 @@ int chat_commands_check(void)
     return 0;
 }
 
-void chat_command(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+static void dispatch(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
     const struct chat_cmd_row *c = bsearch(m->cmd, commands, NCOMMANDS, sizeof commands[0],
                                            by_name);
@@ -143,4 +145,22 @@ void chat_command(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_i
         }
         chat_charge(s, chat_lines_price(lines));
     }
+}
+
+/* A line that is no command (yard_irc_parse refused it): 421, labeled when
+ * it had a label. */
+void chat_not_a_command(struct session *s, yard_fx_t *fx, const yard_irc_msg_t *m)
+{
+    chat_label_begin(s, fx, m);
+    chat_numeric(fx, s, 421, "* :Not a command");
+    chat_label_settle(s, fx);
+}
+
+/* A request with a label (labeled-response) gets its answer labeled,
+ * whichever of the answers above it is (label.h). */
+void chat_command(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    chat_label_begin(s, fx, m);
+    dispatch(app, s, fx, m);
+    chat_label_settle(s, fx);
 }

@@ -13,6 +13,9 @@
 /* Run the command m (its name upper-cased by yard_irc_parse). */
 void chat_command(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m);
 
+/* 421 for a line that is no command (m as yard_irc_parse left it). */
+void chat_not_a_command(struct session *s, yard_fx_t *fx, const yard_irc_msg_t *m);
+
 /* 0, or -1 when the table is out of order (chat_init refuses to start). */
 int chat_commands_check(void);
 

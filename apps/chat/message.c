@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "label.h"
 #include "message.h"
 #include "query.h"
 #include "relay.h"
@@ -49,7 +50,7 @@ void chat_post_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
 {
     struct yard_chat_post *j = &s->post;
     int delivered = 0;
-    uint64_t last = 0;
+    uint64_t first = 0, last = 0;
     for (int i = 0; i < j->n; i++) {
         if (j->t[i].rc == YARD_CHAT_NO_SUCH_NICK) {
             if (j->type != YARD_LOGREC_NOTICE)
@@ -61,6 +62,7 @@ void chat_post_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
                        s->nick, strerror(-j->t[i].rc));
         } else {
             chat_own_push(s, j->t[i].id);
+            first = first ? first : j->t[i].id;
             last = j->t[i].id;
             delivered++;
         }
@@ -68,6 +70,13 @@ void chat_post_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
     s->relay.posting = false;
     if (j->type != YARD_LOGREC_TOPIC)
         chat_charge(s, delivered);
+    /* A labeled request's answer is what comes back of its records: the
+     * echoes (echo-message) or the topic change. They are relayed now,
+     * within its answer, as far as the log's tail holds them. */
+    if (delivered && (j->type == YARD_LOGREC_TOPIC || (s->caps & CAP_ECHO)))
+        chat_label_expect(s, first, last, (unsigned)delivered);
+    if (chat_label_awaits_records(s))
+        chat_catch_up(app, s, fx);
     if (last)
         yard_bus_publish(app->bus, 0, last);
 }

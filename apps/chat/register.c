@@ -12,6 +12,7 @@
 #include "oper.h"
 #include "query.h"
 #include "register.h"
+#include "relay.h"
 #include "session.h"
 #include "yard/clock.h"
 
@@ -25,9 +26,11 @@ static const struct {
     {"account-tag", CAP_ACCOUNT_TAG}, {"away-notify", CAP_AWAY_NOTIFY},
     {"batch", CAP_BATCH},             {"draft/chathistory", CAP_CHATHISTORY},
     {"draft/read-marker", CAP_READ_MARKER}, {"echo-message", CAP_ECHO},
-    {"extended-join", CAP_EXTENDED_JOIN}, {"message-tags", CAP_MESSAGE_TAGS},
+    {"extended-join", CAP_EXTENDED_JOIN}, {"labeled-response", CAP_LABELED},
+    {"message-tags", CAP_MESSAGE_TAGS},
     {"multi-prefix", CAP_MULTI_PREFIX},   {"sasl", CAP_SASL},
-    {"server-time", CAP_TIME},        {"userhost-in-names", CAP_USERHOST_IN_NAMES},
+    {"server-time", CAP_TIME},        {"setname", CAP_SETNAME},
+    {"userhost-in-names", CAP_USERHOST_IN_NAMES},
 };
 #define NCAPS (sizeof cap_names / sizeof cap_names[0])
 
@@ -610,6 +613,36 @@ void chat_cmd_user(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
     s->realname[rn] = 0;
     s->reg.got_user = true;
     chat_try_register(app, s, fx);
+}
+
+/* SETNAME :realname (IRCv3 setname): a new realname for this connection,
+ * shown by WHOIS, WHO and extended-join from now on, and told to the
+ * members it shares a channel with that have the capability (through the
+ * log, like a nick change), and to itself. */
+void chat_cmd_setname(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
+{
+    const char *real = m->params[0];
+    if (!real[0]) {
+        chat_sendf(fx, ":" SERVER " FAIL SETNAME INVALID_REALNAME :The realname may not be empty");
+        return;
+    }
+    char cut[CHAT_REALNAME_MAX + 1];
+    size_t rn = chat_utf8_cut(real, strlen(real), CHAT_REALNAME_MAX);
+    memcpy(cut, real, rn);
+    cut[rn] = 0;
+    chat_lock(app->cs);
+    bool told = s->slot < 0 || chat_setname_put(app, s->slot, s->sender, cut);
+    if (told && s->slot >= 0)
+        chat_member_ident(app->cs, s->slot, s->user, cut, s->tls);
+    chat_unlock(app->cs);
+    if (!told) { /* never changed unheard: a stalled disk holds the log's queue */
+        chat_sendf(fx, ":" SERVER " FAIL SETNAME CANNOT_CHANGE_REALNAME :The server's log is "
+                       "busy: try again in a moment");
+        return;
+    }
+    memcpy(s->realname, cut, rn + 1);
+    if (s->caps & CAP_SETNAME)
+        chat_sendf(fx, ":%s!%s@" SERVER " SETNAME :%s", s->account, s->account, cut);
 }
 
 /* USER, or an account's PASS, once registered. */

@@ -34,5 +34,6 @@ chat_cmd_fn chat_cmd_pass;         /* PASS, before registration */
 chat_cmd_fn chat_cmd_nick;         /* NICK, before registration */
 chat_cmd_fn chat_cmd_user;         /* USER, before registration */
 chat_cmd_fn chat_cmd_reregister;   /* USER (and an account's PASS) once registered: 462 */
+chat_cmd_fn chat_cmd_setname;      /* SETNAME :realname */
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "label.h"
 #include "oper.h"
 #include "relay.h"
 #include "session.h"
@@ -71,11 +72,11 @@ static void split_client_tags(yard_chatlog_rec_t *r, const char **tags, size_t *
 
 /* The tags a connection asked for on a relayed record: server-time, msgid
  * (message-tags; the log's id, the same for everyone), account
- * (account-tag; every sender is an account), the batch it is part of, and
- * a message's client-only tags (message-tags): "" or "@... " ending in a
- * space. */
+ * (account-tag; every sender is an account), extra (the batch it is part
+ * of, "batch=R", or its request's label, "label=X"), and a message's
+ * client-only tags (message-tags): "" or "@... " ending in a space. */
 static void tags_with(const struct session *s, const yard_chatlog_rec_t *r, bool guest,
-                      const char *batch, const char *ctags, size_t ctags_len, char *out,
+                      const char *extra, const char *ctags, size_t ctags_len, char *out,
                       size_t cap)
 {
     size_t n = 0;
@@ -90,8 +91,8 @@ static void tags_with(const struct session *s, const yard_chatlog_rec_t *r, bool
         TAG("%cmsgid=%llu", n ? ';' : '@', (unsigned long long)r->id);
     if ((s->caps & CAP_ACCOUNT_TAG) && !guest) /* a guest has no account: no tag */
         TAG("%caccount=%.*s", n ? ';' : '@', (int)r->sender_len, r->sender);
-    if (batch && batch[0])
-        TAG("%cbatch=%s", n ? ';' : '@', batch);
+    if (extra && extra[0])
+        TAG("%c%s", n ? ';' : '@', extra);
     if (ctags_len && (s->caps & CAP_MESSAGE_TAGS))
         TAG("%c%.*s", n ? ';' : '@', (int)ctags_len, ctags);
     if (n)
@@ -103,13 +104,15 @@ static void tags_with(const struct session *s, const yard_chatlog_rec_t *r, bool
 
 /* tags_with, for a record without client-only tags. */
 static void tags_for(const struct session *s, const yard_chatlog_rec_t *r, bool guest,
-                     const char *batch, char *out, size_t cap)
+                     const char *extra, char *out, size_t cap)
 {
-    tags_with(s, r, guest, batch, NULL, 0, out, cap);
+    tags_with(s, r, guest, extra, NULL, 0, out, cap);
 }
 
-void chat_relay(yard_fx_t *fx, const struct session *s, const yard_chatlog_rec_t *r,
-                const yard_chat_from_t *from, const char *batch)
+/* A message, notice, TAGMSG or topic record as its line, from its sender
+ * (from), with extra among its tags (tags_with). */
+static void relay_line(yard_fx_t *fx, const struct session *s, const yard_chatlog_rec_t *r,
+                       const yard_chat_from_t *from, const char *extra)
 {
     bool guest = from->guest;
     int fn = (int)from->nick_len;
@@ -124,11 +127,11 @@ void chat_relay(yard_fx_t *fx, const struct session *s, const yard_chatlog_rec_t
         split_client_tags(&msg, &ctags, &ctags_len);
         r = &msg;
     }
-    char tags[CLIENT_TAGS_MAX + 300];
+    char tags[CLIENT_TAGS_MAX + 400]; /* a label (CHAT_LABEL_MAX) among the server's tags */
     if (r->type == YARD_LOGREC_TAGMSG) { /* only tags: for clients that take them */
         if (!(s->caps & CAP_MESSAGE_TAGS))
             return;
-        tags_with(s, r, guest, batch, ctags, ctags_len, tags, sizeof tags);
+        tags_with(s, r, guest, extra, ctags, ctags_len, tags, sizeof tags);
         chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " TAGMSG %.*s", tags, fn, from->nick, fn, from->nick,
                    (int)r->target_len, r->target);
         return;
@@ -144,7 +147,7 @@ void chat_relay(yard_fx_t *fx, const struct session *s, const yard_chatlog_rec_t
         copy.text = clean;
         r = &copy;
     }
-    tags_with(s, r, guest, batch, ctags, ctags_len, tags, sizeof tags);
+    tags_with(s, r, guest, extra, ctags, ctags_len, tags, sizeof tags);
     /* To this connection's account: shown to its nick */
     const char *to = r->target;
     int tn = (int)r->target_len;
@@ -158,6 +161,15 @@ void chat_relay(yard_fx_t *fx, const struct session *s, const yard_chatlog_rec_t
     }
     chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " %s %.*s :%.*s", tags, fn, from->nick, fn, from->nick,
                cmd, tn, to, (int)r->text_len, r->text);
+}
+
+void chat_relay(yard_fx_t *fx, const struct session *s, const yard_chatlog_rec_t *r,
+                const yard_chat_from_t *from, const char *batch)
+{
+    char tag[40] = "";
+    if (batch && batch[0])
+        snprintf(tag, sizeof tag, "batch=%s", batch);
+    relay_line(fx, s, r, from, tag);
 }
 
 /* Is this record for this connection, and through which channel? */
@@ -214,7 +226,10 @@ static int nick_member(struct chat_app *app, const struct session *s, const yard
     return told ? slot : -1;
 }
 
-bool chat_nick_put(struct chat_app *app, int slot, const char *sender, const char *nick)
+/* One record of type naming the member in slot (its target: NICK_TARGET),
+ * when it is in a channel: false when the log's queue has no room. */
+static bool member_put(struct chat_app *app, int slot, int type, const char *sender,
+                       const char *text)
 {
     chat_state_t *cs = app->cs;
     const struct chat_member *m = chat_member_at(cs, slot);
@@ -226,8 +241,18 @@ bool chat_nick_put(struct chat_app *app, int slot, const char *sender, const cha
     char target[YARD_LOGREC_NAME_MAX + 1];
     snprintf(target, sizeof target, NICK_TARGET, slot, (unsigned long long)m->serial);
     yard_chatlog_entry_t e;
-    chat_presence_ev(&e, YARD_LOGREC_NICK, sender, target, nick);
+    chat_presence_ev(&e, type, sender, target, text);
     return yard_chatlog_defer(app->log, &e, 1);
+}
+
+bool chat_nick_put(struct chat_app *app, int slot, const char *sender, const char *nick)
+{
+    return member_put(app, slot, YARD_LOGREC_NICK, sender, nick);
+}
+
+bool chat_setname_put(struct chat_app *app, int slot, const char *sender, const char *realname)
+{
+    return member_put(app, slot, YARD_LOGREC_SETNAME, sender, realname);
 }
 
 /* A join, part or quit of another account in a channel this connection
@@ -308,6 +333,20 @@ static void presence_relay(struct chat_app *app, struct session *s, yard_fx_t *f
         chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " NICK :%s", tags, sn, nick, sn, nick, why);
     else
         chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " QUIT :%s", tags, sn, nick, sn, nick, why);
+}
+
+/* A SETNAME of a member this connection shares a channel with, for a
+ * client with the capability (the member itself was answered at once). */
+static void setname_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                          const yard_chatlog_rec_t *r, const yard_chat_from_t *from)
+{
+    if (!(s->caps & CAP_SETNAME) || nick_member(app, s, r) < 0)
+        return;
+    char tags[200], real[YARD_CHATLOG_DEFER_TEXT];
+    tags_for(s, r, from->guest, NULL, tags, sizeof tags);
+    chat_rec_text(r, real, sizeof real);
+    int fn = (int)from->nick_len;
+    chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " SETNAME :%s", tags, fn, from->nick, fn, from->nick, real);
 }
 
 /* A MODE or KICK in a channel this connection is in (its setter's
@@ -412,6 +451,7 @@ static int relay_read(struct chat_app *app, struct session *s, yard_fx_t *fx, co
     struct pos_batch pos = {0};
     size_t at = 0;
     int rc;
+    chat_label_interim(s, fx); /* what is relayed is no labeled answer (but the post's own) */
     while ((rc = yard_chatlog_take(&s->relay.cur, buf, len, &at, &r)) == 1) {
         ++*count;
         if (r.id <= s->relay.seen)
@@ -430,22 +470,37 @@ static int relay_read(struct chat_app *app, struct session *s, yard_fx_t *fx, co
             presence_relay(app, s, fx, &r, &from);
             continue;
         }
+        if (r.type == YARD_LOGREC_SETNAME) {
+            setname_relay(app, s, fx, &r, &from);
+            continue;
+        }
         if (r.type == YARD_LOGREC_MODE || r.type == YARD_LOGREC_KICK ||
             r.type == YARD_LOGREC_INVITE) {
             chanop_relay(app, s, fx, &r, &from);
             continue;
         }
-        char key[CHAT_CHAN_MAX + 1];
+        char key[CHAT_CHAN_MAX + 1], label[CHAT_LABEL_MAX + 8] = "";
         bool mine = own_pop(s, r.id);
         bool to_me = for_me(app, s, &r, key);
         /* echo-message: the sender sees its message, a private one too. A
          * topic change goes to every member, its setter included. */
-        if (r.type == YARD_LOGREC_TOPIC ? to_me : mine ? (s->caps & CAP_ECHO) != 0 : to_me)
-            chat_relay(fx, s, &r, &from, NULL);
+        bool echo = mine && r.type != YARD_LOGREC_TOPIC && (s->caps & CAP_ECHO);
+        bool shown = r.type == YARD_LOGREC_TOPIC ? to_me : mine ? echo : to_me;
+        if (r.type == YARD_LOGREC_TAGMSG && !(s->caps & CAP_MESSAGE_TAGS))
+            shown = false; /* tags only: nothing for a client that takes none */
+        /* Its own records may be a labeled request's answer (label.h). */
+        bool answer = mine && chat_label_record(s, fx, r.id, shown, label, sizeof label);
+        if (shown && echo && to_me && !key[0]) /* to oneself: delivered, and echoed */
+            relay_line(fx, s, &r, &from, NULL);
+        if (shown)
+            relay_line(fx, s, &r, &from, label);
+        if (answer)
+            chat_label_record_done(s, fx);
         if (to_me && key[0] && r.type != YARD_LOGREC_TAGMSG && !s->guest)
             pos_note(app, s, &pos, key, r.id);
     }
     pos_flush(app, s, &pos);
+    chat_label_skip(s, fx);
     return rc < 0 ? rc : 0;
 }
 

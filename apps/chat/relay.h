@@ -49,6 +49,10 @@ yard_chatlog_entry_t *chat_events_per_channel(chat_state_t *cs, const uint64_t *
  * serial, state.h): nick and kill records. */
 #define CHAT_MEMBER_TARGET "*%d:%llu"
 bool chat_nick_put(struct chat_app *app, int slot, const char *sender, const char *nick);
+/* A SETNAME (the member in slot has a new realname): one record, told
+ * like a nick change to those with the setname capability. Under the lock;
+ * false when the log's queue has no room. */
+bool chat_setname_put(struct chat_app *app, int slot, const char *sender, const char *realname);
 bool chat_account_in_elsewhere(struct chat_app *app, const struct session *s, int c);
 
 #endif

@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "guest.h"
 #include "history.h"
+#include "label.h"
 #include "message.h"
 #include "register.h"
 #include "relay.h"
@@ -101,6 +102,7 @@ void chat_job_done(void *state, void *session, void *arg, yard_fx_t *fx)
 {
     struct chat_app *app = state;
     struct session *s = session;
+    chat_label_mark(s, fx); /* a labeled request's answer may go on here */
     switch (*(const enum yard_chat_op *)arg) { /* every request starts with its op */
     case YARD_CHAT_AUTH:
         chat_auth_done(app, s, arg, fx);
@@ -121,6 +123,7 @@ void chat_job_done(void *state, void *session, void *arg, yard_fx_t *fx)
         chat_history_done(app, s, fx);
         break;
     }
+    chat_label_settle(s, fx);
 }
 
 void chat_open(void *state, void *session, yard_fx_t *fx)
@@ -128,6 +131,7 @@ void chat_open(void *state, void *session, yard_fx_t *fx)
     struct chat_app *app = state;
     struct session *s = session;
     s->slot = -1;
+    s->label.at = CHAT_LABEL_NO_REGION;
     s->tls = fx->tls;
     if (fx->certfp)
         snprintf(s->certfp, sizeof s->certfp, "%s", fx->certfp);
@@ -192,6 +196,7 @@ void chat_timer(void *state, void *session, yard_fx_t *fx)
     if (s->login.pending_fail && fx->now_ns >= s->login.fail_until) {
         int code = s->login.pending_fail;
         s->login.pending_fail = 0;
+        chat_label_mark(s, fx); /* the delayed answer of a labeled request */
         if (s->login.fail_oper) { /* OPER's: the connection stays */
             s->login.fail_oper = false;
             chat_numeric(fx, s, code, code == 491 ? ":No O-lines for your host"
@@ -203,8 +208,10 @@ void chat_timer(void *state, void *session, yard_fx_t *fx)
             chat_numeric(fx, s, 464, ":Password incorrect");
             chat_sendf(fx, "ERROR :Closing Link: password incorrect");
             yard_fx_close(fx, NULL);
-            return;
         }
+        chat_label_settle(s, fx);
+        if (fx->close)
+            return;
         if (s->state != ST_READY)
             yard_fx_wake_idle(fx, s->reg.register_by);
         else
@@ -312,7 +319,7 @@ size_t chat_data(void *state, void *session, const uint8_t *in, size_t n, yard_f
         if (yard_irc_parse(line, &m))
             chat_command(app, s, fx, &m);
         else
-            chat_numeric(fx, s, 421, "* :Not a command");
+            chat_not_a_command(s, fx, &m);
     }
     /* At the end of input the engine drops what is left, unless a job
      * (a post) stopped the loop: then the rest comes after it. */

@@ -76,6 +76,24 @@ struct session_input {
     uint64_t pinged_ns;  /* when the server PINGed it, unanswered (0: none) */
 };
 
+/* A labeled request being answered (label.c, IRCv3 labeled-response):
+ * its label, and where its answer is. An answer may span callbacks (a
+ * job's done, the relay of the request's own log records), so what was
+ * sent of it, whether it opened a batch, and which log records of this
+ * connection's are still part of it are kept here. */
+#define CHAT_LABEL_MAX 64
+#define CHAT_LABEL_NO_REGION ((size_t)-1)
+struct session_label {
+    char tag[CHAT_LABEL_MAX + 1]; /* the label ("": no labeled request in progress) */
+    char batch[24];      /* the labeled-response batch opened for it ("": none) */
+    size_t at;           /* where its unsettled output starts in this callback's fx->out
+                          * (CHAT_LABEL_NO_REGION outside a command's or job's callback) */
+    unsigned records;    /* its own log records still to relay (a post's echoes) */
+    uint64_t first_id;   /* ... the ids of those records: first_id to last_id */
+    uint64_t last_id;
+    unsigned echoed;     /* lines relayed of them so far */
+};
+
 /* A guest's read markers (history.c): held for the connection's life, the
  * oldest set forgotten when they are all taken. */
 #define CHAT_GUEST_MARKERS 16
@@ -111,6 +129,7 @@ struct session {
     struct session_login login;
     struct session_relay relay;
     struct session_input in;
+    struct session_label label;
     /* The store's requests (yard/chat_store.h), one of each kind in flight at most. */
     bool nick_checking;      /* a nick job is in flight */
     struct yard_chat_nick nj;

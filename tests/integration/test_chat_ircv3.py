@@ -16,7 +16,8 @@ accounts = accounts_fixture("ana", "bo", "cy")
 chat = chat_fixture()
 
 ALL_CAPS = ("account-tag away-notify batch draft/chathistory draft/read-marker echo-message "
-            "extended-join message-tags multi-prefix sasl server-time userhost-in-names")
+            "extended-join labeled-response message-tags multi-prefix sasl server-time setname "
+            "userhost-in-names")
 
 
 def test_cap_ls_req_list(chat):
@@ -219,3 +220,70 @@ def test_client_only_tags_and_tagmsg(chat, model):
     assert tagged == [("tagmsg", "+typing=active;+draft/react=👍", ""),
                       ("message", f"+draft/reply={tagmsg_id};+x=2", "re: 👀"),
                       ("message", None, "plain")]
+
+
+def answer_lines(c, last: str) -> list[str]:
+    """The lines c receives from now up to and including the one matching last."""
+    first = c.pos
+    c.expect(last)
+    return c.lines[first:c.pos]
+
+
+@pytest.mark.models(extra=["fork-pair"])
+def test_labeled_response(chat, model):
+    """labeled-response: a labeled CHATHISTORY's chathistory batch inside the labeled-response
+    batch (answered by the scan lane's job), one line labeled (PING), none acknowledged (PONG),
+    an echo labeled (it comes back through the log) and the recipient's copy not."""
+    srv, _ = chat(model)
+    caps = "sasl batch labeled-response echo-message"
+    ana = login_sasl(srv.port, "ana", "pw-ana", caps=caps)
+    bo = login_sasl(srv.port, "bo", "pw-bo", caps=caps)
+    for c, nick in ((ana, "ana"), (bo, "bo")):
+        c.send("JOIN #l")
+        c.expect(rf" 366 {nick} #l ")
+    bo.send("PRIVMSG #l :one", "PRIVMSG #l :two")
+    ana.expect(r"^:bo!bo@yard PRIVMSG #l :two$")
+    ana.send("@label=h1 CHATHISTORY LATEST #l * 10")
+    got = answer_lines(ana, r"^:yard BATCH -L")
+    outer = re.match(r"^@label=h1 :yard BATCH \+(\S+) labeled-response$", got[0]).group(1)
+    inner = re.match(rf"^@batch={outer} :yard BATCH \+(\S+) chathistory #l$", got[1]).group(1)
+    assert got[2:] == [f"@batch={inner} :bo!bo@yard PRIVMSG #l :one",
+                       f"@batch={inner} :bo!bo@yard PRIVMSG #l :two",
+                       f"@batch={outer} :yard BATCH -{inner}",
+                       f":yard BATCH -{outer}"]
+    ana.send("@label=p PING x")
+    assert re.match(r"^@label=p :yard PONG \S+ :x$", answer_lines(ana, r" PONG ")[0])
+    ana.send("@label=a PONG x")
+    assert answer_lines(ana, r" ACK$") == ["@label=a :yard ACK"]
+    ana.send("@label=e PRIVMSG bo :hi")
+    assert answer_lines(ana, r" PRIVMSG bo :hi$") == ["@label=e :ana!ana@yard PRIVMSG bo :hi"]
+    assert bo.expect(r"PRIVMSG bo :hi$").group(0) == ":ana!ana@yard PRIVMSG bo :hi"
+    # To oneself: delivered and echoed, only the echo labeled.
+    ana.send("@label=s PRIVMSG ana :me", "PING done")
+    got = answer_lines(ana, r" PONG \S+ :done$")
+    assert got[:2] == [":ana!ana@yard PRIVMSG ana :me", "@label=s :ana!ana@yard PRIVMSG ana :me"]
+    for c in (ana, bo):
+        c.close()
+
+
+def test_setname(chat, model):
+    """setname: the sender hears its SETNAME at once, a member sharing a channel with the
+    capability through the log (from another process under fork), one without it nothing;
+    WHOIS shows the new realname."""
+    srv, _ = chat(model)
+    ana = login_sasl(srv.port, "ana", "pw-ana", caps="sasl setname")
+    bo = login_sasl(srv.port, "bo", "pw-bo", caps="sasl setname")
+    cy = login_pass(srv.port, "cy", "pw-cy")
+    for c, nick in ((ana, "ana"), (bo, "bo"), (cy, "cy")):
+        c.send("JOIN #n")
+        c.expect(rf" 366 {nick} #n ")
+    ana.send("SETNAME :Ana Lyse")
+    ana.expect(r"^:ana!ana@yard SETNAME :Ana Lyse$")
+    bo.expect(r"^:ana!ana@yard SETNAME :Ana Lyse$")
+    cy.send("WHOIS ana")
+    cy.expect(r" 311 cy ana \S+ yard \* :Ana Lyse$")
+    bo.send("PRIVMSG #n :after")  # cy hears this, and no SETNAME before it
+    cy.expect(r"PRIVMSG #n :after$")
+    assert not [ln for ln in cy.lines if "SETNAME" in ln]
+    for c in (ana, bo, cy):
+        c.close()

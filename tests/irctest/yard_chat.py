@@ -48,10 +48,12 @@ class YardChatController(BaseServerController, DirectoryBasedController):
             Capabilities.BATCH,
             Capabilities.ECHO_MESSAGE,
             Capabilities.EXTENDED_JOIN,
+            Capabilities.LABELED_RESPONSE,
             Capabilities.MESSAGE_TAGS,
             Capabilities.MULTI_PREFIX,
             Capabilities.READ_MARKER,
             Capabilities.SERVER_TIME,
+            Capabilities.SETNAME,
         )
     )
     # The ISUPPORT values irctest's testValues checks.
