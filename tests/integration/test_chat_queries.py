@@ -122,13 +122,13 @@ def test_cap_ls_values_only_for_302_isupport_and_user_modes(chat):
     old = Irc(srv.port)
     old.send("CAP LS")
     old.expect(r" CAP \* LS :account-tag away-notify batch draft/chathistory draft/read-marker "
-               r"echo-message extended-join message-tags multi-prefix sasl server-time "
-               r"userhost-in-names$")  # no value without 302
+               r"echo-message extended-join labeled-response message-tags multi-prefix sasl "
+               r"server-time setname userhost-in-names$")  # no value without 302
     new = Irc(srv.port)
     new.send("CAP LS 302")
     new.expect(r" CAP \* LS :account-tag away-notify batch draft/chathistory draft/read-marker "
-               r"echo-message extended-join message-tags multi-prefix sasl=PLAIN server-time "
-               r"userhost-in-names$")
+               r"echo-message extended-join labeled-response message-tags multi-prefix "
+               r"sasl=PLAIN server-time setname userhost-in-names$")
     for c in (old, new):
         c.close()
     a = login_pass(srv.port, "ana", "pw-ana")
