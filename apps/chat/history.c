@@ -148,11 +148,12 @@ static bool hist_parse_ref(const char *t, bool star, struct yard_chat_hist_ref *
     }
     if (strcmp(p, "Z") != 0)
         return false;
-    /* The log's times are int64 nanoseconds (the years 1678 to 2261): a
-     * time outside them is no reference, not an overflow. Counted here in
-     * 64 bits, not with timegm, whose time_t is 32 bits on i386. */
+    /* The log's times are int64 nanoseconds (1677-09-21 to 2262-04-11): a
+     * time outside them is no reference, not an overflow (the check of
+     * secs below takes the rest of the years' ends). Counted here in 64
+     * bits, not with timegm, whose time_t is 32 bits on i386. */
     int64_t year = (int64_t)tm.tm_year + 1900;
-    if (year < 1678 || year > 2261)
+    if (year < 1678 || year > 2262)
         return false;
     int64_t secs = days_since_epoch(year, tm.tm_mon + 1, tm.tm_mday) * 86400 +
                    tm.tm_hour * 3600 + tm.tm_min * 60 + tm.tm_sec;

@@ -485,12 +485,13 @@ static int relay_read(struct chat_app *app, struct session *s, yard_fx_t *fx, co
         /* echo-message: the sender sees its message, a private one too. A
          * topic change goes to every member, its setter included. */
         bool echo = mine && r.type != YARD_LOGREC_TOPIC && (s->caps & CAP_ECHO);
-        bool shown = r.type == YARD_LOGREC_TOPIC ? to_me : mine ? echo : to_me;
+        bool to_self = mine && to_me && !key[0] && r.type != YARD_LOGREC_TOPIC;
+        bool shown = r.type == YARD_LOGREC_TOPIC ? to_me : mine ? echo || to_self : to_me;
         if (r.type == YARD_LOGREC_TAGMSG && !(s->caps & CAP_MESSAGE_TAGS))
             shown = false; /* tags only: nothing for a client that takes none */
         /* Its own records may be a labeled request's answer (label.h). */
         bool answer = mine && chat_label_record(s, fx, r.id, shown, label, sizeof label);
-        if (shown && echo && to_me && !key[0]) /* to oneself: delivered, and echoed */
+        if (shown && echo && to_self) /* to oneself: delivered, and echoed */
             relay_line(fx, s, &r, &from, NULL);
         if (shown)
             relay_line(fx, s, &r, &from, label);

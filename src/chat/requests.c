@@ -261,12 +261,15 @@ static void hist_walk(struct yard_chat_history *j, uint64_t from, int dir, uint6
 }
 
 /* A reference's id: msgid=N is N; timestamp=T is the first record at or
- * after T (after: the first after it). */
+ * after T (after: the first after it). A time is as clients see it, to
+ * the millisecond (server-time): a record is at T when it is in T's
+ * millisecond, so the first after T is the first of the next one. */
+#define HIST_TIME_STEP_NS 1000000
 static uint64_t hist_id(struct yard_chat_history *j, const struct yard_chat_hist_ref *r, bool after)
 {
     if (!r->by_time)
         return r->id;
-    return yard_chatlog_id_at(j->store->log, r->ts_ns + (after ? 1 : 0));
+    return yard_chatlog_id_at(j->store->log, r->ts_ns + (after ? HIST_TIME_STEP_NS : 0));
 }
 
 /* TARGETS: each record of the window, newest first; a conversation's
@@ -366,13 +369,13 @@ static void history_run(void *arg)
         hist_walk(j, a, -1, 0, (j->limit + 1) / 2);
         hist_walk(j, a + 1, 1, 0, j->limit - j->n);
         break;
-    case YARD_CHAT_HIST_BETWEEN:
+    case YARD_CHAT_HIST_BETWEEN: /* both ends excluded */
         a = hist_id(j, &j->a, false);
         b = hist_id(j, &j->b, false);
         if (a < b)
-            hist_walk(j, j->a.by_time ? a : a + 1, 1, b, j->limit);
+            hist_walk(j, j->a.by_time ? hist_id(j, &j->a, true) : a + 1, 1, b, j->limit);
         else if (a > 1)
-            hist_walk(j, a - 1, -1, b ? b : 0, j->limit);
+            hist_walk(j, a - 1, -1, j->b.by_time ? hist_id(j, &j->b, true) - 1 : b, j->limit);
         break;
     }
 }

@@ -1,0 +1,136 @@
+/* CHATHISTORY's references as irctest's chathistory module reads them,
+ * through the chat's sans-socket harness (chat_harness.h): a timestamp is
+ * the millisecond a client sees in server-time, so the message shown at T
+ * is not "after T", nor between T and another time; the last times the
+ * log can hold (2262) are references; and a private message to oneself is
+ * delivered without echo-message too. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "chat_harness.h"
+#include "test.h"
+
+#define S ":yard "
+
+static long long wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* alice says "m1", "m2", "m3" in #h, each in a millisecond of its own (the
+ * log's clock is the real one): their time tags in t[0..2]. */
+static chat_harness_t *three_messages(int *a, char t[3][32])
+{
+    chat_harness_t *h = ch_start(NULL);
+    ch_account(h, "alice", "pw-alice");
+    *a = ch_login(h, "alice", "pw-alice", "server-time echo-message");
+    ch_feed(h, *a, "JOIN #h\r\n");
+    ch_discard(h, *a);
+    for (int i = 0; i < 3; i++) {
+        long long was = wall_ms();
+        while (wall_ms() == was) /* the next millisecond (a condition, not a pause) */
+            ;
+        char line[32];
+        snprintf(line, sizeof line, "PRIVMSG #h :m%d\r\n", i + 1);
+        ch_feed(h, *a, line);
+        const char *l = CH_EXPECT_PREFIX(h, *a, "@time=");
+        ASSERT_EQ(sscanf(l, "@time=%31s", t[i]), 1);
+    }
+    return h;
+}
+
+/* The history lines of the answer: "m1 m2 " and so on. */
+static void expect_history(chat_harness_t *h, int a, const char *want)
+{
+    char got[64] = "";
+    const char *l;
+    while ((l = ch_line(h, a)) != NULL) {
+        const char *m = strstr(l, " PRIVMSG #h :");
+        ASSERT(m);
+        strncat(got, m + 13, sizeof got - strlen(got) - 2);
+        strcat(got, " ");
+    }
+    ASSERT_STR_EQ(got, want);
+}
+
+static void test_timestamps_are_milliseconds(void)
+{
+    int a;
+    char t[3][32], line[160];
+    chat_harness_t *h = three_messages(&a, t);
+    snprintf(line, sizeof line, "CHATHISTORY AFTER #h timestamp=%s 10\r\n", t[0]);
+    ch_feed(h, a, line);
+    expect_history(h, a, "m2 m3 ");
+    snprintf(line, sizeof line, "CHATHISTORY LATEST #h timestamp=%s 10\r\n", t[0]);
+    ch_feed(h, a, line);
+    expect_history(h, a, "m2 m3 ");
+    snprintf(line, sizeof line, "CHATHISTORY BEFORE #h timestamp=%s 10\r\n", t[2]);
+    ch_feed(h, a, line);
+    expect_history(h, a, "m1 m2 ");
+    snprintf(line, sizeof line, "CHATHISTORY BETWEEN #h timestamp=%s timestamp=%s 10\r\n", t[0],
+             t[2]);
+    ch_feed(h, a, line);
+    expect_history(h, a, "m2 ");
+    snprintf(line, sizeof line, "CHATHISTORY BETWEEN #h timestamp=%s timestamp=%s 10\r\n", t[2],
+             t[0]);
+    ch_feed(h, a, line);
+    expect_history(h, a, "m2 ");
+    snprintf(line, sizeof line, "CHATHISTORY AROUND #h timestamp=%s 3\r\n", t[1]);
+    ch_feed(h, a, line);
+    expect_history(h, a, "m1 m2 m3 ");
+    ch_stop(h);
+}
+
+/* 2262-01-01 is within the log's times: a reference (irctest's TARGETS
+ * "after all"); past 2262-04-11 is not. */
+static void test_last_year(void)
+{
+    int a;
+    char t[3][32];
+    chat_harness_t *h = three_messages(&a, t);
+    ch_feed(h, a, "CHATHISTORY TARGETS timestamp=2020-01-01T00:00:00.000Z "
+                  "timestamp=2262-01-01T00:00:00.000Z 10\r\n");
+    CH_EXPECT_PREFIX(h, a, S "CHATHISTORY TARGETS #h ");
+    CH_EXPECT_NONE(h, a);
+    ch_feed(h, a, "CHATHISTORY BEFORE #h timestamp=2262-01-01T00:00:00.000Z 1\r\n");
+    expect_history(h, a, "m3 ");
+    ch_feed(h, a, "CHATHISTORY BEFORE #h timestamp=2262-04-12T00:00:00.000Z 1\r\n");
+    CH_EXPECT_PREFIX(h, a, S "FAIL CHATHISTORY INVALID_PARAMS BEFORE ");
+    ch_stop(h);
+}
+
+/* A private message to oneself: delivered once without echo-message,
+ * delivered and echoed with it (irctest's testMessagesToSelf). */
+static void test_message_to_self(void)
+{
+    chat_harness_t *h = ch_start(NULL);
+    ch_account(h, "alice", "pw-alice");
+    int a = ch_login(h, "alice", "pw-alice", NULL);
+    ch_feed(h, a, "PRIVMSG alice :note to self\r\n");
+    CH_EXPECT(h, a, ":alice!alice@yard PRIVMSG alice :note to self");
+    CH_EXPECT_NONE(h, a);
+    ch_feed(h, a, "CAP REQ echo-message\r\n");
+    ch_discard(h, a);
+    ch_feed(h, a, "PRIVMSG alice :again\r\n");
+    CH_EXPECT(h, a, ":alice!alice@yard PRIVMSG alice :again");
+    CH_EXPECT(h, a, ":alice!alice@yard PRIVMSG alice :again");
+    CH_EXPECT_NONE(h, a);
+    ch_stop(h);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct test_case cases[] = {
+        {"timestamps_are_milliseconds", test_timestamps_are_milliseconds},
+        {"last_year", test_last_year},
+        {"message_to_self", test_message_to_self},
+        {NULL, NULL},
+    };
+    return test_main(argc, argv, cases);
+}
