@@ -237,12 +237,15 @@ struct yard_chat_history {
     size_t recs_len, recs_cap;
     size_t *at;
     unsigned n;
-    /* TARGETS: each conversation once, with its latest message's time */
+    /* TARGETS: each conversation once, with its latest message's time,
+     * newest first (the oldest limit of those whose latest is in the window) */
     struct yard_chat_hist_target {
         char name[YARD_CHAT_CHAN_MAX + 1], key[YARD_CHAT_CHAN_MAX + 1];
         int64_t latest_ns;
+        bool listed; /* its latest message is in the window (the walk's) */
     } *targets;
-    unsigned ntargets;
+    unsigned ntargets, targets_cap;
+    int64_t window_end_ns; /* TARGETS: a latest message at or past this is not listed */
     unsigned long read; /* log records the walks read (flood control's price) */
     int rc;
     /* the walk in progress (the store's) */

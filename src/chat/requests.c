@@ -272,8 +272,10 @@ static uint64_t hist_id(struct yard_chat_history *j, const struct yard_chat_hist
     return yard_chatlog_id_at(j->store->log, r->ts_ns + (after ? HIST_TIME_STEP_NS : 0));
 }
 
-/* TARGETS: each record of the window, newest first; a conversation's
- * first record seen is its latest. */
+/* TARGETS: each record from the log's newest down to the window's start;
+ * a conversation's first record seen is its latest, and it is listed when
+ * that one is before the window's end (one with a later message is not,
+ * though it has some in the window). */
 static int hist_target_take(const yard_chatlog_rec_t *r, void *arg)
 {
     struct yard_chat_history *j = arg;
@@ -316,12 +318,36 @@ static int hist_target_take(const yard_chatlog_rec_t *r, void *arg)
     for (unsigned i = 0; i < j->ntargets; i++)
         if (!strcmp(j->targets[i].key, key))
             return 0; /* seen: that one was later */
+    if (j->ntargets == j->targets_cap) {
+        unsigned cap = j->targets_cap ? 2 * j->targets_cap : 16;
+        struct yard_chat_hist_target *t = realloc(j->targets, cap * sizeof *t);
+        if (!t) {
+            j->rc = -ENOMEM;
+            return 1;
+        }
+        j->targets = t;
+        j->targets_cap = cap;
+    }
     struct yard_chat_hist_target *t = &j->targets[j->ntargets++];
     memcpy(t->name, name, len);
     t->name[len] = 0;
     strcpy(t->key, key);
     t->latest_ns = r->ts_ns;
-    return j->ntargets == j->limit;
+    t->listed = r->ts_ns < j->window_end_ns;
+    return 0;
+}
+
+/* TARGETS' answer: the listed conversations, the oldest limit of them
+ * (first in the listing, which goes oldest first), kept newest first. */
+static void hist_targets_keep(struct yard_chat_history *j)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < j->ntargets; i++)
+        if (j->targets[i].listed)
+            j->targets[n++] = j->targets[i];
+    unsigned from = n > j->limit ? n - j->limit : 0;
+    memmove(j->targets, j->targets + from, (n - from) * sizeof *j->targets);
+    j->ntargets = n - from;
 }
 
 static void history_run(void *arg)
@@ -329,22 +355,20 @@ static void history_run(void *arg)
     struct yard_chat_history *j = arg;
     j->rc = 0;
     j->read = 0;
-    if (j->sub == YARD_CHAT_HIST_TARGETS) { /* the window between the two times, newest first */
+    if (j->sub == YARD_CHAT_HIST_TARGETS) { /* the window between the two times, both excluded */
         int64_t lo = j->a.ts_ns < j->b.ts_ns ? j->a.ts_ns : j->b.ts_ns,
                 hi = j->a.ts_ns < j->b.ts_ns ? j->b.ts_ns : j->a.ts_ns;
-        j->ntargets = 0;
-        j->targets = malloc(j->limit * sizeof *j->targets);
-        if (!j->targets) {
-            j->rc = -ENOMEM;
-            return;
-        }
-        j->low_id = yard_chatlog_id_at(j->store->log, lo);
-        uint64_t top = yard_chatlog_id_at(j->store->log, hi);
+        j->ntargets = j->targets_cap = 0;
+        j->targets = NULL;
+        j->window_end_ns = hi;
+        j->low_id = yard_chatlog_id_at(j->store->log, lo + HIST_TIME_STEP_NS);
+        uint64_t top = yard_chatlog_id_at(j->store->log, INT64_MAX); /* past the newest */
         if (top > j->low_id) {
             int rc = yard_chatlog_seek(j->store->log, top - 1, -1, NULL, 0, hist_target_take, j);
             if (rc < 0)
                 j->rc = rc;
         }
+        hist_targets_keep(j);
         return;
     }
     j->n = 0;

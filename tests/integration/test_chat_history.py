@@ -82,12 +82,13 @@ def test_chathistory(chat, model):
     # A private conversation: both directions, for its two ends only.
     assert history(bo, "bo", "LATEST", "ana", "*", 10)[0] == ["dm to bo", "dm to ana 🙂"]
     assert history(cy, "cy", "LATEST", "ana", "*", 10)[0] == []
-    # TARGETS: the conversations with messages in a window, each once, oldest of the
-    # latest first; channels only if one is in them.
+    # TARGETS: the conversations whose latest message is in a window, each once, oldest
+    # of the latest first, the first `limit` of that listing; channels only if one is in
+    # them.
     assert targets(bo, "timestamp=2000-01-01T00:00:00Z", "timestamp=2100-01-01T00:00:00Z",
                    10) == ["#h", "ana"]
     assert targets(bo, "timestamp=2100-01-01T00:00:00Z", "timestamp=2000-01-01T00:00:00Z",
-                   1) == ["ana"]
+                   1) == ["#h"]
     assert targets(cy, "timestamp=2000-01-01T00:00:00Z", "timestamp=2100-01-01T00:00:00Z",
                    10) == []
     assert targets(bo, "timestamp=2000-01-01T00:00:00Z", "timestamp=2001-01-01T00:00:00Z",

@@ -105,6 +105,53 @@ static void test_last_year(void)
     ch_stop(h);
 }
 
+/* The next line lists target at time; returns nothing. */
+static void expect_target(chat_harness_t *h, int a, const char *target, const char *time)
+{
+    char want[128];
+    snprintf(want, sizeof want, S "CHATHISTORY TARGETS %s %s", target, time);
+    CH_EXPECT(h, a, want);
+}
+
+/* TARGETS lists the conversations whose latest message is inside the
+ * window (both ends excluded, to the millisecond), oldest first, the first
+ * limit of them: one with a later message is not listed, though it has
+ * some in the window. */
+static void test_targets(void)
+{
+    int a;
+    char t[3][32], line[200];
+    chat_harness_t *h = three_messages(&a, t);
+    ch_feed(h, a, "JOIN #g\r\n");
+    ch_discard(h, a);
+    long long was = wall_ms();
+    while (wall_ms() == was)
+        ;
+    ch_feed(h, a, "PRIVMSG #g :g1\r\n");
+    char g[32];
+    ASSERT_EQ(sscanf(CH_EXPECT_PREFIX(h, a, "@time="), "@time=%31s", g), 1);
+    const char *all = "timestamp=2020-01-01T00:00:00.000Z timestamp=2262-01-01T00:00:00.000Z";
+    snprintf(line, sizeof line, "CHATHISTORY TARGETS %s 10\r\nCHATHISTORY TARGETS %s 1\r\n", all,
+             all);
+    ch_feed(h, a, line);
+    expect_target(h, a, "#h", t[2]);
+    expect_target(h, a, "#g", g);
+    expect_target(h, a, "#h", t[2]); /* the limit: the first of the listing */
+    CH_EXPECT_NONE(h, a);
+    /* #h's latest (m3) is at t[2]: outside a window that ends there. */
+    snprintf(line, sizeof line, "CHATHISTORY TARGETS timestamp=2020-01-01T00:00:00.000Z "
+                                "timestamp=%s 10\r\n", t[2]);
+    ch_feed(h, a, line);
+    CH_EXPECT_NONE(h, a);
+    /* A window that starts at t[2]: #h's latest is at its start, excluded. */
+    snprintf(line, sizeof line, "CHATHISTORY TARGETS timestamp=%s "
+                                "timestamp=2262-01-01T00:00:00.000Z 10\r\n", t[2]);
+    ch_feed(h, a, line);
+    expect_target(h, a, "#g", g);
+    CH_EXPECT_NONE(h, a);
+    ch_stop(h);
+}
+
 /* A private message to oneself: delivered once without echo-message,
  * delivered and echoed with it (irctest's testMessagesToSelf). */
 static void test_message_to_self(void)
@@ -129,6 +176,7 @@ int main(int argc, char **argv)
     static const struct test_case cases[] = {
         {"timestamps_are_milliseconds", test_timestamps_are_milliseconds},
         {"last_year", test_last_year},
+        {"targets", test_targets},
         {"message_to_self", test_message_to_self},
         {NULL, NULL},
     };
