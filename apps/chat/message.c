@@ -203,17 +203,20 @@ static void message(struct chat_app *app, struct session *s, yard_fx_t *fx,
             if (p.away)
                 chat_numeric(fx, s, 301, "%s :%s", p.nick, p.away_msg);
         }
-        /* A connected user's nick names its account (a guest: its nick);
-         * anything else is looked up as an account by the job. */
-        char spelled[CHAT_NAME_MAX + 1] = "";
+        /* A connected user's nick names its account; a guest is its nick,
+         * written "~nick" as its messages' sender is (an account made later
+         * with that name is not it). Anything else is looked up as an
+         * account by the job. */
+        char spelled[CHAT_NAME_MAX + 2] = "";
         bool guest = false;
         char key[CHAT_NAME_MAX + 1];
         chat_casefold(key, t, strlen(t));
         chat_lock(app->cs);
         int g = chat_member_named(app->cs, key);
         if (g >= 0) {
-            strcpy(spelled, chat_member_at(app->cs, g)->account);
-            guest = chat_member_at(app->cs, g)->guest;
+            const struct chat_member *to = chat_member_at(app->cs, g);
+            guest = to->guest;
+            snprintf(spelled, sizeof spelled, "%s%s", guest ? "~" : "", to->account);
         }
         chat_unlock(app->cs);
         chat_post_target(s, spelled[0] ? spelled : t, !guest);

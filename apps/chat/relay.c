@@ -121,12 +121,14 @@ static void relay_line(yard_fx_t *fx, const struct session *s, const yard_chatlo
                                                      : "PRIVMSG";
     const char *ctags = NULL;
     size_t ctags_len = 0;
-    yard_chatlog_rec_t msg;
-    if (r->type != YARD_LOGREC_TOPIC) {
-        msg = *r;
+    yard_chatlog_rec_t msg = *r;
+    if (r->type != YARD_LOGREC_TOPIC)
         split_client_tags(&msg, &ctags, &ctags_len);
-        r = &msg;
+    if (msg.target_len > 1 && msg.target[0] == '~') { /* a guest: its nick */
+        msg.target++;
+        msg.target_len--;
     }
+    r = &msg;
     char tags[CLIENT_TAGS_MAX + 400]; /* a label (CHAT_LABEL_MAX) among the server's tags */
     if (r->type == YARD_LOGREC_TAGMSG) { /* only tags: for clients that take them */
         if (!(s->caps & CAP_MESSAGE_TAGS))
@@ -196,6 +198,8 @@ static bool for_me(struct chat_app *app, struct session *s, const yard_chatlog_r
             strcpy(chan_key, target);
         return in;
     }
+    if (r->target[0] == '~') /* to a guest, as the log names one (rfc1459 folds '~' to '^') */
+        return s->guest && !strcmp(target + 1, s->account_key);
     return strcmp(target, s->account_key) == 0;
 }
 

@@ -183,11 +183,23 @@ static void nick_run(void *arg)
     j->reserved = rc != -ENOENT; /* an error too: a nick that cannot be checked is not free */
 }
 
-/* Is this record one of the conversation's messages? */
+/* A record's target as the log writes a guest's ("~nick"): the nick, and
+ * true (yard_chat_unguest for the target). */
+static bool unguest_target(yard_chatlog_rec_t *r)
+{
+    if (r->target_len < 2 || r->target[0] != '~')
+        return false;
+    r->target++;
+    r->target_len--;
+    return true;
+}
+
+/* Is this record one of the conversation's messages? The asker's side of
+ * a private one is its account, never a guest that had its name before. */
 static bool hist_match(const struct yard_chat_history *j, const yard_chatlog_rec_t *r)
 {
     yard_chatlog_rec_t g = *r; /* a guest's name without its '~' */
-    yard_chat_unguest(&g);
+    bool from_guest = yard_chat_unguest(&g), to_guest = unguest_target(&g);
     r = &g;
     if ((r->type != YARD_LOGREC_MESSAGE && r->type != YARD_LOGREC_NOTICE) ||
         r->target_len > YARD_CHAT_CHAN_MAX || r->sender_len > YARD_CHAT_NAME_MAX)
@@ -197,8 +209,8 @@ static bool hist_match(const struct yard_chat_history *j, const yard_chatlog_rec
     if (j->channel)
         return !strcmp(target, j->key);
     fold(sender, r->sender, r->sender_len);
-    return (!strcmp(sender, j->me) && !strcmp(target, j->key)) ||
-           (!strcmp(sender, j->key) && !strcmp(target, j->me));
+    return (!from_guest && !strcmp(sender, j->me) && !strcmp(target, j->key)) ||
+           (!to_guest && !strcmp(sender, j->key) && !strcmp(target, j->me));
 }
 
 static int hist_take(const yard_chatlog_rec_t *r, void *arg)
@@ -243,13 +255,16 @@ static void hist_walk(struct yard_chat_history *j, uint64_t from, int dir, uint6
 {
     if (!want || j->rc < 0)
         return;
-    uint32_t h[2] = {yard_chatlog_target_hash(j->key, strlen(j->key)),
-                     yard_chatlog_target_hash(j->me, strlen(j->me))};
+    char guest_key[YARD_CHAT_CHAN_MAX + 2]; /* the other side, when it was a guest */
+    snprintf(guest_key, sizeof guest_key, "~%s", j->key);
+    uint32_t h[3] = {yard_chatlog_target_hash(j->key, strlen(j->key)),
+                     yard_chatlog_target_hash(j->me, strlen(j->me)),
+                     yard_chatlog_target_hash(guest_key, strlen(guest_key))};
     unsigned first = j->n;
     j->down = dir < 0;
     j->stop_id = stop_id;
     j->want = want;
-    int rc = yard_chatlog_seek(j->store->log, from, dir, h, j->channel ? 1 : 2, hist_take, j);
+    int rc = yard_chatlog_seek(j->store->log, from, dir, h, j->channel ? 1 : 3, hist_take, j);
     if (rc < 0 && j->rc == 0)
         j->rc = rc;
     if (dir < 0) /* newest first: turn them round */
@@ -283,7 +298,7 @@ static int hist_target_take(const yard_chatlog_rec_t *r, void *arg)
     if (r->id < j->low_id)
         return 1;
     yard_chatlog_rec_t g = *r; /* a guest's name without its '~' */
-    yard_chat_unguest(&g);
+    bool from_guest = yard_chat_unguest(&g), to_guest = unguest_target(&g);
     r = &g;
     if ((r->type != YARD_LOGREC_MESSAGE && r->type != YARD_LOGREC_NOTICE) ||
         r->target_len > YARD_CHAT_CHAN_MAX || r->sender_len > YARD_CHAT_NAME_MAX)
@@ -304,11 +319,11 @@ static int hist_target_take(const yard_chatlog_rec_t *r, void *arg)
         len = r->target_len;
     } else if (target[0] == '@' || target[0] == '+') {
         return 0; /* a STATUSMSG ("@#chan"): for some of a channel's members, not history */
-    } else if (!strcmp(sender, j->me)) { /* I wrote to them */
+    } else if (!from_guest && !strcmp(sender, j->me)) { /* I wrote to them */
         strcpy(key, target);
         name = r->target;
         len = r->target_len;
-    } else if (!strcmp(target, j->me)) { /* they wrote to me */
+    } else if (!to_guest && !strcmp(target, j->me)) { /* they wrote to me */
         strcpy(key, sender);
         name = r->sender;
         len = r->sender_len;

@@ -152,6 +152,41 @@ static void test_targets(void)
     ch_stop(h);
 }
 
+/* A guest's private conversation is the guest's: an account made later
+ * with its nick does not get it back (irctest's testChathistoryDMs), while
+ * the guest's partner does; the guest hears messages to it by its nick. */
+static void test_guest_conversation_is_not_an_account_s(void)
+{
+    const char *flags[] = {"guests", NULL};
+    chat_harness_t *h = ch_start(flags);
+    ch_account(h, "alice", "pw-alice");
+    int a = ch_login(h, "alice", "pw-alice", NULL);
+    int z = ch_connect(h);
+    ch_feed(h, z, "NICK zed\r\nUSER zed 0 * :Zed\r\n");
+    CH_SKIP_TO(h, z, S "422 zed ");
+    ch_feed(h, a, "PRIVMSG zed :hi guest\r\n");
+    CH_EXPECT(h, z, ":alice!alice@yard PRIVMSG zed :hi guest");
+    ch_feed(h, z, "PRIVMSG alice :hi account\r\nQUIT\r\n");
+    CH_EXPECT(h, a, ":zed!zed@yard PRIVMSG alice :hi account");
+    ch_feed(h, a, "CHATHISTORY LATEST zed * 10\r\n");
+    CH_EXPECT(h, a, ":alice!alice@yard PRIVMSG zed :hi guest");
+    CH_EXPECT(h, a, ":zed!zed@yard PRIVMSG alice :hi account");
+    CH_EXPECT_NONE(h, a);
+    ch_account(h, "zed", "pw-zed"); /* the name is an account's now */
+    int z2 = ch_login(h, "zed", "pw-zed", NULL);
+    ch_feed(h, z2, "CHATHISTORY LATEST alice * 10\r\n");
+    CH_EXPECT_NONE(h, z2);
+    ch_feed(h, z2, "CHATHISTORY TARGETS timestamp=2020-01-01T00:00:00.000Z "
+                   "timestamp=2262-01-01T00:00:00.000Z 10\r\n");
+    CH_EXPECT_NONE(h, z2);
+    ch_feed(h, a, "PRIVMSG zed :hi account zed\r\n");
+    CH_EXPECT(h, z2, ":alice!alice@yard PRIVMSG zed :hi account zed");
+    ch_feed(h, z2, "CHATHISTORY LATEST alice * 10\r\n");
+    CH_EXPECT(h, z2, ":alice!alice@yard PRIVMSG zed :hi account zed");
+    CH_EXPECT_NONE(h, z2);
+    ch_stop(h);
+}
+
 /* A private message to oneself: delivered once without echo-message,
  * delivered and echoed with it (irctest's testMessagesToSelf). */
 static void test_message_to_self(void)
@@ -177,6 +212,7 @@ int main(int argc, char **argv)
         {"timestamps_are_milliseconds", test_timestamps_are_milliseconds},
         {"last_year", test_last_year},
         {"targets", test_targets},
+        {"guest_conversation_is_not_an_account_s", test_guest_conversation_is_not_an_account_s},
         {"message_to_self", test_message_to_self},
         {NULL, NULL},
     };
