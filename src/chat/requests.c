@@ -361,7 +361,8 @@ static void hist_targets_keep(struct yard_chat_history *j)
         if (j->targets[i].listed)
             j->targets[n++] = j->targets[i];
     unsigned from = n > j->limit ? n - j->limit : 0;
-    memmove(j->targets, j->targets + from, (n - from) * sizeof *j->targets);
+    if (from) /* (none at all: no array either) */
+        memmove(j->targets, j->targets + from, (n - from) * sizeof *j->targets);
     j->ntargets = n - from;
 }
 
