@@ -5,7 +5,7 @@
  *   DIR/log/         the message log (yard/chatlog.h)
  *   DIR/accounts     accounts, DIR/certfps their client certificates, and
  *                    DIR/opers the server operators (yard/chat_accounts.h)
- *   DIR/positions, DIR/topics, DIR/channels
+ *   DIR/positions, DIR/topics, DIR/channels, DIR/bans
  *                    the chat's tables of fixed slots, mapped shared from
  *                    their files (yard_table_file_t): what a crash of any
  *                    process leaves is what the kernel has
@@ -37,6 +37,7 @@
 
 #include "yard/bcrypt.h"
 #include "yard/chat_accounts.h"
+#include "yard/chat_klines.h"
 #include "yard/chatlog.h"
 #include "yard/proto_ircline.h"
 
@@ -128,6 +129,7 @@ enum yard_chat_op {
     YARD_CHAT_READ,     /* struct yard_chat_read: the log read past its tail */
     YARD_CHAT_REPLAY,   /* struct yard_chat_replay: a JOIN's replay */
     YARD_CHAT_HISTORY,  /* struct yard_chat_history: a CHATHISTORY lookup */
+    YARD_CHAT_KLINE,    /* struct yard_chat_kline: DIR/klines read or changed */
 };
 
 /* Run the request that req points to (its op says which). The engine's
@@ -252,6 +254,21 @@ struct yard_chat_history {
     bool down;
     uint64_t low_id, stop_id;
     unsigned want;
+};
+
+/* The K-lines (yard/chat_klines.h): load them all (for a registration's
+ * check; the asker matches them and frees list), or add k, or remove the
+ * one with k.mask. */
+enum { YARD_CHAT_KLINE_LOAD, YARD_CHAT_KLINE_ADD, YARD_CHAT_KLINE_DEL };
+struct yard_chat_kline {
+    enum yard_chat_op op;
+    yard_chat_store_t *store;
+    int sub; /* YARD_CHAT_KLINE_* */
+    yard_kline_t k;
+    /* out: */
+    int rc; /* 0, or -errno (-ENOENT: DEL of a mask without a K-line) */
+    yard_kline_t *list;
+    size_t n;
 };
 
 #endif

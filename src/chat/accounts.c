@@ -4,6 +4,8 @@
 
 #include "yard/chat_accounts.h"
 
+#include "files.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -13,8 +15,6 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define LINE_MAX_LEN (YARD_ACCOUNT_NAME_MAX + 1 + YARD_BCRYPT_LEN + 1)
 
 static bool special(char c) { return c && strchr("[\\]^_`{|}", c) != NULL; }
 
@@ -55,7 +55,7 @@ static int load_lines(const char *dir, const char *name, size_t size,
         return -e;
     }
     size_t cap = 0, lineno = 0;
-    char line[LINE_MAX_LEN + 8];
+    char line[1024]; /* longer than any line of these files (DIR/klines' are the longest) */
     int rc = 0;
     while (fgets(line, sizeof line, f)) {
         lineno++;
@@ -559,4 +559,24 @@ int yard_accounts_certfp_lookup(const char *dir, const char *fp, char *canon)
     rc = i == n ? -ENOENT : account_canon(dir, c[i].name, canon, err, sizeof err);
     free(c);
     return rc;
+}
+
+/* The mechanism above, for the store's other files (files.h). */
+int yard_chat_file_load(const char *dir, const char *name, size_t size,
+                        bool (*parse)(char *line, void *elem), const char *expected, void **out,
+                        size_t *n, char *err, size_t errlen)
+{
+    return load_lines(dir, name, size, parse, expected, out, n, err, errlen);
+}
+
+int yard_chat_file_replace(const char *dir, const char *name,
+                           void (*write_lines)(FILE *f, const void *items, size_t n),
+                           const void *items, size_t n, char *err, size_t errlen)
+{
+    return replace_file(dir, name, write_lines, items, n, err, errlen);
+}
+
+int yard_chat_dir_lock(const char *dir, char *err, size_t errlen)
+{
+    return lock_dir(dir, err, errlen);
 }

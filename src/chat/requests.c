@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "store.h"
+#include "yard/log.h"
 
 #define DEFAULT_COST 12 /* yard-chat account add's, for a server without accounts */
 
@@ -420,6 +421,24 @@ static void history_run(void *arg)
     }
 }
 
+/* DIR/klines read or changed; a failure other than a missing mask is the
+ * server's to log. */
+static void kline_run(struct yard_chat_kline *j)
+{
+    char err[256];
+    const char *dir = j->store->dir;
+    j->list = NULL;
+    j->n = 0;
+    if (j->sub == YARD_CHAT_KLINE_LOAD)
+        j->rc = yard_klines_load(dir, &j->list, &j->n, err, sizeof err);
+    else if (j->sub == YARD_CHAT_KLINE_ADD)
+        j->rc = yard_klines_add(dir, &j->k, err, sizeof err);
+    else
+        j->rc = yard_klines_remove(dir, j->k.mask, err, sizeof err);
+    if (j->rc < 0 && j->rc != -ENOENT)
+        yard_log_err("chat: %s", err);
+}
+
 void yard_chat_store_run(void *req)
 {
     switch (*(enum yard_chat_op *)req) {
@@ -440,6 +459,9 @@ void yard_chat_store_run(void *req)
         break;
     case YARD_CHAT_HISTORY:
         history_run(req);
+        break;
+    case YARD_CHAT_KLINE:
+        kline_run(req);
         break;
     }
 }

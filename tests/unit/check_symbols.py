@@ -52,7 +52,8 @@ STORE_FOR_APPS = {
     "yard_chatlog_read_tail", "yard_chatlog_take", "yard_chatlog_cursor_end",
     "yard_chatlog_cursor_at", "yard_chatlog_defer", "yard_chatlog_last_id",
     "yard_chatlog_target_hash", "yard_chatlog_opts_default",
-    "yard_account_name_valid", "yard_certfp_canon",
+    "yard_account_name_valid", "yard_certfp_canon", "yard_mask_complete",
+    "yard_kline_normalize",
 }
 # ... and only the chat's init and fini open and close it.
 STORE_FOR_INIT = {"yard_chat_store_open", "yard_chat_store_close"}

@@ -1,4 +1,4 @@
-/* yard-chat: the chat service's tool: accounts, operators, the log, the client. */
+/* yard-chat: the chat service's tool: accounts, operators, K-lines, the log, the client. */
 #include <stdio.h>
 #include <string.h>
 
@@ -9,6 +9,8 @@ static void usage(FILE *f)
     fprintf(f, "usage: yard-chat account add|remove|list [NAME] --data DIR [--cost N]\n"
                "       yard-chat account certfp add|list|del NAME [SHA256] --data DIR\n"
                "       yard-chat oper add|del|list [NAME] --data DIR [--cost N]\n"
+               "       yard-chat kline add|del|list [MASK] --data DIR [--duration DUR]\n"
+               "                 [--reason TEXT]\n"
                "       yard-chat log verify|dump --data DIR [--from ID]\n"
                "       yard-chat log generate --data DIR --messages N [--target #bench]\n"
                "                 [--senders 64] [--sender-prefix u] [--text-bytes 64]\n"
@@ -27,6 +29,11 @@ static void usage(FILE *f)
                "  oper add|del|list [NAME]\n"
                "                       the server operators (OPER NAME PASSWORD), kept like\n"
                "                       the accounts (the password read the same way)\n"
+               "  kline add|del|list [MASK]\n"
+               "                       the server's bans (K-lines): MASK is an account,\n"
+               "                       $a:account, nick!user@host or an address; --duration\n"
+               "                       in minutes or 30s, 2h, 7d (default: for good); applied\n"
+               "                       at each registration\n"
                "  --data DIR           the server's data directory (yard-serve --app chat\n"
                "                       --data DIR)\n"
                "  --cost N             bcrypt cost for add, 4..31 (default 12)\n"
@@ -60,6 +67,8 @@ int main(int argc, char **argv)
         return chat_account_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "oper"))
         return chat_oper_main(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "kline"))
+        return chat_kline_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "log"))
         return chat_log_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "connect"))

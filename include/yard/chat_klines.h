@@ -1,0 +1,59 @@
+/* The chat's operator bans (K-lines): DIR/klines, one line per ban,
+ *
+ *   MASK EXPIRES_S SET_S BY :REASON
+ *
+ * MASK is $a:ACCOUNT (an account, * and ? allowed) or nick!user@host;
+ * EXPIRES_S is when it stops applying (Unix seconds; 0: never); SET_S when
+ * it was set, BY by whom. Written like DIR/accounts (under its lock, a new
+ * file fsynced and renamed over the old, mode 0600), by `yard-chat kline`
+ * and by the server's KLINE and UNKLINE (store requests). The server reads
+ * the file at each registration, so a ban added or removed by either
+ * applies to the next one. */
+#ifndef YARD_CHAT_KLINES_H
+#define YARD_CHAT_KLINES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "yard/chat_accounts.h"
+
+#define YARD_KLINE_MASK_MAX 100
+#define YARD_KLINE_REASON_MAX 200
+#define YARD_KLINES_MAX 4096 /* bans in the file at most */
+
+/* The account extban's prefix (EXTBAN=$,a): $a:NAME. */
+#define YARD_EXTBAN_ACCOUNT "$a:"
+
+/* A ban mask completed as servers list them, into out (cap bytes): nick
+ * alone is nick!*@*, user@host *!user@host, nick!user nick!user@*; $a:NAME
+ * as given. False for what cannot be a mask (empty, not fitting, spaces,
+ * commas, control characters, ':' first, another extban). Needs no I/O:
+ * channel bans (the app) use it too. */
+bool yard_mask_complete(const char *given, char *out, size_t cap);
+
+typedef struct yard_kline {
+    char mask[YARD_KLINE_MASK_MAX + 1];
+    int64_t expires_s; /* 0: never */
+    int64_t set_s;
+    char by[YARD_ACCOUNT_NAME_MAX + 1];
+    char reason[YARD_KLINE_REASON_MAX + 1];
+} yard_kline_t;
+
+/* A K-line's mask as it is kept: an account name alone is $a:NAME, an
+ * address (with a '.' or ':') *!*@ADDR, user@host *!user@host, nick!user
+ * nick!user@*; $a:PATTERN and nick!user@host as given. False for what
+ * cannot be one (empty, too long, spaces, commas, control characters,
+ * another extban). */
+bool yard_kline_normalize(const char *given, char out[YARD_KLINE_MASK_MAX + 1]);
+
+/* Add k (one with the same mask, compared casefolded, is replaced): 0, or
+ * -errno with err (-ENOSPC: YARD_KLINES_MAX already). */
+int yard_klines_add(const char *dir, const yard_kline_t *k, char *err, size_t errlen);
+/* Remove the one with this mask: 0, -ENOENT, or -errno with err. */
+int yard_klines_remove(const char *dir, const char *mask, char *err, size_t errlen);
+/* Every K-line in the file, expired ones too, in *out (the caller frees
+ * it; NULL and 0 when there is no file): 0 or -errno with err. */
+int yard_klines_load(const char *dir, yard_kline_t **out, size_t *n, char *err, size_t errlen);
+
+#endif
