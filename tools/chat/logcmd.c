@@ -69,6 +69,7 @@ static int dump_one(const yard_chatlog_rec_t *r, void *arg)
            : r->type == YARD_LOGREC_KILL ? "kill"
            : r->type == YARD_LOGREC_WALLOPS ? "wallops"
            : r->type == YARD_LOGREC_SETNAME ? "setname"
+           : r->type == YARD_LOGREC_ONLINE ? "online"
                                           : "message");
     int s = json_field(d, "sender", r->sender, r->sender_len);
     int t = s < 0 ? s : json_field(d, "target", r->target, r->target_len);
