@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bans.h"
 #include "channel.h"
 #include "history.h"
 #include "message.h"
@@ -80,10 +81,12 @@ int chat_rank_in(struct chat_app *app, int c, const struct chat_chanrec *rec, co
     return guest >= 0 ? guest : chat_rank_of(rec, key);
 }
 
-/* The 353 lines of channel c (none when it is empty). */
+/* The 353 lines of channel c (none when it is empty): '=', or '@' for a
+ * secret channel. */
 static void names_list(struct chat_app *app, struct session *s, yard_fx_t *fx, int c,
                        const char *name)
 {
+    char kind = chat_channel_secret(app, c) ? '@' : '=';
     size_t n;
     bool nomem;
     struct chat_name *who_is = chat_members_of(app, c, &n, &nomem);
@@ -106,7 +109,7 @@ static void names_list(struct chat_app *app, struct session *s, yard_fx_t *fx, i
         }
         size_t pn = strlen(pre), an = strlen(entry);
         if (len + pn + an + 1 > 400) {
-            chat_numeric(fx, s, 353, "= %s :%.*s", name, (int)len, line);
+            chat_numeric(fx, s, 353, "%c %s :%.*s", kind, name, (int)len, line);
             len = 0;
         }
         if (len)
@@ -117,7 +120,7 @@ static void names_list(struct chat_app *app, struct session *s, yard_fx_t *fx, i
     }
     free(who_is);
     if (len)
-        chat_numeric(fx, s, 353, "= %s :%.*s", name, (int)len, line);
+        chat_numeric(fx, s, 353, "%c %s :%.*s", kind, name, (int)len, line);
 }
 
 static void names(struct chat_app *app, struct session *s, yard_fx_t *fx, int c, const char *name)
@@ -213,7 +216,7 @@ static unsigned guest_channels_max(const struct chat_app *app)
     return (unsigned)((uint64_t)app->set->max_channels * app->set->guests_channel_share / 100);
 }
 
-/* +i, +k and +l, under the lock: 0 when the account may join the channel
+/* +R, +b, +i, +k and +l, under the lock: 0 when the account may join the channel
  * (live as c, or else named by fold), or the numeric that refuses it. The
  * channel's operators pass (it is theirs, and a +i channel that emptied
  * would otherwise be closed to everyone for good). */
@@ -237,10 +240,13 @@ static int join_refusal(struct chat_app *app, struct session *s, int c, const ch
         return 477;
     if (c < 0 && s->guest && !app->set->guests_create && !chat_chan_get(cs, fold, &rec))
         return 403; /* a new channel, and guests may not make one */
-    if (!(modes & CHAT_MODE_I) && !want[0] && !limit)
+    bool banned = chat_banned(cs, s, c, fold);
+    if (!(modes & CHAT_MODE_I) && !want[0] && !limit && !banned)
         return 0;
     if (chat_chan_rank(cs, fold, s->account_key) & CHAT_RANK_OP)
         return 0;
+    if (banned)
+        return 474;
     if ((modes & CHAT_MODE_I) && !(c >= 0 && chat_invited(cs, c, s->account_key)))
         return 473;
     if (want[0] && (!key_given || strcmp(key_given, want)))
@@ -292,7 +298,10 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
                          name);
         else
             chat_numeric(fx, s, refused, "%s :Cannot join channel (%s)", name,
-                         refused == 473 ? "+i" : refused == 475 ? "+k" : "+l");
+                         refused == 473   ? "+i"
+                         : refused == 474 ? "+b"
+                         : refused == 475 ? "+k"
+                                          : "+l");
         return;
     }
     /* An account with several connections is one member: the others hear
@@ -399,6 +408,23 @@ bool chat_channel_name(struct chat_app *app, int ch, char out[CHAT_CHAN_MAX + 1]
     return live;
 }
 
+bool chat_channel_secret(struct chat_app *app, int ch)
+{
+    chat_lock(app->cs);
+    bool secret = app->cs->chans[ch].used && (app->cs->chans[ch].modes & CHAT_MODE_S);
+    chat_unlock(app->cs);
+    return secret;
+}
+
+bool chat_channel_hidden(struct chat_app *app, const struct session *s, int ch)
+{
+    chat_lock(app->cs);
+    bool hidden = app->cs->chans[ch].used && (app->cs->chans[ch].modes & CHAT_MODE_S) &&
+                  !(s->slot >= 0 && chat_is_in(app->cs, s->slot, ch));
+    chat_unlock(app->cs);
+    return hidden;
+}
+
 int chat_channel_of(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *name,
                     bool need_member)
 {
@@ -488,10 +514,10 @@ void chat_cmd_part(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
 /* NAMES #a,#b */
 void chat_cmd_names(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
-    if (m->n == 0) { /* every channel (none is secret here), then one end */
+    if (m->n == 0) { /* every channel (a secret one only to its members), then one end */
         for (unsigned c = 0; c < app->cs->nchan; c++) {
             char shown[CHAT_CHAN_MAX + 1];
-            if (chat_channel_name(app, (int)c, shown))
+            if (chat_channel_name(app, (int)c, shown) && !chat_channel_hidden(app, s, (int)c))
                 names_list(app, s, fx, (int)c, shown);
         }
         chat_numeric(fx, s, 366, "* :End of /NAMES list.");
@@ -504,8 +530,9 @@ void chat_cmd_names(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
         chat_lock(app->cs);
         int ch = chat_channel_find(app->cs, t, strlen(t), false);
         chat_unlock(app->cs);
-        /* An unknown or invalid channel is only the end of its (empty) list. */
-        if (ch >= 0 && chat_channel_name(app, ch, shown))
+        /* An unknown or invalid channel is only the end of its (empty) list,
+         * as a secret one is to whoever is not in it. */
+        if (ch >= 0 && chat_channel_name(app, ch, shown) && !chat_channel_hidden(app, s, ch))
             names(app, s, fx, ch, shown);
         else
             chat_numeric(fx, s, 366, "%s :End of /NAMES list.", t);

@@ -23,6 +23,9 @@ void chat_ranks_of(struct chat_app *app, int c, struct chat_chanrec *rec);
 int chat_rank_in(struct chat_app *app, int c, const struct chat_chanrec *rec, const char *name);
 void chat_replay_done(struct chat_app *app, struct session *s, yard_fx_t *fx);
 bool chat_channel_name(struct chat_app *app, int ch, char out[CHAT_CHAN_MAX + 1]);
+/* Is live channel ch secret (+s)? Hidden: and the connection not in it. */
+bool chat_channel_secret(struct chat_app *app, int ch);
+bool chat_channel_hidden(struct chat_app *app, const struct session *s, int ch);
 int chat_channel_of(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *name,
                     bool need_member);
 

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "bans.h"
 #include "channel.h"
 #include "chanop.h"
 #include "message.h"
@@ -22,6 +23,7 @@ static uint32_t flag_mode(char f)
     case 'i': return CHAT_MODE_I;
     case 'm': return CHAT_MODE_M;
     case 'n': return CHAT_MODE_N;
+    case 's': return CHAT_MODE_S;
     case 't': return CHAT_MODE_T;
     default: return 0;
     }
@@ -45,7 +47,7 @@ static void mode_reply(struct chat_app *app, struct session *s, yard_fx_t *fx, i
     char flags[16], params[80] = "";
     size_t n = 0;
     flags[n++] = '+';
-    for (const char *f = "MRiklmnt"; *f; f++) { /* in ASCII order, as servers list them */
+    for (const char *f = "MRiklmnst"; *f; f++) { /* in ASCII order, as servers list them */
         if (*f == 'k' && rec.key[0]) {
             flags[n++] = 'k';
             snprintf(params, sizeof params, " %s", in ? rec.key : "*");
@@ -105,8 +107,9 @@ static const char *param_shown(const char *param)
 struct mode_change {
     char flags[64];
     size_t nflags;
-    char params[MODES_MAX * (CHAT_NAME_MAX + 2) + 16];
+    char params[MODES_MAX * (CHAT_BANMASK_MAX + 2) + 16];
     bool on; /* the sign flags ends with */
+    bool bans_changed; /* the ban list too (DIR/bans) */
 };
 
 static void change_add(struct mode_change *mc, bool on, char flag, const char *param)
@@ -164,11 +167,39 @@ static void mode_rank(struct chat_app *app, struct session *s, yard_fx_t *fx, in
     change_add(mc, on, flag, spelled);
 }
 
-/* The changes of MODE #chan changes [parameters] applied to rec and noted
- * in mc, each one refused answered; under the lock. */
+/* One +b/-b mask on the ban list bans. Under the lock. */
+static void mode_ban(struct session *s, yard_fx_t *fx, const char *shown,
+                     struct chat_banrec *bans, struct mode_change *mc, bool on, const char *given)
+{
+    char mask[CHAT_BANMASK_MAX + 1];
+    if (!chat_ban_normalize(given, mask)) {
+        chat_numeric(fx, s, 696, "%s b %s :A ban is nick!user@host (with * and ?, at most %d "
+                                 "characters) or $a:account",
+                     shown, param_shown(given), CHAT_BANMASK_MAX);
+        return;
+    }
+    /* What one MODE changes is told in one log record: masks past what it
+     * holds wait for another MODE. */
+    if (mc->nflags + strlen(mc->params) + strlen(mask) + 4 >= YARD_CHATLOG_DEFER_TEXT) {
+        chat_numeric(fx, s, 696, "%s b %s :Too many masks in one MODE; send it again", shown,
+                     mask);
+        return;
+    }
+    int rc = chat_ban_set(bans, mask, on, s->account, fx->wall_ns / (int64_t)YARD_NS_PER_S);
+    if (rc < 0) {
+        chat_numeric(fx, s, 478, "%s %s :Channel ban list is full (%d)", shown, mask,
+                     CHAT_BANS_MAX);
+    } else if (rc > 0) {
+        mc->bans_changed = true;
+        change_add(mc, on, 'b', mask);
+    }
+}
+
+/* The changes of MODE #chan changes [parameters] applied to rec and bans
+ * and noted in mc, each one refused answered; under the lock. */
 static void mode_changes(struct chat_app *app, struct session *s, yard_fx_t *fx, int ch,
                          const char *shown, const yard_irc_msg_t *m, struct chat_chanrec *rec,
-                         struct mode_change *mc)
+                         struct chat_banrec *bans, struct mode_change *mc)
 {
     bool on = true;
     int arg = 2, with_param = 0;
@@ -186,11 +217,13 @@ static void mode_changes(struct chat_app *app, struct session *s, yard_fx_t *fx,
             }
             continue;
         }
-        bool takes = f == 'o' || f == 'v' || f == 'k' || (f == 'l' && on);
+        bool takes = f == 'o' || f == 'v' || f == 'k' || f == 'b' || (f == 'l' && on);
         if (!takes && f != 'l') {
-            chat_numeric(fx, s, 472, "%c :is an unknown mode char to me (modes: MRiklmnotv)", f);
+            chat_numeric(fx, s, 472, "%c :is an unknown mode char to me (modes: MRbiklmnostv)", f);
             continue;
         }
+        if (f == 'b' && arg >= m->n)
+            continue; /* a list query among changes: the list is MODE #chan b's */
         const char *param = NULL;
         if (takes) {
             if (arg >= m->n || with_param == MODES_MAX) {
@@ -207,6 +240,8 @@ static void mode_changes(struct chat_app *app, struct session *s, yard_fx_t *fx,
         }
         if (f == 'o' || f == 'v') {
             mode_rank(app, s, fx, ch, rec, mc, on, f, param);
+        } else if (f == 'b') {
+            mode_ban(s, fx, shown, bans, mc, on, param);
         } else if (f == 'k' && on) {
             if (!valid_chankey(param)) {
                 /* '*': a refused key is not repeated (it may be most of a
@@ -256,12 +291,16 @@ static void chan_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, ya
         return;
     }
     /* The list queries a client sends on JOIN (irssi waits for each end
-     * before it calls the channel synced): bans, exceptions and invite
-     * exceptions are not kept here, so the lists are empty. */
+     * before it calls the channel synced): the bans, and the exceptions
+     * and invite exceptions, which are not kept here (empty lists). */
     const char *q = m->params[1] + (m->params[1][0] == '+');
-    if (m->n == 2 && (!strcmp(q, "b") || !strcmp(q, "e") || !strcmp(q, "I"))) {
-        int code = q[0] == 'b' ? 368 : q[0] == 'e' ? 349 : 347;
-        const char *what = q[0] == 'b' ? "ban" : q[0] == 'e' ? "exception" : "invite";
+    if (m->n == 2 && !strcmp(q, "b")) {
+        chat_bans_list(app, s, fx, ch);
+        return;
+    }
+    if (m->n == 2 && (!strcmp(q, "e") || !strcmp(q, "I"))) {
+        int code = q[0] == 'e' ? 349 : 347;
+        const char *what = q[0] == 'e' ? "exception" : "invite";
         chat_numeric(fx, s, code, "%s :End of channel %s list", m->params[0], what);
         return;
     }
@@ -281,8 +320,13 @@ static void chan_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, ya
         return;
     }
     struct mode_change mc = {.nflags = 0};
-    mode_changes(app, s, fx, ch, shown, m, &rec, &mc);
-    bool kept = !mc.nflags || chat_chan_put(cs, key, &rec, fx->wall_ns / (int64_t)YARD_NS_PER_S);
+    struct chat_banrec bans;
+    chat_bans_get(cs, key, &bans);
+    mode_changes(app, s, fx, ch, shown, m, &rec, &bans, &mc);
+    int64_t now_s = fx->wall_ns / (int64_t)YARD_NS_PER_S;
+    bool kept = !mc.nflags || chat_chan_put(cs, key, &rec, now_s);
+    if (kept && mc.bans_changed)
+        kept = chat_bans_put(cs, key, &bans, now_s);
     chat_unlock(cs);
     if (!mc.nflags)
         return;
@@ -419,15 +463,16 @@ void chat_cmd_invite(struct chat_app *app, struct session *s, yard_fx_t *fx, yar
     chat_presence_put(app, &ev, 1);
 }
 
-/* A user's MODE: +i and +w are kept (and change nothing else here); -o
- * gives up being a server operator, +o is OPER's only (ignored here);
- * other flags: 501. */
+/* A user's MODE: +i, +w and +B are kept (+B marks a bot: WHOIS, WHO and
+ * the bot tag on its messages); -o gives up being a server operator, +o
+ * is OPER's only (ignored here); other flags: 501. */
 static void user_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *flags)
 {
     bool on = true, unknown = false;
-    bool want[3] = {s->umode_i, s->umode_w, s->umode_o};
-    bool *had[3] = {&s->umode_i, &s->umode_w, &s->umode_o};
-    static const char letter[3] = {'i', 'w', 'o'};
+    enum { FLAGS = 4 };
+    bool want[FLAGS] = {s->umode_i, s->umode_w, s->umode_o, s->umode_B};
+    bool *had[FLAGS] = {&s->umode_i, &s->umode_w, &s->umode_o, &s->umode_B};
+    static const char letter[FLAGS] = {'i', 'w', 'o', 'B'};
     for (const char *p = flags; *p; p++) {
         if (*p == '+' || *p == '-')
             on = *p == '+';
@@ -437,6 +482,8 @@ static void user_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, co
             want[1] = on;
         else if (*p == 'o')
             want[2] = want[2] && on;
+        else if (*p == 'B')
+            want[3] = on;
         else
             unknown = true;
     }
@@ -446,7 +493,7 @@ static void user_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, co
     size_t n = 0;
     for (int sign = 1; sign >= 0; sign--) {
         size_t at = n;
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < FLAGS; k++)
             if (want[k] != *had[k] && want[k] == (sign == 1)) {
                 if (n == at)
                     change[n++] = sign ? '+' : '-';
@@ -456,12 +503,13 @@ static void user_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, co
     change[n] = 0;
     if (!n)
         return;
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < FLAGS; k++)
         *had[k] = want[k];
     if (s->slot >= 0) {
         chat_lock(app->cs);
         chat_member_at(app->cs, s->slot)->invisible = s->umode_i;
         chat_member_at(app->cs, s->slot)->oper = s->umode_o;
+        chat_member_at(app->cs, s->slot)->bot = s->umode_B;
         chat_unlock(app->cs);
     }
     chat_sendf(fx, ":%s!%s@" SERVER " MODE %s :%s", s->nick, s->nick, s->nick, change);
@@ -475,8 +523,8 @@ void chat_cmd_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
     else if (strcasecmp(m->params[0], s->nick))
         chat_numeric(fx, s, 502, ":Cannot change mode for other users");
     else if (m->n == 1)
-        chat_numeric(fx, s, 221, "+%s%s%s", s->umode_i ? "i" : "", s->umode_w ? "w" : "",
-                     s->umode_o ? "o" : "");
+        chat_numeric(fx, s, 221, "+%s%s%s%s", s->umode_B ? "B" : "", s->umode_i ? "i" : "",
+                     s->umode_w ? "w" : "", s->umode_o ? "o" : "");
     else
         user_mode(app, s, fx, m->params[1]);
 }

@@ -8,8 +8,10 @@
 #include "commands.h"
 #include "guest.h"
 #include "history.h"
+#include "kline.h"
 #include "label.h"
 #include "message.h"
+#include "monitor.h"
 #include "oper.h"
 #include "query.h"
 #include "register.h"
@@ -71,10 +73,12 @@ static const struct chat_cmd_row commands[] = {
     {"JOIN",         {0, NULL},                   {1, chat_cmd_join},               NULL, false},
     {"KICK",         {0, NULL},                   {2, chat_cmd_kick},               NULL, false},
     {"KILL",         {0, NULL},                   {1, chat_cmd_kill},               NULL, false},
+    {"KLINE",        {0, NULL},                   {1, chat_cmd_kline},              NULL, false},
     {"LIST",         {0, NULL},                   {0, chat_cmd_list},               NULL, true},
     {"LUSERS",       {0, NULL},                   {0, chat_cmd_lusers},             NULL, false},
     {"MARKREAD",     {0, NULL},                   {0, chat_cmd_markread},           NULL, false},
     {"MODE",         {0, NULL},                   {1, chat_cmd_mode},               NULL, false},
+    {"MONITOR",      {0, NULL},                   {1, chat_cmd_monitor},            NULL, false},
     {"MOTD",         {0, NULL},                   {0, chat_cmd_motd},               NULL, false},
     {"NAMES",        {0, NULL},                   {0, chat_cmd_names},              NULL, true},
     {"NICK",         {1, chat_cmd_nick},          {1, chat_cmd_nick_registered},    &no_nickname, false},
@@ -87,9 +91,11 @@ static const struct chat_cmd_row commands[] = {
     {"PRIVMSG",      {0, NULL},                   {0, chat_cmd_privmsg},            NULL, false},
     {"QUIT",         {0, quit},                   {0, quit},                        NULL, false},
     {"SETNAME",      {0, NULL},                   {1, chat_cmd_setname},            NULL, false},
+    {"STATS",        {0, NULL},                   {0, chat_cmd_stats},              NULL, false},
     {"TAGMSG",       {0, NULL},                   {0, chat_cmd_tagmsg},             NULL, false},
     {"TIME",         {0, NULL},                   {0, chat_cmd_time},               NULL, false},
     {"TOPIC",        {0, NULL},                   {1, chat_cmd_topic},              NULL, false},
+    {"UNKLINE",      {0, NULL},                   {1, chat_cmd_unkline},            NULL, false},
     {"USER",         {4, chat_cmd_user},          {0, chat_cmd_reregister},         NULL, false},
     {"USERHOST",     {0, NULL},                   {1, chat_cmd_userhost},           NULL, false},
     {"VERSION",      {0, NULL},                   {0, chat_cmd_version},            NULL, false},

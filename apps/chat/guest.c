@@ -36,6 +36,7 @@ static void become_guest(struct chat_app *app, struct session *s, yard_fx_t *fx)
         struct chat_member *m = chat_member_at(app->cs, s->slot);
         m->guest = true;
         memcpy(m->addr, s->login.addr.b, sizeof m->addr);
+        memcpy(m->from, s->login.addr.b, sizeof m->from);
         chat_member_ident(app->cs, s->slot, s->user, s->realname, s->tls);
     }
     chat_unlock(app->cs);

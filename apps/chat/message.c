@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bans.h"
 #include "label.h"
 #include "message.h"
 #include "query.h"
@@ -139,6 +140,9 @@ static void message(struct chat_app *app, struct session *s, yard_fx_t *fx,
     }
     if (tagmsg && !ctn)
         return; /* a TAGMSG without tags tells nothing */
+    /* A bot's messages carry the bot tag (IRCv3 bot mode), kept with them. */
+    if (s->umode_B && (size_t)ctn + sizeof ";bot" <= sizeof ctags)
+        ctn += snprintf(ctags + ctn, sizeof ctags - (size_t)ctn, "%sbot", ctn ? ";" : "");
     char *targets[TARGMAX], *first_dropped;
     int dropped;
     int n = chat_split_targets(m->params[0], targets, TARGMAX, &dropped, &first_dropped);
@@ -164,6 +168,9 @@ static void message(struct chat_app *app, struct session *s, yard_fx_t *fx,
             /* +m: the voiced and the operators speak (a rank is read only then) */
             bool muted = (modes & CHAT_MODE_M) &&
                          !chat_member_rank(app->cs, s->slot, c);
+            /* +b: a banned member is silent unless voiced or an operator */
+            bool banned = c >= 0 && app->cs->chans[c].nbans && chat_banned(app->cs, s, c, NULL) &&
+                          !chat_member_rank(app->cs, s->slot, c);
             bool guest_muted = (modes & CHAT_MODE_REG_SPEAK) && s->guest;
             if (c >= 0)
                 strcpy(shown, app->cs->chans[c].name);
@@ -177,6 +184,9 @@ static void message(struct chat_app *app, struct session *s, yard_fx_t *fx,
             } else if (muted) {
                 if (!notice)
                     chat_numeric(fx, s, 404, "%s :Cannot send to channel (+m: you need voice)", t);
+            } else if (banned) {
+                if (!notice)
+                    chat_numeric(fx, s, 404, "%s :Cannot send to channel (+b: you are banned)", t);
             } else if (guest_muted) {
                 if (!notice)
                     chat_numeric(fx, s, 404, "%s :Cannot send to channel (+M: log in to an account "

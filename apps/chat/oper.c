@@ -125,7 +125,12 @@ void chat_oper_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
     if (!me)
         return;
     /* Those who share a channel with it hear this as its quit (chat_close). */
-    snprintf(s->quit_reason, sizeof s->quit_reason, "Killed (%.*s (%s))", sn, from->nick, text);
+    if (!strncmp(text, CHAT_KLINED, strlen(CHAT_KLINED))) {
+        snprintf(s->quit_reason, sizeof s->quit_reason, "%s", text);
+        chat_numeric(fx, s, 465, ":You are banned from this server (%s)", text);
+    } else {
+        snprintf(s->quit_reason, sizeof s->quit_reason, "Killed (%.*s (%s))", sn, from->nick, text);
+    }
     chat_sendf(fx, "ERROR :Closing Link: %s", s->quit_reason);
     yard_fx_close(fx, NULL);
 }

@@ -18,6 +18,10 @@ void chat_oper_done(struct chat_app *app, struct session *s, struct yard_chat_au
 void chat_oper_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
                      const yard_chatlog_rec_t *r, const yard_chat_from_t *from);
 
+/* A kill record's text that starts so is a K-line's (kline.c): the
+ * connection is told 465 and "Closing Link: K-lined: reason". */
+#define CHAT_KLINED "K-lined: "
+
 chat_cmd_fn chat_cmd_oper;    /* OPER name password */
 chat_cmd_fn chat_cmd_kill;    /* KILL nick [reason]: operators only */
 chat_cmd_fn chat_cmd_wallops; /* WALLOPS text: operators only */

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "bans.h"
 #include "channel.h"
 #include "query.h"
 #include "relay.h"
@@ -39,6 +40,7 @@ void chat_presence_of(struct chat_app *app, const char *nick, struct presence *p
         p->online = true;
         p->guest = m->guest;
         p->oper = p->oper || m->oper;
+        p->bot = p->bot || m->bot;
         snprintf(p->account, sizeof p->account, "%s", m->account);
         snprintf(p->nick, sizeof p->nick, "%s", m->nick);
         all_away = all_away && m->away;
@@ -48,8 +50,9 @@ void chat_presence_of(struct chat_app *app, const char *nick, struct presence *p
             snprintf(p->away_msg, sizeof p->away_msg, "%s", m->away_msg);
         }
         for (unsigned c = 0; chans && c < app->cs->nchan; c++) {
+            /* a secret channel (+s) is nobody's to see in a WHOIS */
             if (!app->cs->chans[c].used || !chat_is_in(app->cs, (int)i, (int)c) ||
-                (seen[c / 64] >> (c % 64) & 1))
+                (app->cs->chans[c].modes & CHAT_MODE_S) || (seen[c / 64] >> (c % 64) & 1))
                 continue;
             seen[c / 64] |= 1ull << (c % 64);
             int rank = chat_member_rank(app->cs, (int)i, (int)c);
@@ -103,6 +106,8 @@ static void whois(struct chat_app *app, struct session *s, yard_fx_t *fx, const 
             chat_numeric(fx, s, 301, "%s :%s", p.nick, p.away_msg);
         if (p.oper)
             chat_numeric(fx, s, 313, "%s :is an IRC operator", p.nick);
+        if (p.bot)
+            chat_numeric(fx, s, 335, "%s :is a bot", p.nick);
         if (!p.guest) /* a guest is logged in as nobody */
             chat_numeric(fx, s, 330, "%s %s :is logged in as", p.nick, p.account);
         /* Encrypted: every connection of the nick is (TLS). One's own
@@ -226,29 +231,6 @@ void chat_cmd_away(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
 
 /* LIST [#a,#b]: every live channel (or those named) with its members
  * (accounts, each once) and topic. */
-/* IRC's masks: '*' any run, '?' any one character; both sides casefolded. */
-static bool mask_match(const char *mask, const char *name)
-{
-    const char *star = NULL, *resume = NULL;
-    while (*name) {
-        if (*mask == '*') {
-            star = mask++;
-            resume = name;
-        } else if (*mask == '?' || *mask == *name) {
-            mask++;
-            name++;
-        } else if (star) {
-            mask = star + 1;
-            name = ++resume;
-        } else {
-            return false;
-        }
-    }
-    while (*mask == '*')
-        mask++;
-    return !*mask;
-}
-
 /* Whether LIST's filters let a channel (casefolded key, users members)
  * through (ELIST=MNU): names and masks (any of them), "!mask" (none of
  * them), ">N" and "<N" (more or fewer users); none: every channel. */
@@ -263,11 +245,11 @@ static bool list_wanted(const char *filters, const char *key, size_t users)
             ok = p[0] == '>' ? users > v : users < v;
         } else if (p[0] == '!' && n - 1 <= CHAT_CHAN_MAX) {
             chat_casefold(want, p + 1, n - 1);
-            ok = !mask_match(want, key);
+            ok = !chat_mask_match(want, key);
         } else if (n <= CHAT_CHAN_MAX) {
             named = true;
             chat_casefold(want, p, n);
-            name_ok = name_ok || mask_match(want, key);
+            name_ok = name_ok || chat_mask_match(want, key);
         } else {
             named = true;
         }
@@ -288,7 +270,7 @@ void chat_cmd_list(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
             strcpy(key, app->cs->chans[c].key);
         }
         chat_unlock(app->cs);
-        if (!used)
+        if (!used || chat_channel_hidden(app, s, (int)c))
             continue;
         size_t n;
         bool nomem;
@@ -329,6 +311,7 @@ struct who_entry {
     char realname[CHAT_REALNAME_MAX + 1];
     bool away; /* every connection of it is */
     bool oper; /* one connection of it is a server operator */
+    bool bot;  /* one connection of it has user mode +B */
 };
 
 static int who_cmp(const void *a, const void *b)
@@ -358,7 +341,7 @@ static struct who_entry *who_entries(struct chat_app *app, struct session *s, in
             continue;
         if (ch >= 0 && !chat_is_in(cs, (int)i, ch))
             continue;
-        if (ch < 0 && (!mask_match(mask, mb->nick_key) ||
+        if (ch < 0 && (!chat_mask_match(mask, mb->nick_key) ||
                        (wild && mb->invisible && (int)i != s->slot &&
                         strcmp(mb->key, s->account_key) &&
                         !(s->slot >= 0 && chat_members_share(cs, (int)i, s->slot)))))
@@ -370,6 +353,7 @@ static struct who_entry *who_entries(struct chat_app *app, struct session *s, in
         memcpy(e->realname, mb->realname, sizeof e->realname);
         e->away = mb->away;
         e->oper = mb->oper;
+        e->bot = mb->bot;
     }
     chat_unlock(cs);
     if (*n)
@@ -379,6 +363,7 @@ static struct who_entry *who_entries(struct chat_app *app, struct session *s, in
         if (out && !strcmp(v[out - 1].key, v[i].key)) {
             v[out - 1].away = v[out - 1].away && v[i].away;
             v[out - 1].oper = v[out - 1].oper || v[i].oper;
+            v[out - 1].bot = v[out - 1].bot || v[i].bot;
             continue;
         }
         v[out++] = v[i];
@@ -389,7 +374,8 @@ static struct who_entry *who_entries(struct chat_app *app, struct session *s, in
 
 /* WHO #chan: its members; WHO mask (a nick, or with '*' and '?'; "*" and
  * "0" are everyone): the users whose nick matches it. 352 flags: H here or
- * G away, '*' a server operator, and the rank's prefix in a channel. */
+ * G away, '*' a server operator, 'B' a bot, and the rank's prefix in a
+ * channel. */
 void chat_cmd_who(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
     const char *mask = m->n ? m->params[0] : "*";
@@ -413,9 +399,9 @@ void chat_cmd_who(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_i
         for (size_t i = 0; i < n; i++) {
             const char *pre =
                 chan ? chat_rank_prefix(chat_rank_in(app, ch, &rec, v[i].key), s) : "";
-            chat_numeric(fx, s, 352, "%s %s " SERVER " %s %s %c%s%s :0 %s", shown, v[i].user,
+            chat_numeric(fx, s, 352, "%s %s " SERVER " %s %s %c%s%s%s :0 %s", shown, v[i].user,
                          app->server_name, v[i].nick, v[i].away ? 'G' : 'H',
-                         v[i].oper ? "*" : "", pre, v[i].realname);
+                         v[i].oper ? "*" : "", v[i].bot ? "B" : "", pre, v[i].realname);
         }
         free(v);
     }

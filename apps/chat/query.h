@@ -17,6 +17,7 @@ struct presence {
     bool guest; /* --guests: a nick with no account */
     bool secure; /* every connection of it is encrypted (TLS) */
     bool oper;  /* one of its connections is a server operator (+o) */
+    bool bot;   /* one of its connections has user mode +B */
     char account[CHAT_NAME_MAX + 1]; /* who it is (a guest's: its nick) */
     char nick[CHAT_NAME_MAX + 1];    /* the nick it is shown by */
     char away_msg[CHAT_AWAY_MAX + 1];

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "guest.h"
+#include "kline.h"
+#include "monitor.h"
 #include "oper.h"
 #include "query.h"
 #include "register.h"
@@ -235,16 +237,18 @@ static void welcome(struct chat_app *app, struct session *s, yard_fx_t *fx)
     chat_numeric(fx, s, 1, ":Welcome to the yard chat, %s", s->nick);
     chat_numeric(fx, s, 2, ":Your host is %s, running Switchyard 0.1.0", app->server_name);
     chat_numeric(fx, s, 3, ":This server speaks an IRC subset; see docs/chat.md");
-    chat_numeric(fx, s, 4, "%s 0.1.0 iow MRiklmnotv klov", app->server_name);
+    chat_numeric(fx, s, 4, "%s 0.1.0 Biow MRbiklmnostv bklov", app->server_name);
     chat_numeric(fx, s, 5, "NETWORK=Switchyard CASEMAPPING=rfc1459 CHANTYPES=#& PREFIX=(ov)@+ "
-                           "CHANMODES=,k,l,MRimnt MODES=%d NICKLEN=%d CHANNELLEN=%d TOPICLEN=%d "
+                           "CHANMODES=b,k,l,MRimnst MODES=%d NICKLEN=%d CHANNELLEN=%d TOPICLEN=%d "
                            "KICKLEN=%d AWAYLEN=%d :are supported by this server",
                  MODES_MAX, CHAT_NAME_MAX, CHAT_CHAN_MAX, CHAT_TOPIC_MAX, KICK_REASON_MAX,
                  CHAT_AWAY_MAX);
     chat_numeric(fx, s, 5, "CHANLIMIT=#&:%u CHATHISTORY=%d MSGREFTYPES=msgid,timestamp "
                            "TARGMAX=PRIVMSG:%d,NOTICE:%d,WHOIS:%d,USERHOST:5,KICK:%d ELIST=MNU "
-                           "STATUSMSG=@+ :are supported by this server",
-                 app->set->channels_per_account, YARD_CHAT_HISTORY_MAX, TARGMAX, TARGMAX, TARGMAX, TARGMAX);
+                           "STATUSMSG=@+ EXTBAN=$,a ACCOUNTEXTBAN=a MAXLIST=b:%d MONITOR=%d BOT=B "
+                           ":are supported by this server",
+                 app->set->channels_per_account, YARD_CHAT_HISTORY_MAX, TARGMAX, TARGMAX, TARGMAX,
+                 TARGMAX, CHAT_BANS_MAX, CHAT_MONITOR_MAX);
     chat_cmd_motd(app, s, fx, NULL);
 }
 
@@ -268,6 +272,7 @@ static void become_ready(struct chat_app *app, struct session *s, yard_fx_t *fx,
     if (s->slot >= 0) {
         chat_member_set_nick(app->cs, s->slot, nick);
         chat_member_ident(app->cs, s->slot, s->user, s->realname, s->tls);
+        memcpy(chat_member_at(app->cs, s->slot)->from, s->login.addr.b, sizeof s->login.addr.b);
     }
     chat_unlock(app->cs);
     if (strcasecmp(nick, s->reg.nick) != 0) /* not the nick it asked for: tell it */
@@ -295,6 +300,7 @@ void chat_ready(struct chat_app *app, struct session *s, yard_fx_t *fx)
     yard_fx_wake_idle(fx,
                       app->set->ping_interval_ns ? fx->now_ns + app->set->ping_interval_ns : 0);
     welcome(app, s, fx);
+    chat_monitor_ready(app, s);
     yard_fx_watch(fx, app->bus, 0, s->relay.seen);
 }
 
@@ -303,6 +309,11 @@ void chat_try_register(struct chat_app *app, struct session *s, yard_fx_t *fx)
 {
     if (s->state != ST_NEW || !s->reg.got_nick || !s->reg.got_user || s->reg.cap_active ||
         s->login.pending_fail)
+        return;
+    /* An account's K-lines are checked once it has logged in, a guest's
+     * before its nick is; a job, that comes back here. */
+    if ((s->reg.sasl_done || (!s->reg.have_pass && app->set->guests)) &&
+        chat_kline_checking(app, s, fx))
         return;
     if (s->reg.sasl_done) {
         /* Logged in. The nick it asked for is kept unless it is another

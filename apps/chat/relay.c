@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "label.h"
+#include "monitor.h"
 #include "oper.h"
 #include "relay.h"
 #include "session.h"
@@ -240,8 +241,8 @@ static bool member_put(struct chat_app *app, int slot, int type, const char *sen
     bool anywhere = false;
     for (unsigned w = 0; w < cs->words && !anywhere; w++)
         anywhere = m->chans[w] != 0;
-    if (!anywhere)
-        return true; /* nobody to tell */
+    if (!anywhere && !cs->monitoring)
+        return true; /* nobody to tell (no channel, and no MONITOR list anywhere) */
     char target[YARD_LOGREC_NAME_MAX + 1];
     snprintf(target, sizeof target, NICK_TARGET, slot, (unsigned long long)m->serial);
     yard_chatlog_entry_t e;
@@ -470,6 +471,10 @@ static int relay_read(struct chat_app *app, struct session *s, yard_fx_t *fx, co
             chat_oper_relay(app, s, fx, &r, &from);
             continue;
         }
+        if (r.type == YARD_LOGREC_ONLINE || r.type == YARD_LOGREC_NICK)
+            chat_monitor_relay(app, s, fx, &r);
+        if (r.type == YARD_LOGREC_ONLINE)
+            continue;
         if (is_presence(r.type)) {
             presence_relay(app, s, fx, &r, &from);
             continue;

@@ -12,7 +12,9 @@
 #include "commands.h"
 #include "guest.h"
 #include "history.h"
+#include "kline.h"
 #include "label.h"
+#include "monitor.h"
 #include "message.h"
 #include "register.h"
 #include "relay.h"
@@ -121,6 +123,9 @@ void chat_job_done(void *state, void *session, void *arg, yard_fx_t *fx)
         break;
     case YARD_CHAT_HISTORY:
         chat_history_done(app, s, fx);
+        break;
+    case YARD_CHAT_KLINE:
+        chat_kline_done(app, s, arg, fx);
         break;
     }
     chat_label_settle(s, fx);
@@ -338,6 +343,7 @@ void chat_close(void *state, void *session, const yard_fx_t *fx)
          * is left to tell. */
         yard_chatlog_entry_t *ev = NULL;
         unsigned n = 0;
+        bool gone = false; /* the account's last connection: MONITOR's offline */
         const char *why = s->quit_reason[0] ? s->quit_reason : "Connection closed";
         chat_lock(app->cs);
         if (!yard_stopping()) {
@@ -350,18 +356,25 @@ void chat_close(void *state, void *session, const yard_fx_t *fx)
                 left[w] = me->chans[w] & ~others[w];
             ev = chat_events_per_channel(cs, left, online ? YARD_LOGREC_PART : YARD_LOGREC_QUIT,
                                          s->sender, why, &n);
+            gone = !online;
         }
         chat_member_remove(app->cs, s->slot, fx->wall_ns / (int64_t)YARD_NS_PER_S);
         chat_unlock(app->cs);
         if (n)
             chat_presence_put(app, ev, n);
         free(ev);
+        if (gone)
+            chat_monitor_gone(app, s);
     }
+    chat_monitor_free(app, s);
     free(s->rp.recs); /* a replay whose job_done did not run */
     free(s->hist.recs); /* a CHATHISTORY's, likewise */
     free(s->hist.at);
     free(s->hist.chans);
     free(s->hist.targets);
+    if (s->kline) /* a K-line request whose job_done did not run */
+        free(s->kline->list);
+    free(s->kline);
     chat_guard_leave(app->guard, s->login.enter_ticket);
     /* A job is never running here (the engine waits for it), but its
      * job_done may not have run: its check is over either way. close has

@@ -22,6 +22,7 @@ struct session_reg {
     /* Logged in with another nick than the account's name: whether that
      * nick was checked (a nick job) and found to be another account's. */
     bool nick_checked, nick_reserved;
+    bool kline_checked;      /* no K-line applies (kline.c) */
     char nick[CHAT_NAME_MAX + 1];
     char pass[YARD_ACCOUNT_PASSWORD_MAX + 1];
     char sasl_buf[1024];
@@ -108,6 +109,7 @@ struct session {
     uint64_t batches;        /* batch references handed out */
     bool umode_i, umode_w;   /* user modes: kept and shown, nothing more */
     bool umode_o;            /* a server operator (OPER, oper.c) */
+    bool umode_B;            /* a bot: its messages carry the bot tag */
     char account[CHAT_NAME_MAX + 1]; /* who it is: the account (a guest's: its nick) */
     char account_key[CHAT_NAME_MAX + 1];
     /* The nick it is shown by: the account's name, or the nick it registered
@@ -137,6 +139,8 @@ struct session {
     struct yard_chat_read rd;
     struct yard_chat_replay rp;
     struct yard_chat_history hist;
+    struct yard_chat_kline *kline; /* a K-line request in flight (kline.c) */
+    struct chat_monitor *monitor;  /* MONITOR's list (monitor.c; NULL: none yet) */
     char join_rest[LINE_MAX_MSG + 1]; /* JOIN's channels still to join after a replay */
     char join_keys[LINE_MAX_MSG + 1]; /* ... and their keys */
 };

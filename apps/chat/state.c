@@ -46,6 +46,12 @@ struct chat_chan_slot {
     struct chat_chanrec copy[2];
 };
 
+/* A channel's ban list in two copies (the same). */
+struct chat_ban_slot {
+    char key[CHAT_CHAN_MAX + 2]; /* casefolded; "" = never used */
+    struct chat_banrec copy[2];
+};
+
 void chat_casefold(char *out, const char *in, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -70,6 +76,9 @@ void chat_state_tables(yard_chat_table_t t[CHAT_TABLES])
     t[CHAT_TABLE_CHANNELS] = (yard_chat_table_t){.name = "channels", .magic = "YARDCHN",
                                                  .slot_size = sizeof(struct chat_chan_slot),
                                                  .nslots = CHANREC_SLOTS};
+    t[CHAT_TABLE_BANS] = (yard_chat_table_t){.name = "bans", .magic = "YARDBAN",
+                                             .slot_size = sizeof(struct chat_ban_slot),
+                                             .nslots = CHANREC_SLOTS};
 }
 
 void chat_state_attach(chat_state_t *cs, const yard_chat_table_t t[CHAT_TABLES])
@@ -80,6 +89,8 @@ void chat_state_attach(chat_state_t *cs, const yard_chat_table_t t[CHAT_TABLES])
     cs->ntopics = t[CHAT_TABLE_TOPICS].nslots;
     cs->chanrecs = t[CHAT_TABLE_CHANNELS].slots;
     cs->nchanrecs = t[CHAT_TABLE_CHANNELS].nslots;
+    cs->banrecs = t[CHAT_TABLE_BANS].slots;
+    cs->nbanrecs = t[CHAT_TABLE_BANS].nslots;
 }
 
 int chat_state_init(chat_state_t *cs, yard_shm_t *shm, unsigned nchan, unsigned nmember,
@@ -133,9 +144,11 @@ int chat_member_add(chat_state_t *cs, const char *account)
             m->used = true;
             m->guest = false;
             memset(m->addr, 0, sizeof m->addr);
+            memset(m->from, 0, sizeof m->from);
             m->away = false;
             m->invisible = false;
             m->oper = false;
+            m->bot = false;
             m->killed = false;
             m->away_at = 0;
             m->away_msg[0] = 0;
@@ -710,10 +723,53 @@ bool chat_chan_put(chat_state_t *cs, const char *chan_key, struct chat_chanrec *
     return true;
 }
 
+static struct dual_table bans_table(chat_state_t *cs)
+{
+    return (struct dual_table){.slots = (uint8_t *)cs->banrecs, .nslots = cs->nbanrecs,
+                               .slot_size = sizeof(struct chat_ban_slot),
+                               .copy_off = offsetof(struct chat_ban_slot, copy),
+                               .copy_size = sizeof(struct chat_banrec),
+                               .crc_off = offsetof(struct chat_banrec, crc)};
+}
+
+void chat_bans_get(chat_state_t *cs, const char *chan_key, struct chat_banrec *out)
+{
+    struct dual_table t = bans_table(cs);
+    const uint8_t *best;
+    if (dual_find(&t, chan_key, &best) == SIZE_MAX) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
+    memcpy(out, best, sizeof *out);
+    if (out->n > CHAT_BANS_MAX)
+        out->n = CHAT_BANS_MAX;
+    for (unsigned i = 0; i < out->n; i++) { /* a file is never trusted to end its strings */
+        out->bans[i].mask[CHAT_BANMASK_MAX] = 0;
+        out->bans[i].by[CHAT_NAME_MAX] = 0;
+    }
+}
+
+bool chat_bans_put(chat_state_t *cs, const char *chan_key, struct chat_banrec *r, int64_t now_s)
+{
+    struct dual_table t = bans_table(cs);
+    r->at_s = now_s;
+    if (!dual_write(cs, &t, chan_key, r))
+        return false;
+    int c;
+    unsigned free_at;
+    index_find(cs, chan_key, &c, &free_at);
+    if (c >= 0)
+        cs->chans[c].nbans = r->n;
+    return true;
+}
+
 bool chat_chan_load(chat_state_t *cs, int c, const char *founder_key, int64_t now_s)
 {
     struct chat_channel *ch = &cs->chans[c];
     struct chat_chanrec r;
+    struct chat_banrec bans;
+    chat_bans_get(cs, ch->key, &bans);
+    ch->nbans = bans.n;
     if (chat_chan_get(cs, ch->key, &r)) {
         chan_cache(ch, &r);
         return true;

@@ -7,8 +7,8 @@
  *
  * A channel holds a live slot only while somebody is in it: the last one
  * out frees it, so nobody can use up the table by joining and leaving.
- * What outlives its members, the topic, is kept in DIR/topics, and its
- * modes and operators in DIR/channels. */
+ * What outlives its members, the topic, is kept in DIR/topics, its
+ * modes and operators in DIR/channels, and its bans in DIR/bans. */
 #ifndef YARD_CHAT_STATE_H
 #define YARD_CHAT_STATE_H
 
@@ -31,11 +31,14 @@
 #define CHAT_CHANKEY_MAX 23 /* a +k key */
 #define CHAT_RANKS_MAX 64   /* accounts with +o or +v in one channel */
 #define CHAT_INVITES_MAX 16 /* pending INVITEs per live channel (the oldest is forgotten) */
+#define CHAT_BANS_MAX 32      /* +b masks per channel (MAXLIST=b:32) */
+#define CHAT_BANMASK_MAX 100  /* a +b mask: nick!user@host, or $a:account */
 
 /* Channel modes (the flags of struct chat_chanrec.modes). */
 enum { CHAT_MODE_I = 1u << 0, CHAT_MODE_M = 1u << 1, CHAT_MODE_N = 1u << 2, CHAT_MODE_T = 1u << 3,
        CHAT_MODE_REG_JOIN = 1u << 4,   /* +R: only accounts join (no guests) */
-       CHAT_MODE_REG_SPEAK = 1u << 5 }; /* +M: only accounts speak */
+       CHAT_MODE_REG_SPEAK = 1u << 5, /* +M: only accounts speak */
+       CHAT_MODE_S = 1u << 6 };       /* +s: secret (LIST and NAMES hide it from outsiders) */
 /* An account's rank in a channel (bits). */
 enum { CHAT_RANK_VOICE = 1, CHAT_RANK_OP = 2 };
 
@@ -57,6 +60,9 @@ struct chat_channel {
     /* Guests in it holding a rank (chat_guest_rank_set): while none does,
      * NAMES and WHO take every rank from the record alone. */
     unsigned guest_ranked;
+    /* How many +b masks its record in DIR/bans holds (chat_bans_put keeps
+     * it): 0 spares JOIN and PRIVMSG reading the record. */
+    unsigned nbans;
 };
 
 /* What a channel keeps across restarts in DIR/channels, whether or not
@@ -77,16 +83,35 @@ struct chat_chanrec {
     uint32_t crc;
 };
 
+/* A channel's ban list, kept in DIR/bans (a table of its own, so that
+ * DIR/channels keeps its format): masks as set (normalized to
+ * nick!user@host, or an extban $a:account), compared casefolded. */
+struct chat_ban {
+    char mask[CHAT_BANMASK_MAX + 1];
+    char by[CHAT_NAME_MAX + 1]; /* the setter's nick */
+    int64_t at_s;
+};
+struct chat_banrec {
+    uint64_t seq; /* these two first: the file's two-copy slots use them */
+    int64_t at_s;
+    uint16_t n;
+    struct chat_ban bans[CHAT_BANS_MAX];
+    uint32_t crc;
+};
+
 #define CHAT_AWAY_MAX 200
 
 struct chat_member {
     bool used;
     bool guest;                        /* --guests: a nick with no account */
     uint8_t addr[16];                  /* a guest's source address (chat_addr_t) */
+    uint8_t from[16];                  /* its source address, a guest's or an account's
+                                        * (chat_addr_t: K-lines match it) */
     bool away;                         /* AWAY with a message, on this connection */
     bool tls;                          /* this connection is encrypted (WHOIS 671) */
     bool invisible;                    /* user mode +i: hidden from WHO's masks */
     bool oper;                         /* user mode +o: a server operator (OPER) */
+    bool bot;                          /* user mode +B: a bot (WHOIS 335, WHO 'B') */
     bool killed;                       /* KILLed, closing: no longer a KILL's target (under
                                         * fork --pair the slot outlives the socket a moment) */
     uint64_t away_at;                  /* when it was set (the latest message is shown) */
@@ -111,6 +136,7 @@ struct chat_member {
 struct chat_pos;
 struct chat_topic_slot;
 struct chat_chan_slot;
+struct chat_ban_slot;
 
 /* WHOWAS: the accounts whose last connection ended most recently. */
 #define CHAT_WHOWAS_MAX 64
@@ -128,6 +154,7 @@ typedef struct chat_state {
     unsigned live_chans;
     unsigned guest_chans; /* live channels with guests_only */
     unsigned away; /* member slots marked away: 0 spares a PRIVMSG the scan for 301 */
+    unsigned monitoring; /* connections with a MONITOR list: 0 spares the log online records */
     unsigned users, users_max; /* member slots used now, and at most since the start (LUSERS) */
     uint64_t serials; /* member slots handed out so far: the next one's serial */
     size_t member_size;
@@ -143,6 +170,8 @@ typedef struct chat_state {
     size_t ntopics;
     struct chat_chan_slot *chanrecs;
     size_t nchanrecs;
+    struct chat_ban_slot *banrecs;
+    size_t nbanrecs;
 } chat_state_t;
 
 /* IRC's rfc1459 casemapping: ASCII lower case, and []\~ as {}|^. */
@@ -155,7 +184,7 @@ int chat_state_init(chat_state_t *cs, yard_shm_t *shm, unsigned nchan, unsigned 
 /* The tables kept in files of the data directory, which the store opens
  * (yard/chat_store.h): chat_state_tables says what they are, and
  * chat_state_attach takes their mappings once the store has opened them. */
-enum { CHAT_TABLE_POSITIONS, CHAT_TABLE_TOPICS, CHAT_TABLE_CHANNELS, CHAT_TABLES };
+enum { CHAT_TABLE_POSITIONS, CHAT_TABLE_TOPICS, CHAT_TABLE_CHANNELS, CHAT_TABLE_BANS, CHAT_TABLES };
 void chat_state_tables(yard_chat_table_t t[CHAT_TABLES]);
 void chat_state_attach(chat_state_t *cs, const yard_chat_table_t t[CHAT_TABLES]);
 void chat_lock(chat_state_t *cs);
@@ -233,6 +262,11 @@ bool chat_topic_set(chat_state_t *cs, const char *chan_key, const char *topic, s
  * (every slot on the key's path belongs to a live channel). */
 bool chat_chan_get(chat_state_t *cs, const char *chan_key, struct chat_chanrec *out);
 bool chat_chan_put(chat_state_t *cs, const char *chan_key, struct chat_chanrec *r, int64_t now_s);
+/* Ban lists (DIR/bans), under the lock. get: an empty list when the
+ * channel has none. put: writes r (its at_s set to now_s) and refreshes the
+ * live channel's count; false when the file has no slot left. */
+void chat_bans_get(chat_state_t *cs, const char *chan_key, struct chat_banrec *out);
+bool chat_bans_put(chat_state_t *cs, const char *chan_key, struct chat_banrec *r, int64_t now_s);
 /* The live channel c was just created: its modes come from its record, or,
  * when it has none, it is new: +nt with founder_key as its operator (none
  * when founder_key is NULL: a guest's channel; false when that record could

@@ -1,0 +1,23 @@
+/* Operator bans, K-lines (kline.c): kept in DIR/klines by the store
+ * (yard/chat_klines.h), checked at each registration, set and removed by
+ * server operators with KLINE and UNKLINE (and by the host's admin with
+ * `yard-chat kline`), listed with STATS k. A K-line added by KLINE also
+ * closes the connections it matches then (kill records, through the log). */
+#ifndef YARD_CHAT_KLINE_H
+#define YARD_CHAT_KLINE_H
+
+#include "session.h"
+
+/* Registration (register.c): true while the K-lines are being checked (a
+ * job is started, or in flight), false once they have been and none
+ * applies; a connection one applies to is told 465 and closed. */
+bool chat_kline_checking(struct chat_app *app, struct session *s, yard_fx_t *fx);
+/* The store's answer to a K-line request (session.c's job_done). */
+void chat_kline_done(struct chat_app *app, struct session *s, struct yard_chat_kline *j,
+                     yard_fx_t *fx);
+
+chat_cmd_fn chat_cmd_kline;   /* KLINE [duration] mask [:reason]: operators only */
+chat_cmd_fn chat_cmd_unkline; /* UNKLINE mask: operators only */
+chat_cmd_fn chat_cmd_stats;   /* STATS k: the K-lines, operators only */
+
+#endif
