@@ -6,15 +6,9 @@
 #include "monitor.h"
 #include "relay.h"
 
-/* The list, allocated with its first nick: casefolded keys. */
-struct chat_monitor {
-    unsigned n;
-    char key[CHAT_MONITOR_MAX][CHAT_NAME_MAX + 1];
-};
-
 static int monitor_find(const struct chat_monitor *m, const char *key)
 {
-    for (unsigned i = 0; m && i < m->n; i++)
+    for (unsigned i = 0; i < m->n; i++)
         if (!strcmp(m->key[i], key))
             return (int)i;
     return -1;
@@ -44,11 +38,10 @@ static void monitoring_moved(struct chat_app *app, bool had, bool has)
     chat_unlock(app->cs);
 }
 
-void chat_monitor_free(struct chat_app *app, struct session *s)
+void chat_monitor_forget(struct chat_app *app, struct session *s)
 {
-    monitoring_moved(app, s->monitor && s->monitor->n, false);
-    free(s->monitor);
-    s->monitor = NULL;
+    monitoring_moved(app, s->monitor.n, false);
+    s->monitor.n = 0;
 }
 
 static void tell(struct chat_app *app, const char *sender, bool online)
@@ -111,14 +104,14 @@ static void tell_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
 void chat_monitor_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
                         const yard_chatlog_rec_t *r)
 {
-    if (!s->monitor || !s->monitor->n || r->sender_len > CHAT_NAME_MAX)
+    if (!s->monitor.n || r->sender_len > CHAT_NAME_MAX)
         return;
     char nick[CHAT_NAME_MAX + 1], key[CHAT_NAME_MAX + 1];
     memcpy(nick, r->sender, r->sender_len);
     nick[r->sender_len] = 0;
     chat_casefold(key, nick, r->sender_len);
     if (r->type == YARD_LOGREC_ONLINE) {
-        if (monitor_find(s->monitor, key) >= 0)
+        if (monitor_find(&s->monitor, key) >= 0)
             tell_one(app, s, fx, nick, r->text_len && r->text[0] == '+');
         return;
     }
@@ -131,9 +124,9 @@ void chat_monitor_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
     chat_casefold(to_key, to, r->text_len);
     if (!strcmp(key, to_key))
         return; /* a change of case */
-    if (monitor_find(s->monitor, key) >= 0)
+    if (monitor_find(&s->monitor, key) >= 0)
         tell_one(app, s, fx, nick, false);
-    if (monitor_find(s->monitor, to_key) >= 0)
+    if (monitor_find(&s->monitor, to_key) >= 0)
         tell_one(app, s, fx, to, true);
 }
 
@@ -167,10 +160,10 @@ static void status(struct chat_app *app, struct session *s, yard_fx_t *fx, char 
                    int n)
 {
     struct nick_lines on = {.code = 730}, off = {.code = 731};
-    int count = given ? n : s->monitor ? (int)s->monitor->n : 0;
+    int count = given ? n : (int)s->monitor.n;
     for (int i = 0; i < count; i++) {
         char key[CHAT_NAME_MAX + 1], who[CHAT_NAME_MAX + CHAT_USER_MAX + 16];
-        const char *nick = given ? given[i] : s->monitor->key[i];
+        const char *nick = given ? given[i] : s->monitor.key[i];
         chat_casefold(key, nick, strlen(nick));
         if (online_as(app, key, who, sizeof who)) {
             line_add(s, fx, &on, who);
@@ -189,44 +182,42 @@ static void monitor_add(struct chat_app *app, struct session *s, yard_fx_t *fx, 
 {
     char *added[CHAT_MONITOR_MAX];
     int n = 0;
-    bool had = s->monitor && s->monitor->n;
+    bool had = s->monitor.n;
     for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         if (!yard_account_name_valid(t, strlen(t)))
             continue;
         char key[CHAT_NAME_MAX + 1];
         chat_casefold(key, t, strlen(t));
-        if (!s->monitor && !(s->monitor = calloc(1, sizeof *s->monitor)))
-            break;
-        if (monitor_find(s->monitor, key) >= 0) {
+        if (monitor_find(&s->monitor, key) >= 0) {
             if (n < CHAT_MONITOR_MAX)
                 added[n++] = t;
             continue;
         }
-        if (s->monitor->n >= CHAT_MONITOR_MAX) {
+        if (s->monitor.n >= CHAT_MONITOR_MAX) {
             chat_numeric(fx, s, 734, "%d %s%s%s :Monitor list is full.", CHAT_MONITOR_MAX, t,
                          save && *save ? "," : "", save && *save ? save : "");
             break;
         }
-        memcpy(s->monitor->key[s->monitor->n++], key, sizeof key);
+        memcpy(s->monitor.key[s->monitor.n++], key, sizeof key);
         added[n++] = t;
     }
-    monitoring_moved(app, had, s->monitor && s->monitor->n);
+    monitoring_moved(app, had, s->monitor.n);
     status(app, s, fx, added, n);
 }
 
 static void monitor_remove(struct chat_app *app, struct session *s, char *list)
 {
-    bool had = s->monitor && s->monitor->n;
-    for (char *save = NULL, *t = strtok_r(list, ",", &save); t && s->monitor;
+    bool had = s->monitor.n;
+    for (char *save = NULL, *t = strtok_r(list, ",", &save); t;
          t = strtok_r(NULL, ",", &save)) {
         char key[CHAT_NAME_MAX + 1];
         size_t len = strlen(t);
         chat_casefold(key, t, len > CHAT_NAME_MAX ? CHAT_NAME_MAX : len);
-        int at = len <= CHAT_NAME_MAX ? monitor_find(s->monitor, key) : -1;
+        int at = len <= CHAT_NAME_MAX ? monitor_find(&s->monitor, key) : -1;
         if (at >= 0)
-            memcpy(s->monitor->key[at], s->monitor->key[--s->monitor->n], sizeof s->monitor->key[0]);
+            memcpy(s->monitor.key[at], s->monitor.key[--s->monitor.n], sizeof s->monitor.key[0]);
     }
-    monitoring_moved(app, had, s->monitor && s->monitor->n);
+    monitoring_moved(app, had, s->monitor.n);
 }
 
 void chat_cmd_monitor(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
@@ -240,13 +231,12 @@ void chat_cmd_monitor(struct chat_app *app, struct session *s, yard_fx_t *fx, ya
     } else if (targets) {
         monitor_remove(app, s, m->params[1]);
     } else if ((op == 'C' || op == 'c') && !m->params[0][1]) {
-        monitoring_moved(app, s->monitor && s->monitor->n, false);
-        if (s->monitor)
-            s->monitor->n = 0;
+        monitoring_moved(app, s->monitor.n, false);
+        s->monitor.n = 0;
     } else if ((op == 'L' || op == 'l') && !m->params[0][1]) {
         struct nick_lines l = {.code = 732};
-        for (unsigned i = 0; s->monitor && i < s->monitor->n; i++)
-            line_add(s, fx, &l, s->monitor->key[i]);
+        for (unsigned i = 0; i < s->monitor.n; i++)
+            line_add(s, fx, &l, s->monitor.key[i]);
         line_flush(s, fx, &l);
         chat_numeric(fx, s, 733, ":End of MONITOR list");
     } else if ((op == 'S' || op == 's') && !m->params[0][1]) {

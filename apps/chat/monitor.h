@@ -9,8 +9,6 @@
 
 #include "session.h"
 
-#define CHAT_MONITOR_MAX 100
-
 /* The connection in s just registered: an online record when it is the
  * account's first (a guest's always), and somebody monitors anything. */
 void chat_monitor_ready(struct chat_app *app, struct session *s);
@@ -20,8 +18,8 @@ void chat_monitor_gone(struct chat_app *app, const struct session *s);
 /* An online record, or a guest's nick record (relay.c). */
 void chat_monitor_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
                         const yard_chatlog_rec_t *r);
-/* The connection is gone: its list too. */
-void chat_monitor_free(struct chat_app *app, struct session *s);
+/* The connection is gone: its list no longer counts. */
+void chat_monitor_forget(struct chat_app *app, struct session *s);
 
 chat_cmd_fn chat_cmd_monitor; /* MONITOR + - C L S */
 

@@ -366,7 +366,7 @@ void chat_close(void *state, void *session, const yard_fx_t *fx)
         if (gone)
             chat_monitor_gone(app, s);
     }
-    chat_monitor_free(app, s);
+    chat_monitor_forget(app, s);
     free(s->rp.recs); /* a replay whose job_done did not run */
     free(s->hist.recs); /* a CHATHISTORY's, likewise */
     free(s->hist.at);

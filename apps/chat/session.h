@@ -95,6 +95,13 @@ struct session_label {
     unsigned echoed;     /* lines relayed of them so far */
 };
 
+/* MONITOR's list (monitor.c): casefolded nicks. */
+#define CHAT_MONITOR_MAX 100
+struct chat_monitor {
+    unsigned n;
+    char key[CHAT_MONITOR_MAX][CHAT_NAME_MAX + 1];
+};
+
 /* A guest's read markers (history.c): held for the connection's life, the
  * oldest set forgotten when they are all taken. */
 #define CHAT_GUEST_MARKERS 16
@@ -140,7 +147,8 @@ struct session {
     struct yard_chat_replay rp;
     struct yard_chat_history hist;
     struct yard_chat_kline *kline; /* a K-line request in flight (kline.c) */
-    struct chat_monitor *monitor;  /* MONITOR's list (monitor.c; NULL: none yet) */
+    struct chat_monitor monitor;   /* MONITOR's list (monitor.c), in the session itself:
+                                    * fork --pair's SEND process reads it too */
     char join_rest[LINE_MAX_MSG + 1]; /* JOIN's channels still to join after a replay */
     char join_keys[LINE_MAX_MSG + 1]; /* ... and their keys */
 };
