@@ -58,6 +58,16 @@ static const yard_kline_t *kline_matching(const yard_kline_t *list, size_t n,
     return NULL;
 }
 
+/* A K-line applies: 465, and closed (its channels hear it as the quit's
+ * reason). */
+static void refuse(struct session *s, yard_fx_t *fx, const yard_kline_t *k)
+{
+    snprintf(s->quit_reason, sizeof s->quit_reason, CHAT_KLINED "%s", k->reason);
+    chat_numeric(fx, s, 465, ":You are banned from this server (%s)", s->quit_reason);
+    chat_sendf(fx, "ERROR :Closing Link: %s", s->quit_reason);
+    yard_fx_close(fx, NULL);
+}
+
 /* The registration's check: 465 and closed, or on with the registration. */
 static void registration_checked(struct chat_app *app, struct session *s,
                                  const struct yard_chat_kline *j, yard_fx_t *fx)
@@ -68,13 +78,27 @@ static void registration_checked(struct chat_app *app, struct session *s,
                                     .addr = &s->login.addr, .guest = !account};
     const yard_kline_t *k = j->rc < 0 ? NULL : kline_matching(j->list, j->n, &who, wall_s(fx));
     if (k) {
-        chat_numeric(fx, s, 465, ":You are banned from this server (K-lined: %s)", k->reason);
-        chat_sendf(fx, "ERROR :Closing Link: K-lined: %s", k->reason);
-        yard_fx_close(fx, NULL);
+        refuse(s, fx, k);
         return;
     }
     s->reg.kline_checked = true;
     chat_try_register(app, s, fx);
+}
+
+void chat_kline_recheck(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    s->kline_recheck = kline_job(app, s, fx, YARD_CHAT_KLINE_LOAD, NULL);
+}
+
+/* A guest that logged in: as the account now, is it K-lined? */
+static void recheck_done(struct session *s, const struct yard_chat_kline *j, yard_fx_t *fx)
+{
+    s->kline_recheck = false;
+    struct chat_mask_subject who;
+    chat_mask_subject_of(s, &who);
+    const yard_kline_t *k = j->rc < 0 ? NULL : kline_matching(j->list, j->n, &who, wall_s(fx));
+    if (k)
+        refuse(s, fx, k);
 }
 
 /* STATS k: each K-line in force, 216 MASK EXPIRES BY :REASON, then 219. */
@@ -136,6 +160,8 @@ void chat_kline_done(struct chat_app *app, struct session *s, struct yard_chat_k
     s->kline = NULL;
     if (j->sub == YARD_CHAT_KLINE_LOAD && s->state != ST_READY) {
         registration_checked(app, s, j, fx);
+    } else if (j->sub == YARD_CHAT_KLINE_LOAD && s->kline_recheck) {
+        recheck_done(s, j, fx);
     } else if (j->sub == YARD_CHAT_KLINE_LOAD) {
         stats_listed(s, j, fx);
     } else if (j->rc == -ENOENT) {

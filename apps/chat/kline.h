@@ -12,6 +12,9 @@
  * job is started, or in flight), false once they have been and none
  * applies; a connection one applies to is told 465 and closed. */
 bool chat_kline_checking(struct chat_app *app, struct session *s, yard_fx_t *fx);
+/* A guest just logged in to an account (SASL or PASS once registered):
+ * the K-lines are checked again, as the account (a job). */
+void chat_kline_recheck(struct chat_app *app, struct session *s, yard_fx_t *fx);
 /* The store's answer to a K-line request (session.c's job_done). */
 void chat_kline_done(struct chat_app *app, struct session *s, struct yard_chat_kline *j,
                      yard_fx_t *fx);

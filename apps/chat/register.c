@@ -355,6 +355,8 @@ void chat_auth_done(struct chat_app *app, struct session *s, struct yard_chat_au
         chat_oper_done(app, s, j, fx);
     } else if (j->ok && s->guest) {
         chat_guest_logs_in(app, s, fx, j->canon, j->sasl);
+        if (!s->guest) /* it is the account now: is that one K-lined? */
+            chat_kline_recheck(app, s, fx);
     } else if (j->ok) {
         snprintf(s->account, sizeof s->account, "%s", j->canon);
         if (j->sasl) {

@@ -147,6 +147,7 @@ struct session {
     struct yard_chat_replay rp;
     struct yard_chat_history hist;
     struct yard_chat_kline *kline; /* a K-line request in flight (kline.c) */
+    bool kline_recheck;            /* ... checking a guest that logged in */
     struct chat_monitor monitor;   /* MONITOR's list (monitor.c), in the session itself:
                                     * fork --pair's SEND process reads it too */
     char join_rest[LINE_MAX_MSG + 1]; /* JOIN's channels still to join after a replay */

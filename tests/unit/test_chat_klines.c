@@ -161,6 +161,14 @@ static void test_kline_account(void)
     CH_EXPECT(h, c, ":bob!bob@yard QUIT :K-lined: spam");
     CH_EXPECT_NONE(h, c);
     expect_klined_login(h, "spam");
+    /* A guest that logs in to bob later is checked again, as bob. */
+    int g = ch_connect(h);
+    ch_feed(h, g, "NICK gus\r\nUSER u 0 * :G\r\n");
+    CH_SKIP_TO(h, g, S "422 gus ");
+    ch_feed(h, g, "PASS bob:pw-bob\r\n");
+    CH_SKIP_TO(h, g, S "465 bob :You are banned from this server (K-lined: spam)");
+    CH_EXPECT(h, g, "ERROR :Closing Link: K-lined: spam");
+    ASSERT(ch_closed(h, g));
     ch_feed(h, a, "STATS k\r\n");
     CH_EXPECT(h, a, S "216 alice K $a:bob 0 alice :spam");
     CH_EXPECT(h, a, S "219 alice k :End of /STATS report");
