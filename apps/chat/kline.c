@@ -229,6 +229,9 @@ void chat_cmd_kline(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
                                                                : "No reason given";
     size_t rn = chat_utf8_cut(reason, strlen(reason), YARD_KLINE_REASON_MAX);
     memcpy(k.reason, reason, rn);
+    for (size_t i = 0; i < rn; i++) /* IRC's formatting codes: the file's reason is plain text */
+        if ((unsigned char)k.reason[i] < ' ' || k.reason[i] == 0x7f)
+            k.reason[i] = ' ';
     k.set_s = wall_s(fx);
     k.expires_s = dur_ns ? k.set_s + (int64_t)(dur_ns / YARD_NS_PER_S) : 0;
     snprintf(k.by, sizeof k.by, "%s", s->account);

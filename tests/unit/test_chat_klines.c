@@ -190,7 +190,7 @@ static void test_kline_mask_expires(void)
     ch_feed(h, g, "NICK spamx\r\nUSER u 0 * :S\r\n");
     CH_SKIP_TO(h, g, S "422 spamx ");
     become_oper(h, a);
-    ch_feed(h, a, "KLINE 1 spam*!*@* :go away\r\n");
+    ch_feed(h, a, "KLINE 1 spam*!*@* :go\x02" "away\r\n"); /* bold: a space in the file */
     CH_EXPECT_PREFIX(h, a, S "NOTICE alice :Added a K-line for spam*!*@* until ");
     CH_EXPECT(h, g, S "465 spamx :You are banned from this server (K-lined: go away)");
     CH_EXPECT(h, g, "ERROR :Closing Link: K-lined: go away");
