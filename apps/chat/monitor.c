@@ -80,7 +80,7 @@ static bool online_as(struct chat_app *app, const char *key, char *out, size_t c
     int at = chat_member_named(app->cs, key);
     if (at >= 0) {
         const struct chat_member *mb = chat_member_at(app->cs, at);
-        snprintf(out, cap, "%s!%s@" SERVER, mb->account, mb->user[0] ? mb->user : mb->account);
+        snprintf(out, cap, "%s!%s@" SERVER, mb->nick, mb->user[0] ? mb->user : mb->nick);
     }
     chat_unlock(app->cs);
     return at >= 0;
@@ -102,14 +102,14 @@ static void tell_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
 }
 
 void chat_monitor_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
-                        const yard_chatlog_rec_t *r)
+                        const yard_chatlog_rec_t *r, const yard_chat_from_t *from)
 {
-    if (!s->monitor.n || r->sender_len > CHAT_NAME_MAX)
+    if (!s->monitor.n || from->nick_len > CHAT_NAME_MAX)
         return;
     char nick[CHAT_NAME_MAX + 1], key[CHAT_NAME_MAX + 1];
-    memcpy(nick, r->sender, r->sender_len);
-    nick[r->sender_len] = 0;
-    chat_casefold(key, nick, r->sender_len);
+    memcpy(nick, from->nick, from->nick_len);
+    nick[from->nick_len] = 0;
+    chat_casefold(key, nick, from->nick_len);
     if (r->type == YARD_LOGREC_ONLINE) {
         if (monitor_find(&s->monitor, key) >= 0)
             tell_one(app, s, fx, nick, r->text_len && r->text[0] == '+');

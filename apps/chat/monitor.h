@@ -15,9 +15,10 @@ void chat_monitor_ready(struct chat_app *app, struct session *s);
 /* The account's last connection (a guest) ended: its offline record, when
  * somebody monitors anything. */
 void chat_monitor_gone(struct chat_app *app, const struct session *s);
-/* An online record, or a guest's nick record (relay.c). */
+/* An online record, or a guest's nick record (relay.c); from: its sender, and the nick it
+ * was shown by. */
 void chat_monitor_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
-                        const yard_chatlog_rec_t *r);
+                        const yard_chatlog_rec_t *r, const yard_chat_from_t *from);
 /* The connection is gone: its list no longer counts. */
 void chat_monitor_forget(struct chat_app *app, struct session *s);
 

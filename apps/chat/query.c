@@ -491,7 +491,7 @@ void chat_cmd_info(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
         size_t len = strlen(m->params[0]);
         chat_casefold(mask, m->params[0], len > CHAT_SERVER_NAME_MAX ? CHAT_SERVER_NAME_MAX : len);
         chat_casefold(name, app->server_name, strlen(app->server_name));
-        if (len > CHAT_SERVER_NAME_MAX || (!mask_match(mask, name) && strcmp(mask, SERVER) != 0)) {
+        if (len > CHAT_SERVER_NAME_MAX || (!chat_mask_match(mask, name) && strcmp(mask, SERVER) != 0)) {
             chat_numeric(fx, s, 402, "%s :No such server", m->params[0]);
             return;
         }

@@ -472,7 +472,7 @@ static int relay_read(struct chat_app *app, struct session *s, yard_fx_t *fx, co
             continue;
         }
         if (r.type == YARD_LOGREC_ONLINE || r.type == YARD_LOGREC_NICK)
-            chat_monitor_relay(app, s, fx, &r);
+            chat_monitor_relay(app, s, fx, &r, &from);
         if (r.type == YARD_LOGREC_ONLINE)
             continue;
         if (is_presence(r.type)) {

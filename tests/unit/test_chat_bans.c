@@ -7,10 +7,8 @@
 #include <string.h>
 
 #include "../../apps/chat/bans.h"
-#include "chat_harness.h"
-#include "test.h"
+#include "chat_cases.h"
 
-#define S ":yard "
 
 static void test_mask_match(void)
 {
@@ -79,18 +77,6 @@ static void test_ban_set(void)
     }
     ASSERT_EQ(r.n, CHAT_BANS_MAX);
     ASSERT_EQ(chat_ban_set(&r, "one!*@*", true, "zed", 10), -1);
-}
-
-/* A guest that registers as nick (user name u<nick>), its welcome read. */
-static int guest(chat_harness_t *h, const char *nick)
-{
-    int g = ch_connect(h);
-    char line[200];
-    snprintf(line, sizeof line, "NICK %s\r\nUSER u%s 0 * :Real %s\r\n", nick, nick, nick);
-    ch_feed(h, g, line);
-    snprintf(line, sizeof line, S "422 %s ", nick);
-    CH_SKIP_TO(h, g, line);
-    return g;
 }
 
 static const char *const guests[] = {"guests", NULL};

@@ -6,21 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "chat_harness.h"
-#include "test.h"
+#include "chat_cases.h"
 
-#define S ":yard "
-
-static int guest(chat_harness_t *h, const char *nick)
-{
-    int g = ch_connect(h);
-    char line[200];
-    snprintf(line, sizeof line, "NICK %s\r\nUSER u%s 0 * :Real %s\r\n", nick, nick, nick);
-    ch_feed(h, g, line);
-    snprintf(line, sizeof line, S "422 %s ", nick);
-    CH_SKIP_TO(h, g, line);
-    return g;
-}
 
 static const char *const guests[] = {"guests", NULL};
 

@@ -10,15 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chat_harness.h"
-#include "test.h"
+#include "chat_cases.h"
 
-#define S ":yard "
 /* SASL PLAIN payloads: base64 of "\0alice\0pw-alice" and "\0bob\0pw-bob". */
 #define PLAIN_ALICE "AGFsaWNlAHB3LWFsaWNl"
 #define PLAIN_BOB "AGJvYgBwdy1ib2I="
 
-static chat_harness_t *start(void)
+static chat_harness_t *start_with_guests(void)
 {
     const char *flags[] = {"guests", NULL};
     chat_harness_t *h = ch_start(flags);
@@ -50,22 +48,11 @@ static int sasl_login(chat_harness_t *h, const char *nick, const char *payload, 
     return id;
 }
 
-static int guest(chat_harness_t *h, const char *nick)
-{
-    int g = ch_connect(h);
-    char line[200];
-    snprintf(line, sizeof line, "NICK %s\r\nUSER u%s 0 * :Real %s\r\n", nick, nick, nick);
-    ch_feed(h, g, line);
-    snprintf(line, sizeof line, S "422 %s ", nick);
-    CH_SKIP_TO(h, g, line);
-    return g;
-}
-
 /* The nick asked for is kept: 900 and 001 name it, no NICK line, and
  * AUTHENTICATE again is 907 to it. */
 static void test_sasl_keeps_the_nick(void)
 {
-    chat_harness_t *h = start();
+    chat_harness_t *h = start_with_guests();
     int a = sasl_login(h, "al", PLAIN_ALICE, NULL,
                        "al al!al@yard alice :You are now logged in as alice");
     CH_EXPECT(h, a, S "001 al :Welcome to the yard chat, al");
@@ -86,7 +73,7 @@ static void test_sasl_keeps_the_nick(void)
  * private message to "al" reaching alice, and its QUIT. */
 static void test_others_see_the_nick(void)
 {
-    chat_harness_t *h = start();
+    chat_harness_t *h = start_with_guests();
     int a = sasl_login(h, "al", PLAIN_ALICE, NULL,
                        "al al!al@yard alice :You are now logged in as alice");
     CH_SKIP_TO(h, a, S "422 al ");
@@ -124,7 +111,7 @@ static void test_others_see_the_nick(void)
  * is not kept: the account's name is, and the client is told (NICK). */
 static void test_reserved_and_taken_nicks(void)
 {
-    chat_harness_t *h = start();
+    chat_harness_t *h = start_with_guests();
     int a = sasl_login(h, "bob", PLAIN_ALICE, NULL,
                        "bob bob!bob@yard alice :You are now logged in as alice");
     CH_EXPECT(h, a, ":bob!bob@yard NICK :alice");
@@ -146,7 +133,7 @@ static void test_reserved_and_taken_nicks(void)
  * SASL login falls back to its own name. */
 static void test_no_impersonation(void)
 {
-    chat_harness_t *h = start();
+    chat_harness_t *h = start_with_guests();
     int a = sasl_login(h, "al", PLAIN_ALICE, NULL,
                        "al al!al@yard alice :You are now logged in as alice");
     CH_SKIP_TO(h, a, S "422 al ");
@@ -171,7 +158,7 @@ static void test_no_impersonation(void)
  * alice) takes "al", and both hear a private message to it. */
 static void test_devices_share_the_nick(void)
 {
-    chat_harness_t *h = start();
+    chat_harness_t *h = start_with_guests();
     int a = sasl_login(h, "al", PLAIN_ALICE, NULL,
                        "al al!al@yard alice :You are now logged in as alice");
     CH_SKIP_TO(h, a, S "422 al ");
@@ -191,7 +178,7 @@ static void test_devices_share_the_nick(void)
  * nothing told to its channels), and is the account from then on. */
 static void test_guest_logs_in_keeping_its_nick(void)
 {
-    chat_harness_t *h = start();
+    chat_harness_t *h = start_with_guests();
     int g = guest(h, "zed");
     int b = sasl_login(h, "bob", PLAIN_BOB, "account-tag",
                        "bob bob!bob@yard bob :You are now logged in as bob");
@@ -219,7 +206,7 @@ static void test_guest_logs_in_keeping_its_nick(void)
  * kicked hears it. */
 static void test_ranks_follow_the_account(void)
 {
-    chat_harness_t *h = start();
+    chat_harness_t *h = start_with_guests();
     int a = sasl_login(h, "al", PLAIN_ALICE, NULL,
                        "al al!al@yard alice :You are now logged in as alice");
     ch_feed(h, a, "JOIN #c\r\n");
@@ -244,6 +231,24 @@ static void test_ranks_follow_the_account(void)
     ch_stop(h);
 }
 
+/* MONITOR watches the nick a SASL login keeps: "al" comes online as
+ * al!ual@yard when alice logs in with it, and goes when she leaves. */
+static void test_monitor_sees_the_nick(void)
+{
+    chat_harness_t *h = start_with_guests();
+    int f = guest(h, "foo");
+    ch_discard(h, f);
+    ch_feed(h, f, "MONITOR + al\r\n");
+    CH_EXPECT(h, f, S "731 foo :al");
+    int a = sasl_login(h, "al", PLAIN_ALICE, NULL,
+                       "al al!al@yard alice :You are now logged in as alice");
+    CH_EXPECT(h, f, S "730 foo :al!ual@yard");
+    ch_feed(h, a, "QUIT :bye\r\n");
+    CH_EXPECT(h, f, S "731 foo :al");
+    CH_EXPECT_NONE(h, f);
+    ch_stop(h);
+}
+
 int main(void)
 {
     test_sasl_keeps_the_nick();
@@ -253,6 +258,7 @@ int main(void)
     test_devices_share_the_nick();
     test_guest_logs_in_keeping_its_nick();
     test_ranks_follow_the_account();
+    test_monitor_sees_the_nick();
     puts("ok");
     return 0;
 }
