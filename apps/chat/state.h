@@ -8,7 +8,10 @@
  * A channel holds a live slot only while somebody is in it: the last one
  * out frees it, so nobody can use up the table by joining and leaving.
  * What outlives its members, the topic, is kept in DIR/topics, its
- * modes and operators in DIR/channels, and its bans in DIR/bans. */
+ * modes and operators in DIR/channels, and its bans in DIR/bans.
+ *
+ * state.c: members, channels and who is in which; records.c: the records
+ * kept in files (read positions, topics, channel records, ban lists). */
 #ifndef YARD_CHAT_STATE_H
 #define YARD_CHAT_STATE_H
 
@@ -226,6 +229,9 @@ void chat_member_rename(chat_state_t *cs, int slot, const char *name);
 unsigned chat_member_channels(chat_state_t *cs, int slot);
 /* Do the members in slots a and b share a channel? Under the lock. */
 bool chat_members_share(chat_state_t *cs, int a, int b);
+/* The live channel's index for a casefolded name, -1 when nobody is in it.
+ * Under the lock. */
+int chat_channel_index(chat_state_t *cs, const char *key);
 /* The channel's index, created when create is set: -1 unknown, -2 full. */
 int chat_channel_find(chat_state_t *cs, const char *name, size_t len, bool create);
 /* Channel c gets a member: a guest's that created it (created true) makes
