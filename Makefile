@@ -7,8 +7,7 @@
 #                   integration tests in parallel (docs/testing.md)
 #   make test       every test: make check's suites, the C suite and integration
 #                   tests under ASan+UBSan, the threaded code under TSan, and
-#                   make test-cross, side by side (tests/run-suites); then the
-#                   timing tests alone
+#                   make test-cross (tests/run-suites)
 #   make test-cross gcc and clang, and i386, AArch64 (qemu) and s390x (qemu):
 #                   build, unit tests, fuzz corpora, logs across architectures
 #                   (part of make test; about 3 minutes; docs/portability.md)
@@ -108,8 +107,8 @@ check: prepare
 	@echo "make check: the release build's suites passed"
 
 # make test builds the sanitizer builds too while pip is still downloading, then runs the
-# suites through tests/run-suites: every suite's CTest and parallel tests, and the cross
-# stage, at once (each into build/test-logs/); then the timing tests alone, suite by suite.
+# suites through tests/run-suites, one after another (YARD_SUITES_AT_ONCE=1 runs their
+# parallel phases side by side, then the timing tests: docs/testing.md).
 test:
 	@$(MAKE) --no-print-directory -j4 build peers venv asan tsan
 	@tests/run-suites release asan tsan cross

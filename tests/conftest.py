@@ -353,9 +353,21 @@ class Server:
             raise AssertionError(f"{self.argv}: a process of the server outlived it")
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call):
+    """Keeps each phase's report on the item (item.rep_setup, rep_call), so that
+    a fixture's teardown knows whether the test failed."""
+    rep = yield
+    setattr(item, f"rep_{rep.when}", rep)
+    return rep
+
+
 @pytest.fixture
-def start_server(tmp_path):
-    """start_server(argv) -> Server; every server is stopped at teardown."""
+def start_server(tmp_path, request):
+    """start_server(argv) -> Server; every server is stopped at teardown. When
+    the test failed, each server's command, whether it was still running and
+    the end of its stderr are printed (pytest shows them with the failure): a
+    server that died or refused is then seen for what it was."""
     servers: list[Server] = []
 
     def start(argv: list[str], env: dict | None = None, **kw) -> Server:
@@ -364,6 +376,13 @@ def start_server(tmp_path):
         return s
 
     yield start
+    rep = getattr(request.node, "rep_call", None)
+    if rep is not None and rep.failed:
+        for s in servers:
+            status = s.proc.poll()
+            print(f"server {' '.join(s.argv)}: "
+                  f"{'still running' if status is None else f'exited with status {status}'}; "
+                  f"the end of its stderr:\n{s.stderr()[-3000:]}")
     for s in servers:
         s.close()
 

@@ -646,8 +646,8 @@ TABLE: dict[str, dict[str, Cell]] = {
                         Piece("peers/elixir/lib/conn.ex", r"\s*defp echo\(", what="echo/1")],
                        "In lib/conn.ex: the serve(:echo, ...) clause and echo/1 (passive recv, "
                        "send back). " + _EX_SHARED),
-        "rust": Cell([Piece("peers/rust/src/rt_tokio.rs", r"async fn echo\(", what="echo")],
-                     "echo in src/rt_tokio.rs (a read / write_all loop on the TcpStream). "
+        "rust": Cell([Piece("peers/rust/src/rt_tokio.rs", r"async fn echo\b", what="echo")],
+                     "echo in src/rt_tokio.rs (a read / write_all loop on the connection, plain or TLS). "
                      + _RS_SHARED),
     },
     "counter": {
@@ -708,7 +708,7 @@ TABLE: dict[str, dict[str, Cell]] = {
         "rust": Cell([Piece("peers/rust/src/apps.rs", r"pub static COUNT\b", what="COUNT"),
                       Piece("peers/rust/src/apps.rs", r"pub fn counter_replies\(",
                             what="counter_replies"),
-                      Piece("peers/rust/src/rt_tokio.rs", r"async fn counter\(",
+                      Piece("peers/rust/src/rt_tokio.rs", r"async fn counter\b",
                             what="counter")],
                      "In src/apps.rs the AtomicU64 and counter_replies (shared with monoio), "
                      "in src/rt_tokio.rs counter (a pipelined batch answered with one "
@@ -785,11 +785,11 @@ TABLE: dict[str, dict[str, Cell]] = {
                             what="impl Member"),
                       Piece("peers/rust/src/rt_tokio.rs", r"async fn unless_killed\b",
                             what="unless_killed"),
-                      Piece("peers/rust/src/rt_tokio.rs", r"async fn broadcast\(",
+                      Piece("peers/rust/src/rt_tokio.rs", r"async fn broadcast\b",
                             what="broadcast"),
-                      Piece("peers/rust/src/rt_tokio.rs", r"async fn write_loop\(",
+                      Piece("peers/rust/src/rt_tokio.rs", r"async fn write_loop\b",
                             what="write_loop"),
-                      Piece("peers/rust/src/rt_tokio.rs", r"async fn write_batch\(",
+                      Piece("peers/rust/src/rt_tokio.rs", r"async fn write_batch\b",
                             what="write_batch")],
                      "In src/apps.rs the two limits and Lines (a read's complete lines cut "
                      "into one Bytes shared by every recipient), in src/rt_tokio.rs the room "
