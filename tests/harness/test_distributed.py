@@ -226,41 +226,6 @@ def test_an_unreachable_host_is_named(synced_rig, tmp_path):
     assert p.returncode == 1 and "host load2" in p.stderr and "unreachable" in p.stderr
 
 
-def test_a_load_host_dying_mid_run_fails_the_trial_and_leaves_nothing(synced_rig, tmp_path):
-    state, hosts, _ = synced_rig
-    exp = echo_experiment(tmp_path, "long_echo", ["--connections", "4"], 20)
-    run = subprocess.Popen([sys.executable, "-m", "yard.cli", "--quiet", "--results-dir",
-                            str(tmp_path), "run", str(exp), "--hosts", str(hosts)], cwd=REPO,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           env={**os.environ, "PYTHONPATH": str(REPO / "python")})
-    try:
-        deadline = time.monotonic() + 30
-        while not any(comm(p) == "yard-load" for p in ns_pids("yard-rig-load2")):
-            assert time.monotonic() < deadline, "the load never started on load2"
-            assert run.poll() is None, run.communicate()
-            time.sleep(0.05)
-        # The host dies: everything in its namespace, its sshd included, killed at once.
-        for pid in ns_pids("yard-rig-load2"):
-            with contextlib.suppress(ProcessLookupError):  # one that just ended
-                os.kill(pid, signal.SIGKILL)
-        out, err = run.communicate(timeout=60)
-    finally:
-        if run.poll() is None:
-            run.kill()
-    ts = trials(tmp_path)
-    assert len(ts) == 1 and ts[0]["status"] == "failed"
-    assert any("load2" in p and "went away" in p for p in ts[0]["problems"]), ts[0]["problems"]
-    # Nothing of the trial is left on the hosts that still run: only their sshd.
-    for ns in ("yard-rig-server", "yard-rig-load1", "yard-rig-load2"):
-        deadline = time.monotonic() + 10
-        while True:
-            left = [(p, comm(p)) for p in ns_pids(ns) if comm(p) not in (None, "sshd")]
-            if not left or time.monotonic() > deadline:
-                break
-            time.sleep(0.05)
-        assert not left, (ns, left)
-
-
 def test_an_experiment_naming_pki_runs_over_tls_on_the_hosts(synced_rig, tmp_path):
     """{pki} under --hosts: the run's certificates, valid for the server host's address, are
     copied to every host and named there; the load hosts verify the server's certificate
@@ -301,3 +266,40 @@ repetitions = 1
         load = cmds[name]
         assert load[load.index("--tls-ca") + 1].endswith("/.yard-pki/ca.pem"), load
         assert load[load.index("--target") + 1].startswith("tls:198.18.0.1:"), load
+
+
+# Last of the tests on the module's rig: it kills everything in load2's namespace, that
+# host's sshd included, so no test after it can reach load2.
+def test_a_load_host_dying_mid_run_fails_the_trial_and_leaves_nothing(synced_rig, tmp_path):
+    state, hosts, _ = synced_rig
+    exp = echo_experiment(tmp_path, "long_echo", ["--connections", "4"], 20)
+    run = subprocess.Popen([sys.executable, "-m", "yard.cli", "--quiet", "--results-dir",
+                            str(tmp_path), "run", str(exp), "--hosts", str(hosts)], cwd=REPO,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env={**os.environ, "PYTHONPATH": str(REPO / "python")})
+    try:
+        deadline = time.monotonic() + 30
+        while not any(comm(p) == "yard-load" for p in ns_pids("yard-rig-load2")):
+            assert time.monotonic() < deadline, "the load never started on load2"
+            assert run.poll() is None, run.communicate()
+            time.sleep(0.05)
+        # The host dies: everything in its namespace, its sshd included, killed at once.
+        for pid in ns_pids("yard-rig-load2"):
+            with contextlib.suppress(ProcessLookupError):  # one that just ended
+                os.kill(pid, signal.SIGKILL)
+        out, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    ts = trials(tmp_path)
+    assert len(ts) == 1 and ts[0]["status"] == "failed"
+    assert any("load2" in p and "went away" in p for p in ts[0]["problems"]), ts[0]["problems"]
+    # Nothing of the trial is left on the hosts that still run: only their sshd.
+    for ns in ("yard-rig-server", "yard-rig-load1", "yard-rig-load2"):
+        deadline = time.monotonic() + 10
+        while True:
+            left = [(p, comm(p)) for p in ns_pids(ns) if comm(p) not in (None, "sshd")]
+            if not left or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert not left, (ns, left)
