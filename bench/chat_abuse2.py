@@ -11,7 +11,8 @@ binary (run it on two builds to compare):
   growth and the probe's delivery times; then the same with guests that
   read: the bytes they were sent;
 - history: a log of --history-messages messages of 300 bytes to #hist,
-  then 8 accounts in #hist repeat `CHATHISTORY TARGETS` over the whole
+  then 8 accounts and --history-guests guests (default 16, each from an
+  address of its own) in #hist repeat `CHATHISTORY TARGETS` over the whole
   log (limit 1000), each as soon as its last answer ended, for --seconds:
   answers served, and the probe's delivery times;
 - quiet: the probe alone, for the machine's own noise;
@@ -25,6 +26,7 @@ count and time; loopback only.
 
 usage: bench/chat_abuse2.py [--bin build/bin] [--model epoll] [--seconds 5]
                             [--channels 500] [--history-messages 300000]
+                            [--history-guests 16]
                             [--scenarios quiet,nick,list,history,unregistered]
 """
 
@@ -371,18 +373,26 @@ def quiet(bindir, model, seconds):
             srv.stop()
 
 
-def history(bindir, model, seconds, messages):
+def history(bindir, model, seconds, messages, guests):
     readers = [f"h{i}" for i in range(8)]
     with tempfile.TemporaryDirectory() as tmp:
         data = make_data(bindir, tmp, readers)
         subprocess.run([bindir / "yard-chat", "log", "generate", "--data", data, "--messages",
                         str(messages), "--target", "#hist", "--text-bytes", "300"],
                        capture_output=True, check=True)
-        srv = Server(bindir, model, data)
+        srv = Server(bindir, model, data, ["--guests"] if guests else [])
         try:
             cs = []
             for n in readers:
                 c = login(srv.port, n)
+                c.send("CAP REQ :batch draft/chathistory", "JOIN #hist")
+                c.wait(rf" 366 {n} #hist ")
+                cs.append(c)
+            # The guests, from addresses of their own (the per-address guest limit), ask the
+            # same as the accounts do: a guest may read the history of a channel it is in.
+            for i in range(guests):
+                n = f"g{i}"
+                c = guest(srv.port, n, f"127.0.5.{1 + i}")
                 c.send("CAP REQ :batch draft/chathistory", "JOIN #hist")
                 c.wait(rf" 366 {n} #hist ")
                 cs.append(c)
@@ -410,7 +420,8 @@ def history(bindir, model, seconds, messages):
             stop.set()
             for t in ts:
                 t.join(35)
-            print(f"history ({model}, {seconds} s, {messages:,} messages, 8 readers): "
+            print(f"history ({model}, {seconds} s, {messages:,} messages, 8 accounts and "
+                  f"{guests} guests asking): "
                   f"{sum(answers)} TARGETS answers; {probe.finish()}")
             for c in cs:
                 c.close()
@@ -452,6 +463,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--channels", type=int, default=500)
     ap.add_argument("--history-messages", type=int, default=300000)
+    ap.add_argument("--history-guests", type=int, default=16,
+                    help="guests asking CHATHISTORY beside the 8 accounts (default 16)")
     ap.add_argument("--scenarios", default="nick,list,unregistered")
     a = ap.parse_args()
     bindir = Path(a.bin).resolve()
@@ -464,7 +477,7 @@ def main():
         elif sc == "unregistered":
             unregistered(bindir, a.model)
         elif sc == "history":
-            history(bindir, a.model, a.seconds, a.history_messages)
+            history(bindir, a.model, a.seconds, a.history_messages, a.history_guests)
         elif sc == "quiet":
             quiet(bindir, a.model, a.seconds)
         else:
