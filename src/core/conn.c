@@ -787,10 +787,11 @@ void yard_conn_close(yard_conn_t *c, const char *reason)
         free(c->watch);
     }
     conn_farewell(c);
-    /* fork --pair: the SEND half ends the connection when the app closed it
-     * from news (the chat's KILL, relayed): its RECV half, reading the same
-     * socket, then sees the end and closes too (app->close runs there). */
-    if (c->sender && (c->closing || c->failed))
+    /* fork --pair: a SEND half that could not write ends the connection for
+     * its RECV half too. (When the app closed it from news, the chat's KILL
+     * relayed, the SEND process has already handed the end over to RECV:
+     * pair_hand_over in src/model/fork.c.) */
+    if (c->sender && c->failed)
         shutdown(c->fd, SHUT_RDWR);
     close(c->fd);
     yard_buf_free(&c->in);

@@ -117,6 +117,30 @@ static void pair_noop(int sig) { (void)sig; }
 /* Every publish, in every process of the server (the children inherit it). */
 static void pair_publish_hook(void) { kill(0, SIGUSR1); }
 
+/* The app closed the connection from news (the chat's KILL, relayed), in
+ * SEND. Only RECV runs app->close, where the chat tells the others that the
+ * client left; the client must not see the end before that is done, or it
+ * could act on a server that still counts it in (its other devices, say).
+ * So SEND ends only the reading side, which wakes RECV's read with the end
+ * of input: RECV runs app->close and closes the socket, and its exit brings
+ * SEND the parent's SIGTERM. Should RECV not get there within the grace
+ * (blocked writing to a client that does not read), SEND ends the socket
+ * for both. */
+static void pair_hand_over(int fd, const sigset_t *set)
+{
+    shutdown(fd, SHUT_RD);
+    uint64_t deadline = yard_now_ns() + YARD_STOP_GRACE_NS;
+    for (uint64_t now; (now = yard_now_ns()) < deadline;) {
+        uint64_t left = deadline - now;
+        struct timespec ts = {.tv_sec = (time_t)(left / YARD_NS_PER_S),
+                              .tv_nsec = (long)(left % YARD_NS_PER_S)};
+        int sig = sigtimedwait(set, NULL, &ts);
+        if (sig == SIGTERM || sig == SIGINT)
+            return;
+    }
+    shutdown(fd, SHUT_RDWR);
+}
+
 static _Noreturn void pair_send(yard_server_t *srv, int fd, pid_t parent, struct pair_page *pp)
 {
     yard_listen_set_close(&srv->ls);
@@ -151,8 +175,10 @@ static _Noreturn void pair_send(yard_server_t *srv, int fd, pid_t parent, struct
             continue;
         /* A wake-up (or a second without one: look anyway, cheaply). */
         yard_conn_on_wakeup(c, &scratch);
-        if (yard_conn_next(c, &scratch).next == YARD_NEXT_CLOSE)
+        if (yard_conn_next(c, &scratch).next == YARD_NEXT_CLOSE) {
+            pair_hand_over(fd, &set);
             break;
+        }
     }
     yard_conn_close(c, NULL);
     yard_scratch_free(&scratch);

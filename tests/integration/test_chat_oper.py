@@ -5,13 +5,17 @@ failed login's delay); an operator has +o ('*' in WHO, 313 in WHOIS), KILLs a
 connection (the account's other devices stay) and sends WALLOPS to those with +w.
 Under every model: KILL and WALLOPS cross processes through the log."""
 
+import contextlib
 import os
+import signal
 import stat
 import subprocess
+import threading
 
 import pytest
 
 from chatlib import CHAT, accounts_fixture, chat_fixture, login_device, login_pass
+from conftest import child_pids, wait_for
 
 pytestmark = pytest.mark.usefixtures("yard_chat_built")
 
@@ -101,6 +105,50 @@ def test_oper_kill_and_wallops(chat, model):
     assert not any("QUIT" in ln for ln in cy.lines[:cy.pos - 1])
     for c in (ana, cy):
         c.close()
+
+
+def test_a_killed_pair_leaves_before_its_client_sees_the_end(chat):
+    """fork --pair: a KILL is relayed in the SEND process, but the client leaves the
+    server's tables in RECV (app->close). Its client must not see the end before that:
+    under load, test_oper_kill_and_wallops's second device was told as the account's last
+    (its QUIT carried the first kill's reason) when the first device's RECV came late.
+    Here the RECV process is held stopped while the KILL is relayed, and let go 0.3 s later."""
+    srv, data = chat("fork-pair")
+    add_oper(data, "root", "pw-root")
+    ana = login_pass(srv.port, "ana", "pw-ana")
+    become_oper(ana, "ana")
+    before = set(child_pids(srv.proc.pid))
+    phone = login_device(srv.port, "bo", "phone")
+    wait_for(lambda: len(set(child_pids(srv.proc.pid)) - before) == 2,
+             what="the phone's RECV and SEND processes")
+    halves = set(child_pids(srv.proc.pid)) - before
+    # SEND waits for its wake-ups in rt_sigtimedwait; RECV reads the socket.
+    wait_for(lambda: sum("sigtimedwait" in wchan(p) for p in halves) == 1,
+             what="the SEND process waiting for news")
+    recv = next(p for p in halves if "sigtimedwait" not in wchan(p))
+    ana.send("LUSERS")
+    ana.expect(r" 251 ana :There are 2 users ")
+    os.kill(recv, signal.SIGSTOP)
+    resume = threading.Timer(0.3, os.kill, (recv, signal.SIGCONT))
+    resume.start()
+    try:
+        ana.send("KILL bo :spam")
+        phone.expect(r"^ERROR :Closing Link: Killed \(ana \(spam\)\)$")
+        assert phone.wait_closed()
+        ana.send("LUSERS")
+        ana.expect(r" 251 ana :There are 1 users ")
+    finally:
+        resume.cancel()
+        with contextlib.suppress(ProcessLookupError):   # gone: it did its part
+            os.kill(recv, signal.SIGCONT)
+
+
+def wchan(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/wchan") as f:
+            return f.read()
+    except FileNotFoundError:
+        return ""
 
 
 @pytest.mark.models(names=["epoll", "fork", "reactors"])
