@@ -46,16 +46,35 @@ void chat_marker_text(struct chat_app *app, struct session *s, const char *key, 
     snprintf(out, cap, "timestamp=%s", t);
 }
 
-/* The result: a chathistory batch (with batch; the lines alone without). */
+/* The next piece of a CHATHISTORY (the store reads one at a time): at
+ * once while the client has tokens, else when it has one again (the
+ * timer), so that a request reads no faster than the price allows. */
+void chat_history_go_on(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    double rate = app->set->flood_rate;
+    chat_refill(app, s, fx->now_ns);
+    if (s->state == ST_READY && rate > 0 && s->in.tokens < 1) {
+        s->in.hist_paused = true;
+        yard_fx_wake_at(fx, fx->now_ns + (uint64_t)((1 - s->in.tokens) * 1e9 / rate));
+        return;
+    }
+    yard_fx_scan(fx, yard_chat_store_run, &s->hist);
+}
+
+/* A piece is done: its reads are paid; the next one, or the answer: a
+ * chathistory batch (with batch; the lines alone without). */
 void chat_history_done(struct chat_app *app, struct session *s, yard_fx_t *fx)
 {
     struct yard_chat_history *j = &s->hist;
-    (void)app;
-    /* Its price: the lines of the answer and the records read to find
-     * them (a TARGETS window is read whole). */
+    /* Its price: the records each piece read to find the answer (a
+     * TARGETS window is read whole), then the lines of the answer. */
+    s->in.tokens -= (double)j->read / CHAT_READS_PER_TOKEN;
+    if (j->more) {
+        chat_history_go_on(app, s, fx);
+        return;
+    }
     unsigned long lines = j->rc < 0 ? 1 : j->sub == YARD_CHAT_HIST_TARGETS ? j->ntargets : j->n;
-    unsigned long reads = j->read / CHAT_READS_PER_TOKEN;
-    chat_charge(s, chat_lines_price(lines) + (reads > 1000000 ? 1000000 : (int)reads));
+    chat_charge(s, chat_lines_price(lines));
     if (j->rc < 0) {
         yard_log_err("chat: CHATHISTORY of %s for %s: %s", j->name, s->account, strerror(-j->rc));
         chat_sendf(fx, ":" SERVER " FAIL CHATHISTORY MESSAGE_ERROR %s :The history cannot be read "

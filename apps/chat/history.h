@@ -13,6 +13,7 @@
 void chat_marker_text(struct chat_app *app, struct session *s, const char *key, char *out,
                       size_t cap);
 void chat_history_done(struct chat_app *app, struct session *s, yard_fx_t *fx);
+void chat_history_go_on(struct chat_app *app, struct session *s, yard_fx_t *fx);
 
 chat_cmd_fn chat_cmd_chathistory; /* CHATHISTORY */
 chat_cmd_fn chat_cmd_markread;    /* MARKREAD */

@@ -196,7 +196,7 @@ void chat_label_settle(struct session *s, yard_fx_t *fx)
     s->label.at = CHAT_LABEL_NO_REGION;
     if (!s->label.tag[0] || at == CHAT_LABEL_NO_REGION || !fx->out)
         return;
-    bool more = fx->job || s->login.pending_fail || s->label.records;
+    bool more = fx->job || s->login.pending_fail || s->label.records || s->in.hist_paused;
     unsigned lines = region_lines(fx, at);
     if (more) { /* the rest comes later: what there is opens the batch */
         s->label.at = at;

@@ -93,6 +93,14 @@ void chat_charge(struct session *s, int targets)
         s->in.tokens -= targets - 1;
 }
 
+void chat_refill(struct chat_app *app, struct session *s, uint64_t now_ns)
+{
+    double dt = (double)(now_ns - s->in.tokens_at) / 1e9, rate = app->set->flood_rate,
+           burst = app->set->flood_burst;
+    s->in.tokens_at = now_ns;
+    s->in.tokens = s->in.tokens + dt * rate > burst ? burst : s->in.tokens + dt * rate;
+}
+
 void chat_sendq_bounds(struct chat_app *app, struct session *s, yard_fx_t *fx)
 {
     bool account = s->state == ST_READY && !s->guest;
@@ -198,6 +206,10 @@ void chat_timer(void *state, void *session, yard_fx_t *fx)
 {
     struct chat_app *app = state;
     struct session *s = session;
+    if (s->in.hist_paused) { /* its tokens are back: the next piece */
+        s->in.hist_paused = false;
+        chat_history_go_on(app, s, fx);
+    }
     if (s->login.pending_fail && fx->now_ns >= s->login.fail_until) {
         int code = s->login.pending_fail;
         s->login.pending_fail = 0;
@@ -262,11 +274,10 @@ size_t chat_data(void *state, void *session, const uint8_t *in, size_t n, yard_f
         return n;
     s->in.heard_ns = fx->now_ns; /* any line is a sign of life (the timer checks lazily) */
     s->in.pinged_ns = 0;
-    /* Refill the flood bucket. */
-    double dt = (double)(fx->now_ns - s->in.tokens_at) / 1e9, rate = app->set->flood_rate,
-           burst = app->set->flood_burst;
-    s->in.tokens_at = fx->now_ns;
-    s->in.tokens = s->in.tokens + dt * rate > burst ? burst : s->in.tokens + dt * rate;
+    if (s->in.hist_paused)
+        return 0; /* a CHATHISTORY's next piece comes first (its timer offers this again) */
+    chat_refill(app, s, fx->now_ns);
+    double rate = app->set->flood_rate;
     while (used < n && !fx->close && !fx->job && !s->login.pending_fail && s->state != ST_WAIT) {
         if (yard_fx_pending(fx) >= s->in.hold) {
             /* Its answers wait for it past the bound: its further lines

@@ -75,6 +75,8 @@ struct session_input {
     uint64_t tokens_at;
     uint64_t heard_ns;   /* when the client last sent anything */
     uint64_t pinged_ns;  /* when the server PINGed it, unanswered (0: none) */
+    bool hist_paused;    /* a CHATHISTORY waits for tokens before its next piece (the
+                          * timer goes on with it; no line is taken meanwhile) */
 };
 
 /* A labeled request being answered (label.c, IRCv3 labeled-response):
@@ -169,6 +171,8 @@ void chat_format_time(char *out, size_t cap, int64_t ns);
 bool chat_valid_channel(const char *c);
 size_t chat_utf8_cut(const char *text, size_t len, size_t max);
 void chat_charge(struct session *s, int targets);
+/* The flood bucket refilled for the time since it was last (tokens). */
+void chat_refill(struct chat_app *app, struct session *s, uint64_t now_ns);
 /* The prices of flood control (docs/chat.md, "What a request costs"), in
  * tokens: lines of an answer (LIST, WHO, NAMES, CHATHISTORY) per token,
  * and log records a CHATHISTORY read per token. */

@@ -47,6 +47,12 @@
 #define YARD_CHAT_TAGS_MAX 512 /* a message's client-only tags kept (message-tags) */
 #define YARD_CHAT_READ_BYTES 8192u /* bytes of the log read at a time */
 #define YARD_CHAT_HISTORY_MAX 1000 /* messages one CHATHISTORY returns at most */
+/* One job of a CHATHISTORY reads at most this many log records, or looks
+ * at this many index entries, and the next piece goes on from there (a new
+ * job, queued behind the others' on the scan lane): no request holds the
+ * lane for longer than a piece (a few milliseconds). */
+#define YARD_CHAT_HISTORY_PIECE 4096
+#define YARD_CHAT_HISTORY_PIECE_ENTRIES 65536
 #define YARD_CHAT_TABLES_MAX 4
 
 typedef struct yard_chat_store yard_chat_store_t;
@@ -248,9 +254,20 @@ struct yard_chat_history {
     } *targets;
     unsigned ntargets, targets_cap;
     int64_t window_end_ns; /* TARGETS: a latest message at or past this is not listed */
-    unsigned long read; /* log records the walks read (flood control's price) */
+    unsigned long read; /* log records this piece read (flood control's price) */
+    bool more; /* out: the answer is not whole yet; run the job again for the next piece */
     int rc;
-    /* the walk in progress (the store's) */
+    /* the walks (the store's): at most two (AROUND's), each read in pieces
+     * of YARD_CHAT_HISTORY_PIECE records or YARD_CHAT_HISTORY_PIECE_ENTRIES
+     * index entries, each piece going on where the last one stopped */
+    struct yard_chat_hist_walk {
+        uint64_t from, stop_id; /* from: where the next piece starts (0: done, going down) */
+        int dir;
+        unsigned want; /* 0: what the limit leaves when the walk starts */
+    } walks[2];
+    unsigned nwalks, walk, walk_first; /* walk_first: its first record in at[] */
+    uint64_t entries_left;             /* index entries this piece may still look at */
+    bool started, piece_full;
     bool down;
     uint64_t low_id, stop_id;
     unsigned want;

@@ -141,6 +141,17 @@ uint32_t yard_chatlog_target_hash(const char *target, size_t len);
  * returns non-zero to stop. Blocking I/O (a job's). 0, or -errno. */
 int yard_chatlog_seek(yard_chatlog_t *log, uint64_t from, int dir, const uint32_t *hashes,
                       int nhash, int (*fn)(const yard_chatlog_rec_t *r, void *arg), void *arg);
+/* yard_chatlog_seek in pieces: each index entry looked at (whether its
+ * record is read or not) takes one of *entries_left (NULL: no bound). 0
+ * when the walk reached its end; YARD_CHATLOG_SEEK_STOPPED when fn stopped
+ * it, YARD_CHATLOG_SEEK_MORE when the entries ran out: *next is then the
+ * id the walk goes on from, in its direction (0: none is left below);
+ * -errno. */
+enum { YARD_CHATLOG_SEEK_STOPPED = 1, YARD_CHATLOG_SEEK_MORE = 2 };
+int yard_chatlog_seek_piece(yard_chatlog_t *log, uint64_t from, int dir, const uint32_t *hashes,
+                            int nhash, uint64_t *entries_left,
+                            int (*fn)(const yard_chatlog_rec_t *r, void *arg), void *arg,
+                            uint64_t *next);
 /* The id of the first record written at or after ts_ns (one past the last
  * when none is). Blocking I/O. */
 uint64_t yard_chatlog_id_at(yard_chatlog_t *log, int64_t ts_ns);

@@ -1186,14 +1186,26 @@ static bool hash_wanted(uint32_t h, const uint32_t *hashes, int nhash)
     return false;
 }
 
-/* Entries [lo, hi) of a segment in the direction dir, in blocks: 1 when fn
- * stopped, 0 when the range is done, -errno. */
-static int seg_visit(struct seg_reader *sr, uint64_t lo, uint64_t hi, int dir,
-                     const uint32_t *hashes, int nhash,
-                     int (*fn)(const yard_chatlog_rec_t *r, void *arg), void *arg)
+/* A walk through the index: what it looks for, and how far it may go. */
+struct seek_walk {
+    int dir;
+    const uint32_t *hashes;
+    int nhash;
+    uint64_t *entries_left; /* index entries it may still look at (NULL: any) */
+    uint64_t next; /* the id to go on from, once it stopped */
+    int (*fn)(const yard_chatlog_rec_t *r, void *arg);
+    void *arg;
+};
+
+/* Entries [lo, hi) of a segment in the walk's direction, in blocks: 0 when
+ * the range is done, YARD_CHATLOG_SEEK_STOPPED when fn stopped,
+ * YARD_CHATLOG_SEEK_MORE when the entries allowed ran out (w->next says
+ * where in both cases), -errno. */
+static int seg_visit(struct seg_reader *sr, uint64_t lo, uint64_t hi, struct seek_walk *w)
 {
     struct idx_entry blk[1024];
     uint8_t rec[YARD_LOGREC_MAX];
+    int dir = w->dir;
     while (lo < hi) {
         uint64_t k = hi - lo < 1024 ? hi - lo : 1024;
         uint64_t at = dir > 0 ? lo : hi - k; /* the block's first entry */
@@ -1201,16 +1213,24 @@ static int seg_visit(struct seg_reader *sr, uint64_t lo, uint64_t hi, int dir,
         if (got != (long)(k * sizeof blk[0]))
             return got < 0 ? (int)got : -EIO;
         for (uint64_t j = 0; j < k; j++) {
+            uint64_t id = sr->first + at + (dir > 0 ? j : k - 1 - j);
+            if (w->entries_left && (*w->entries_left)-- == 0) {
+                *w->entries_left = 0;
+                w->next = id;
+                return YARD_CHATLOG_SEEK_MORE;
+            }
             const struct idx_entry e = idx_host(blk[dir > 0 ? j : k - 1 - j]);
-            if (!hash_wanted(e.hash, hashes, nhash))
+            if (!hash_wanted(e.hash, w->hashes, w->nhash))
                 continue;
             long n = yard_pread_full(sr->sfd, rec, sizeof rec, e.off);
             yard_logrec_t r;
             if (n <= 0 || yard_logrec_decode(rec, (size_t)n, &r) != YARD_LOGREC_COMPLETE ||
-                r.id != sr->first + at + (dir > 0 ? j : k - 1 - j))
+                r.id != id)
                 return n < 0 ? (int)n : -EBADMSG;
-            if (fn(&r, arg))
-                return 1;
+            if (w->fn(&r, w->arg)) {
+                w->next = dir > 0 ? id + 1 : id - 1;
+                return YARD_CHATLOG_SEEK_STOPPED;
+            }
         }
         if (dir > 0)
             lo += k;
@@ -1220,9 +1240,14 @@ static int seg_visit(struct seg_reader *sr, uint64_t lo, uint64_t hi, int dir,
     return 0;
 }
 
-int yard_chatlog_seek(yard_chatlog_t *log, uint64_t from, int dir, const uint32_t *hashes,
-                      int nhash, int (*fn)(const yard_chatlog_rec_t *r, void *arg), void *arg)
+int yard_chatlog_seek_piece(yard_chatlog_t *log, uint64_t from, int dir, const uint32_t *hashes,
+                            int nhash, uint64_t *entries_left,
+                            int (*fn)(const yard_chatlog_rec_t *r, void *arg), void *arg,
+                            uint64_t *next)
 {
+    struct seek_walk w = {.dir = dir, .hashes = hashes, .nhash = nhash,
+                          .entries_left = entries_left, .fn = fn, .arg = arg};
+    *next = 0;
     lock(log);
     uint64_t next_id = log->sh->next_id;
     unlock(log);
@@ -1249,10 +1274,20 @@ int yard_chatlog_seek(yard_chatlog_t *log, uint64_t from, int dir, const uint32_
             lo = from - sr.first < sr.n ? from - sr.first : sr.n;
         if (dir < 0 && from + 1 - sr.first < sr.n)
             hi = from + 1 - sr.first;
-        rc = seg_visit(&sr, lo, hi, dir, hashes, nhash, fn, arg);
+        rc = seg_visit(&sr, lo, hi, &w);
         seg_close(&sr);
     }
     free(segs);
+    if (rc > 0)
+        *next = w.next;
+    return rc;
+}
+
+int yard_chatlog_seek(yard_chatlog_t *log, uint64_t from, int dir, const uint32_t *hashes,
+                      int nhash, int (*fn)(const yard_chatlog_rec_t *r, void *arg), void *arg)
+{
+    uint64_t next;
+    int rc = yard_chatlog_seek_piece(log, from, dir, hashes, nhash, NULL, fn, arg, &next);
     return rc < 0 ? rc : 0;
 }
 

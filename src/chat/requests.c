@@ -214,10 +214,9 @@ static bool hist_match(const struct yard_chat_history *j, const yard_chatlog_rec
            (!to_guest && !strcmp(sender, j->key) && !strcmp(target, j->me));
 }
 
-static int hist_take(const yard_chatlog_rec_t *r, void *arg)
+/* One record of a walk: 1 when the walk is over (its stop, or enough). */
+static int hist_take_one(struct yard_chat_history *j, const yard_chatlog_rec_t *r)
 {
-    struct yard_chat_history *j = arg;
-    j->read++;
     if (j->stop_id && (j->down ? r->id <= j->stop_id : r->id >= j->stop_id))
         return 1;
     if (!hist_match(j, r))
@@ -250,30 +249,73 @@ static int hist_take(const yard_chatlog_rec_t *r, void *arg)
     return --j->want == 0;
 }
 
-/* Take up to want matching records walking from id from in direction dir,
- * stopping at stop_id (exclusive, 0: none); they end up in id order. */
-static void hist_walk(struct yard_chat_history *j, uint64_t from, int dir, uint64_t stop_id, unsigned want)
+static int hist_target_take_one(struct yard_chat_history *j, const yard_chatlog_rec_t *r);
+
+/* A record read by a walk: taken, and the piece ends once it has read its
+ * share (piece_full: the walk goes on in the next piece). */
+static int hist_take(const yard_chatlog_rec_t *r, void *arg)
 {
-    if (!want || j->rc < 0)
-        return;
+    struct yard_chat_history *j = arg;
+    j->read++;
+    int over = j->sub == YARD_CHAT_HIST_TARGETS ? hist_target_take_one(j, r) : hist_take_one(j, r);
+    if (over)
+        return 1;
+    if (j->read >= YARD_CHAT_HISTORY_PIECE) {
+        j->piece_full = true;
+        return 1;
+    }
+    return 0;
+}
+
+/* The plan's next walk starts (or none is left: j->walk is past them).
+ * One with nothing to take is skipped. */
+static void hist_next_walk(struct yard_chat_history *j)
+{
+    for (j->walk++; j->walk < j->nwalks; j->walk++) {
+        const struct yard_chat_hist_walk *w = &j->walks[j->walk];
+        j->walk_first = j->n;
+        j->want = w->want ? w->want : j->limit > j->n ? j->limit - j->n : 0;
+        if (j->want)
+            return;
+    }
+}
+
+/* The current walk's next piece: up to its want of matching records from
+ * its from in its direction, stopping at its stop_id (exclusive, 0: none).
+ * A walk's records end up in id order once it is over; then the next walk
+ * starts. j->more says whether anything is left for another piece. */
+static void hist_walk_piece(struct yard_chat_history *j)
+{
+    struct yard_chat_hist_walk *w = &j->walks[j->walk];
     char guest_key[YARD_CHAT_CHAN_MAX + 2]; /* the other side, when it was a guest */
     snprintf(guest_key, sizeof guest_key, "~%s", j->key);
     uint32_t h[3] = {yard_chatlog_target_hash(j->key, strlen(j->key)),
                      yard_chatlog_target_hash(j->me, strlen(j->me)),
                      yard_chatlog_target_hash(guest_key, strlen(guest_key))};
-    unsigned first = j->n;
-    j->down = dir < 0;
-    j->stop_id = stop_id;
-    j->want = want;
-    int rc = yard_chatlog_seek(j->store->log, from, dir, h, j->channel ? 1 : 3, hist_take, j);
+    bool targets = j->sub == YARD_CHAT_HIST_TARGETS; /* every record: no hashes */
+    j->down = w->dir < 0;
+    j->stop_id = w->stop_id;
+    j->piece_full = false;
+    uint64_t next = 0;
+    int rc = yard_chatlog_seek_piece(j->store->log, w->from, w->dir, h,
+                                     targets ? 0 : j->channel ? 1 : 3,
+                                     &j->entries_left, hist_take, j, &next);
     if (rc < 0 && j->rc == 0)
         j->rc = rc;
-    if (dir < 0) /* newest first: turn them round */
-        for (unsigned a = first, b = j->n; a + 1 < b; a++, b--) {
+    bool walk_over = j->rc < 0 || rc == 0 || (rc == YARD_CHATLOG_SEEK_STOPPED && !j->piece_full) ||
+                     (w->dir < 0 && next == 0);
+    if (!walk_over) {
+        w->from = next;
+        j->more = true;
+        return;
+    }
+    if (w->dir < 0 && !targets) /* newest first: turn them round */
+        for (unsigned a = j->walk_first, b = j->n; a + 1 < b; a++, b--) {
             size_t t = j->at[a];
             j->at[a] = j->at[b - 1];
             j->at[b - 1] = t;
         }
+    hist_next_walk(j);
 }
 
 /* A reference's id: msgid=N is N; timestamp=T is the first record at or
@@ -292,10 +334,8 @@ static uint64_t hist_id(struct yard_chat_history *j, const struct yard_chat_hist
  * a conversation's first record seen is its latest, and it is listed when
  * that one is before the window's end (one with a later message is not,
  * though it has some in the window). */
-static int hist_target_take(const yard_chatlog_rec_t *r, void *arg)
+static int hist_target_take_one(struct yard_chat_history *j, const yard_chatlog_rec_t *r)
 {
-    struct yard_chat_history *j = arg;
-    j->read++;
     if (r->id < j->low_id)
         return 1;
     yard_chatlog_rec_t g = *r; /* a guest's name without its '~' */
@@ -367,12 +407,23 @@ static void hist_targets_keep(struct yard_chat_history *j)
     j->ntargets = n - from;
 }
 
-static void history_run(void *arg)
+/* A walk of the plan (want 0: what the limit leaves when it starts). */
+static void hist_plan(struct yard_chat_history *j, uint64_t from, int dir, uint64_t stop_id,
+                      unsigned want)
 {
-    struct yard_chat_history *j = arg;
+    j->walks[j->nwalks++] = (struct yard_chat_hist_walk){from, stop_id, dir, want};
+}
+
+/* The walks a request takes, from its references. */
+static void history_start(struct yard_chat_history *j)
+{
     j->rc = 0;
-    j->read = 0;
-    if (j->sub == YARD_CHAT_HIST_TARGETS) { /* the window between the two times, both excluded */
+    j->n = 0;
+    j->recs_len = 0;
+    j->nwalks = j->walk = j->walk_first = 0;
+    uint64_t a, b;
+    switch (j->sub) {
+    case YARD_CHAT_HIST_TARGETS: { /* the window between the two times, both excluded */
         int64_t lo = j->a.ts_ns < j->b.ts_ns ? j->a.ts_ns : j->b.ts_ns,
                 hi = j->a.ts_ns < j->b.ts_ns ? j->b.ts_ns : j->a.ts_ns;
         j->ntargets = j->targets_cap = 0;
@@ -380,45 +431,59 @@ static void history_run(void *arg)
         j->window_end_ns = hi;
         j->low_id = yard_chatlog_id_at(j->store->log, lo + HIST_TIME_STEP_NS);
         uint64_t top = yard_chatlog_id_at(j->store->log, INT64_MAX); /* past the newest */
-        if (top > j->low_id) {
-            int rc = yard_chatlog_seek(j->store->log, top - 1, -1, NULL, 0, hist_target_take, j);
-            if (rc < 0)
-                j->rc = rc;
-        }
-        hist_targets_keep(j);
-        return;
+        if (top > j->low_id)
+            hist_plan(j, top - 1, -1, 0, 1);
+        break;
     }
-    j->n = 0;
-    j->recs_len = 0;
-    uint64_t a, b;
-    switch (j->sub) {
     case YARD_CHAT_HIST_LATEST: /* the newest, after the reference if one is given */
-        hist_walk(j, UINT64_MAX, -1,
+        hist_plan(j, UINT64_MAX, -1,
                   j->a.any ? 0 : j->a.by_time ? hist_id(j, &j->a, true) - 1 : j->a.id, j->limit);
         break;
     case YARD_CHAT_HIST_BEFORE:
         a = hist_id(j, &j->a, false);
         if (a > 1)
-            hist_walk(j, a - 1, -1, 0, j->limit);
+            hist_plan(j, a - 1, -1, 0, j->limit);
         break;
     case YARD_CHAT_HIST_AFTER:
         a = hist_id(j, &j->a, true);
-        hist_walk(j, j->a.by_time ? a : a + 1, 1, 0, j->limit);
+        hist_plan(j, j->a.by_time ? a : a + 1, 1, 0, j->limit);
         break;
     case YARD_CHAT_HIST_AROUND: /* the reference and those before it, then those after */
         a = hist_id(j, &j->a, false);
-        hist_walk(j, a, -1, 0, (j->limit + 1) / 2);
-        hist_walk(j, a + 1, 1, 0, j->limit - j->n);
+        hist_plan(j, a, -1, 0, (j->limit + 1) / 2);
+        hist_plan(j, a + 1, 1, 0, 0);
         break;
     case YARD_CHAT_HIST_BETWEEN: /* both ends excluded */
         a = hist_id(j, &j->a, false);
         b = hist_id(j, &j->b, false);
         if (a < b)
-            hist_walk(j, j->a.by_time ? hist_id(j, &j->a, true) : a + 1, 1, b, j->limit);
+            hist_plan(j, j->a.by_time ? hist_id(j, &j->a, true) : a + 1, 1, b, j->limit);
         else if (a > 1)
-            hist_walk(j, a - 1, -1, j->b.by_time ? hist_id(j, &j->b, true) - 1 : b, j->limit);
+            hist_plan(j, a - 1, -1, j->b.by_time ? hist_id(j, &j->b, true) - 1 : b, j->limit);
         break;
     }
+    j->walk = (unsigned)-1; /* hist_next_walk starts the first */
+    hist_next_walk(j);
+}
+
+/* One piece of a CHATHISTORY: the first plans the walks; each reads up to
+ * a piece's worth and says whether more is to come (j->more). TARGETS'
+ * walk reads every record from the newest down to its window's start (its
+ * want is never used up); its answer is kept from what it saw once over. */
+static void history_run(void *arg)
+{
+    struct yard_chat_history *j = arg;
+    j->read = 0;
+    j->entries_left = YARD_CHAT_HISTORY_PIECE_ENTRIES;
+    j->more = false;
+    if (!j->started) {
+        j->started = true;
+        history_start(j);
+    }
+    while (!j->more && j->walk < j->nwalks && j->rc == 0)
+        hist_walk_piece(j);
+    if (!j->more && j->sub == YARD_CHAT_HIST_TARGETS)
+        hist_targets_keep(j);
 }
 
 /* DIR/klines read or changed; a failure other than a missing mask is the

@@ -35,6 +35,7 @@ struct ch_client {
     bool job_pending;
     void (*job)(void *arg);
     void *job_arg;
+    unsigned long jobs;   /* jobs run for it so far */
     bool watching;
     yard_bus_t *bus;
     uint32_t topic;
@@ -267,6 +268,7 @@ static void settle_jobs(chat_harness_t *h, struct ch_client *c)
 {
     while (c->job_pending) {
         c->job(c->job_arg);
+        c->jobs++;
         c->job_pending = false;
         yard_fx_t fx = fx_for(h, c);
         h->app->job_done(h->state, c->session, c->job_arg, &fx);
@@ -390,6 +392,8 @@ uint64_t ch_next_wake(const chat_harness_t *h)
 }
 
 uint64_t ch_now(const chat_harness_t *h) { return h->now; }
+
+unsigned long ch_jobs(chat_harness_t *h, int id) { return client(h, id)->jobs; }
 
 int64_t ch_wall(const chat_harness_t *h) { return h->wall; }
 

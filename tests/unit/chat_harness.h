@@ -84,6 +84,9 @@ void ch_advance(chat_harness_t *h, uint64_t ns);
 /* The earliest armed timer (0: none). */
 uint64_t ch_next_wake(const chat_harness_t *h);
 uint64_t ch_now(const chat_harness_t *h);
+/* How many jobs the app has run for the client so far (each store request,
+ * each piece of a CHATHISTORY). */
+unsigned long ch_jobs(chat_harness_t *h, int id);
 /* The fake wall clock (fx->wall_ns), ns since 1970. */
 int64_t ch_wall(const chat_harness_t *h);
 /* Has the app closed the client (or has it gone)? Why, if it said. */
