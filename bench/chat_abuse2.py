@@ -15,19 +15,25 @@ binary (run it on two builds to compare):
   address of its own) in #hist repeat `CHATHISTORY TARGETS` over the whole
   log (limit 1000), each as soon as its last answer ended, for --seconds:
   answers served, and the probe's delivery times;
+- who: a channel of --who-members silent guests (600 by default, 15 from
+  each of 40 addresses), and 16 guests from one address in it sending
+  `WHO #big` as fast as they are allowed, for --seconds: first never
+  reading (the server's RSS growth and the probe's delivery times), then
+  reading (the bytes they were sent);
 - quiet: the probe alone, for the machine's own noise;
 - unregistered: 1,024 connections from 40 addresses (127.0.2.x) that never
   log in, then a login from a fresh address: did it get in, how long.
 
 The probe: two accounts in #probe, one sending a timestamped message every
 20 ms, the other timing its arrival. The server runs on CPU 0 (taskset),
-this script on the rest. Standard library only; every loop is bounded in
-count and time; loopback only.
+this script on the rest, unless --no-pin (a shared machine: nothing is
+pinned). Standard library only; every loop is bounded in count and time;
+loopback only.
 
 usage: bench/chat_abuse2.py [--bin build/bin] [--model epoll] [--seconds 5]
                             [--channels 500] [--history-messages 300000]
-                            [--history-guests 16]
-                            [--scenarios quiet,nick,list,history,unregistered]
+                            [--history-guests 16] [--who-members 600] [--no-pin]
+                            [--scenarios quiet,nick,list,who,history,unregistered]
 """
 
 import argparse
@@ -155,10 +161,14 @@ def children(pid):
         return []
 
 
+PIN = True  # the server on CPU 0, this script on the others (--no-pin: neither)
+
+
 class Server:
     def __init__(self, bindir, model, data, flags=()):
-        argv = ["taskset", "-c", "0", str(bindir / "yard-serve"), "--app", "chat", "--model",
-                model, "--listen", "127.0.0.1:0", "--data", str(data), *flags]
+        argv = ["taskset", "-c", "0"] if PIN else []
+        argv += [str(bindir / "yard-serve"), "--app", "chat", "--model",
+                 model, "--listen", "127.0.0.1:0", "--data", str(data), *flags]
         self.err = open(data / "stderr", "wb")
         self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.err)
         line = self.p.stdout.readline().decode()
@@ -359,6 +369,77 @@ def list_(bindir, model, seconds, nchan):
     list_once(bindir, model, seconds, nchan, reading=True)
 
 
+def who_members(port, owner, n):
+    """n guests that never read in #big, 15 from each address 127.0.6.x (under the
+    per-address guest limit); returns their sockets once the owner's WHO counts them."""
+    ms = []
+    for i in range(n):
+        c = Client(port, f"127.0.6.{1 + i // 15}", read=False)
+        c.send(f"NICK m{i}", f"USER m{i} 0 * :m{i}", "JOIN #big")
+        ms.append(c)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        since = len(owner.lines)
+        owner.send("WHO #big")
+        owner.wait(r" 315 owner #big ", since=since)
+        with owner.cond:
+            seen = sum(" 352 owner #big " in ln for ln in owner.lines[since:])
+        if seen >= n + 1:
+            return ms
+        time.sleep(0.5)
+    raise TimeoutError(f"only {seen - 1} of {n} members joined #big")
+
+
+def who_once(bindir, model, seconds, members, reading):
+    """One server: 16 guests in a channel of members send WHO on it, reading or not."""
+    with tempfile.TemporaryDirectory() as tmp:
+        data = make_data(bindir, tmp)
+        srv = Server(bindir, model, data, ["--guests"])
+        try:
+            owner = login(srv.port, "owner")
+            owner.send("JOIN #big")
+            owner.wait(r" 366 owner #big ")
+            ms = who_members(srv.port, owner, members)
+            probe = Probe(srv.port) if not reading else None
+            kids = children(srv.p.pid)
+            rss0 = rss_kib(srv.p.pid, kids)
+            gs = [guest(srv.port, f"w{i}", "127.0.0.3", rcvbuf=None if reading else 4096,
+                        read=reading) for i in range(16)]
+            for g in gs:
+                g.send("JOIN #big")
+            cpu0 = cpu_s(srv.p.pid)
+            if probe:
+                probe.start()
+            stop = time.monotonic() + seconds
+            peak = rss0
+            while time.monotonic() < stop:
+                for g in gs:
+                    g.try_send(*["WHO #big"] * 20)
+                peak = max(peak, rss_kib(srv.p.pid, kids))
+                time.sleep(0.05)
+            cpu = cpu_s(srv.p.pid) - cpu0
+            closed = open(data / "stderr", errors="replace").read().count("send queue exceeded")
+            if reading:
+                got = sum(g.bytes for g in gs)
+                print(f"who ({model}, {members} members, {seconds} s, guests that read): "
+                      f"{got / 1e6:.1f} MB sent to 16 guests, server CPU {cpu:.2f} s")
+            else:
+                lat = probe.finish()
+                print(f"who ({model}, {members} members, {seconds} s, guests that do not read): "
+                      f"server RSS {rss0 / 1024:.1f} -> peak {peak / 1024:.1f} MiB "
+                      f"(+{(peak - rss0) / 1024:.1f}), 'send queue exceeded' {closed}, "
+                      f"server CPU {cpu:.2f} s; {lat}")
+            for c in gs + ms:
+                c.close()
+        finally:
+            srv.stop()
+
+
+def who(bindir, model, seconds, members):
+    who_once(bindir, model, seconds, members, reading=False)
+    who_once(bindir, model, seconds, members, reading=True)
+
+
 def quiet(bindir, model, seconds):
     """The probe alone: what the machine gives it without an attack."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -465,10 +546,18 @@ def main():
     ap.add_argument("--history-messages", type=int, default=300000)
     ap.add_argument("--history-guests", type=int, default=16,
                     help="guests asking CHATHISTORY beside the 8 accounts (default 16)")
+    ap.add_argument("--who-members", type=int, default=600,
+                    help="silent guests in the channel of the who scenario (default 600)")
+    ap.add_argument("--no-pin", action="store_true",
+                    help="pin nothing (a shared machine): the server and this script run "
+                         "where the scheduler puts them")
     ap.add_argument("--scenarios", default="nick,list,unregistered")
     a = ap.parse_args()
     bindir = Path(a.bin).resolve()
-    os.sched_setaffinity(0, {c for c in os.sched_getaffinity(0) if c != 0} or {0})
+    global PIN
+    PIN = not a.no_pin
+    if PIN:
+        os.sched_setaffinity(0, {c for c in os.sched_getaffinity(0) if c != 0} or {0})
     for sc in a.scenarios.split(","):
         if sc == "nick":
             nick(bindir, a.model, a.seconds)
@@ -478,6 +567,8 @@ def main():
             unregistered(bindir, a.model)
         elif sc == "history":
             history(bindir, a.model, a.seconds, a.history_messages, a.history_guests)
+        elif sc == "who":
+            who(bindir, a.model, a.seconds, a.who_members)
         elif sc == "quiet":
             quiet(bindir, a.model, a.seconds)
         else:
