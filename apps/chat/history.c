@@ -56,6 +56,7 @@ void chat_history_go_on(struct chat_app *app, struct session *s, yard_fx_t *fx)
     if (s->state == ST_READY && rate > 0 && s->in.tokens < 1) {
         s->in.hist_paused = true;
         yard_fx_wake_at(fx, fx->now_ns + (uint64_t)((1 - s->in.tokens) * 1e9 / rate));
+        yard_fx_pause_input(fx);
         return;
     }
     yard_fx_scan(fx, yard_chat_store_run, &s->hist);

@@ -274,8 +274,10 @@ size_t chat_data(void *state, void *session, const uint8_t *in, size_t n, yard_f
         return n;
     s->in.heard_ns = fx->now_ns; /* any line is a sign of life (the timer checks lazily) */
     s->in.pinged_ns = 0;
-    if (s->in.hist_paused)
-        return 0; /* a CHATHISTORY's next piece comes first (its timer offers this again) */
+    if (s->in.hist_paused) { /* a CHATHISTORY's next piece comes first (at its timer) */
+        yard_fx_pause_input(fx);
+        return 0;
+    }
     chat_refill(app, s, fx->now_ns);
     double rate = app->set->flood_rate;
     while (used < n && !fx->close && !fx->job && !s->login.pending_fail && s->state != ST_WAIT) {
@@ -319,6 +321,7 @@ size_t chat_data(void *state, void *session, const uint8_t *in, size_t n, yard_f
                 /* Flooding: stop reading this client until a token is due
                  * (a list of targets may have taken the bucket below 0). */
                 yard_fx_wake_at(fx, fx->now_ns + (uint64_t)((1 - s->in.tokens) * 1e9 / rate));
+                yard_fx_pause_input(fx); /* nor read meanwhile: it waits in the kernel */
                 break;
             }
             s->in.tokens -= 1;

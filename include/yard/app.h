@@ -84,6 +84,7 @@ typedef struct yard_fx {
     uint32_t watch_topic;
     uint64_t watch_seen; /* UINT64_MAX: stop watching */
     bool hold_input;     /* the app left input because output is past its hold bound */
+    bool pause_input;    /* the app left input until its timer (yard_fx_pause_input) */
     bool bounds_set;     /* the app set this connection's output bounds: */
     size_t out_hold, out_max;
 } yard_fx_t;
@@ -121,6 +122,12 @@ void yard_fx_out_bounds(yard_fx_t *fx, size_t hold, size_t max);
  * peer is below the hold bound (yard_fx_out_bounds): it is not read
  * meanwhile, and then offered again with nothing new (app->data). */
 void yard_fx_hold_input(yard_fx_t *fx);
+/* The input this call left is to wait for the timer the app armed
+ * (yard_fx_wake_at: a client over its rate): the socket is not read
+ * meanwhile, so the client's further bytes wait in the kernel, not in the
+ * server; when the timer has run, what waits is offered again. Without an
+ * armed timer it has no effect. */
+void yard_fx_pause_input(yard_fx_t *fx);
 /* Output waiting for the peer now: what was queued before this call and
  * what this call sent. An app that answers requests stops taking them
  * while this is past its hold bound (and arms a timer to look again). */

@@ -119,6 +119,7 @@ typedef struct yard_conn {
     char peer[YARD_ADDR_STRLEN];
     yard_addr_t peer_addr; /* len 0 when unknown */
     bool in_held;      /* input waits for the output to drain (yard_fx_hold_input) */
+    bool in_paused;    /* input waits for the app's timer (yard_fx_pause_input) */
     size_t out_hold;   /* the app's bounds on queued output (yard_fx_out_bounds), */
     size_t out_max;    /* 0: YARD_OUT_HIGH_WATER, --max-sendq or YARD_OUT_LIMIT */
     uint64_t wake_at;  /* the app's timer, 0 when none is armed */

@@ -259,6 +259,8 @@ static void conn_apply(yard_conn_t *c, yard_fx_t *fx)
         conn_store(c);
     if (fx->hold_input)
         c->in_held = true;
+    if (fx->pause_input)
+        c->in_paused = true;
     if (fx->bounds_set) {
         c->out_hold = fx->out_hold;
         c->out_max = fx->out_max;
@@ -437,6 +439,7 @@ void yard_conn_on_timer(yard_conn_t *c, yard_scratch_t *s)
         return;
     }
     c->wake_at = 0;
+    c->in_paused = false;
     if (c->failed || !c->srv->app->timer)
         return;
     conn_call(c, s, c->srv->app->timer);
@@ -711,8 +714,11 @@ yard_wait_t yard_conn_next(yard_conn_t *c, yard_scratch_t *s)
     return (yard_wait_t){
         .next = YARD_NEXT_WAIT,
         /* Not while output is backed up past the hold bound: input the
-         * app held back for it waits with the rest (yard_fx_hold_input). */
-        .read = !c->read_eof && !c->closing && !c->sender && conn_queued(c) < conn_hold(c),
+         * app held back for it waits with the rest (yard_fx_hold_input);
+         * nor while the app waits for its timer to take more
+         * (yard_fx_pause_input): the peer's bytes wait in the kernel. */
+        .read = !c->read_eof && !c->closing && !c->sender && conn_queued(c) < conn_hold(c) &&
+                !(c->in_paused && c->wake_at),
         .write = c->out.len > 0,
         .store = c->policy->completion && store_due(c, false),
         .news = c->watch != NULL,

@@ -62,6 +62,8 @@ void yard_fx_out_bounds(yard_fx_t *fx, size_t hold, size_t max)
 
 void yard_fx_hold_input(yard_fx_t *fx) { fx->hold_input = true; }
 
+void yard_fx_pause_input(yard_fx_t *fx) { fx->pause_input = true; }
+
 void yard_fx_offload(yard_fx_t *fx, void (*job)(void *arg), void *arg)
 {
     fx->job = job;

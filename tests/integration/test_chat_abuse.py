@@ -202,6 +202,43 @@ def test_a_list_is_charged_by_its_lines(chat, model):
         c.close()
 
 
+@pytest.mark.models(extra=["fork-pair"])
+def test_a_client_over_its_rate_is_not_read(chat, model):
+    """A client over its flood rate has its lines wait, unread, until it may go on: they
+    wait in the kernel, not in the server. The server went on reading such a client into
+    its input buffer, and closed it past 1 MiB ("request larger than the 1 MiB limit"),
+    where docs/chat.md promises no disconnect. At 1 token a second, a client pushing 400-byte
+    PINGs as fast as its socket takes them now stalls once the kernel's buffers are full
+    (its own send buffer is 64 KiB), well under 1 MiB, and stays connected: its PINGs are
+    answered at its rate."""
+    srv, _ = chat(model, "--flood-rate", "1", "--flood-burst", "2")
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 65536)
+    sock.connect(("127.0.0.1", srv.port))
+    sock.sendall(b"PASS pw-ana\r\nNICK ana\r\nUSER ana 0 * :ana\r\n")
+    assert b" 001 ana " in drain(sock, b" 001 ana ")
+    batch = (b"PING :" + b"p" * 400 + b"\r\n") * 16
+    sent, stalled, deadline = 0, None, time.monotonic() + 30
+    sock.setblocking(False)
+    while sent < 4 << 20 and time.monotonic() < deadline:
+        try:
+            sent += sock.send(batch)
+            stalled = None
+        except BlockingIOError:                      # full: for a whole second is the end
+            stalled = stalled or time.monotonic()
+            if time.monotonic() - stalled > 1.0:
+                break
+            time.sleep(0.01)
+        except OSError:                              # closed by the server
+            break
+    sock.setblocking(True)
+    assert sent < 1 << 20, f"the server took {sent} bytes from a client over its rate"
+    got = drain(sock, b"PONG yard :ppp", timeout=15)
+    assert b"PONG yard :ppp" in got, f"no answer: {got[-300:]!r}"
+    assert "larger than the 1 MiB limit" not in srv.stderr()
+    sock.close()
+
+
 def alive(c, tag="alive") -> bool:
     """Does the connection still answer (PONG), or was it closed (ERROR, or gone)?"""
     try:
