@@ -141,6 +141,14 @@ uint32_t yard_chatlog_target_hash(const char *target, size_t len);
  * returns non-zero to stop. Blocking I/O (a job's). 0, or -errno. */
 int yard_chatlog_seek(yard_chatlog_t *log, uint64_t from, int dir, const uint32_t *hashes,
                       int nhash, int (*fn)(const yard_chatlog_rec_t *r, void *arg), void *arg);
+/* A long read of old data (a piece of a history lookup) runs between
+ * these, one at a time across every thread and process of the server:
+ * however many clients look things up at once, and under whichever model
+ * (a lane of a loop's pool, or the client's own thread or process), they
+ * take one core at most between them, and the rest is left to deliveries.
+ * A holder that dies leaves it free again. */
+void yard_chatlog_scan_begin(yard_chatlog_t *log);
+void yard_chatlog_scan_end(yard_chatlog_t *log);
 /* yard_chatlog_seek in pieces: each index entry looked at (whether its
  * record is read or not) takes one of *entries_left (NULL: no bound). 0
  * when the walk reached its end; YARD_CHATLOG_SEEK_STOPPED when fn stopped

@@ -55,6 +55,7 @@ struct shared {
     unsigned qhead, qlen;
     uint64_t qdropped;
     yard_chatlog_entry_t q[YARD_CHATLOG_DEFER_SLOTS];
+    pthread_mutex_t scan_mu; /* held by the one long read under way (yard_chatlog_scan_begin) */
 };
 
 struct yard_chatlog {
@@ -428,6 +429,7 @@ int yard_chatlog_open(const char *dir, const yard_chatlog_opts_t *o, yard_chatlo
     }
     yard_shm_mutex_init(&log->sh->mu);
     yard_shm_mutex_init(&log->sh->qmu);
+    yard_shm_mutex_init(&log->sh->scan_mu);
     log->wake_fd = eventfd(0, EFD_CLOEXEC);
     if (log->wake_fd < 0) {
         rc = -errno;
@@ -519,6 +521,11 @@ static void lock(yard_chatlog_t *log)
 }
 
 static void unlock(yard_chatlog_t *log) { pthread_mutex_unlock(&log->sh->mu); }
+
+/* Only reads happen under it: a holder that died left nothing half-done. */
+void yard_chatlog_scan_begin(yard_chatlog_t *log) { yard_shm_mutex_lock(&log->sh->scan_mu); }
+
+void yard_chatlog_scan_end(yard_chatlog_t *log) { pthread_mutex_unlock(&log->sh->scan_mu); }
 
 /* Under the lock: the write descriptor on the active segment. */
 static int writer(yard_chatlog_t *log)

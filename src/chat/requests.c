@@ -466,7 +466,8 @@ static void history_start(struct yard_chat_history *j)
     hist_next_walk(j);
 }
 
-/* One piece of a CHATHISTORY: the first plans the walks; each reads up to
+/* One piece of a CHATHISTORY, one piece at a time server-wide
+ * (yard_chatlog_scan_begin): the first plans the walks; each reads up to
  * a piece's worth and says whether more is to come (j->more). TARGETS'
  * walk reads every record from the newest down to its window's start (its
  * want is never used up); its answer is kept from what it saw once over. */
@@ -476,12 +477,14 @@ static void history_run(void *arg)
     j->read = 0;
     j->entries_left = YARD_CHAT_HISTORY_PIECE_ENTRIES;
     j->more = false;
+    yard_chatlog_scan_begin(j->store->log);
     if (!j->started) {
         j->started = true;
         history_start(j);
     }
     while (!j->more && j->walk < j->nwalks && j->rc == 0)
         hist_walk_piece(j);
+    yard_chatlog_scan_end(j->store->log);
     if (!j->more && j->sub == YARD_CHAT_HIST_TARGETS)
         hist_targets_keep(j);
 }
