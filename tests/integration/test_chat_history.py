@@ -4,6 +4,7 @@ chathistory batch; private conversations; members only; the errors; and after a 
 
 import re
 import subprocess
+import time
 
 import pytest
 
@@ -119,6 +120,35 @@ def test_chathistory(chat, model):
     bo.expect(r" 366 bo #h ")
     assert history(bo, "bo", "BEFORE", "#h", f"msgid={m10}", 2)[0] == ["m8 ✨", "m9 ✨"]
     bo.close()
+
+
+@pytest.mark.models(extra=["fork-pair"])
+def test_a_long_history_is_read_at_the_clients_rate(chat, model):
+    """A lookup is read in pieces of 4,096 log records (issue 44), each paid as it ends (a
+    token per 1,000 records), and the next piece waits for the client's next token. At 20
+    tokens a second and 5 at once, a TARGETS over 30,000 messages (8 pieces, 30 tokens)
+    answers no sooner than 1.28 s after it is asked, where it was one job, answered at
+    once; a PING sent right behind it waits for it, and the answer is whole."""
+    first, data = chat(model)  # the accounts, copied into a data directory
+    first.close()
+    r = subprocess.run([CHAT, "log", "generate", "--data", str(data), "--messages", "30000",
+                        "--target", "#g", "--text-bytes", "40"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    srv, _ = chat(model, "--flood-rate", "20", "--flood-burst", "5", data=data)
+    c = login_sasl(srv.port, "ana", "pw-ana", caps=CAPS)
+    c.send("JOIN #g")
+    c.expect(r" 366 ana #g ")
+    t0 = time.monotonic()
+    c.send("CHATHISTORY TARGETS timestamp=2000-01-01T00:00:00.000Z "
+           "timestamp=2100-01-01T00:00:00.000Z 10", "PING :after")
+    ref = c.expect(r"^:yard BATCH \+(\S+) draft/chathistory-targets$", timeout=30).group(1)
+    took = time.monotonic() - t0
+    c.expect(rf"^@batch={ref} :yard CHATHISTORY TARGETS #g ")
+    c.expect(rf"^:yard BATCH -{ref}$")
+    c.expect(r"PONG yard :after$", timeout=30)  # after the answer: lines are matched in order
+    assert took >= 1.0, f"30,000 records read in {took:.2f} s at 20 tokens a second"
+    c.close()
 
 
 def test_isupport_says_chathistory(chat):
