@@ -320,6 +320,41 @@ def nick(bindir, model, seconds):
             srv.stop()
 
 
+def flood(srv, data, prefix, first, line, seconds, reading, what):
+    """16 guests from one address send `first`, then `line` 20 at a time every 50 ms for
+    seconds, reading their answers or not (then with a probe beside them); prints what it
+    cost the server, what before it. Returns the guests."""
+    probe = Probe(srv.port) if not reading else None
+    kids = children(srv.p.pid)
+    rss0 = rss_kib(srv.p.pid, kids)
+    gs = [guest(srv.port, f"{prefix}{i}", "127.0.0.3", rcvbuf=None if reading else 4096,
+                read=reading) for i in range(16)]
+    for g in gs:
+        if first:
+            g.send(*first)
+    cpu0 = cpu_s(srv.p.pid)
+    if probe:
+        probe.start()
+    stop = time.monotonic() + seconds
+    peak = rss0
+    while time.monotonic() < stop:
+        for g in gs:
+            g.try_send(*[line] * 20)
+        peak = max(peak, rss_kib(srv.p.pid, kids))
+        time.sleep(0.05)
+    cpu = cpu_s(srv.p.pid) - cpu0
+    closed = open(data / "stderr", errors="replace").read().count("send queue exceeded")
+    if reading:
+        got = sum(g.bytes for g in gs)
+        print(f"{what}, guests that read): {got / 1e6:.1f} MB sent to 16 guests, "
+              f"server CPU {cpu:.2f} s")
+    else:
+        print(f"{what}, guests that do not read): server RSS {rss0 / 1024:.1f} -> peak "
+              f"{peak / 1024:.1f} MiB (+{(peak - rss0) / 1024:.1f}), 'send queue exceeded' "
+              f"{closed}, server CPU {cpu:.2f} s; {probe.finish()}")
+    return gs
+
+
 def list_once(bindir, model, seconds, nchan, reading):
     """One server: 16 guests sending LIST, reading their answers or not."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -331,33 +366,8 @@ def list_once(bindir, model, seconds, nchan, reading):
             for i in range(0, nchan, 10):
                 owner.send("JOIN " + ",".join(f"#l{j:04d}" for j in range(i, i + 10)))
             owner.wait(rf" 366 owner #l{nchan - 1:04d} ", timeout=120)
-            probe = Probe(srv.port) if not reading else None
-            kids = children(srv.p.pid)
-            rss0 = rss_kib(srv.p.pid, kids)
-            gs = [guest(srv.port, f"g{i}", "127.0.0.3", rcvbuf=None if reading else 4096,
-                        read=reading) for i in range(16)]
-            cpu0 = cpu_s(srv.p.pid)
-            if probe:
-                probe.start()
-            stop = time.monotonic() + seconds
-            peak = rss0
-            while time.monotonic() < stop:
-                for g in gs:
-                    g.try_send(*["LIST"] * 20)
-                peak = max(peak, rss_kib(srv.p.pid, kids))
-                time.sleep(0.05)
-            cpu = cpu_s(srv.p.pid) - cpu0
-            closed = open(data / "stderr", errors="replace").read().count("send queue exceeded")
-            if reading:
-                got = sum(g.bytes for g in gs)
-                print(f"list ({model}, {nchan} channels, {seconds} s, guests that read): "
-                      f"{got / 1e6:.1f} MB sent to 16 guests, server CPU {cpu:.2f} s")
-            else:
-                lat = probe.finish()
-                print(f"list ({model}, {nchan} channels, {seconds} s, guests that do not read): "
-                      f"server RSS {rss0 / 1024:.1f} -> peak {peak / 1024:.1f} MiB "
-                      f"(+{(peak - rss0) / 1024:.1f}), 'send queue exceeded' {closed}, "
-                      f"server CPU {cpu:.2f} s; {lat}")
+            gs = flood(srv, data, "g", [], "LIST", seconds, reading,
+                       f"list ({model}, {nchan} channels, {seconds} s")
             for g in gs:
                 g.close()
         finally:
@@ -413,35 +423,8 @@ def who_once(bindir, model, seconds, members, reading):
             owner.wait(r" 366 owner #big ")
             ms = who_members(srv.port, owner, members)
             settle(srv.p.pid)  # the members' joins relayed to each other before counting
-            probe = Probe(srv.port) if not reading else None
-            kids = children(srv.p.pid)
-            rss0 = rss_kib(srv.p.pid, kids)
-            gs = [guest(srv.port, f"w{i}", "127.0.0.3", rcvbuf=None if reading else 4096,
-                        read=reading) for i in range(16)]
-            for g in gs:
-                g.send("JOIN #big")
-            cpu0 = cpu_s(srv.p.pid)
-            if probe:
-                probe.start()
-            stop = time.monotonic() + seconds
-            peak = rss0
-            while time.monotonic() < stop:
-                for g in gs:
-                    g.try_send(*["WHO #big"] * 20)
-                peak = max(peak, rss_kib(srv.p.pid, kids))
-                time.sleep(0.05)
-            cpu = cpu_s(srv.p.pid) - cpu0
-            closed = open(data / "stderr", errors="replace").read().count("send queue exceeded")
-            if reading:
-                got = sum(g.bytes for g in gs)
-                print(f"who ({model}, {members} members, {seconds} s, guests that read): "
-                      f"{got / 1e6:.1f} MB sent to 16 guests, server CPU {cpu:.2f} s")
-            else:
-                lat = probe.finish()
-                print(f"who ({model}, {members} members, {seconds} s, guests that do not read): "
-                      f"server RSS {rss0 / 1024:.1f} -> peak {peak / 1024:.1f} MiB "
-                      f"(+{(peak - rss0) / 1024:.1f}), 'send queue exceeded' {closed}, "
-                      f"server CPU {cpu:.2f} s; {lat}")
+            gs = flood(srv, data, "w", ["JOIN #big"], "WHO #big", seconds, reading,
+                       f"who ({model}, {members} members, {seconds} s")
             for c in gs + ms:
                 c.close()
         finally:
