@@ -751,10 +751,39 @@ def _verdict_point(exp: dict, groups, metric: str) -> str | None:
     return best
 
 
+# The task runtimes an engineer would pick instead of ours (yard-tasks' peers, issue 13).
+TASK_PEERS = ("openmp", "tbb", "forkjoin")
+ENGINE_MODELS = ("fork", "thread", "epoll", "reactors", "coro", "uring")
+
+
+def alternative_side(alt: str, models: list[str]) -> str | None:
+    """'ours' for the engine's models and their variants (fork-pair, coro-perms, epoll+tls,
+    epoll+fib35) and the Eve programs; 'peer' for what an engineer would pick instead (the
+    peers of docs/peers.md and their variants: node-cluster, go+tls, rust-tokio; OpenMP, TBB,
+    Java's ForkJoin); None for the rest (the context switch's kernel mechanisms, the plain
+    threads baseline)."""
+    head = alt.split("+", 1)[0]
+    if any(head == p or head.startswith(p + "-") for p in (*PEER_FEATURES, *TASK_PEERS)):
+        return "peer"
+    if any(head == m or head.startswith(m + "-") for m in (*models, "eve")):
+        return "ours"
+    return None
+
+
+def _bound_mark(a_bounded: bool, b_bounded: bool) -> str:
+    """The mark of a ratio that says how far A is ahead of B (above 1: A is better) when the
+    generator set a figure: a generator-bound figure is one the server could better (a rate
+    it could raise, a cost or latency it could lower), so A's makes the ratio a lower bound
+    ('>='), B's an upper bound ('<='), both no ranking ('?')."""
+    if a_bounded and b_bounded:
+        return "?"
+    return ">=" if a_bounded else "<=" if b_bounded else ""
+
+
 def verdicts(meta: dict, trials: list[dict]) -> list[dict]:
     """Per experiment: at its verdict point, every alternative's median of the watched metric,
-    the best and the worst, the ratio between them with its CI, and the marks that make the
-    ratio a lower bound or weak."""
+    the best and the worst, the ratio between them with its CI, the marks that make the
+    ratio a lower bound or weak, and our best model against the best peer (issue 43)."""
     groups = _groups(trials)
     flagged = _flagged(trials)
     saturated = {(t["experiment"], t["alternative"], _pkey(t["point"])) for t in trials
@@ -789,13 +818,25 @@ def verdicts(meta: dict, trials: list[dict]) -> list[dict]:
                                "flagged": (name, a, pk) in flagged}
         # A generator-bound figure is a lower bound of the server's rate (an upper bound of
         # its cost): the best one's makes the gap a lower bound, the worst one's an upper one.
-        row["bound"] = ""
-        gen = [a for a in (best, worst) if (name, a, pk) in flagged or (name, a, pk) in saturated]
+        def bounded(a):
+            return (name, a, pk) in flagged or (name, a, pk) in saturated
+
+        row["bound"] = _bound_mark(bounded(best), bounded(worst))
+        gen = [a for a in (best, worst) if bounded(a)]
         if gen:
-            row["bound"] = ("?" if len(gen) == 2 else
-                            ">=" if (gen[0] == best) != lower else "<=")
             row["marks"].append("generator-bound (" + ", ".join(gen) + "): its figure is a "
                                 "bound of what the server can do")
+        # Our best model against the best peer: above 1 when ours is ahead (a rate ours /
+        # the peer's, a cost the peer's / ours).
+        models = [m["name"] for m in meta.get("models") or [] if m.get("name")] or ENGINE_MODELS
+        ours = [a for a in order if alternative_side(a, models) == "ours"]
+        peers = [a for a in order if alternative_side(a, models) == "peer"]
+        if ours and peers:
+            o, pe = ours[0], peers[0]
+            row["ours"], row["peer"] = o, pe
+            row["ours_vs_peer"] = (ratio_ci(vals[pe], vals[o]) if lower
+                                   else ratio_ci(vals[o], vals[pe]))
+            row["ours_vs_peer_bound"] = _bound_mark(bounded(o), bounded(pe))
         row["partial"] = False
         sk = [s["alternative"] for s in meta.get("skipped") or [] if s["experiment"] == name]
         if sk:
@@ -825,6 +866,12 @@ def _ratio_text(r) -> str:
     return f"{r.median:.2f}x [{r.lo:.2f}, {r.hi:.2f}]"
 
 
+def _ours_vs_peer_text(v: dict) -> str:
+    ge = {">=": ">= ", "<=": "<= ", "?": "bound? "}.get(v.get("ours_vs_peer_bound", ""), "")
+    return (f"our best {v['ours']} against the best peer {v['peer']}: "
+            f"{ge}{_ratio_text(v['ours_vs_peer'])}")
+
+
 def verdict_text(v: dict) -> str:
     """One verdict row as a line of text (make bench prints them)."""
     head = f"{v['experiment']}: {v['question']}"
@@ -834,6 +881,8 @@ def verdict_text(v: dict) -> str:
     how = "cost" if v["lower_better"] else "rate"
     s = (f"{head}: best {v['best']}, worst {v['worst']}, {ge}{_ratio_text(v['ratio'])} "
          f"({how}: {v['metric_label']} at {v['point']})")
+    if "ours" in v:
+        s += f"; {_ours_vs_peer_text(v)}"
     if v["marks"]:
         s += "; " + "; ".join(v["marks"])
     return s
@@ -885,6 +934,14 @@ def _bound_text(v: dict) -> str:
     return s
 
 
+def _ours_vs_peer_cell(v: dict) -> str:
+    if "ours" not in v:
+        return "—"
+    ge = {">=": "≥ ", "<=": "≤ ", "?": "? "}.get(v.get("ours_vs_peer_bound", ""), "")
+    return (f"{ge}{html.escape(_ratio_text(v['ours_vs_peer']))}<br><small>"
+            f"{html.escape(v['ours'])} vs {html.escape(v['peer'])}</small>")
+
+
 def verdict_section(meta: dict, trials: list[dict]) -> str:
     vs = verdicts(meta, trials)
     rows = []
@@ -892,7 +949,7 @@ def verdict_section(meta: dict, trials: list[dict]) -> str:
         if "best" not in v:
             rows.append(f"<tr class='verdict-row' data-experiment='{html.escape(v['experiment'])}'>"
                         f"<td>{html.escape(v['question'])}<br><small>{html.escape(v['experiment'])}"
-                        f"</small></td><td colspan='4'>—</td><td>{html.escape('; '.join(v['marks']))}"
+                        f"</small></td><td colspan='5'>—</td><td>{html.escape('; '.join(v['marks']))}"
                         "</td></tr>")
             continue
         ge = {">=": "≥ ", "<=": "≤ ", "?": "? "}.get(v.get("bound", ""), "")
@@ -912,10 +969,12 @@ def verdict_section(meta: dict, trials: list[dict]) -> str:
             f"<td>{html.escape(v['worst'])}<br><small>{v['worst_value'].fmt()}</small></td>"
             f"<td>{ge}{html.escape(_ratio_text(v['ratio']))}<br><small>{ratio_word}</small>"
             f"{trials_txt}</td>"
+            f"<td class='ours-vs-peer'>{_ours_vs_peer_cell(v)}</td>"
             f"<td>{_bound_text(v)}"
             f"{html.escape('; '.join(v['marks']))}</td></tr>")
     table = ("<table class='verdicts'><tr><th>question</th><th>measure, at</th><th>best</th>"
-             "<th>worst</th><th>worst vs best (median ratio [95% CI])</th><th>marks</th></tr>"
+             "<th>worst</th><th>worst vs best (median ratio [95% CI])</th>"
+             "<th>our best model vs the best peer (above 1: ours ahead)</th><th>marks</th></tr>"
              + "".join(rows) + "</table>")
     cols = [v for v in vs if "best" in v]
     heat = ""
@@ -955,7 +1014,10 @@ def verdict_section(meta: dict, trials: list[dict]) -> str:
             "and the ratio of their medians with its 95% bootstrap CI. ≥ marks a lower bound and ≤ an "
             "upper one (the generator, not the server, set a figure: it could not send more); "
             "† a verdict over fewer alternatives or points than the experiment declares "
-            "(skipped here, or the machine too small).</p>"
+            "(skipped here, or the machine too small). Where an experiment has both, our best "
+            "model (the engine's models and their variants, the Eve programs) is set against "
+            "the best peer (Go, Node.js, Erlang, Elixir, Rust; OpenMP, TBB and Java for the "
+            "tasks): above 1 ours is ahead, below 1 the peer is.</p>"
             + heat + table + "</section>")
 
 

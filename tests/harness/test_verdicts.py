@@ -92,6 +92,51 @@ def test_verdict_rows_name_best_worst_ratio_and_marks(tmp_path):
     lines = report.verdict_lines(out, meta)
     assert len(lines) == 3
     assert lines[0].startswith("echo: which model echoes fastest?: best epoll, worst fork, <= ")
+    # Our best model against the best peer (issue 43): above 1 when ours is ahead, a rate as
+    # ours / the peer's (1010 / 808), a cost as the peer's / ours (20 / 10).
+    assert (echo["ours"], echo["peer"]) == ("epoll", "go")
+    assert 1.2 < echo["ours_vs_peer"].median < 1.3 and echo["ours_vs_peer_bound"] == ""
+    assert (rest["ours"], rest["peer"]) == ("epoll", "go")
+    assert 1.95 < rest["ours_vs_peer"].median < 2.05
+    assert "; our best epoll against the best peer go: 1.2" in lines[0]
+    assert "ours" not in vs["empty"]
+
+
+def test_which_alternatives_are_ours_and_which_are_peers():
+    models = ["fork", "thread", "epoll", "reactors", "coro", "uring"]
+    side = {a: report.alternative_side(a, models) for a in (
+        "epoll", "fork-pair", "coro-perms", "epoll+tls", "epoll+fib35", "eve", "eve-printed",
+        "go", "go+tls", "go-papaya", "node-cluster+tls", "rust-tokio", "rust-monoio", "erlang",
+        "elixir", "openmp", "tbb", "forkjoin", "threads", "process-pipe", "ucontext")}
+    assert [a for a, s in side.items() if s == "ours"] == [
+        "epoll", "fork-pair", "coro-perms", "epoll+tls", "epoll+fib35", "eve", "eve-printed"]
+    assert [a for a, s in side.items() if s is None] == ["threads", "process-pipe", "ucontext"]
+
+
+def test_a_generator_bound_figure_bounds_the_ratio_the_same_way_for_rates_and_costs():
+    """A generator-bound figure is one the server could better (a higher rate, a lower cost):
+    the better alternative's makes its lead a lower bound, the other's an upper bound."""
+    assert report._bound_mark(True, False) == ">="
+    assert report._bound_mark(False, True) == "<="
+    assert report._bound_mark(True, True) == "?" and report._bound_mark(False, False) == ""
+
+
+def test_a_peer_ahead_of_every_model_gives_a_ratio_below_1(tmp_path):
+    out = tmp_path / "r"
+    trials = [_trial("rest", a, {"users": 50}, rep, {"latency_p50_us": v * (1 + 0.01 * rep)},
+                     **({"saturated": True} if a == "go" else {}))
+              for rep in range(3) for a, v in (("epoll", 30.0), ("fork", 40.0), ("go", 20.0))]
+    _write(out, trials)
+    meta = {"experiments": [_exp("rest", ["epoll", "fork", "go"], {"users": [50]},
+                                 ["latency_p50_us"])],
+            "models": [{"name": n} for n in ("fork", "epoll")]}
+    v = report.verdicts(meta, report.load_trials(out))[0]
+    assert (v["best"], v["ours"], v["peer"]) == ("go", "epoll", "go")
+    # 20 / 30: the peer is ahead; its figure was generator-bound (its latency could be lower
+    # still), so ours' standing is at most that.
+    assert 0.6 < v["ours_vs_peer"].median < 0.7 and v["ours_vs_peer_bound"] == "<="
+    assert v["bound"] == ">="  # go leads fork by at least 40 / 20
+    assert "; our best epoll against the best peer go: <= 0.6" in report.verdict_text(v)
 
 
 def test_the_report_opens_on_the_verdicts_and_the_heat_map(tmp_path):
