@@ -76,7 +76,7 @@ struct uconn {
 
 typedef struct uring_stats {
     uint64_t turns, enters, sqes, cqes, overflow_turns, enobufs, recv_arms, cancels, accepted,
-        fixed;
+        fixed, news_again;
 } uring_stats_t;
 
 typedef struct uring_loop {
@@ -451,6 +451,8 @@ static void on_conn_cqe(uring_loop_t *l, yard_conn_t *c, int op, int res, unsign
         uc->ops--;
         if (res == (int)sizeof uc->news_val && !uc->dying)
             yard_conn_on_news_read(c, &l->b.scratch);
+        else if (res == -EAGAIN)
+            l->st.news_again++; /* the count was taken first: armed again below */
         else if (res < 0 && res != -ECANCELED && !uc->dying)
             yard_conn_fail(c, "reading the news watch failed", YARD_CLOSE_WARN);
         break;
@@ -638,12 +640,13 @@ static void print_stats(const uring_loop_t *l)
     fprintf(stderr,
             "uring ring %d: turns %llu, io_uring_enter %llu, sqes %llu, cqes %llu, accepted %llu, "
             "receives armed %llu, out of buffers %llu, cancels %llu, cq overflow turns %llu, "
-            "completions lost %u, registered sockets %llu, setup %s\n",
+            "completions lost %u, registered sockets %llu, news reads again %llu, setup %s\n",
             l->id, (unsigned long long)s->turns, (unsigned long long)s->enters,
             (unsigned long long)s->sqes, (unsigned long long)s->cqes,
             (unsigned long long)s->accepted, (unsigned long long)s->recv_arms,
             (unsigned long long)s->enobufs, (unsigned long long)s->cancels,
             (unsigned long long)s->overflow_turns, lost, (unsigned long long)s->fixed,
+            (unsigned long long)s->news_again,
             l->defer_taskrun ? "single_issuer+defer_taskrun" : "plain");
 }
 

@@ -6,6 +6,7 @@ import socket
 import os
 import signal
 import subprocess
+import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 
@@ -406,3 +407,24 @@ def test_a_client_that_does_not_read_is_dropped(chat):
     names = talkers[0].expect(r" 353 \S+ = #q :(.*)$").group(1).split()
     assert "u45" not in names and "u20" in names
     lazy.close()
+
+
+@pytest.mark.models(extra=["fork-pair"])
+def test_a_thousand_paced_lines_all_reach_the_other_member(chat, model):
+    """One member posts 1,000 lines two milliseconds apart; the other gets every one, in
+    order. Under uring, a read of a connection's news watch that found the count already
+    taken (EAGAIN) closed that connection a few hundred lines in (session 19): its member
+    heard nothing more. No flood limit here, so the lines go at the pace they are sent."""
+    srv, _ = chat(model, "--flood-rate", "0")
+    a, b = login_pass(srv.port, "u0", "pw-u0"), login_pass(srv.port, "u1", "pw-u1")
+    for c, nick in ((a, "u0"), (b, "u1")):
+        c.send("JOIN #pace")
+        c.expect(rf" 366 {nick} #pace ")
+    for i in range(1000):
+        a.send(f"PRIVMSG #pace :m{i}")
+        time.sleep(0.002)
+    got = b.collect(r"^:u0!u0@yard PRIVMSG #pace :m(\d+)$", 1000, timeout=60)
+    assert [int(m.group(1)) for m in got] == list(range(1000))
+    assert "news watch" not in srv.stderr()
+    a.close()
+    b.close()
