@@ -6,9 +6,14 @@
  * EXPIRES_S is when it stops applying (Unix seconds; 0: never); SET_S when
  * it was set, BY by whom. Written like DIR/accounts (under its lock, a new
  * file fsynced and renamed over the old, mode 0600), by `yard-chat kline`
- * and by the server's KLINE and UNKLINE (store requests). The server reads
- * the file at each registration, so a ban added or removed by either
- * applies to the next one. */
+ * and by the server's KLINE and UNKLINE (store requests).
+ *
+ * Every change also moves a generation number, DIR/klines.gen (8 bytes, a
+ * counter in the host's byte order, written under the same lock after the
+ * rename). A running server maps that file (yard_klines_gen_map) and keeps
+ * the list in memory: it reads the file again only when the number it
+ * sees has moved, so a ban added or removed by either applies to the next
+ * registration without a read of DIR/klines for each one. */
 #ifndef YARD_CHAT_KLINES_H
 #define YARD_CHAT_KLINES_H
 
@@ -55,5 +60,16 @@ int yard_klines_remove(const char *dir, const char *mask, char *err, size_t errl
 /* Every K-line in the file, expired ones too, in *out (the caller frees
  * it; NULL and 0 when there is no file): 0 or -errno with err. */
 int yard_klines_load(const char *dir, yard_kline_t **out, size_t *n, char *err, size_t errlen);
+
+/* DIR/klines.gen mapped shared and read-only into *gen (made, as 0, when
+ * missing): 0, or -errno with err naming the file. Unmap it with
+ * yard_klines_gen_unmap. */
+int yard_klines_gen_map(const char *dir, const uint64_t **gen, char *err, size_t errlen);
+void yard_klines_gen_unmap(const uint64_t *gen);
+/* The generation now, from a mapping (no I/O). */
+static inline uint64_t yard_klines_gen(const uint64_t *gen)
+{
+    return __atomic_load_n(gen, __ATOMIC_ACQUIRE);
+}
 
 #endif

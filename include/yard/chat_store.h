@@ -86,6 +86,10 @@ void yard_chat_store_close(yard_chat_store_t *st);
 /* The log, for the functions that need no I/O (the header's list). */
 yard_chatlog_t *yard_chat_store_log(yard_chat_store_t *st);
 const char *yard_chat_store_motd(const yard_chat_store_t *st);
+/* DIR/klines.gen's number now (yard/chat_klines.h), read from its mapping
+ * without I/O: when it has moved since a K-line request read it (gen
+ * below), the K-lines changed. */
+uint64_t yard_chat_store_klines_gen(const yard_chat_store_t *st);
 
 /* A record's sender as the chat writes it: an account's name ("alice"),
  * an account's name and the nick its connection had when the two differ
@@ -273,9 +277,10 @@ struct yard_chat_history {
     unsigned want;
 };
 
-/* The K-lines (yard/chat_klines.h): load them all (for a registration's
- * check; the asker matches them and frees list), or add k, or remove the
- * one with k.mask. */
+/* The K-lines (yard/chat_klines.h): load them all, or add k, or remove
+ * the one with k.mask and then load them all; the asker frees list. gen is
+ * DIR/klines.gen's number read before the list was (the list is at least
+ * as new as it). */
 enum { YARD_CHAT_KLINE_LOAD, YARD_CHAT_KLINE_ADD, YARD_CHAT_KLINE_DEL };
 struct yard_chat_kline {
     enum yard_chat_op op;
@@ -286,6 +291,8 @@ struct yard_chat_kline {
     int rc; /* 0, or -errno (-ENOENT: DEL of a mask without a K-line) */
     yard_kline_t *list;
     size_t n;
+    bool listed; /* list is the file's (false: it could not be read) */
+    uint64_t gen;
 };
 
 #endif

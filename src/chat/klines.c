@@ -3,16 +3,85 @@
 #include "yard/chat_klines.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "files.h"
 #include "yard/chat_store.h"
+#include "yard/shm.h"
 
 #define KLINES_FILE "klines"
+#define KLINES_GEN_FILE "klines.gen"
+#define KLINES_GEN_BYTES sizeof(uint64_t)
+
+/* DIR/klines.gen opened for reading and writing, made 8 zero bytes long
+ * when it is shorter: a descriptor, or -errno with err. */
+static int gen_open(const char *dir, char *err, size_t errlen)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/" KLINES_GEN_FILE, dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    struct stat st;
+    int e = fd < 0 || fstat(fd, &st) < 0 ? errno : 0;
+    if (!e && st.st_size < (off_t)KLINES_GEN_BYTES && ftruncate(fd, KLINES_GEN_BYTES) < 0)
+        e = errno;
+    if (e) {
+        snprintf(err, errlen, "%.4000s: %s", path, strerror(e));
+        if (fd >= 0)
+            close(fd);
+        return -e;
+    }
+    return fd;
+}
+
+int yard_klines_gen_map(const char *dir, const uint64_t **gen, char *err, size_t errlen)
+{
+    *gen = NULL;
+    int fd = gen_open(dir, err, errlen);
+    if (fd < 0)
+        return fd;
+    void *p = mmap(NULL, KLINES_GEN_BYTES, PROT_READ, MAP_SHARED, fd, 0);
+    int e = p == MAP_FAILED ? errno : 0;
+    close(fd);
+    if (e) {
+        snprintf(err, errlen, "%.4000s/" KLINES_GEN_FILE ": mmap: %s", dir, strerror(e));
+        return -e;
+    }
+    *gen = p;
+    return 0;
+}
+
+void yard_klines_gen_unmap(const uint64_t *gen)
+{
+    if (gen)
+        munmap((void *)gen, KLINES_GEN_BYTES);
+}
+
+/* One more change (under the directory's lock): DIR/klines.gen's counter
+ * moves on, which servers that map the file see at once. 0 or -errno. */
+static int gen_bump(const char *dir, char *err, size_t errlen)
+{
+    int fd = gen_open(dir, err, errlen);
+    if (fd < 0)
+        return fd;
+    uint64_t gen = 0;
+    long got = yard_pread_full(fd, &gen, sizeof gen, 0);
+    int e = got < 0 ? (int)-got : 0;
+    gen++;
+    errno = 0;
+    if (!e && pwrite(fd, &gen, sizeof gen, 0) != (ssize_t)sizeof gen)
+        e = errno ? errno : EIO;
+    close(fd);
+    if (e)
+        snprintf(err, errlen, "%.4000s/" KLINES_GEN_FILE ": %s", dir, strerror(e));
+    return -e;
+}
 
 static bool mask_chars_ok(const char *m)
 {
@@ -159,6 +228,8 @@ static int klines_change(const char *dir, const yard_kline_t *k, const char *mas
             rc = yard_chat_file_replace(dir, KLINES_FILE, kline_lines, all, n + 1, err, errlen);
         }
     }
+    if (rc == 0)
+        rc = gen_bump(dir, err, errlen);
     free(all);
     close(lock);
     return rc;

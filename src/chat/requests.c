@@ -489,22 +489,29 @@ static void history_run(void *arg)
         hist_targets_keep(j);
 }
 
-/* DIR/klines read or changed; a failure other than a missing mask is the
- * server's to log. */
+/* DIR/klines changed, then read (with the generation it is at least);
+ * a failure other than a missing mask is the server's to log. */
 static void kline_run(struct yard_chat_kline *j)
 {
     char err[256];
     const char *dir = j->store->dir;
     j->list = NULL;
     j->n = 0;
-    if (j->sub == YARD_CHAT_KLINE_LOAD)
-        j->rc = yard_klines_load(dir, &j->list, &j->n, err, sizeof err);
-    else if (j->sub == YARD_CHAT_KLINE_ADD)
+    j->rc = 0;
+    if (j->sub == YARD_CHAT_KLINE_ADD)
         j->rc = yard_klines_add(dir, &j->k, err, sizeof err);
-    else
+    else if (j->sub == YARD_CHAT_KLINE_DEL)
         j->rc = yard_klines_remove(dir, j->k.mask, err, sizeof err);
     if (j->rc < 0 && j->rc != -ENOENT)
         yard_log_err("chat: %s", err);
+    j->gen = yard_chat_store_klines_gen(j->store);
+    int rc = yard_klines_load(dir, &j->list, &j->n, err, sizeof err);
+    j->listed = rc == 0;
+    if (rc < 0) {
+        yard_log_err("chat: %s", err);
+        if (j->sub == YARD_CHAT_KLINE_LOAD)
+            j->rc = rc;
+    }
 }
 
 void yard_chat_store_run(void *req)

@@ -86,6 +86,9 @@ int yard_chat_store_open(const char *dir, yard_chat_store_opts_t *o, yard_chat_s
         rc = -ENOSYS;
         goto fail;
     }
+    rc = yard_klines_gen_map(dir, &st->klines_gen, err, errlen);
+    if (rc < 0)
+        goto fail;
     char path[4200];
     snprintf(path, sizeof path, "%s/motd", dir);
     yard_read_text_file(path, st->motd, sizeof st->motd);
@@ -109,6 +112,7 @@ void yard_chat_store_close(yard_chat_store_t *st)
     }
     for (unsigned i = 0; i < st->ntables; i++)
         yard_table_file_close(&st->tables[i]);
+    yard_klines_gen_unmap(st->klines_gen);
     free(st);
 }
 
@@ -126,4 +130,9 @@ yard_chatlog_t *yard_chat_store_log(yard_chat_store_t *st)
 const char *yard_chat_store_motd(const yard_chat_store_t *st)
 {
     return st->motd;
+}
+
+uint64_t yard_chat_store_klines_gen(const yard_chat_store_t *st)
+{
+    return yard_klines_gen(st->klines_gen);
 }

@@ -14,6 +14,7 @@ struct yard_chat_store {
     bool sync_tables; /* --fsync always: the tables are pushed along with each post */
     char dummy_template[YARD_BCRYPT_LEN + 1];
     char motd[2048];
+    const uint64_t *klines_gen; /* DIR/klines.gen, mapped (yard_klines_gen_map) */
 };
 
 /* Push the tables' changes towards the disk (msync, not waiting). */

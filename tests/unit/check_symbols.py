@@ -49,6 +49,7 @@ ENGINE_FOR_APPS = re.compile(
 # needs no I/O (the log's tail in shared memory, deferred records, names).
 STORE_FOR_APPS = {
     "yard_chat_store_run", "yard_chat_store_log", "yard_chat_store_motd",
+    "yard_chat_store_klines_gen",
     "yard_chatlog_read_tail", "yard_chatlog_take", "yard_chatlog_cursor_end",
     "yard_chatlog_cursor_at", "yard_chatlog_defer", "yard_chatlog_last_id",
     "yard_chatlog_target_hash", "yard_chatlog_opts_default",
