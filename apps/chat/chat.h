@@ -91,6 +91,7 @@ struct chat_app {
     yard_chat_store_t *store; /* everything kept in files (yard/chat_store.h) */
     yard_chatlog_t *log;      /* the store's log, for its tail in shared memory */
     chat_guard_t *guard;
+    struct chat_klines *klines; /* the K-lines in force, copied (kline.c) */
     /* The server's name in 002, 004, PONG, TIME, VERSION, WHO, WHOIS and
      * WHOWAS (--server-name, or the host name). */
     char server_name[CHAT_SERVER_NAME_MAX + 1];

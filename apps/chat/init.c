@@ -9,6 +9,7 @@
 
 #include "../apps.h"
 #include "commands.h"
+#include "kline.h"
 #include "register.h"
 #include "relay.h"
 #include "session.h"
@@ -100,6 +101,8 @@ static int chat_init(void **state, const yard_config_t *cfg, const void *setting
         yard_log_warn("chat: %s", warn);
     chat_state_attach(app->cs, tables);
     app->log = yard_chat_store_log(app->store);
+    if (chat_klines_init(app, shm, err, errlen) < 0)
+        return -1;
     yard_bus_publish(app->bus, 0, yard_chatlog_last_id(app->log));
     if (chat_server_name_init(app, set->server_name, err, errlen) < 0)
         return -1;

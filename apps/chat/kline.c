@@ -1,5 +1,6 @@
 /* Operator bans: K-lines (kline.h). */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,90 @@
 #define KLINE_KILLS_AT_ONCE 32 /* kill records deferred in one go */
 
 static int64_t wall_s(const yard_fx_t *fx) { return fx->wall_ns / (int64_t)YARD_NS_PER_S; }
+
+/* The K-lines in force, a copy of DIR/klines in the shared region (so
+ * that every process of every model sees the same one), read by each
+ * registration's check without I/O. It is replaced by every K-line
+ * request's answer (the file read after the change, or alone), and is
+ * stale when DIR/klines.gen has moved past the generation it was read at
+ * (`yard-chat kline` changed the file, or another server on the same
+ * directory did): the next check then reloads it with a job. */
+struct chat_klines {
+    pthread_mutex_t mu;
+    bool loaded;
+    uint64_t gen; /* DIR/klines.gen's number when list was read */
+    unsigned n;
+    yard_kline_t list[YARD_KLINES_MAX];
+};
+
+/* A request's list, if the file was read, replaces the copy, unless the
+ * copy is newer (two answers can come back out of order). */
+static void klines_install(struct chat_app *app, const struct yard_chat_kline *j)
+{
+    struct chat_klines *kl = app->klines;
+    if (!j->listed)
+        return;
+    yard_shm_mutex_lock(&kl->mu);
+    if (!kl->loaded || j->gen >= kl->gen) {
+        kl->n = j->n < YARD_KLINES_MAX ? (unsigned)j->n : YARD_KLINES_MAX;
+        if (kl->n)
+            memcpy(kl->list, j->list, kl->n * sizeof *kl->list);
+        kl->gen = j->gen;
+        kl->loaded = true;
+    }
+    pthread_mutex_unlock(&kl->mu);
+}
+
+/* Is the copy the file's as it is now? */
+static bool klines_current(struct chat_app *app)
+{
+    struct chat_klines *kl = app->klines;
+    uint64_t now = yard_chat_store_klines_gen(app->store);
+    yard_shm_mutex_lock(&kl->mu);
+    bool current = kl->loaded && kl->gen == now;
+    pthread_mutex_unlock(&kl->mu);
+    return current;
+}
+
+/* The K-line of the copy that applies to who at now_s, into out; false
+ * when none does. */
+static bool klines_matching(struct chat_app *app, const struct chat_mask_subject *who,
+                            int64_t now_s, yard_kline_t *out)
+{
+    struct chat_klines *kl = app->klines;
+    bool hit = false;
+    yard_shm_mutex_lock(&kl->mu);
+    for (unsigned i = 0; i < kl->n && !hit; i++) {
+        const yard_kline_t *k = &kl->list[i];
+        if ((!k->expires_s || k->expires_s > now_s) && chat_mask_matches(k->mask, who)) {
+            *out = *k;
+            hit = true;
+        }
+    }
+    pthread_mutex_unlock(&kl->mu);
+    return hit;
+}
+
+int chat_klines_init(struct chat_app *app, yard_shm_t *shm, char *err, size_t errlen)
+{
+    app->klines = yard_shm_alloc(shm, sizeof *app->klines);
+    if (!app->klines) {
+        snprintf(err, errlen, "shared region too small");
+        return -1;
+    }
+    int rc = yard_shm_mutex_init(&app->klines->mu);
+    if (rc < 0) {
+        snprintf(err, errlen, "the K-lines' mutex: %s", strerror(-rc));
+        return -1;
+    }
+    /* Loaded at start, before any fork: the store's request, run here. */
+    struct yard_chat_kline j = {.op = YARD_CHAT_KLINE, .store = app->store,
+                                .sub = YARD_CHAT_KLINE_LOAD};
+    yard_chat_store_run(&j);
+    klines_install(app, &j);
+    free(j.list);
+    return 0;
+}
 
 /* A K-line's job for this connection (one at a time, as every job). */
 static bool kline_job(struct chat_app *app, struct session *s, yard_fx_t *fx, int sub,
@@ -36,28 +121,6 @@ static bool kline_job(struct chat_app *app, struct session *s, yard_fx_t *fx, in
     return true;
 }
 
-bool chat_kline_checking(struct chat_app *app, struct session *s, yard_fx_t *fx)
-{
-    if (s->reg.kline_checked)
-        return false;
-    if (s->kline)
-        return true;
-    if (!kline_job(app, s, fx, YARD_CHAT_KLINE_LOAD, NULL))
-        s->reg.kline_checked = true; /* nothing to check with: let it in, as an unreadable file does */
-    return !s->reg.kline_checked;
-}
-
-/* The K-line among list that applies to who at now_s, or NULL. */
-static const yard_kline_t *kline_matching(const yard_kline_t *list, size_t n,
-                                          const struct chat_mask_subject *who, int64_t now_s)
-{
-    for (size_t i = 0; i < n; i++)
-        if ((!list[i].expires_s || list[i].expires_s > now_s) &&
-            chat_mask_matches(list[i].mask, who))
-            return &list[i];
-    return NULL;
-}
-
 /* A K-line applies: 465, and closed (its channels hear it as the quit's
  * reason). */
 static void refuse(struct session *s, yard_fx_t *fx, const yard_kline_t *k)
@@ -68,37 +131,62 @@ static void refuse(struct session *s, yard_fx_t *fx, const yard_kline_t *k)
     yard_fx_close(fx, NULL);
 }
 
-/* The registration's check: 465 and closed, or on with the registration. */
-static void registration_checked(struct chat_app *app, struct session *s,
-                                 const struct yard_chat_kline *j, yard_fx_t *fx)
+/* Registering: does a K-line of the copy apply (then 465 and closed)? */
+static bool registration_refused(struct chat_app *app, struct session *s, yard_fx_t *fx)
 {
     /* An account's name, or the guest's nick to be (its member slot is not taken yet). */
     bool account = s->reg.sasl_done;
     struct chat_mask_subject who = {.nick = account ? s->account : s->reg.nick, .user = s->user,
                                     .addr = &s->login.addr, .guest = !account};
-    const yard_kline_t *k = j->rc < 0 ? NULL : kline_matching(j->list, j->n, &who, wall_s(fx));
-    if (k) {
-        refuse(s, fx, k);
+    yard_kline_t k;
+    if (!klines_matching(app, &who, wall_s(fx), &k))
+        return false;
+    refuse(s, fx, &k);
+    return true;
+}
+
+bool chat_kline_checking(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    if (s->reg.kline_checked)
+        return false;
+    if (s->kline)
+        return true;
+    /* The copy is stale: reload it first (a job, whose answer comes back
+     * to registration_checked). Without memory for a job, the stale copy
+     * decides. */
+    if (!klines_current(app) && kline_job(app, s, fx, YARD_CHAT_KLINE_LOAD, NULL))
+        return true;
+    if (registration_refused(app, s, fx))
+        return true;
+    s->reg.kline_checked = true;
+    return false;
+}
+
+/* The copy reloaded for a registration: 465 and closed, or on with it. */
+static void registration_checked(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    if (registration_refused(app, s, fx))
         return;
-    }
     s->reg.kline_checked = true;
     chat_try_register(app, s, fx);
 }
 
-void chat_kline_recheck(struct chat_app *app, struct session *s, yard_fx_t *fx)
-{
-    s->kline_recheck = kline_job(app, s, fx, YARD_CHAT_KLINE_LOAD, NULL);
-}
-
 /* A guest that logged in: as the account now, is it K-lined? */
-static void recheck_done(struct session *s, const struct yard_chat_kline *j, yard_fx_t *fx)
+static void recheck(struct chat_app *app, struct session *s, yard_fx_t *fx)
 {
-    s->kline_recheck = false;
     struct chat_mask_subject who;
     chat_mask_subject_of(s, &who);
-    const yard_kline_t *k = j->rc < 0 ? NULL : kline_matching(j->list, j->n, &who, wall_s(fx));
-    if (k)
-        refuse(s, fx, k);
+    yard_kline_t k;
+    if (klines_matching(app, &who, wall_s(fx), &k))
+        refuse(s, fx, &k);
+}
+
+void chat_kline_recheck(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    if (klines_current(app))
+        recheck(app, s, fx);
+    else
+        s->kline_recheck = kline_job(app, s, fx, YARD_CHAT_KLINE_LOAD, NULL);
 }
 
 /* STATS k: each K-line in force, 216 MASK EXPIRES BY :REASON, then 219. */
@@ -158,10 +246,12 @@ void chat_kline_done(struct chat_app *app, struct session *s, struct yard_chat_k
                      yard_fx_t *fx)
 {
     s->kline = NULL;
+    klines_install(app, j);
     if (j->sub == YARD_CHAT_KLINE_LOAD && s->state != ST_READY) {
-        registration_checked(app, s, j, fx);
+        registration_checked(app, s, fx);
     } else if (j->sub == YARD_CHAT_KLINE_LOAD && s->kline_recheck) {
-        recheck_done(s, j, fx);
+        s->kline_recheck = false;
+        recheck(app, s, fx);
     } else if (j->sub == YARD_CHAT_KLINE_LOAD) {
         stats_listed(s, j, fx);
     } else if (j->rc == -ENOENT) {

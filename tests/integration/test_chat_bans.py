@@ -3,7 +3,7 @@ account extban $a: keep their targets out (474) and silent (404), are listed wit
 and are kept in DIR/bans across a restart. K-lines: `yard-chat kline` and an operator's
 KLINE keep an account or a mask from registering (465), close the connections a new one
 matches (no other account's), an expired one no longer applies, and they are kept in
-DIR/klines across a restart."""
+DIR/klines across a restart; the tool's changes apply to a running server."""
 
 import subprocess
 
@@ -115,3 +115,21 @@ def test_klines_at_registration_and_across_a_restart(chat, model):
     assert r.returncode == 1 and "no K-line for $a:cy" in r.stderr
     assert kline("add", "a b", "--data", data).returncode == 2
     login_pass(srv2.port, "cy", "pw-cy").close()
+
+
+@pytest.mark.models()
+def test_kline_by_the_admin_applies_while_the_server_runs(chat, model):
+    """The server keeps the K-lines in shared memory and reloads them when DIR/klines.gen
+    moves: `yard-chat kline add` and `del` made while it runs apply to the next
+    registration, whichever process (fork, reactors --procs) takes it."""
+    srv, data = chat(model)
+    dee = login_pass(srv.port, "dee", "pw-dee")
+    assert kline("add", "dee", "--reason", "by hand", "--data", data).returncode == 0
+    for _ in range(3):
+        refused(srv.port, "dee", "by hand")
+    dee.send("PING :still")          # the tool's K-line closes nobody already connected
+    dee.expect(r"PONG \S+ :still$")
+    assert kline("del", "dee", "--data", data).returncode == 0
+    for _ in range(3):
+        login_pass(srv.port, "dee", "pw-dee").close()
+    dee.close()

@@ -54,6 +54,7 @@ struct chat_harness {
     int64_t wall;
     yard_addr_t peer;
     struct ch_client c[CH_CLIENTS_MAX];
+    unsigned store_jobs[CH_STORE_OPS]; /* the store's requests run, by op */
 };
 
 static void die(const char *what)
@@ -182,6 +183,11 @@ void ch_oper(chat_harness_t *h, const char *name, const char *password)
 
 const char *ch_data_dir(const chat_harness_t *h) { return h->dir; }
 
+unsigned ch_store_jobs(const chat_harness_t *h, int op)
+{
+    return op >= 0 && op < CH_STORE_OPS ? h->store_jobs[op] : 0;
+}
+
 static struct ch_client *client(chat_harness_t *h, int id)
 {
     if (id < 0 || id >= CH_CLIENTS_MAX || !h->c[id].used)
@@ -232,6 +238,11 @@ static void apply(chat_harness_t *h, struct ch_client *c, yard_fx_t *fx)
         c->job_pending = true;
         c->job = fx->job;
         c->job_arg = fx->job_arg;
+        if (fx->job == yard_chat_store_run) {
+            enum yard_chat_op op = *(const enum yard_chat_op *)fx->job_arg;
+            if ((unsigned)op < CH_STORE_OPS)
+                h->store_jobs[op]++;
+        }
     }
 }
 

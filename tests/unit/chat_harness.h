@@ -69,6 +69,10 @@ void ch_account(chat_harness_t *h, const char *name, const char *password);
 /* A server operator, made the way `yard-chat oper add` makes one (cost 4). */
 void ch_oper(chat_harness_t *h, const char *name, const char *password);
 const char *ch_data_dir(const chat_harness_t *h);
+/* How many of the store's requests of this op (enum yard_chat_op) the app
+ * has handed the engine as jobs since the start. */
+#define CH_STORE_OPS 16
+unsigned ch_store_jobs(const chat_harness_t *h, int op);
 
 /* A new client (app->open); its id. */
 int ch_connect(chat_harness_t *h);

@@ -12,6 +12,7 @@
 #include "chat_harness.h"
 #include "test.h"
 #include "yard/chat_klines.h"
+#include "yard/chat_store.h"
 
 #define S ":yard "
 
@@ -219,6 +220,64 @@ static void test_kline_mask_expires(void)
     ch_stop(h);
 }
 
+#define KLINE_JOBS(h) ch_store_jobs((h), YARD_CHAT_KLINE)
+
+/* Registration checks a copy in memory: a K-line in the file at the start
+ * applies with no job; so does an operator's, once its KLINE is done. */
+static void test_kline_copy_without_jobs(void)
+{
+    const char *flags[] = {"guests", NULL};
+    const char *files[] = {"klines", "$a:bob 0 5 admin :from the file\n", NULL};
+    chat_harness_t *h = ch_start_files(flags, files);
+    ch_account(h, "bob", "pw-bob");
+    ch_account(h, "carol", "pw-carol");
+    ch_oper(h, "root", "pw-root");
+    expect_klined_login(h, "from the file");
+    int c = ch_login(h, "carol", "pw-carol", NULL);
+    int g = ch_connect(h);
+    ch_feed(h, g, "NICK gus\r\nUSER u 0 * :G\r\n");
+    CH_SKIP_TO(h, g, S "001 gus ");
+    ASSERT_EQ(KLINE_JOBS(h), 0);
+    become_oper(h, c);
+    ch_feed(h, c, "KLINE spam*!*@* :go\r\n");
+    CH_EXPECT_PREFIX(h, c, S "NOTICE carol :Added a K-line for spam*!*@* ");
+    ASSERT_EQ(KLINE_JOBS(h), 1);
+    int g2 = ch_connect(h);
+    ch_feed(h, g2, "NICK spammer\r\nUSER u 0 * :S\r\n");
+    CH_EXPECT(h, g2, S "465 spammer :You are banned from this server (K-lined: go)");
+    ASSERT(ch_closed(h, g2));
+    ASSERT_EQ(KLINE_JOBS(h), 1);
+    ch_stop(h);
+}
+
+/* `yard-chat kline add|del` (the store's functions, which the tool calls)
+ * while the server runs: the next registration sees the change, reloading
+ * the copy once; the ones after it need no job again. */
+static void test_kline_by_the_admin_while_running(void)
+{
+    const char *flags[] = {"guests", NULL};
+    chat_harness_t *h = ch_start(flags);
+    ch_account(h, "bob", "pw-bob");
+    int b = ch_login(h, "bob", "pw-bob", NULL);
+    ASSERT_EQ(KLINE_JOBS(h), 0);
+    char err[256];
+    yard_kline_t k = {.mask = "$a:bob", .by = "admin", .reason = "by hand"};
+    ASSERT_EQ(yard_klines_add(ch_data_dir(h), &k, err, sizeof err), 0);
+    expect_klined_login(h, "by hand");
+    ASSERT_EQ(KLINE_JOBS(h), 1);
+    expect_klined_login(h, "by hand");
+    ASSERT_EQ(KLINE_JOBS(h), 1);
+    ASSERT(!ch_closed(h, b)); /* the tool's K-line closes nobody already connected */
+    ASSERT_EQ(yard_klines_remove(ch_data_dir(h), "$a:bob", err, sizeof err), 0);
+    int b2 = ch_login(h, "bob", "pw-bob", NULL);
+    ASSERT(!ch_closed(h, b2));
+    ASSERT_EQ(KLINE_JOBS(h), 2);
+    int b3 = ch_login(h, "bob", "pw-bob", NULL);
+    ASSERT(!ch_closed(h, b3));
+    ASSERT_EQ(KLINE_JOBS(h), 2);
+    ch_stop(h);
+}
+
 int main(int argc, char **argv)
 {
     static const struct test_case cases[] = {
@@ -226,6 +285,8 @@ int main(int argc, char **argv)
         {"kline_needs_an_operator", test_kline_needs_an_operator},
         {"kline_account", test_kline_account},
         {"kline_mask_expires", test_kline_mask_expires},
+        {"kline_copy_without_jobs", test_kline_copy_without_jobs},
+        {"kline_by_the_admin_while_running", test_kline_by_the_admin_while_running},
         {NULL, NULL},
     };
     return test_main(argc, argv, cases);
