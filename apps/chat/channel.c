@@ -362,14 +362,16 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
     else
         chat_sendf(fx, ":%s!%s@" SERVER " JOIN %s", s->nick, s->nick, shown);
     topic_reply(app, s, fx, shown, key, false);
-    names(app, s, fx, c, shown);
-    if ((s->caps & CAP_AWAY_NOTIFY) && __atomic_load_n(&app->cs->away, __ATOMIC_RELAXED))
-        chat_away_of_members(app, s, fx, c);
+    names_list(app, s, fx, c, shown);
+    /* The read-marker draft wants the channel's marker before 366. */
     if (s->caps & CAP_READ_MARKER) { /* a guest's too: its connection's */
         char mark[80];
         chat_marker_text(app, s, key, mark, sizeof mark);
         chat_sendf(fx, ":" SERVER " MARKREAD %s %s", shown, mark);
     }
+    chat_numeric(fx, s, 366, "%s :End of /NAMES list.", shown);
+    if ((s->caps & CAP_AWAY_NOTIFY) && __atomic_load_n(&app->cs->away, __ATOMIC_RELAXED))
+        chat_away_of_members(app, s, fx, c);
     if (s->guest) /* no account: no position to replay from */
         return;
     replay_start(app, s, fx, shown, key);

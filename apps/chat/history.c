@@ -190,7 +190,12 @@ static bool hist_parse_ref(const char *t, bool star, struct yard_chat_hist_ref *
  * are its connection's (it has no other), answered at once. */
 void chat_cmd_markread(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
-    const char *target = m->n ? m->params[0] : "";
+    if (!m->n) {
+        chat_sendf(fx, ":" SERVER " FAIL MARKREAD NEED_MORE_PARAMS :Give a channel or nick, and "
+                       "optionally timestamp=YYYY-MM-DDThh:mm:ss.sssZ");
+        return;
+    }
+    const char *target = m->params[0];
     size_t tn = strlen(target);
     bool chan = target[0] == '#' || target[0] == '&';
     if (!tn || tn > CHAT_CHAN_MAX || (chan ? !chat_valid_channel(target)

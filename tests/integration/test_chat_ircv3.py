@@ -116,8 +116,9 @@ def test_read_marker(chat, model):
     phone, desk = (login_sasl(srv.port, "ana", "pw-ana", caps=caps) for _ in range(2))
     plain = login_sasl(srv.port, "ana", "pw-ana")  # no read-marker
     phone.send("JOIN #m")
+    phone.expect(r" 353 ana = #m :")
+    phone.expect(r"^:yard MARKREAD #m \*$")  # before NAMES' end: no marker yet
     phone.expect(r" 366 ana #m ")
-    phone.expect(r"^:yard MARKREAD #m \*$")  # after NAMES: no marker yet
     t1, t0 = "2026-01-02T03:04:05.678Z", "2025-01-01T00:00:00.000Z"
     phone.send(f"MARKREAD #M timestamp={t1}")
     for c in (phone, desk):
@@ -126,7 +127,9 @@ def test_read_marker(chat, model):
     desk.expect(rf"^:yard MARKREAD #m timestamp={t1}$")
     desk.send("MARKREAD bo")
     desk.expect(r"^:yard MARKREAD bo \*$")
-    for bad in ("MARKREAD", "MARKREAD #m yesterday", "MARKREAD #m timestamp=2026-13-45T99:00Z",
+    desk.send("MARKREAD")
+    desk.expect(r"^:yard FAIL MARKREAD NEED_MORE_PARAMS :")
+    for bad in ("MARKREAD #m yesterday", "MARKREAD #m timestamp=2026-13-45T99:00Z",
                 "MARKREAD no,such"):
         desk.send(bad)
         desk.expect(r"^:yard FAIL MARKREAD INVALID_PARAMS ")

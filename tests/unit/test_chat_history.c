@@ -61,7 +61,8 @@ static void test_chathistory_far_timestamp(void)
 }
 
 /* A guest's read markers are its connection's: set, read back, never moved
- * back, told after a JOIN's NAMES (issue 40). */
+ * back, told in a JOIN's NAMES before 366; a bare MARKREAD is
+ * NEED_MORE_PARAMS (issue 40, irctest's read_marker). */
 static void test_guest_read_markers(void)
 {
     const char *flags[] = {"guests", NULL};
@@ -72,14 +73,22 @@ static void test_guest_read_markers(void)
     CH_SKIP_TO(h, z, S "422 zed ");
     ch_feed(h, z, "MARKREAD #none\r\nJOIN #t\r\n");
     CH_EXPECT(h, z, S "MARKREAD #none *");
-    CH_SKIP_TO(h, z, S "366 zed #t ");
+    /* The marker comes between NAMES and its end (the draft: before 366). */
+    CH_SKIP_TO(h, z, S "353 zed = #t :");
     CH_EXPECT(h, z, S "MARKREAD #t *");
+    CH_EXPECT(h, z, S "366 zed #t :End of /NAMES list.");
     ch_feed(h, z, "MARKREAD #t timestamp=2020-03-15T10:00:00.000Z\r\n"
                   "MARKREAD #T timestamp=2019-01-01T00:00:00.000Z\r\nPART #t\r\nJOIN #t\r\n");
     CH_EXPECT(h, z, S "MARKREAD #t timestamp=2020-03-15T10:00:00.000Z");
     CH_EXPECT(h, z, S "MARKREAD #T timestamp=2020-03-15T10:00:00.000Z");
-    CH_SKIP_TO(h, z, S "366 zed #t ");
+    CH_SKIP_TO(h, z, S "353 zed = #t :");
     CH_EXPECT(h, z, S "MARKREAD #t timestamp=2020-03-15T10:00:00.000Z");
+    CH_EXPECT(h, z, S "366 zed #t :End of /NAMES list.");
+    /* A bare MARKREAD lacks its target. */
+    ch_feed(h, z, "MARKREAD\r\n");
+    CH_EXPECT(h, z, S "FAIL MARKREAD NEED_MORE_PARAMS :Give a channel or nick, and optionally "
+                      "timestamp=YYYY-MM-DDThh:mm:ss.sssZ");
+    CH_EXPECT_NONE(h, z);
     ch_stop(h);
 }
 
