@@ -309,6 +309,7 @@ struct who_entry {
     char nick[CHAT_NAME_MAX + 1];
     char user[CHAT_USER_MAX + 1];
     char realname[CHAT_REALNAME_MAX + 1];
+    char account[CHAT_NAME_MAX + 1]; /* WHOX's account field ("0": a guest) */
     bool away; /* every connection of it is */
     bool oper; /* one connection of it is a server operator */
     bool bot;  /* one connection of it has user mode +B */
@@ -351,6 +352,7 @@ static struct who_entry *who_entries(struct chat_app *app, struct session *s, in
         memcpy(e->nick, mb->nick, sizeof e->nick);
         snprintf(e->user, sizeof e->user, "%s", mb->user[0] ? mb->user : mb->nick);
         memcpy(e->realname, mb->realname, sizeof e->realname);
+        snprintf(e->account, sizeof e->account, "%s", mb->guest ? "0" : mb->account);
         e->away = mb->away;
         e->oper = mb->oper;
         e->bot = mb->bot;
@@ -372,14 +374,80 @@ static struct who_entry *who_entries(struct chat_app *app, struct session *s, in
     return v;
 }
 
+/* WHOX (WHO mask %FIELDS[,TOKEN]): which fields, in the order they are
+ * always sent, and the token that 't' echoes. */
+#define WHOX_ORDER "tcuihsnfdlaor"
+struct whox {
+    bool on;
+    char fields[sizeof WHOX_ORDER]; /* those asked for, in WHOX_ORDER's order */
+    char token[4];                  /* 1 to 3 digits ("0" when none is given) */
+};
+
+static void whox_parse(const char *arg, struct whox *x)
+{
+    memset(x, 0, sizeof *x);
+    if (!arg || arg[0] != '%')
+        return;
+    x->on = true;
+    const char *comma = strchr(arg, ',');
+    size_t nf = 0;
+    for (const char *f = WHOX_ORDER; *f; f++) {
+        const char *at = strchr(arg + 1, *f);
+        if (at && (!comma || at < comma))
+            x->fields[nf++] = *f;
+    }
+    size_t tn = comma ? strspn(comma + 1, "0123456789") : 0;
+    if (tn >= 1 && tn <= 3 && !comma[1 + tn])
+        memcpy(x->token, comma + 1, tn);
+    else
+        strcpy(x->token, "0");
+}
+
+/* One 354 line: the fields asked for, the realname (always last) as the
+ * trailing parameter. Flags as 352's. */
+static void whox_reply(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                       const struct whox *x, const char *chan, const struct who_entry *e,
+                       const char *flags)
+{
+    char line[512];
+    size_t len = 0;
+    for (const char *f = x->fields; *f; f++) {
+        const char *v = "";
+        switch (*f) {
+        case 't': v = x->token; break;
+        case 'c': v = chan; break;
+        case 'u': v = e->user; break;
+        case 'i': v = "255.255.255.255"; break; /* addresses are not shown */
+        case 'h': v = SERVER; break;
+        case 's': v = app->server_name; break;
+        case 'n': v = e->nick; break;
+        case 'f': v = flags; break;
+        case 'd': v = "0"; break;  /* hops: one server */
+        case 'l': v = "0"; break;  /* idle time: not kept */
+        case 'a': v = e->account; break;
+        case 'o': v = "n/a"; break;
+        case 'r': v = e->realname; break;
+        }
+        int w = snprintf(line + len, sizeof line - len, "%s%s%s", len ? " " : "",
+                         *f == 'r' ? ":" : "", v);
+        if (w < 0 || (size_t)w >= sizeof line - len)
+            break;
+        len += (size_t)w;
+    }
+    chat_numeric(fx, s, 354, "%s", line);
+}
+
 /* WHO #chan: its members; WHO mask (a nick, or with '*' and '?'; "*" and
  * "0" are everyone): the users whose nick matches it. 352 flags: H here or
  * G away, '*' a server operator, 'B' a bot, and the rank's prefix in a
- * channel. */
+ * channel. With a second parameter %FIELDS[,TOKEN], WHOX: 354 lines of
+ * those fields. */
 void chat_cmd_who(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
     const char *mask = m->n ? m->params[0] : "*";
     bool chan = mask[0] == '#' || mask[0] == '&';
+    struct whox x;
+    whox_parse(m->n > 1 ? m->params[1] : NULL, &x);
     int ch = chan ? chat_channel_of(app, s, fx, mask, false) : -1;
     char shown[CHAT_CHAN_MAX + 1] = "*";
     if (!chan || (ch >= 0 && chat_channel_name(app, ch, shown))) {
@@ -399,9 +467,14 @@ void chat_cmd_who(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_i
         for (size_t i = 0; i < n; i++) {
             const char *pre =
                 chan ? chat_rank_prefix(chat_rank_in(app, ch, &rec, v[i].key), s) : "";
-            chat_numeric(fx, s, 352, "%s %s " SERVER " %s %s %c%s%s%s :0 %s", shown, v[i].user,
-                         app->server_name, v[i].nick, v[i].away ? 'G' : 'H',
-                         v[i].oper ? "*" : "", v[i].bot ? "B" : "", pre, v[i].realname);
+            char flags[16];
+            snprintf(flags, sizeof flags, "%c%s%s%s", v[i].away ? 'G' : 'H',
+                     v[i].oper ? "*" : "", v[i].bot ? "B" : "", pre);
+            if (x.on)
+                whox_reply(app, s, fx, &x, shown, &v[i], flags);
+            else
+                chat_numeric(fx, s, 352, "%s %s " SERVER " %s %s %s :0 %s", shown, v[i].user,
+                             app->server_name, v[i].nick, flags, v[i].realname);
         }
         free(v);
     }

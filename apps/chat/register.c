@@ -245,7 +245,7 @@ static void welcome(struct chat_app *app, struct session *s, yard_fx_t *fx)
                  CHAT_AWAY_MAX);
     chat_numeric(fx, s, 5, "CHANLIMIT=#&:%u CHATHISTORY=%d MSGREFTYPES=msgid,timestamp "
                            "TARGMAX=PRIVMSG:%d,NOTICE:%d,WHOIS:%d,USERHOST:5,KICK:%d ELIST=MNU "
-                           "STATUSMSG=@+ EXTBAN=$,a ACCOUNTEXTBAN=a MAXLIST=b:%d MONITOR=%d BOT=B "
+                           "STATUSMSG=@+ EXTBAN=$,a ACCOUNTEXTBAN=a MAXLIST=b:%d MONITOR=%d BOT=B WHOX "
                            ":are supported by this server",
                  app->set->channels_per_account, YARD_CHAT_HISTORY_MAX, TARGMAX, TARGMAX, TARGMAX,
                  TARGMAX, CHAT_BANS_MAX, CHAT_MONITOR_MAX);
