@@ -117,6 +117,9 @@ enum {
     CAP_USERHOST_IN_NAMES = 1u << 11, /* NAMES lists nick!user@host */
     CAP_LABELED = 1u << 12,      /* labeled-response: a request's label on its answer (label.c) */
     CAP_SETNAME = 1u << 13,      /* SETNAME of oneself and of the members one shares a channel with */
+    /* extended-monitor: the AWAY (with away-notify) and SETNAME (with
+     * setname) of the nicks one monitors, sharing a channel or not */
+    CAP_EXTENDED_MONITOR = 1u << 14,
 };
 
 /* ST_WAIT: credentials are in, waiting for the address's turn to check. */

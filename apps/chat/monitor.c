@@ -101,6 +101,16 @@ static void tell_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
         chat_numeric(fx, s, 730, ":%s", nick); /* gone again since: its offline record follows */
 }
 
+bool chat_monitor_watches(const struct session *s, const yard_chat_from_t *from)
+{
+    if (!(s->caps & CAP_EXTENDED_MONITOR) || !s->monitor.n || from->nick_len > CHAT_NAME_MAX)
+        return false;
+    char key[CHAT_NAME_MAX + 1], mine[CHAT_NAME_MAX + 1];
+    chat_casefold(key, from->nick, from->nick_len);
+    chat_casefold(mine, s->nick, strlen(s->nick));
+    return strcmp(key, mine) != 0 && monitor_find(&s->monitor, key) >= 0;
+}
+
 void chat_monitor_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
                         const yard_chatlog_rec_t *r, const yard_chat_from_t *from)
 {

@@ -19,6 +19,9 @@ void chat_monitor_gone(struct chat_app *app, const struct session *s);
  * was shown by. */
 void chat_monitor_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
                         const yard_chatlog_rec_t *r, const yard_chat_from_t *from);
+/* extended-monitor: has s the capability, and does it monitor the nick
+ * of from (not its own)? */
+bool chat_monitor_watches(const struct session *s, const yard_chat_from_t *from);
 /* The connection is gone: its list no longer counts. */
 void chat_monitor_forget(struct chat_app *app, struct session *s);
 

@@ -185,7 +185,10 @@ static void ison(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_ir
 }
 
 /* Defer one AWAY record per channel the account is in (any connection),
- * and charge the connection one token per channel. */
+ * and, while somebody monitors anything, one more to "*" for monitors
+ * that share no channel with it (extended-monitor; the last of the group,
+ * so that one told through a channel is not told again); charge the
+ * connection one token per record. */
 static void away_notify(struct chat_app *app, struct session *s, const char *msg)
 {
     chat_state_t *cs = app->cs;
@@ -195,7 +198,15 @@ static void away_notify(struct chat_app *app, struct session *s, const char *msg
     chat_account_others(cs, s->account_key, -1, bits);
     yard_chatlog_entry_t *ev =
         chat_events_per_channel(cs, bits, YARD_LOGREC_AWAY, s->sender, msg, &n);
+    bool monitors = cs->monitoring > 0;
     chat_unlock(cs);
+    if (monitors) {
+        yard_chatlog_entry_t *more = realloc(ev, (n + 1) * sizeof *ev);
+        if (more) {
+            ev = more;
+            chat_presence_ev(&ev[n++], YARD_LOGREC_AWAY, s->sender, "*", msg);
+        }
+    }
     chat_charge(s, (int)n);
     if (n)
         chat_presence_put(app, ev, n);

@@ -301,7 +301,11 @@ static void presence_relay(struct chat_app *app, struct session *s, yard_fx_t *f
     }
     if (r->type == YARD_LOGREC_AWAY && !(s->caps & CAP_AWAY_NOTIFY))
         return;
-    if (nick_slot < 0 && (!strcmp(sender, s->account_key) || !for_me(app, s, r, key)))
+    /* An AWAY's last record, to "*", is for those that monitor it
+     * (extended-monitor) and were not told through a channel. */
+    bool to_monitors = r->type == YARD_LOGREC_AWAY && r->target_len == 1 && r->target[0] == '*';
+    if (to_monitors ? !chat_monitor_watches(s, from)
+                    : nick_slot < 0 && (!strcmp(sender, s->account_key) || !for_me(app, s, r, key)))
         return;
     if (r->type == YARD_LOGREC_NICK && r->text_len <= CHAT_NAME_MAX) {
         char to[CHAT_NAME_MAX + 1];
@@ -340,12 +344,14 @@ static void presence_relay(struct chat_app *app, struct session *s, yard_fx_t *f
         chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " QUIT :%s", tags, sn, nick, sn, nick, why);
 }
 
-/* A SETNAME of a member this connection shares a channel with, for a
- * client with the capability (the member itself was answered at once). */
+/* A SETNAME of a member this connection shares a channel with or
+ * monitors (extended-monitor), for a client with the capability (the
+ * member itself was answered at once). */
 static void setname_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
                           const yard_chatlog_rec_t *r, const yard_chat_from_t *from)
 {
-    if (!(s->caps & CAP_SETNAME) || nick_member(app, s, r) < 0)
+    if (!(s->caps & CAP_SETNAME) ||
+        (nick_member(app, s, r) < 0 && !chat_monitor_watches(s, from)))
         return;
     char tags[200], real[YARD_CHATLOG_DEFER_TEXT];
     tags_for(s, r, from->guest, NULL, tags, sizeof tags);

@@ -16,8 +16,8 @@ accounts = accounts_fixture("ana", "bo", "cy")
 chat = chat_fixture()
 
 ALL_CAPS = ("account-tag away-notify batch draft/chathistory draft/read-marker echo-message "
-            "extended-join labeled-response message-tags multi-prefix sasl server-time setname "
-            "userhost-in-names")
+            "extended-join extended-monitor labeled-response message-tags multi-prefix sasl "
+            "server-time setname userhost-in-names")
 
 
 def test_cap_ls_req_list(chat):

@@ -122,13 +122,13 @@ def test_cap_ls_values_only_for_302_isupport_and_user_modes(chat):
     old = Irc(srv.port)
     old.send("CAP LS")
     old.expect(r" CAP \* LS :account-tag away-notify batch draft/chathistory draft/read-marker "
-               r"echo-message extended-join labeled-response message-tags multi-prefix sasl "
-               r"server-time setname userhost-in-names$")  # no value without 302
+               r"echo-message extended-join extended-monitor labeled-response message-tags "
+               r"multi-prefix sasl server-time setname userhost-in-names$")  # no value without 302
     new = Irc(srv.port)
     new.send("CAP LS 302")
     new.expect(r" CAP \* LS :account-tag away-notify batch draft/chathistory draft/read-marker "
-               r"echo-message extended-join labeled-response message-tags multi-prefix "
-               r"sasl=PLAIN server-time setname userhost-in-names$")
+               r"echo-message extended-join extended-monitor labeled-response message-tags "
+               r"multi-prefix sasl=PLAIN server-time setname userhost-in-names$")
     for c in (old, new):
         c.close()
     a = login_pass(srv.port, "ana", "pw-ana")
@@ -136,8 +136,9 @@ def test_cap_ls_values_only_for_302_isupport_and_user_modes(chat):
     tokens = {}
     for _ in range(2):   # two 005 lines
         m = a.expect(r" 005 ana (.*) :are supported by this server$")
-        tokens.update(t.split("=", 1) for t in m.group(1).split())
+        tokens.update((t.split("=", 1) + [""])[:2] for t in m.group(1).split())  # WHOX: no value
     assert tokens["NETWORK"] == "Switchyard" and tokens["AWAYLEN"] == "200"
+    assert tokens["WHOX"] == ""
     assert tokens["TARGMAX"] == "PRIVMSG:4,NOTICE:4,WHOIS:4,USERHOST:5,KICK:4"
     assert (tokens["PREFIX"], tokens["CHANMODES"], tokens["MODES"]) == ("(ov)@+", "b,k,l,MRimnst", "4")
     # MODE nick: +i and +w are kept and shown (irssi asks for +i, WeeChat may set +w).

@@ -2,7 +2,9 @@
  * harness (chat_harness.h): the status of nicks added (730/731), told
  * again when they come and go (an account's first and last connection, a
  * guest's nick change), the list (732/733), removing and clearing, the
- * bound (734) and MONITOR=N in 005. */
+ * bound (734) and MONITOR=N in 005; extended-monitor: the AWAY and
+ * SETNAME of a monitored nick that shares no channel with the watcher,
+ * told once to one that also shares a channel with it. */
 #include <stdio.h>
 #include <string.h>
 
@@ -93,12 +95,47 @@ static void test_monitor_bound(void)
     ch_stop(h);
 }
 
+/* A watcher with extended-monitor (and away-notify, setname), one
+ * without it, and the watched guest bar. */
+static void test_extended_monitor(void)
+{
+    chat_harness_t *h = ch_start(guests);
+    int f = ch_connect(h);
+    ch_feed(h, f, "CAP LS 302\r\nCAP REQ :extended-monitor away-notify setname\r\nCAP END\r\n"
+                  "NICK foo\r\nUSER u 0 * :F\r\nMONITOR + bar\r\n");
+    CH_SKIP_TO(h, f, S "731 foo :bar");
+    int p = ch_connect(h);
+    ch_feed(h, p, "CAP LS 302\r\nCAP REQ :away-notify setname\r\nCAP END\r\n"
+                  "NICK plain\r\nUSER u 0 * :P\r\nMONITOR + bar\r\n");
+    CH_SKIP_TO(h, p, S "731 plain :bar");
+    int b = guest(h, "bar");
+    CH_EXPECT(h, f, S "730 foo :bar!ubar@yard");
+    CH_EXPECT(h, p, S "730 plain :bar!ubar@yard");
+    ch_feed(h, b, "AWAY :afk\r\n");
+    CH_EXPECT(h, f, ":bar!bar@yard AWAY :afk");
+    CH_EXPECT_NONE(h, f);
+    ch_feed(h, b, "AWAY\r\nSETNAME :new name\r\n");
+    CH_EXPECT(h, f, ":bar!bar@yard AWAY");
+    CH_EXPECT(h, f, ":bar!bar@yard SETNAME :new name");
+    CH_EXPECT_NONE(h, f);
+    CH_EXPECT_NONE(h, p); /* no extended-monitor: nothing */
+    /* Sharing a channel too: told once. */
+    ch_feed(h, f, "JOIN #m\r\n");
+    ch_feed(h, b, "JOIN #m\r\n");
+    ch_discard(h, f);
+    ch_feed(h, b, "AWAY :lunch\r\n");
+    CH_EXPECT(h, f, ":bar!bar@yard AWAY :lunch");
+    CH_EXPECT_NONE(h, f);
+    ch_stop(h);
+}
+
 int main(int argc, char **argv)
 {
     static const struct test_case cases[] = {
         {"monitor_online_offline", test_monitor_online_offline},
         {"monitor_two_watchers", test_monitor_two_watchers},
         {"monitor_bound", test_monitor_bound},
+        {"extended_monitor", test_extended_monitor},
         {NULL, NULL},
     };
     return test_main(argc, argv, cases);
