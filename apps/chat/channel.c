@@ -247,7 +247,8 @@ static int join_refusal(struct chat_app *app, struct session *s, int c, const ch
         return 0;
     if (banned)
         return 474;
-    if ((modes & CHAT_MODE_I) && !(c >= 0 && chat_invited(cs, c, s->account_key)))
+    if ((modes & CHAT_MODE_I) && !(c >= 0 && chat_invited(cs, c, s->account_key)) &&
+        !chat_invex(cs, s, c, fold))
         return 473;
     if (want[0] && (!key_given || strcmp(key_given, want)))
         return 475;

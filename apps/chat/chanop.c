@@ -167,31 +167,34 @@ static void mode_rank(struct chat_app *app, struct session *s, yard_fx_t *fx, in
     change_add(mc, on, flag, spelled);
 }
 
-/* One +b/-b mask on the ban list bans. Under the lock. */
+/* One +b/-b (+e/-e, +I/-I: flag) mask on the ban record bans. Under the
+ * lock. */
 static void mode_ban(struct session *s, yard_fx_t *fx, const char *shown,
-                     struct chat_banrec *bans, struct mode_change *mc, bool on, const char *given)
+                     struct chat_banrec *bans, struct mode_change *mc, bool on, char flag,
+                     const char *given)
 {
     char mask[CHAT_BANMASK_MAX + 1];
     if (!chat_ban_normalize(given, mask)) {
-        chat_numeric(fx, s, 696, "%s b %s :A ban is nick!user@host (with * and ?, at most %d "
+        chat_numeric(fx, s, 696, "%s %c %s :A mask is nick!user@host (with * and ?, at most %d "
                                  "characters) or $a:account",
-                     shown, param_shown(given), CHAT_BANMASK_MAX);
+                     shown, flag, param_shown(given), CHAT_BANMASK_MAX);
         return;
     }
     /* What one MODE changes is told in one log record: masks past what it
      * holds wait for another MODE. */
     if (mc->nflags + strlen(mc->params) + strlen(mask) + 4 >= YARD_CHATLOG_DEFER_TEXT) {
-        chat_numeric(fx, s, 696, "%s b %s :Too many masks in one MODE; send it again", shown,
-                     mask);
+        chat_numeric(fx, s, 696, "%s %c %s :Too many masks in one MODE; send it again", shown,
+                     flag, mask);
         return;
     }
-    int rc = chat_ban_set(bans, mask, on, s->account, fx->wall_ns / (int64_t)YARD_NS_PER_S);
+    int rc = chat_ban_set(bans, chat_list_of_mode(flag), mask, on, s->account,
+                          fx->wall_ns / (int64_t)YARD_NS_PER_S);
     if (rc < 0) {
-        chat_numeric(fx, s, 478, "%s %s :Channel ban list is full (%d)", shown, mask,
-                     CHAT_BANS_MAX);
+        chat_numeric(fx, s, 478, "%s %s :Channel ban list is full (%d with +e and +I)", shown,
+                     mask, CHAT_BANS_MAX);
     } else if (rc > 0) {
         mc->bans_changed = true;
-        change_add(mc, on, 'b', mask);
+        change_add(mc, on, flag, mask);
     }
 }
 
@@ -217,12 +220,14 @@ static void mode_changes(struct chat_app *app, struct session *s, yard_fx_t *fx,
             }
             continue;
         }
-        bool takes = f == 'o' || f == 'v' || f == 'k' || f == 'b' || (f == 'l' && on);
+        bool listed = chat_list_of_mode(f) >= 0; /* b, e, I */
+        bool takes = f == 'o' || f == 'v' || f == 'k' || listed || (f == 'l' && on);
         if (!takes && f != 'l') {
-            chat_numeric(fx, s, 472, "%c :is an unknown mode char to me (modes: MRbiklmnostv)", f);
+            chat_numeric(fx, s, 472, "%c :is an unknown mode char to me (modes: MRbeIiklmnostv)",
+                         f);
             continue;
         }
-        if (f == 'b' && arg >= m->n)
+        if (listed && arg >= m->n)
             continue; /* a list query among changes: the list is MODE #chan b's */
         const char *param = NULL;
         if (takes) {
@@ -240,8 +245,8 @@ static void mode_changes(struct chat_app *app, struct session *s, yard_fx_t *fx,
         }
         if (f == 'o' || f == 'v') {
             mode_rank(app, s, fx, ch, rec, mc, on, f, param);
-        } else if (f == 'b') {
-            mode_ban(s, fx, shown, bans, mc, on, param);
+        } else if (listed) {
+            mode_ban(s, fx, shown, bans, mc, on, f, param);
         } else if (f == 'k' && on) {
             if (!valid_chankey(param)) {
                 /* '*': a refused key is not repeated (it may be most of a
@@ -290,18 +295,12 @@ static void chan_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, ya
         mode_reply(app, s, fx, ch, in);
         return;
     }
-    /* The list queries a client sends on JOIN (irssi waits for each end
-     * before it calls the channel synced): the bans, and the exceptions
-     * and invite exceptions, which are not kept here (empty lists). */
+    /* The list queries (a client sends them on JOIN: irssi waits for each
+     * end before it calls the channel synced): the bans, the exceptions
+     * and the invite exceptions. */
     const char *q = m->params[1] + (m->params[1][0] == '+');
-    if (m->n == 2 && !strcmp(q, "b")) {
-        chat_bans_list(app, s, fx, ch);
-        return;
-    }
-    if (m->n == 2 && (!strcmp(q, "e") || !strcmp(q, "I"))) {
-        int code = q[0] == 'e' ? 349 : 347;
-        const char *what = q[0] == 'e' ? "exception" : "invite";
-        chat_numeric(fx, s, code, "%s :End of channel %s list", m->params[0], what);
+    if (m->n == 2 && q[0] && !q[1] && chat_list_of_mode(q[0]) >= 0) {
+        chat_bans_list(app, s, fx, ch, chat_list_of_mode(q[0]));
         return;
     }
     if (!in) {

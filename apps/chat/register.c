@@ -238,15 +238,16 @@ static void welcome(struct chat_app *app, struct session *s, yard_fx_t *fx)
     chat_numeric(fx, s, 1, ":Welcome to the yard chat, %s", s->nick);
     chat_numeric(fx, s, 2, ":Your host is %s, running Switchyard 0.1.0", app->server_name);
     chat_numeric(fx, s, 3, ":This server speaks an IRC subset; see docs/chat.md");
-    chat_numeric(fx, s, 4, "%s 0.1.0 Biow MRbiklmnostv bklov", app->server_name);
+    chat_numeric(fx, s, 4, "%s 0.1.0 Biow MRbeIiklmnostv beIklov", app->server_name);
     chat_numeric(fx, s, 5, "NETWORK=Switchyard CASEMAPPING=rfc1459 CHANTYPES=#& PREFIX=(ov)@+ "
-                           "CHANMODES=b,k,l,MRimnst MODES=%d NICKLEN=%d CHANNELLEN=%d TOPICLEN=%d "
-                           "KICKLEN=%d AWAYLEN=%d :are supported by this server",
+                           "CHANMODES=beI,k,l,MRimnst MODES=%d NICKLEN=%d CHANNELLEN=%d "
+                           "TOPICLEN=%d KICKLEN=%d AWAYLEN=%d EXCEPTS INVEX "
+                           ":are supported by this server",
                  MODES_MAX, CHAT_NAME_MAX, CHAT_CHAN_MAX, CHAT_TOPIC_MAX, KICK_REASON_MAX,
                  CHAT_AWAY_MAX);
     chat_numeric(fx, s, 5, "CHANLIMIT=#&:%u CHATHISTORY=%d MSGREFTYPES=msgid,timestamp "
                            "TARGMAX=PRIVMSG:%d,NOTICE:%d,WHOIS:%d,USERHOST:5,KICK:%d ELIST=MNU "
-                           "STATUSMSG=@+ EXTBAN=$,a ACCOUNTEXTBAN=a MAXLIST=b:%d MONITOR=%d BOT=B WHOX "
+                           "STATUSMSG=@+ EXTBAN=$,a ACCOUNTEXTBAN=a MAXLIST=beI:%d MONITOR=%d BOT=B WHOX "
                            ":are supported by this server",
                  app->set->channels_per_account, YARD_CHAT_HISTORY_MAX, TARGMAX, TARGMAX, TARGMAX,
                  TARGMAX, CHAT_BANS_MAX, CHAT_MONITOR_MAX);

@@ -88,10 +88,17 @@ struct chat_chanrec {
 
 /* A channel's ban list, kept in DIR/bans (a table of its own, so that
  * DIR/channels keeps its format): masks as set (normalized to
- * nick!user@host, or an extban $a:account), compared casefolded. */
+ * nick!user@host, or an extban $a:account), compared casefolded. It
+ * holds the ban exceptions (+e) and invite exceptions (+I) too, each
+ * entry marked with its list. */
+enum { CHAT_LIST_BAN = 0, CHAT_LIST_EXCEPT = 1, CHAT_LIST_INVEX = 2 };
 struct chat_ban {
     char mask[CHAT_BANMASK_MAX + 1];
     char by[CHAT_NAME_MAX + 1]; /* the setter's nick */
+    /* CHAT_LIST_*: in bytes that were padding before, zero in every entry
+     * written then (each was zeroed first), so the file keeps its format
+     * and its older entries are bans. */
+    uint8_t list;
     int64_t at_s;
 };
 struct chat_banrec {

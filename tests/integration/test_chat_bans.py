@@ -27,7 +27,7 @@ def test_bans_keep_out_and_survive_a_restart(chat, model):
     srv, data = chat(model)
     ana = login_pass(srv.port, "ana", "pw-ana")
     bo = login_pass(srv.port, "bo", "pw-bo")
-    assert any("EXTBAN=$,a" in ln and "MAXLIST=b:32" in ln for ln in ana.lines if " 005 " in ln)
+    assert any("EXTBAN=$,a" in ln and "MAXLIST=beI:32" in ln for ln in ana.lines if " 005 " in ln)
     join(ana, "ana", "#b")
     join(bo, "bo", "#b")
     ana.send("MODE #b +bb $a:cy Bo!*@*")

@@ -38,7 +38,7 @@ def test_guests_register_talk_and_change_nicks(chat, model):
     z.expect(r" 433 \* ANA :Nickname is reserved for an account: log in")
     z.send("NICK zed")
     z.expect(r" 001 zed ")
-    z.expect(r" 005 zed .*CHANMODES=b,k,l,MRimnst")
+    z.expect(r" 005 zed .*CHANMODES=beI,k,l,MRimnst")
     # Nobody else gets a nick that is connected.
     y = guest(srv.port, "Zed")
     y.expect(r" 433 \* Zed :Nickname is already in use")

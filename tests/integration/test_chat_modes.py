@@ -35,7 +35,7 @@ def mode_of(c, nick, chan):
 def test_operators_modes_kick_and_invite(chat, model):
     srv, _ = chat(model)
     ana = login_pass(srv.port, "ana", "pw-ana")
-    for line in ("PREFIX=(ov)@+", "CHANMODES=b,k,l,MRimnst", "MODES=4", "KICK:4"):
+    for line in ("PREFIX=(ov)@+", "CHANMODES=beI,k,l,MRimnst", "MODES=4", "KICK:4"):
         assert any(line in ln for ln in ana.lines if " 005 " in ln), line
     join(ana, "ana", "#m")
     assert names(ana, "ana", "#m") == ["@ana"]          # the creator is its operator

@@ -132,7 +132,7 @@ def test_cap_ls_values_only_for_302_isupport_and_user_modes(chat):
     for c in (old, new):
         c.close()
     a = login_pass(srv.port, "ana", "pw-ana")
-    a.expect(r" 004 ana yard 0\.1\.0 Biow MRbiklmnostv bklov$")
+    a.expect(r" 004 ana yard 0\.1\.0 Biow MRbeIiklmnostv beIklov$")
     tokens = {}
     for _ in range(2):   # two 005 lines
         m = a.expect(r" 005 ana (.*) :are supported by this server$")
@@ -140,7 +140,7 @@ def test_cap_ls_values_only_for_302_isupport_and_user_modes(chat):
     assert tokens["NETWORK"] == "Switchyard" and tokens["AWAYLEN"] == "200"
     assert tokens["WHOX"] == ""
     assert tokens["TARGMAX"] == "PRIVMSG:4,NOTICE:4,WHOIS:4,USERHOST:5,KICK:4"
-    assert (tokens["PREFIX"], tokens["CHANMODES"], tokens["MODES"]) == ("(ov)@+", "b,k,l,MRimnst", "4")
+    assert (tokens["PREFIX"], tokens["CHANMODES"], tokens["MODES"]) == ("(ov)@+", "beI,k,l,MRimnst", "4")
     # MODE nick: +i and +w are kept and shown (irssi asks for +i, WeeChat may set +w).
     a.send("MODE ana")
     a.expect(r" 221 ana \+$")

@@ -62,21 +62,21 @@ static void test_ban_set(void)
 {
     struct chat_banrec r;
     memset(&r, 0, sizeof r);
-    ASSERT_EQ(chat_ban_set(&r, "BAR!*@*", true, "zed", 5), 1);
-    ASSERT_EQ(chat_ban_set(&r, "bar!*@*", true, "zed", 6), 0); /* the same, folded */
-    ASSERT_EQ(chat_ban_set(&r, "x!*@*", true, "zed", 7), 1);
+    ASSERT_EQ(chat_ban_set(&r, CHAT_LIST_BAN, "BAR!*@*", true, "zed", 5), 1);
+    ASSERT_EQ(chat_ban_set(&r, CHAT_LIST_BAN, "bar!*@*", true, "zed", 6), 0); /* the same, folded */
+    ASSERT_EQ(chat_ban_set(&r, CHAT_LIST_BAN, "x!*@*", true, "zed", 7), 1);
     ASSERT_EQ(r.n, 2);
-    ASSERT_EQ(chat_ban_set(&r, "bar!*@*", false, "zed", 8), 1);
+    ASSERT_EQ(chat_ban_set(&r, CHAT_LIST_BAN, "bar!*@*", false, "zed", 8), 1);
     ASSERT_EQ(r.n, 1);
     ASSERT_STR_EQ(r.bans[0].mask, "x!*@*");
-    ASSERT_EQ(chat_ban_set(&r, "bar!*@*", false, "zed", 9), 0);
+    ASSERT_EQ(chat_ban_set(&r, CHAT_LIST_BAN, "bar!*@*", false, "zed", 9), 0);
     for (int i = 1; i < CHAT_BANS_MAX; i++) {
         char m[32];
         snprintf(m, sizeof m, "n%d!*@*", i);
-        ASSERT_EQ(chat_ban_set(&r, m, true, "zed", i), 1);
+        ASSERT_EQ(chat_ban_set(&r, CHAT_LIST_BAN, m, true, "zed", i), 1);
     }
     ASSERT_EQ(r.n, CHAT_BANS_MAX);
-    ASSERT_EQ(chat_ban_set(&r, "one!*@*", true, "zed", 10), -1);
+    ASSERT_EQ(chat_ban_set(&r, CHAT_LIST_BAN, "one!*@*", true, "zed", 10), -1);
 }
 
 static const char *const guests[] = {"guests", NULL};
@@ -190,13 +190,13 @@ static void test_ban_errors_and_bound(void)
     int z = ch_connect(h);
     ch_feed(h, z, "NICK zed\r\nUSER u 0 * :Z\r\n");
     const char *l = CH_SKIP_TO(h, z, S "005 zed CHANLIMIT");
-    ASSERT(strstr(l, " EXTBAN=$,a ACCOUNTEXTBAN=a MAXLIST=b:32 "));
+    ASSERT(strstr(l, " EXTBAN=$,a ACCOUNTEXTBAN=a MAXLIST=beI:32 "));
     ch_feed(h, z, "JOIN #c\r\n");
     ch_discard(h, z);
     ch_feed(h, z, "MODE #c +b $x:bob\r\nMODE #c +b a,b\r\n");
-    CH_EXPECT(h, z, S "696 zed #c b $x:bob :A ban is nick!user@host (with * and ?, at most 100 "
+    CH_EXPECT(h, z, S "696 zed #c b $x:bob :A mask is nick!user@host (with * and ?, at most 100 "
                       "characters) or $a:account");
-    CH_EXPECT_PREFIX(h, z, S "696 zed #c b a,b :A ban is");
+    CH_EXPECT_PREFIX(h, z, S "696 zed #c b a,b :A mask is");
     CH_EXPECT_NONE(h, z);
     for (int i = 0; i < CHAT_BANS_MAX; i += 4) {
         char line[128];
@@ -205,7 +205,7 @@ static void test_ban_errors_and_bound(void)
     }
     ch_discard(h, z);
     ch_feed(h, z, "MODE #c +b one-more\r\n");
-    CH_EXPECT(h, z, S "478 zed #c one-more!*@* :Channel ban list is full (32)");
+    CH_EXPECT(h, z, S "478 zed #c one-more!*@* :Channel ban list is full (32 with +e and +I)");
     CH_EXPECT_NONE(h, z);
     ch_feed(h, z, "MODE #c b\r\n");
     for (int i = 0; i < CHAT_BANS_MAX; i++)
@@ -245,6 +245,53 @@ static void test_secret(void)
     ch_stop(h);
 }
 
+/* Ban exceptions (+e) let in whom a ban would keep out; invite
+ * exceptions (+I) let into a +i channel without an INVITE; each list is
+ * asked for alone (348/349, 346/347) and shares the record's bound. */
+static void test_exceptions(void)
+{
+    chat_harness_t *h = ch_start(guests);
+    int z = guest(h, "zed");
+    int b = guest(h, "Bar");
+    int q = guest(h, "qux");
+    ch_feed(h, z, "JOIN #c\r\nMODE #c +b ba*!*@*\r\n");
+    ch_discard(h, z);
+    ch_feed(h, b, "JOIN #c\r\n");
+    CH_EXPECT(h, b, S "474 Bar #c :Cannot join channel (+b)");
+    ch_feed(h, z, "MODE #c +e *ar!*@*\r\n");
+    CH_EXPECT(h, z, ":zed!zed@yard MODE #c +e *ar!*@*");
+    ch_feed(h, b, "JOIN #c\r\nPART #c\r\n");
+    CH_EXPECT(h, b, ":Bar!Bar@yard JOIN #c");
+    ch_discard(h, b);
+    /* +i: an invite exception for Bar, none for qux. */
+    ch_feed(h, z, "MODE #c +iI bar\r\n");
+    CH_SKIP_TO(h, z, ":zed!zed@yard MODE #c +iI bar!*@*");
+    ch_feed(h, b, "JOIN #c\r\n");
+    CH_EXPECT(h, b, ":Bar!Bar@yard JOIN #c");
+    ch_feed(h, q, "JOIN #c\r\n");
+    CH_EXPECT(h, q, S "473 qux #c :Cannot join channel (+i)");
+    /* The lists, each alone. */
+    ch_discard(h, z);
+    ch_feed(h, z, "MODE #c b\r\nMODE #c e\r\nMODE #c +I\r\n");
+    CH_EXPECT_PREFIX(h, z, S "367 zed #c ba*!*@* zed ");
+    CH_EXPECT(h, z, S "368 zed #c :End of channel ban list");
+    CH_EXPECT_PREFIX(h, z, S "348 zed #c *ar!*@* zed ");
+    CH_EXPECT(h, z, S "349 zed #c :End of channel exception list");
+    CH_EXPECT_PREFIX(h, z, S "346 zed #c bar!*@* zed ");
+    CH_EXPECT(h, z, S "347 zed #c :End of channel invite list");
+    CH_EXPECT_NONE(h, z);
+    /* -I: Bar needs an INVITE again; -e: banned again. */
+    ch_feed(h, b, "PART #c\r\n");
+    ch_feed(h, z, "MODE #c -I BAR!*@*\r\n");
+    ch_discard(h, b);
+    ch_feed(h, b, "JOIN #c\r\n");
+    CH_EXPECT(h, b, S "473 Bar #c :Cannot join channel (+i)");
+    ch_feed(h, z, "MODE #c -ie *ar!*@*\r\n");
+    ch_feed(h, b, "JOIN #c\r\n");
+    CH_EXPECT(h, b, S "474 Bar #c :Cannot join channel (+b)");
+    ch_stop(h);
+}
+
 int main(int argc, char **argv)
 {
     static const struct test_case cases[] = {
@@ -256,6 +303,7 @@ int main(int argc, char **argv)
         {"account_extban", test_account_extban},
         {"ban_errors_and_bound", test_ban_errors_and_bound},
         {"secret", test_secret},
+        {"exceptions", test_exceptions},
         {NULL, NULL},
     };
     return test_main(argc, argv, cases);

@@ -32,7 +32,7 @@ static void test_bot_mode(void)
     int b = ch_connect(h);
     ch_feed(h, b, "CAP LS 302\r\nCAP REQ :echo-message message-tags\r\nCAP END\r\n"
                   "NICK botnick\r\nUSER bot 0 * :B\r\n");
-    CH_SKIP_TO(h, b, S "004 botnick yard 0.1.0 Biow MRbiklmnostv bklov");
+    CH_SKIP_TO(h, b, S "004 botnick yard 0.1.0 Biow MRbeIiklmnostv beIklov");
     const char *l = CH_SKIP_TO(h, b, S "005 botnick CHANLIMIT");
     ASSERT(strstr(l, " BOT=B "));
     CH_SKIP_TO(h, b, S "422 botnick ");

@@ -49,10 +49,10 @@ static void test_isupport_tokens(void)
         if (!strncmp(l, S "005 ", strlen(S "005 ")))
             snprintf(all + strlen(all), sizeof all - strlen(all), "%s ", l);
     static const char *const want[] = {
-        " CHANTYPES=#& ", " CHANMODES=b,k,l,MRimnst ", " PREFIX=(ov)@+ ", " NICKLEN=30 ",
+        " CHANTYPES=#& ", " CHANMODES=beI,k,l,MRimnst ", " PREFIX=(ov)@+ ", " NICKLEN=30 ",
         " CHANNELLEN=50 ", " TOPICLEN=390 ", " AWAYLEN=200 ", " KICKLEN=200 ", " MODES=4 ",
         " TARGMAX=PRIVMSG:4,NOTICE:4,WHOIS:4,USERHOST:5,KICK:4 ", " ELIST=MNU ",
-        " STATUSMSG=@+ ",
+        " STATUSMSG=@+ ", " EXCEPTS ", " INVEX ", " MAXLIST=beI:32 ", " WHOX ",
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         if (!strstr(all, want[i]))

@@ -27,7 +27,7 @@ static void test_welcome(void)
     ASSERT(strstr(l, " CASEMAPPING=rfc1459 "));
     ASSERT(strstr(l, " CHANTYPES=#& "));
     ASSERT(strstr(l, " PREFIX=(ov)@+ "));
-    ASSERT(strstr(l, " CHANMODES=b,k,l,MRimnst "));
+    ASSERT(strstr(l, " CHANMODES=beI,k,l,MRimnst "));
     ASSERT(strstr(l, " NICKLEN=30 "));
     ASSERT(strstr(l, " :are supported by this server"));
     l = CH_EXPECT_PREFIX(h, a, S "005 alice ");
