@@ -500,7 +500,10 @@ static int relay_read(struct chat_app *app, struct session *s, yard_fx_t *fx, co
         /* echo-message: the sender sees its message, a private one too. A
          * topic change goes to every member, its setter included. */
         bool echo = mine && r.type != YARD_LOGREC_TOPIC && (s->caps & CAP_ECHO);
-        bool to_self = mine && to_me && !key[0] && r.type != YARD_LOGREC_TOPIC;
+        /* A private message to oneself (not a STATUSMSG "@#chan", whose
+         * key is empty too: its sender is not sent it back). */
+        bool to_channel = r.target_len && strchr("#&@+", r.target[0]);
+        bool to_self = mine && to_me && !key[0] && !to_channel && r.type != YARD_LOGREC_TOPIC;
         bool shown = r.type == YARD_LOGREC_TOPIC ? to_me : mine ? echo || to_self : to_me;
         if (r.type == YARD_LOGREC_TAGMSG && !(s->caps & CAP_MESSAGE_TAGS))
             shown = false; /* tags only: nothing for a client that takes none */

@@ -48,6 +48,7 @@ class YardChatController(BaseServerController, DirectoryBasedController):
             Capabilities.BATCH,
             Capabilities.ECHO_MESSAGE,
             Capabilities.EXTENDED_JOIN,
+            Capabilities.EXTENDED_MONITOR,
             Capabilities.LABELED_RESPONSE,
             Capabilities.MESSAGE_TAGS,
             Capabilities.MULTI_PREFIX,

@@ -99,6 +99,12 @@ static void test_statusmsg(void)
     CH_EXPECT_NONE(h, op);
     ch_feed(h, out, "PRIVMSG @#nowhere :x\r\n");
     CH_EXPECT(h, out, S "403 oscar #nowhere :No such channel");
+    /* An operator's own "@#g" is not sent back to it (irctest's
+     * statusmsg.testStatusmsgFromOp), without echo-message. */
+    ch_discard(h, joe);
+    ch_feed(h, op, "PRIVMSG @#g :among us\r\n");
+    CH_EXPECT_NONE(h, op);
+    CH_EXPECT_NONE(h, joe);
     ch_stop(h);
 }
 
