@@ -408,8 +408,38 @@ void chat_cmd_kick(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
 /* INVITE nick #chan: a member (an operator, when the channel is +i) lets
  * an account join past +i while the channel stays live; the account hears
  * it through the log (an invite record). */
+/* INVITE alone: the live channels the connection's account (a guest: its
+ * nick) is invited to, 336 each, then 337. */
+static void invite_list(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    chat_state_t *cs = app->cs;
+    unsigned listed = 0;
+    for (unsigned c = 0; c < cs->nchan; c++) {
+        char name[CHAT_CHAN_MAX + 1];
+        chat_lock(cs);
+        bool invited = cs->chans[c].used && chat_invited(cs, (int)c, s->account_key);
+        if (invited)
+            strcpy(name, cs->chans[c].name);
+        chat_unlock(cs);
+        if (invited) {
+            chat_numeric(fx, s, 336, "%s", name);
+            listed++;
+        }
+    }
+    chat_numeric(fx, s, 337, ":End of /INVITE list");
+    chat_charge(s, chat_lines_price(listed + 1));
+}
+
 void chat_cmd_invite(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
+    if (m->n == 0) {
+        invite_list(app, s, fx);
+        return;
+    }
+    if (m->n < 2) {
+        chat_numeric(fx, s, 461, "INVITE :Not enough parameters");
+        return;
+    }
     const char *nick = m->params[0];
     chat_lock(app->cs);
     bool exists = chat_channel_find(app->cs, m->params[1], strlen(m->params[1]), false) >= 0;

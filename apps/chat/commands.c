@@ -68,7 +68,7 @@ static const struct chat_cmd_row commands[] = {
     {"CAP",          {0, chat_cmd_cap},           {0, chat_cmd_cap},                NULL, false},
     {"CHATHISTORY",  {0, NULL},                   {0, chat_cmd_chathistory},        NULL, false},
     {"INFO",         {0, NULL},                   {0, chat_cmd_info},               NULL, false},
-    {"INVITE",       {0, NULL},                   {2, chat_cmd_invite},             NULL, false},
+    {"INVITE",       {0, NULL},                   {0, chat_cmd_invite},             NULL, false},
     {"ISON",         {0, NULL},                   {1, chat_cmd_ison},               NULL, false},
     {"JOIN",         {0, NULL},                   {1, chat_cmd_join},               NULL, false},
     {"KICK",         {0, NULL},                   {2, chat_cmd_kick},               NULL, false},

@@ -304,10 +304,32 @@ static void test_mode_param_shown(void)
     ch_stop(h);
 }
 
+/* INVITE alone lists the channels one is invited to (336, 337); INVITE
+ * with one parameter lacks the channel (461). */
+static void test_invite_list(void)
+{
+    const char *flags[] = {"guests", NULL};
+    chat_harness_t *h = ch_start(flags);
+    int f = guest(h, "foo");
+    int b = guest(h, "bar");
+    ch_feed(h, b, "INVITE\r\n");
+    CH_EXPECT(h, b, S "337 bar :End of /INVITE list");
+    ch_feed(h, f, "JOIN #chan\r\nINVITE bar #chan\r\n");
+    CH_SKIP_TO(h, f, S "341 foo bar #chan");
+    ch_discard(h, b);
+    ch_feed(h, b, "INVITE\r\nINVITE foo\r\n");
+    CH_EXPECT(h, b, S "336 bar #chan");
+    CH_EXPECT(h, b, S "337 bar :End of /INVITE list");
+    CH_EXPECT(h, b, S "461 bar INVITE :Not enough parameters");
+    CH_EXPECT_NONE(h, b);
+    ch_stop(h);
+}
+
 int main(int argc, char **argv)
 {
     static const struct test_case cases[] = {
         {"channels", test_channels},
+        {"invite_list", test_invite_list},
         {"messages", test_messages},
         {"nick_change_queue_full", test_nick_change_queue_full},
         {"flood_prices", test_flood_prices},
