@@ -120,6 +120,9 @@ enum {
     /* extended-monitor: the AWAY (with away-notify) and SETNAME (with
      * setname) of the nicks one monitors, sharing a channel or not */
     CAP_EXTENDED_MONITOR = 1u << 14,
+    /* cap-notify: CAP NEW and DEL would come with it; the chat's
+     * capabilities never change while it runs, so none ever does */
+    CAP_CAP_NOTIFY = 1u << 15,
 };
 
 /* ST_WAIT: credentials are in, waiting for the address's turn to check. */

@@ -26,7 +26,8 @@ static const struct {
     unsigned bit;
 } cap_names[] = {
     {"account-tag", CAP_ACCOUNT_TAG}, {"away-notify", CAP_AWAY_NOTIFY},
-    {"batch", CAP_BATCH},             {"draft/chathistory", CAP_CHATHISTORY},
+    {"batch", CAP_BATCH},             {"cap-notify", CAP_CAP_NOTIFY},
+    {"draft/chathistory", CAP_CHATHISTORY},
     {"draft/read-marker", CAP_READ_MARKER}, {"echo-message", CAP_ECHO},
     {"extended-join", CAP_EXTENDED_JOIN}, {"extended-monitor", CAP_EXTENDED_MONITOR},
     {"labeled-response", CAP_LABELED},

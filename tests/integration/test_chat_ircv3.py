@@ -15,9 +15,9 @@ pytestmark = pytest.mark.usefixtures("yard_chat_built")
 accounts = accounts_fixture("ana", "bo", "cy")
 chat = chat_fixture()
 
-ALL_CAPS = ("account-tag away-notify batch draft/chathistory draft/read-marker echo-message "
-            "extended-join extended-monitor labeled-response message-tags multi-prefix sasl "
-            "server-time setname userhost-in-names")
+ALL_CAPS = ("account-tag away-notify batch cap-notify draft/chathistory draft/read-marker "
+            "echo-message extended-join extended-monitor labeled-response message-tags "
+            "multi-prefix sasl server-time setname userhost-in-names")
 
 
 def test_cap_ls_req_list(chat):

@@ -121,14 +121,14 @@ def test_cap_ls_values_only_for_302_isupport_and_user_modes(chat):
     srv, _ = chat("epoll")
     old = Irc(srv.port)
     old.send("CAP LS")
-    old.expect(r" CAP \* LS :account-tag away-notify batch draft/chathistory draft/read-marker "
-               r"echo-message extended-join extended-monitor labeled-response message-tags "
-               r"multi-prefix sasl server-time setname userhost-in-names$")  # no value without 302
+    old.expect(r" CAP \* LS :account-tag away-notify batch cap-notify draft/chathistory "
+               r"draft/read-marker echo-message extended-join extended-monitor labeled-response "
+               r"message-tags multi-prefix sasl server-time setname userhost-in-names$")  # no values
     new = Irc(srv.port)
     new.send("CAP LS 302")
-    new.expect(r" CAP \* LS :account-tag away-notify batch draft/chathistory draft/read-marker "
-               r"echo-message extended-join extended-monitor labeled-response message-tags "
-               r"multi-prefix sasl=PLAIN server-time setname userhost-in-names$")
+    new.expect(r" CAP \* LS :account-tag away-notify batch cap-notify draft/chathistory "
+               r"draft/read-marker echo-message extended-join extended-monitor labeled-response "
+               r"message-tags multi-prefix sasl=PLAIN server-time setname userhost-in-names$")
     for c in (old, new):
         c.close()
     a = login_pass(srv.port, "ana", "pw-ana")

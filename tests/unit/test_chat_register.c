@@ -144,7 +144,7 @@ static void test_cap(void)
     chat_harness_t *h = start();
     int c = ch_connect(h);
     ch_feed(h, c, "CAP LS 302\r\n");
-    CH_EXPECT(h, c, S "CAP * LS :account-tag away-notify batch draft/chathistory "
+    CH_EXPECT(h, c, S "CAP * LS :account-tag away-notify batch cap-notify draft/chathistory "
                       "draft/read-marker echo-message extended-join extended-monitor "
                       "labeled-response message-tags multi-prefix sasl=PLAIN server-time setname "
                       "userhost-in-names");
