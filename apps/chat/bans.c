@@ -157,10 +157,7 @@ void chat_bans_list(struct chat_app *app, struct session *s, yard_fx_t *fx, int 
                     [CHAT_LIST_INVEX] = {346, 347, "invite"}};
     struct chat_banrec r;
     char shown[CHAT_CHAN_MAX + 1];
-    chat_lock(app->cs);
-    strcpy(shown, app->cs->chans[ch].name);
-    chat_bans_get(app->cs, app->cs->chans[ch].key, &r);
-    chat_unlock(app->cs);
+    chat_channel_bans(app->cs, ch, shown, &r);
     unsigned listed = 0;
     for (unsigned i = 0; i < r.n && i < CHAT_BANS_MAX; i++) {
         if (r.bans[i].list != list)

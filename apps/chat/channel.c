@@ -19,23 +19,40 @@ static int name_cmp(const void *a, const void *b)
     return strcmp(((const struct chat_name *)a)->key, ((const struct chat_name *)b)->key);
 }
 
+/* chat_members_of's walk: the members of channel c into v (room for cap). */
+struct members_walk {
+    int c;
+    struct chat_name *v;
+    size_t cap, n;
+};
+
+static bool member_of(chat_state_t *cs, int slot, struct chat_member *m, void *ctx)
+{
+    struct members_walk *w = ctx;
+    if (w->n == w->cap)
+        return false;
+    if (!chat_is_in(cs, slot, w->c))
+        return true;
+    struct chat_name *e = &w->v[w->n++];
+    memcpy(e->key, m->key, sizeof e->key);
+    memcpy(e->account, m->account, sizeof e->account);
+    memcpy(e->nick, m->nick, sizeof e->nick);
+    return true;
+}
+
 struct chat_name *chat_members_of(struct chat_app *app, int c, size_t *n, bool *nomem)
 {
     *n = 0;
     *nomem = false;
-    chat_lock(app->cs);
-    size_t cap = app->cs->chans[c].used ? app->cs->chans[c].members : 0;
-    struct chat_name *v = cap ? malloc(cap * sizeof *v) : NULL;
-    for (unsigned i = 0; v && i < chat_member_end(app->cs) && *n < cap; i++) {
-        struct chat_member *m = chat_member_at(app->cs, (int)i);
-        if (!m->used || !chat_is_in(app->cs, (int)i, c))
-            continue;
-        struct chat_name *e = &v[(*n)++];
-        memcpy(e->key, m->key, sizeof e->key);
-        memcpy(e->account, m->account, sizeof e->account);
-        memcpy(e->nick, m->nick, sizeof e->nick);
-    }
-    chat_unlock(app->cs);
+    /* Room for those in it now, taken before the walk (one who joins
+     * meanwhile may be left out, as if it came just after). */
+    struct chat_chan_view view;
+    size_t cap = chat_channel_view(app->cs, c, -1, 0, &view) ? view.members : 0;
+    struct members_walk w = {.c = c, .v = cap ? malloc(cap * sizeof *w.v) : NULL, .cap = cap};
+    if (w.v)
+        chat_members_each(app->cs, member_of, &w);
+    struct chat_name *v = w.v;
+    *n = w.n;
     if (cap && !v) {
         *nomem = true;
         return NULL;
@@ -65,19 +82,15 @@ const char *chat_rank_prefix(int rank, const struct session *s)
 /* The ranks of channel c's record (none when it has no record). */
 void chat_ranks_of(struct chat_app *app, int c, struct chat_chanrec *rec)
 {
-    chat_lock(app->cs);
-    if (!chat_chan_get(app->cs, app->cs->chans[c].key, rec))
-        rec->nranks = 0;
-    chat_unlock(app->cs);
+    char name[CHAT_CHAN_MAX + 1];
+    chat_channel_record(app->cs, c, name, rec); /* without a record: no ranks */
 }
 
 int chat_rank_in(struct chat_app *app, int c, const struct chat_chanrec *rec, const char *name)
 {
     char key[CHAT_NAME_MAX + 1];
     chat_casefold(key, name, strnlen(name, CHAT_NAME_MAX));
-    chat_lock(app->cs);
-    int guest = app->cs->chans[c].used ? chat_guest_rank_named(app->cs, c, key) : -1;
-    chat_unlock(app->cs);
+    int guest = chat_guest_rank_in(app->cs, c, key);
     return guest >= 0 ? guest : chat_rank_of(rec, key);
 }
 
@@ -220,7 +233,7 @@ static unsigned guest_channels_max(const struct chat_app *app)
  * (live as c, or else named by fold), or the numeric that refuses it. The
  * channel's operators pass (it is theirs, and a +i channel that emptied
  * would otherwise be closed to everyone for good). */
-static int join_refusal(struct chat_app *app, struct session *s, int c, const char *fold,
+static int join_refusal(struct chat_app *app, const struct session *s, int c, const char *fold,
                         const char *key_given)
 {
     chat_state_t *cs = app->cs;
@@ -257,6 +270,62 @@ static int join_refusal(struct chat_app *app, struct session *s, int c, const ch
     return 0;
 }
 
+/* A JOIN under the lock (enter_channel): the channel found or made, the
+ * limits and modes checked, and the connection in it. */
+struct joining {
+    struct chat_app *app;
+    const struct session *s;
+    const char *name, *fold, *key_given; /* fold: name casefolded */
+    int64_t now_s;
+    /* out: */
+    int c;       /* the channel; -2 the table is full, -3 the guests' share is */
+    int refused; /* the numeric refusing it, or 0 */
+    bool already, over, unranked, first;
+    char shown[CHAT_CHAN_MAX + 1], key[CHAT_CHAN_MAX + 1];
+};
+
+static void enter_channel(chat_state_t *cs, void *ctx)
+{
+    struct joining *j = ctx;
+    struct chat_app *app = j->app;
+    const struct session *s = j->s;
+    int c = chat_channel_find(cs, j->name, strlen(j->name), false);
+    j->already = c >= 0 && chat_is_in(cs, s->slot, c);
+    /* The account's limit counts its channels over all its connections,
+     * this one included (a new channel is one more). */
+    j->over = !j->already && chat_account_channels(cs, s->account_key, c) + (c < 0) >
+                                 app->set->channels_per_account;
+    bool open = !j->already && !j->over;
+    j->refused = open ? join_refusal(app, s, c, j->fold, j->key_given) : 0;
+    bool created = false; /* unranked: a new channel whose record could not be stored */
+    if (open && !j->refused && c < 0 && s->guest && cs->guest_chans >= guest_channels_max(app))
+        c = -3; /* the guests' share of the table is taken */
+    else if (open && !j->refused && c < 0) {
+        c = chat_channel_find(cs, j->name, strlen(j->name), true);
+        created = c >= 0;
+        if (c >= 0)
+            j->unranked = !chat_chan_load(cs, c, s->guest ? NULL : s->account_key, j->now_s);
+    }
+    j->c = c;
+    if (j->refused)
+        return;
+    /* An account with several connections is one member: the others hear
+     * of its first connection in, not of the ones after. */
+    j->first = c >= 0 && open && !chat_account_in_elsewhere(app, s, c);
+    if (c >= 0 && !j->over) {
+        chat_set_in(cs, s->slot, c, true);
+        chat_channel_joined(cs, c, s->guest, created);
+        /* Whoever creates a channel is its operator: an account's rank is
+         * in the record chat_chan_load made, a guest's lasts while it is in. */
+        if (created && s->guest)
+            chat_guest_rank_set(cs, s->slot, c, CHAT_RANK_OP, true);
+    }
+    if (c >= 0) {
+        strcpy(j->shown, cs->chans[c].name);
+        strcpy(j->key, cs->chans[c].key);
+    }
+}
+
 static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *name,
                      const char *key_given)
 {
@@ -269,28 +338,13 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
         return;
     char fold[CHAT_CHAN_MAX + 1];
     chat_casefold(fold, name, strlen(name));
-    chat_lock(app->cs);
-    int c = chat_channel_find(app->cs, name, strlen(name), false);
-    bool already = c >= 0 && chat_is_in(app->cs, s->slot, c);
-    /* The account's limit counts its channels over all its connections,
-     * this one included (a new channel is one more). */
-    bool over = !already && chat_account_channels(app->cs, s->account_key, c) + (c < 0) >
-                                app->set->channels_per_account;
-    int refused = already || over ? 0 : join_refusal(app, s, c, fold, key_given);
-    bool unranked = false; /* a new channel whose record could not be stored */
-    bool created = false;
-    if (!already && !over && !refused && c < 0 && s->guest &&
-        app->cs->guest_chans >= guest_channels_max(app))
-        c = -3; /* the guests' share of the table is taken */
-    else if (!already && !over && !refused && c < 0) {
-        c = chat_channel_find(app->cs, name, strlen(name), true);
-        created = c >= 0;
-        if (c >= 0)
-            unranked = !chat_chan_load(app->cs, c, s->guest ? NULL : s->account_key,
-                                       fx->wall_ns / (int64_t)YARD_NS_PER_S);
-    }
+    struct joining j = {.app = app, .s = s, .name = name, .fold = fold, .key_given = key_given,
+                        .now_s = fx->wall_ns / (int64_t)YARD_NS_PER_S};
+    chat_state_locked(app->cs, enter_channel, &j);
+    int c = j.c, refused = j.refused;
+    bool already = j.already, over = j.over, unranked = j.unranked, first = j.first;
+    const char *shown = j.shown, *key = j.key;
     if (refused) {
-        chat_unlock(app->cs);
         if (refused == 477)
             chat_numeric(fx, s, 477, "%s :Cannot join channel (+R): log in to an account to join",
                          name);
@@ -305,23 +359,6 @@ static void join_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
                                           : "+l");
         return;
     }
-    /* An account with several connections is one member: the others hear
-     * of its first connection in, not of the ones after. */
-    bool first = c >= 0 && !over && !already && !chat_account_in_elsewhere(app, s, c);
-    if (c >= 0 && !over) {
-        chat_set_in(app->cs, s->slot, c, true);
-        chat_channel_joined(app->cs, c, s->guest, created);
-        /* Whoever creates a channel is its operator: an account's rank is
-         * in the record chat_chan_load made, a guest's lasts while it is in. */
-        if (created && s->guest)
-            chat_guest_rank_set(app->cs, s->slot, c, CHAT_RANK_OP, true);
-    }
-    char shown[CHAT_CHAN_MAX + 1], key[CHAT_CHAN_MAX + 1];
-    if (c >= 0) {
-        strcpy(shown, app->cs->chans[c].name);
-        strcpy(key, app->cs->chans[c].key);
-    }
-    chat_unlock(app->cs);
     if (over) {
         chat_numeric(fx, s, 405, "%s :You have joined too many channels (CHANLIMIT %u)", name,
                      app->set->channels_per_account);
@@ -403,38 +440,31 @@ static void join_list(struct chat_app *app, struct session *s, yard_fx_t *fx, ch
 /* The live channel ch's name as first created; false if it was freed since. */
 bool chat_channel_name(struct chat_app *app, int ch, char out[CHAT_CHAN_MAX + 1])
 {
-    chat_lock(app->cs);
-    bool live = app->cs->chans[ch].used;
+    struct chat_chan_view v;
+    bool live = chat_channel_view(app->cs, ch, -1, 0, &v);
     if (live)
-        strcpy(out, app->cs->chans[ch].name);
-    chat_unlock(app->cs);
+        strcpy(out, v.name);
     return live;
 }
 
 bool chat_channel_secret(struct chat_app *app, int ch)
 {
-    chat_lock(app->cs);
-    bool secret = app->cs->chans[ch].used && (app->cs->chans[ch].modes & CHAT_MODE_S);
-    chat_unlock(app->cs);
-    return secret;
+    struct chat_chan_view v;
+    return chat_channel_view(app->cs, ch, -1, 0, &v) && (v.modes & CHAT_MODE_S);
 }
 
 bool chat_channel_hidden(struct chat_app *app, const struct session *s, int ch)
 {
-    chat_lock(app->cs);
-    bool hidden = app->cs->chans[ch].used && (app->cs->chans[ch].modes & CHAT_MODE_S) &&
-                  !(s->slot >= 0 && chat_is_in(app->cs, s->slot, ch));
-    chat_unlock(app->cs);
-    return hidden;
+    struct chat_chan_view v;
+    return chat_channel_view(app->cs, ch, s->slot, 0, &v) && (v.modes & CHAT_MODE_S) && !v.in;
 }
 
 int chat_channel_of(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *name,
                     bool need_member)
 {
-    chat_lock(app->cs);
-    int c = chat_channel_find(app->cs, name, strlen(name), false);
-    bool in = c >= 0 && chat_is_in(app->cs, s->slot, c);
-    chat_unlock(app->cs);
+    struct chat_chan_view v;
+    int c = chat_channel_lookup(app->cs, name, strlen(name), s->slot, 0, &v);
+    bool in = v.in;
     if (c < 0) {
         chat_numeric(fx, s, 403, "%s :No such channel", name);
         return -1;
@@ -446,6 +476,23 @@ int chat_channel_of(struct chat_app *app, struct session *s, yard_fx_t *fx, cons
     return c;
 }
 
+/* A PART under the lock (leave_channel): the connection out of channel c. */
+struct parting {
+    struct chat_app *app;
+    const struct session *s;
+    int c;
+    char shown[CHAT_CHAN_MAX + 1]; /* out: its name */
+    bool last;                     /* out: the account's last connection in it */
+};
+
+static void leave_channel(chat_state_t *cs, void *ctx)
+{
+    struct parting *p = ctx;
+    strcpy(p->shown, cs->chans[p->c].name);
+    p->last = !chat_account_in_elsewhere(p->app, p->s, p->c); /* of the account's connections */
+    chat_set_in(cs, p->s->slot, p->c, false); /* the last one out frees the slot */
+}
+
 static void part_one(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *name,
                      const char *why)
 {
@@ -455,12 +502,10 @@ static void part_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
     chat_catch_up(app, s, fx);
     if (fx->close)
         return;
-    chat_lock(app->cs);
-    char shown[CHAT_CHAN_MAX + 1];
-    strcpy(shown, app->cs->chans[c].name);
-    bool last = !chat_account_in_elsewhere(app, s, c); /* of the account's connections */
-    chat_set_in(app->cs, s->slot, c, false); /* the last one out frees the slot */
-    chat_unlock(app->cs);
+    struct parting p = {.app = app, .s = s, .c = c};
+    chat_state_locked(app->cs, leave_channel, &p);
+    const char *shown = p.shown;
+    bool last = p.last;
     chat_sendf(fx, ":%s!%s@" SERVER " PART %s :%s", s->nick, s->nick, shown, why ? why : "");
     if (last) {
         yard_chatlog_entry_t ev;
@@ -485,13 +530,9 @@ void chat_cmd_join(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
 {
     if (!strcmp(m->params[0], "0")) { /* leave every channel */
         for (unsigned i = 0; i < app->cs->nchan; i++) {
-            chat_lock(app->cs);
-            bool in = app->cs->chans[i].used && chat_is_in(app->cs, s->slot, (int)i);
-            char name[CHAT_CHAN_MAX + 1];
-            strcpy(name, app->cs->chans[i].name);
-            chat_unlock(app->cs);
-            if (in)
-                part_one(app, s, fx, name, "Left all channels");
+            struct chat_chan_view v;
+            if (chat_channel_view(app->cs, (int)i, s->slot, 0, &v) && v.in)
+                part_one(app, s, fx, v.name, "Left all channels");
         }
         return;
     }
@@ -530,9 +571,8 @@ void chat_cmd_names(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
     int n = 0;
     for (char *t = strtok_r(m->params[0], ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         char shown[CHAT_CHAN_MAX + 1];
-        chat_lock(app->cs);
-        int ch = chat_channel_find(app->cs, t, strlen(t), false);
-        chat_unlock(app->cs);
+        struct chat_chan_view v;
+        int ch = chat_channel_lookup(app->cs, t, strlen(t), -1, 0, &v);
         /* An unknown or invalid channel is only the end of its (empty) list,
          * as a secret one is to whoever is not in it. */
         if (ch >= 0 && chat_channel_name(app, ch, shown) && !chat_channel_hidden(app, s, ch))
@@ -550,19 +590,16 @@ void chat_cmd_topic(struct chat_app *app, struct session *s, yard_fx_t *fx, yard
     int ch = chat_channel_of(app, s, fx, m->params[0], m->n > 1);
     if (ch < 0)
         return;
-    chat_lock(app->cs);
-    char shown[CHAT_CHAN_MAX + 1], key[CHAT_CHAN_MAX + 1];
-    strcpy(shown, app->cs->chans[ch].name);
-    strcpy(key, app->cs->chans[ch].key);
-    chat_unlock(app->cs);
+    struct chat_chan_view v;
+    chat_channel_view(app->cs, ch, -1, 0, &v);
+    const char *shown = v.name, *key = v.key;
     if (m->n == 1) {
         topic_reply(app, s, fx, shown, key, true);
         return;
     }
-    chat_lock(app->cs);
-    bool locked = (app->cs->chans[ch].modes & CHAT_MODE_T) &&
-                  !(chat_member_rank(app->cs, s->slot, ch) & CHAT_RANK_OP);
-    chat_unlock(app->cs);
+    struct chat_chan_view now;
+    chat_channel_view(app->cs, ch, s->slot, CHAT_VIEW_RANK, &now);
+    bool locked = (now.modes & CHAT_MODE_T) && !(now.rank & CHAT_RANK_OP);
     if (locked) {
         chat_numeric(fx, s, 482, "%s :You're not channel operator (+t)", shown);
         return;

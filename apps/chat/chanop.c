@@ -33,17 +33,8 @@ static uint32_t flag_mode(char f)
 static void mode_reply(struct chat_app *app, struct session *s, yard_fx_t *fx, int ch, bool in)
 {
     struct chat_chanrec rec;
-    chat_lock(app->cs);
     char shown[CHAT_CHAN_MAX + 1];
-    strcpy(shown, app->cs->chans[ch].name);
-    bool have = chat_chan_get(app->cs, app->cs->chans[ch].key, &rec);
-    if (!have) { /* no record (DIR/channels was full): the live copy */
-        memset(&rec, 0, sizeof rec);
-        rec.modes = app->cs->chans[ch].modes;
-        rec.limit = app->cs->chans[ch].limit;
-        memcpy(rec.key, app->cs->chans[ch].chkey, sizeof rec.key);
-    }
-    chat_unlock(app->cs);
+    bool have = chat_channel_record(app->cs, ch, shown, &rec);
     char flags[16], params[80] = "";
     size_t n = 0;
     flags[n++] = '+';
@@ -68,13 +59,13 @@ static void mode_reply(struct chat_app *app, struct session *s, yard_fx_t *fx, i
  * by its nick or its account (a guest: its nick): the nick it is shown by
  * into out, and key replaced by its account's (under the lock); -1 when
  * none of its connections is in it. */
-static int member_in(struct chat_app *app, int ch, char key[CHAT_NAME_MAX + 1],
+static int member_in(chat_state_t *cs, int ch, char key[CHAT_NAME_MAX + 1],
                      char out[CHAT_NAME_MAX + 1])
 {
-    for (unsigned i = 0; i < chat_member_end(app->cs); i++) {
-        struct chat_member *mb = chat_member_at(app->cs, (int)i);
+    for (unsigned i = 0; i < chat_member_end(cs); i++) {
+        struct chat_member *mb = chat_member_at(cs, (int)i);
         if (mb->used && (!strcmp(mb->key, key) || !strcmp(mb->nick_key, key)) &&
-            chat_is_in(app->cs, (int)i, ch)) {
+            chat_is_in(cs, (int)i, ch)) {
             strcpy(out, mb->nick);
             strcpy(key, mb->key);
             return (int)i;
@@ -138,7 +129,7 @@ static void mode_rank(struct chat_app *app, struct session *s, yard_fx_t *fx, in
     const char *shown = app->cs->chans[ch].name;
     chat_casefold(key, nick, len > CHAT_NAME_MAX ? CHAT_NAME_MAX : len);
     int bit = flag == 'o' ? CHAT_RANK_OP : CHAT_RANK_VOICE;
-    int holder = len <= CHAT_NAME_MAX ? member_in(app, ch, key, spelled) : -1;
+    int holder = len <= CHAT_NAME_MAX ? member_in(app->cs, ch, key, spelled) : -1;
     bool present = holder >= 0;
     if (present && chat_member_at(app->cs, holder)->guest) {
         /* Ranks are kept by name across restarts, and a guest's name is not
@@ -280,6 +271,40 @@ static void mode_changes(struct chat_app *app, struct session *s, yard_fx_t *fx,
     }
 }
 
+/* A MODE change of channel ch by an operator, made under the lock
+ * (edit_modes): the record and ban list read, changed and written back. */
+struct mode_edit {
+    struct chat_app *app;
+    struct session *s;
+    yard_fx_t *fx;
+    const yard_irc_msg_t *m;
+    int ch;
+    char shown[CHAT_CHAN_MAX + 1];
+    bool op;   /* out: the asker is its operator (else nothing changed) */
+    bool kept; /* out: the changes were stored */
+    struct mode_change mc;
+};
+
+static void edit_modes(chat_state_t *cs, void *ctx)
+{
+    struct mode_edit *e = ctx;
+    char key[CHAT_CHAN_MAX + 1];
+    strcpy(e->shown, cs->chans[e->ch].name);
+    strcpy(key, cs->chans[e->ch].key);
+    struct chat_chanrec rec;
+    e->op = chat_chan_get(cs, key, &rec) &&
+            (chat_member_rank(cs, e->s->slot, e->ch) & CHAT_RANK_OP);
+    if (!e->op)
+        return;
+    struct chat_banrec bans;
+    chat_bans_get(cs, key, &bans);
+    mode_changes(e->app, e->s, e->fx, e->ch, e->shown, e->m, &rec, &bans, &e->mc);
+    int64_t now_s = e->fx->wall_ns / (int64_t)YARD_NS_PER_S;
+    e->kept = !e->mc.nflags || chat_chan_put(cs, key, &rec, now_s);
+    if (e->kept && e->mc.bans_changed)
+        e->kept = chat_bans_put(cs, key, &bans, now_s);
+}
+
 /* MODE #chan [changes [parameters]]: a query, a list query, or changes by
  * an operator. The changes are kept in DIR/channels, then told to every
  * member through the log (a mode record), the setter included. */
@@ -288,9 +313,9 @@ static void chan_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, ya
     int ch = chat_channel_of(app, s, fx, m->params[0], false);
     if (ch < 0)
         return;
-    chat_lock(app->cs);
-    bool in = chat_is_in(app->cs, s->slot, ch);
-    chat_unlock(app->cs);
+    struct chat_chan_view v;
+    chat_channel_view(app->cs, ch, s->slot, 0, &v);
+    bool in = v.in;
     if (m->n == 1) {
         mode_reply(app, s, fx, ch, in);
         return;
@@ -307,26 +332,15 @@ static void chan_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, ya
         chat_numeric(fx, s, 442, "%s :You're not on that channel", m->params[0]);
         return;
     }
-    chat_lock(app->cs);
-    chat_state_t *cs = app->cs;
-    char shown[CHAT_CHAN_MAX + 1], key[CHAT_CHAN_MAX + 1];
-    strcpy(shown, cs->chans[ch].name);
-    strcpy(key, cs->chans[ch].key);
-    struct chat_chanrec rec;
-    if (!chat_chan_get(cs, key, &rec) || !(chat_member_rank(cs, s->slot, ch) & CHAT_RANK_OP)) {
-        chat_unlock(cs);
+    struct mode_edit e = {.app = app, .s = s, .fx = fx, .m = m, .ch = ch, .mc = {.nflags = 0}};
+    chat_state_locked(app->cs, edit_modes, &e);
+    const char *shown = e.shown;
+    struct mode_change mc = e.mc;
+    bool kept = e.kept;
+    if (!e.op) {
         chat_numeric(fx, s, 482, "%s :You're not channel operator", shown);
         return;
     }
-    struct mode_change mc = {.nflags = 0};
-    struct chat_banrec bans;
-    chat_bans_get(cs, key, &bans);
-    mode_changes(app, s, fx, ch, shown, m, &rec, &bans, &mc);
-    int64_t now_s = fx->wall_ns / (int64_t)YARD_NS_PER_S;
-    bool kept = !mc.nflags || chat_chan_put(cs, key, &rec, now_s);
-    if (kept && mc.bans_changed)
-        kept = chat_bans_put(cs, key, &bans, now_s);
-    chat_unlock(cs);
     if (!mc.nflags)
         return;
     if (!kept) {
@@ -341,6 +355,22 @@ static void chan_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, ya
     chat_presence_put(app, &ev, 1);
 }
 
+/* A kick under the lock (kick_out): every connection of the user named
+ * by key taken out of channel ch, when one of them is in it. */
+struct kick {
+    int ch;
+    char *key, *spelled; /* member_in's */
+    bool found;
+};
+
+static void kick_out(chat_state_t *cs, void *ctx)
+{
+    struct kick *k = ctx;
+    /* The channel may have emptied (a kick of oneself, the last member) */
+    k->found = cs->chans[k->ch].used && member_in(cs, k->ch, k->key, k->spelled) >= 0 &&
+               chat_account_leave(cs, k->key, k->ch) > 0;
+}
+
 /* One kick of nick out of the channel named chan, by an operator: its
  * kick record in ev (true), or the refusal answered (false). */
 static bool kick_one(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *chan,
@@ -349,12 +379,10 @@ static bool kick_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
     int ch = chat_channel_of(app, s, fx, chan, true);
     if (ch < 0)
         return false;
-    char shown[CHAT_CHAN_MAX + 1];
-    chat_lock(app->cs);
-    strcpy(shown, app->cs->chans[ch].name);
-    bool op = chat_member_rank(app->cs, s->slot, ch) & CHAT_RANK_OP;
-    chat_unlock(app->cs);
-    if (!op) {
+    struct chat_chan_view v;
+    chat_channel_view(app->cs, ch, s->slot, CHAT_VIEW_RANK, &v);
+    const char *shown = v.name;
+    if (!(v.rank & CHAT_RANK_OP)) {
         chat_numeric(fx, s, 482, "%s :You're not channel operator", shown);
         return false;
     }
@@ -363,11 +391,11 @@ static bool kick_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
     size_t len = strlen(nick);
     bool found = false;
     chat_casefold(key, nick, len > CHAT_NAME_MAX ? CHAT_NAME_MAX : len);
-    chat_lock(app->cs);
-    /* The channel may have emptied (a kick of oneself, the last member) */
-    if (len <= CHAT_NAME_MAX && app->cs->chans[ch].used && member_in(app, ch, key, spelled) >= 0)
-        found = chat_account_leave(app->cs, key, ch) > 0;
-    chat_unlock(app->cs);
+    if (len <= CHAT_NAME_MAX) {
+        struct kick k = {.ch = ch, .key = key, .spelled = spelled};
+        chat_state_locked(app->cs, kick_out, &k);
+        found = k.found;
+    }
     if (!found) {
         chat_numeric(fx, s, 441, "%s %s :They aren't on that channel", nick, shown);
         return false;
@@ -405,24 +433,55 @@ void chat_cmd_kick(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
         chat_presence_put(app, ev, nev);
 }
 
+/* An invitation under the lock (invite_in): noted unless the user named
+ * by key is in channel ch already, or the asker may not (+i). */
+struct invite {
+    const struct session *s;
+    int ch;
+    char *key, *spelled, *shown; /* member_in's; the channel's name (out) */
+    bool there, allowed;
+};
+
+static void invite_in(chat_state_t *cs, void *ctx)
+{
+    struct invite *iv = ctx;
+    strcpy(iv->shown, cs->chans[iv->ch].name);
+    iv->there = member_in(cs, iv->ch, iv->key, iv->spelled) >= 0;
+    iv->allowed = !(cs->chans[iv->ch].modes & CHAT_MODE_I) ||
+                  (chat_member_rank(cs, iv->s->slot, iv->ch) & CHAT_RANK_OP);
+    if (!iv->there && iv->allowed)
+        chat_invite_add(cs, iv->ch, iv->key);
+}
+
 /* INVITE nick #chan: a member (an operator, when the channel is +i) lets
  * an account join past +i while the channel stays live; the account hears
  * it through the log (an invite record). */
 /* INVITE alone: the live channels the connection's account (a guest: its
  * nick) is invited to, 336 each, then 337. */
+struct invited {
+    const char *key; /* the account (a guest: its nick) */
+    unsigned c;      /* the channel looked at */
+    bool invited;    /* out: it is live and key is invited; */
+    char name[CHAT_CHAN_MAX + 1]; /* its name then */
+};
+
+static void invited_to(chat_state_t *cs, void *ctx)
+{
+    struct invited *iv = ctx;
+    iv->invited = cs->chans[iv->c].used && chat_invited(cs, (int)iv->c, iv->key);
+    if (iv->invited)
+        strcpy(iv->name, cs->chans[iv->c].name);
+}
+
 static void invite_list(struct chat_app *app, struct session *s, yard_fx_t *fx)
 {
     chat_state_t *cs = app->cs;
     unsigned listed = 0;
-    for (unsigned c = 0; c < cs->nchan; c++) {
-        char name[CHAT_CHAN_MAX + 1];
-        chat_lock(cs);
-        bool invited = cs->chans[c].used && chat_invited(cs, (int)c, s->account_key);
-        if (invited)
-            strcpy(name, cs->chans[c].name);
-        chat_unlock(cs);
-        if (invited) {
-            chat_numeric(fx, s, 336, "%s", name);
+    struct invited iv = {.key = s->account_key};
+    for (iv.c = 0; iv.c < cs->nchan; iv.c++) { /* the lock for one channel at a time */
+        chat_state_locked(cs, invited_to, &iv);
+        if (iv.invited) {
+            chat_numeric(fx, s, 336, "%s", iv.name);
             listed++;
         }
     }
@@ -441,9 +500,8 @@ void chat_cmd_invite(struct chat_app *app, struct session *s, yard_fx_t *fx, yar
         return;
     }
     const char *nick = m->params[0];
-    chat_lock(app->cs);
-    bool exists = chat_channel_find(app->cs, m->params[1], strlen(m->params[1]), false) >= 0;
-    chat_unlock(app->cs);
+    struct chat_chan_view v;
+    bool exists = chat_channel_lookup(app->cs, m->params[1], strlen(m->params[1]), -1, 0, &v) >= 0;
     if (!exists && chat_valid_channel(m->params[1])) {
         /* Nobody is in it, so nobody's say is needed: the invitation is
          * only told (the channel has no +i to pass yet). */
@@ -470,14 +528,9 @@ void chat_cmd_invite(struct chat_app *app, struct session *s, yard_fx_t *fx, yar
     }
     char key[CHAT_NAME_MAX + 1], spelled[CHAT_NAME_MAX + 1], shown[CHAT_CHAN_MAX + 1];
     chat_casefold(key, p.account, strlen(p.account));
-    chat_lock(app->cs);
-    strcpy(shown, app->cs->chans[ch].name);
-    bool there = member_in(app, ch, key, spelled) >= 0;
-    bool allowed = !(app->cs->chans[ch].modes & CHAT_MODE_I) ||
-                   (chat_member_rank(app->cs, s->slot, ch) & CHAT_RANK_OP);
-    if (!there && allowed)
-        chat_invite_add(app->cs, ch, key);
-    chat_unlock(app->cs);
+    struct invite iv = {.s = s, .ch = ch, .key = key, .spelled = spelled, .shown = shown};
+    chat_state_locked(app->cs, invite_in, &iv);
+    bool there = iv.there, allowed = iv.allowed;
     if (there) {
         chat_numeric(fx, s, 443, "%s %s :is already on channel", p.nick, shown);
         return;
@@ -535,11 +588,7 @@ static void user_mode(struct chat_app *app, struct session *s, yard_fx_t *fx, co
     for (int k = 0; k < FLAGS; k++)
         *had[k] = want[k];
     if (s->slot >= 0) {
-        chat_lock(app->cs);
-        chat_member_at(app->cs, s->slot)->invisible = s->umode_i;
-        chat_member_at(app->cs, s->slot)->oper = s->umode_o;
-        chat_member_at(app->cs, s->slot)->bot = s->umode_B;
-        chat_unlock(app->cs);
+        chat_member_umodes(app->cs, s->slot, s->umode_i, s->umode_o, s->umode_B);
     }
     chat_sendf(fx, ":%s!%s@" SERVER " MODE %s :%s", s->nick, s->nick, s->nick, change);
 }

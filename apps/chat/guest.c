@@ -21,25 +21,40 @@ void chat_nick_check(struct chat_app *app, struct session *s, yard_fx_t *fx, con
     yard_fx_io(fx, yard_chat_store_run, &s->nj);
 }
 
+/* A guest's member slot, taken under the lock (guest_slot). */
+struct guest_claim {
+    struct chat_app *app;
+    struct session *s;
+    const char *key; /* its nick, casefolded */
+    bool taken, crowded;
+};
+
+static void guest_slot(chat_state_t *cs, void *ctx)
+{
+    struct guest_claim *g = ctx;
+    struct session *s = g->s;
+    g->taken = chat_member_named(cs, g->key) >= 0; /* by a guest or an account */
+    g->crowded =
+        !g->taken && chat_guests_from(cs, s->login.addr.b) >= g->app->set->guests_per_addr;
+    s->slot = g->taken || g->crowded ? -1 : chat_member_add(cs, s->reg.nick);
+    if (s->slot >= 0) {
+        struct chat_member *m = chat_member_at(cs, s->slot);
+        m->guest = true;
+        memcpy(m->addr, s->login.addr.b, sizeof m->addr);
+        memcpy(m->from, s->login.addr.b, sizeof m->from);
+        chat_member_ident(cs, s->slot, s->user, s->realname, s->tls);
+    }
+}
+
 /* A guest registers with the nick checked free of accounts: a member slot
  * of its own, unless somebody has the nick or its address has its share. */
 static void become_guest(struct chat_app *app, struct session *s, yard_fx_t *fx)
 {
     char key[CHAT_NAME_MAX + 1];
     chat_casefold(key, s->reg.nick, strlen(s->reg.nick));
-    chat_lock(app->cs);
-    bool taken = chat_member_named(app->cs, key) >= 0; /* by a guest or an account */
-    bool crowded =
-        !taken && chat_guests_from(app->cs, s->login.addr.b) >= app->set->guests_per_addr;
-    s->slot = taken || crowded ? -1 : chat_member_add(app->cs, s->reg.nick);
-    if (s->slot >= 0) {
-        struct chat_member *m = chat_member_at(app->cs, s->slot);
-        m->guest = true;
-        memcpy(m->addr, s->login.addr.b, sizeof m->addr);
-        memcpy(m->from, s->login.addr.b, sizeof m->from);
-        chat_member_ident(app->cs, s->slot, s->user, s->realname, s->tls);
-    }
-    chat_unlock(app->cs);
+    struct guest_claim g = {.app = app, .s = s, .key = key};
+    chat_state_locked(app->cs, guest_slot, &g);
+    bool taken = g.taken, crowded = g.crowded;
     if (taken) {
         s->reg.got_nick = false;
         chat_numeric(fx, s, 433, "%s :Nickname is already in use", s->reg.nick);
@@ -72,18 +87,33 @@ static void nick_busy(yard_fx_t *fx, const struct session *s, const char *nick)
 /* A guest's nick change, checked free of accounts: told to the guest at
  * once and to the members of its channels through the log (one nick
  * record, told to each member sharing a channel with it). */
+struct rename {
+    struct chat_app *app;
+    const struct session *s;
+    const char *nick, *key; /* key: the nick casefolded */
+    bool free_nick, told;
+};
+
+/* Under the lock: the nick free (or the guest's own), the change told in
+ * the log, then made. */
+static void rename_guest(chat_state_t *cs, void *ctx)
+{
+    struct rename *r = ctx;
+    int holder = chat_member_named(cs, r->key);
+    r->free_nick = holder < 0 || holder == r->s->slot; /* a change of case is ours to make */
+    r->told = r->free_nick && chat_nick_put(r->app, r->s->slot, r->s->sender, r->nick);
+    if (r->told)
+        chat_member_rename(cs, r->s->slot, r->nick);
+}
+
 static void guest_rename(struct chat_app *app, struct session *s, yard_fx_t *fx,
                          const char *nick)
 {
     char key[CHAT_NAME_MAX + 1];
     chat_casefold(key, nick, strlen(nick));
-    chat_lock(app->cs);
-    int holder = chat_member_named(app->cs, key);
-    bool free_nick = holder < 0 || holder == s->slot; /* a change of case is ours to make */
-    bool told = free_nick && chat_nick_put(app, s->slot, s->sender, nick);
-    if (told)
-        chat_member_rename(app->cs, s->slot, nick);
-    chat_unlock(app->cs);
+    struct rename r = {.app = app, .s = s, .nick = nick, .key = key};
+    chat_state_locked(app->cs, rename_guest, &r);
+    bool free_nick = r.free_nick, told = r.told;
     if (!free_nick) {
         chat_numeric(fx, s, 433, "%s :Nickname is already in use", nick);
         return;
@@ -98,6 +128,33 @@ static void guest_rename(struct chat_app *app, struct session *s, yard_fx_t *fx,
     chat_set_names(s, nick, nick, true);
 }
 
+struct login {
+    struct chat_app *app;
+    const struct session *s;
+    const char *account, *key; /* key: the account casefolded */
+    char *nick;                /* out: the nick it is shown by */
+    bool renamed, told;
+};
+
+/* Under the lock: the guest's slot becomes the account's, with the nick
+ * its other connections have (told in the log first when it changes). */
+static void guest_to_account(chat_state_t *cs, void *ctx)
+{
+    struct login *l = ctx;
+    const struct session *s = l->s;
+    if (!chat_account_nick(cs, l->key, l->nick))
+        memcpy(l->nick, s->nick, CHAT_NAME_MAX + 1);
+    l->renamed = strcmp(s->nick, l->nick) != 0;
+    l->told = !l->renamed || chat_nick_put(l->app, s->slot, s->sender, l->nick);
+    if (l->told) {
+        struct chat_member *me = chat_member_at(cs, s->slot);
+        me->guest = false;
+        memset(me->addr, 0, sizeof me->addr);
+        chat_member_rename(cs, s->slot, l->account);
+        chat_member_set_nick(cs, s->slot, l->nick);
+    }
+}
+
 /* A guest logged in (SASL, or PASS account:password): it becomes the
  * account, in the channels it is in, and keeps its nick, unless the
  * account is connected elsewhere: its connections share one nick, so it
@@ -108,19 +165,9 @@ void chat_guest_logs_in(struct chat_app *app, struct session *s, yard_fx_t *fx,
 {
     char key[CHAT_NAME_MAX + 1], nick[CHAT_NAME_MAX + 1];
     chat_casefold(key, account, strlen(account));
-    chat_lock(app->cs);
-    if (!chat_account_nick(app->cs, key, nick))
-        memcpy(nick, s->nick, sizeof nick);
-    bool renamed = strcmp(s->nick, nick) != 0;
-    bool told = !renamed || chat_nick_put(app, s->slot, s->sender, nick);
-    if (told) {
-        struct chat_member *me = chat_member_at(app->cs, s->slot);
-        me->guest = false;
-        memset(me->addr, 0, sizeof me->addr);
-        chat_member_rename(app->cs, s->slot, account);
-        chat_member_set_nick(app->cs, s->slot, nick);
-    }
-    chat_unlock(app->cs);
+    struct login l = {.app = app, .s = s, .account = account, .key = key, .nick = nick};
+    chat_state_locked(app->cs, guest_to_account, &l);
+    bool renamed = l.renamed, told = l.told;
     if (!told) {
         nick_busy(fx, s, nick);
         return;

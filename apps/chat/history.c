@@ -277,13 +277,10 @@ void chat_cmd_chathistory(struct chat_app *app, struct session *s, yard_fx_t *fx
             return;
         }
         /* The channels one is in now: only their history is one's to list. */
-        chat_lock(app->cs);
-        unsigned cap = chat_account_channels(app->cs, s->account_key, -1) + 1;
+        unsigned cap = chat_member_channels(app->cs, s->slot) + 1;
         j->chans = malloc(cap * sizeof *j->chans);
-        for (unsigned c = 0; j->chans && c < app->cs->nchan && j->nchans < cap; c++)
-            if (app->cs->chans[c].used && chat_is_in(app->cs, s->slot, (int)c))
-                strcpy(j->chans[j->nchans++], app->cs->chans[c].key);
-        chat_unlock(app->cs);
+        if (j->chans)
+            j->nchans = chat_member_channel_keys(app->cs, s->slot, j->chans, cap);
         if (!j->chans) {
             fx->nomem = true;
             return;
@@ -312,10 +309,8 @@ void chat_cmd_chathistory(struct chat_app *app, struct session *s, yard_fx_t *fx
     j->channel = target[0] == '#' || target[0] == '&';
     bool ok = tn <= CHAT_CHAN_MAX;
     if (ok && j->channel) {
-        chat_lock(app->cs);
-        int c = chat_channel_find(app->cs, target, tn, false);
-        ok = c >= 0 && chat_is_in(app->cs, s->slot, c);
-        chat_unlock(app->cs);
+        struct chat_chan_view v;
+        ok = chat_channel_lookup(app->cs, target, tn, s->slot, 0, &v) >= 0 && v.in;
     } else if (ok) { /* a private conversation: an account's (a guest has none kept) */
         ok = !s->guest && yard_account_name_valid(target, tn);
     }
@@ -331,11 +326,9 @@ void chat_cmd_chathistory(struct chat_app *app, struct session *s, yard_fx_t *fx
     memcpy(j->name, target, tn + 1);
     chat_casefold(j->key, target, tn);
     if (!j->channel) { /* a connected user's nick names its account */
-        chat_lock(app->cs);
-        int who = chat_member_named(app->cs, j->key);
-        if (who >= 0)
-            strcpy(j->key, chat_member_at(app->cs, who)->key);
-        chat_unlock(app->cs);
+        struct chat_member who;
+        if (chat_member_lookup(app->cs, j->key, &who) >= 0)
+            strcpy(j->key, who.key);
     }
     strcpy(j->me, s->account_key);
     yard_fx_scan(fx, yard_chat_store_run, j);

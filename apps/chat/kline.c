@@ -213,19 +213,17 @@ static unsigned kline_apply(struct chat_app *app, struct session *s, const yard_
     unsigned nev = 0, killed = 0;
     char why[YARD_KLINE_REASON_MAX + 16];
     snprintf(why, sizeof why, CHAT_KLINED "%s", k->reason);
-    chat_lock(app->cs);
-    unsigned end = chat_member_end(app->cs);
-    chat_unlock(app->cs);
+    unsigned end = chat_member_slots(app->cs);
     for (unsigned i = 0; i < end; i++) {
-        chat_lock(app->cs);
-        const struct chat_member *mb = chat_member_at(app->cs, (int)i);
+        struct chat_member mb;
+        if (!chat_member_copy(app->cs, (int)i, &mb) || mb.killed)
+            continue;
         chat_addr_t from;
-        memcpy(from.b, mb->from, sizeof from.b);
-        struct chat_mask_subject who = {.nick = mb->account, .user = mb->user, .addr = &from,
-                                        .guest = mb->guest};
-        bool hit = mb->used && !mb->killed && chat_mask_matches(k->mask, &who);
-        uint64_t serial = mb->serial;
-        chat_unlock(app->cs);
+        memcpy(from.b, mb.from, sizeof from.b);
+        struct chat_mask_subject who = {.nick = mb.account, .user = mb.user, .addr = &from,
+                                        .guest = mb.guest};
+        bool hit = chat_mask_matches(k->mask, &who);
+        uint64_t serial = mb.serial;
         if (!hit)
             continue;
         char target[YARD_LOGREC_NAME_MAX + 1];

@@ -112,6 +112,34 @@ int chat_split_targets(char *list, char **out, int max, int *dropped, char **fir
     return n;
 }
 
+/* Whether a member may speak in the channel named name, as read under
+ * the lock (may_speak). */
+struct speak {
+    const struct session *s;
+    const char *name;
+    int c; /* the live channel, or -1 */
+    bool in, muted, banned;
+    uint32_t modes;
+    char shown[CHAT_CHAN_MAX + 1];
+};
+
+static void may_speak(chat_state_t *cs, void *ctx)
+{
+    struct speak *sp = ctx;
+    const struct session *s = sp->s;
+    int c = sp->c = chat_channel_find(cs, sp->name, strlen(sp->name), false);
+    sp->in = c >= 0 && chat_is_in(cs, s->slot, c);
+    sp->modes = c >= 0 ? cs->chans[c].modes : 0;
+    /* +m: the voiced and the operators speak (a rank is read only then) */
+    sp->muted = (sp->modes & CHAT_MODE_M) && !chat_member_rank(cs, s->slot, c);
+    /* +b: a banned member is silent unless voiced or an operator */
+    sp->banned = c >= 0 && cs->chans[c].nbans && chat_banned(cs, s, c, NULL) &&
+                 !chat_member_rank(cs, s->slot, c);
+    sp->shown[0] = 0;
+    if (c >= 0)
+        strcpy(sp->shown, cs->chans[c].name);
+}
+
 static void message(struct chat_app *app, struct session *s, yard_fx_t *fx,
                     const yard_irc_msg_t *m, int type)
 {
@@ -160,21 +188,13 @@ static void message(struct chat_app *app, struct session *s, yard_fx_t *fx,
         if (status)
             t++;
         if (t[0] == '#' || t[0] == '&') {
-            chat_lock(app->cs);
-            int c = chat_channel_find(app->cs, t, strlen(t), false);
-            bool in = c >= 0 && chat_is_in(app->cs, s->slot, c);
-            char shown[CHAT_CHAN_MAX + 1] = "";
-            uint32_t modes = c >= 0 ? app->cs->chans[c].modes : 0;
-            /* +m: the voiced and the operators speak (a rank is read only then) */
-            bool muted = (modes & CHAT_MODE_M) &&
-                         !chat_member_rank(app->cs, s->slot, c);
-            /* +b: a banned member is silent unless voiced or an operator */
-            bool banned = c >= 0 && app->cs->chans[c].nbans && chat_banned(app->cs, s, c, NULL) &&
-                          !chat_member_rank(app->cs, s->slot, c);
+            struct speak sp = {.s = s, .name = t};
+            chat_state_locked(app->cs, may_speak, &sp);
+            int c = sp.c;
+            bool in = sp.in, muted = sp.muted, banned = sp.banned;
+            uint32_t modes = sp.modes;
             bool guest_muted = (modes & CHAT_MODE_REG_SPEAK) && s->guest;
-            if (c >= 0)
-                strcpy(shown, app->cs->chans[c].name);
-            chat_unlock(app->cs);
+            const char *shown = sp.shown;
             if (c < 0) {
                 if (!notice)
                     chat_numeric(fx, s, 403, "%s :No such channel", t);
@@ -221,14 +241,11 @@ static void message(struct chat_app *app, struct session *s, yard_fx_t *fx,
         bool guest = false;
         char key[CHAT_NAME_MAX + 1];
         chat_casefold(key, t, strlen(t));
-        chat_lock(app->cs);
-        int g = chat_member_named(app->cs, key);
-        if (g >= 0) {
-            const struct chat_member *to = chat_member_at(app->cs, g);
-            guest = to->guest;
-            snprintf(spelled, sizeof spelled, "%s%s", guest ? "~" : "", to->account);
+        struct chat_member to;
+        if (chat_member_lookup(app->cs, key, &to) >= 0) {
+            guest = to.guest;
+            snprintf(spelled, sizeof spelled, "%s%s", guest ? "~" : "", to.account);
         }
-        chat_unlock(app->cs);
         chat_post_target(s, spelled[0] ? spelled : t, !guest);
     }
     chat_post_start(s, fx);

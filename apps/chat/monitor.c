@@ -18,10 +18,7 @@ static int monitor_find(const struct chat_monitor *m, const char *key)
  * logged only then. */
 static bool anyone_monitors(struct chat_app *app)
 {
-    chat_lock(app->cs);
-    bool any = app->cs->monitoring > 0;
-    chat_unlock(app->cs);
-    return any;
+    return chat_monitoring_any(app->cs);
 }
 
 /* The count of connections monitoring anything moves with this one's
@@ -30,12 +27,7 @@ static void monitoring_moved(struct chat_app *app, bool had, bool has)
 {
     if (had == has)
         return;
-    chat_lock(app->cs);
-    if (has)
-        app->cs->monitoring++;
-    else if (app->cs->monitoring)
-        app->cs->monitoring--;
-    chat_unlock(app->cs);
+    chat_monitoring_note(app->cs, has);
 }
 
 void chat_monitor_forget(struct chat_app *app, struct session *s)
@@ -51,18 +43,29 @@ static void tell(struct chat_app *app, const char *sender, bool online)
     chat_presence_put(app, &ev, 1);
 }
 
+struct other_conn {
+    const struct session *s;
+    bool found;
+};
+
+/* chat_members_each: is another connection of the account connected?
+ * (the walk stops at the first) */
+static bool another_connection(chat_state_t *cs, int slot, struct chat_member *mb, void *ctx)
+{
+    (void)cs;
+    struct other_conn *o = ctx;
+    o->found = slot != o->s->slot && !mb->guest && !strcmp(mb->key, o->s->account_key);
+    return !o->found;
+}
+
 void chat_monitor_ready(struct chat_app *app, struct session *s)
 {
     if (!anyone_monitors(app))
         return;
-    bool first = true;
-    chat_lock(app->cs);
-    for (unsigned i = 0; i < chat_member_end(app->cs) && !s->guest; i++) {
-        const struct chat_member *mb = chat_member_at(app->cs, (int)i);
-        if ((int)i != s->slot && mb->used && !mb->guest && !strcmp(mb->key, s->account_key))
-            first = false;
-    }
-    chat_unlock(app->cs);
+    struct other_conn o = {.s = s, .found = false};
+    if (!s->guest)
+        chat_members_each(app->cs, another_connection, &o);
+    bool first = !o.found;
     if (first)
         tell(app, s->sender, true);
 }
@@ -76,13 +79,10 @@ void chat_monitor_gone(struct chat_app *app, const struct session *s)
 /* Whether the nick (casefolded key) is connected: nick!user@host in out. */
 static bool online_as(struct chat_app *app, const char *key, char *out, size_t cap)
 {
-    chat_lock(app->cs);
-    int at = chat_member_named(app->cs, key);
-    if (at >= 0) {
-        const struct chat_member *mb = chat_member_at(app->cs, at);
-        snprintf(out, cap, "%s!%s@" SERVER, mb->nick, mb->user[0] ? mb->user : mb->nick);
-    }
-    chat_unlock(app->cs);
+    struct chat_member mb;
+    int at = chat_member_lookup(app->cs, key, &mb);
+    if (at >= 0)
+        snprintf(out, cap, "%s!%s@" SERVER, mb.nick, mb.user[0] ? mb.user : mb.nick);
     return at >= 0;
 }
 

@@ -23,9 +23,7 @@ void chat_oper_done(struct chat_app *app, struct session *s, struct yard_chat_au
         if (!s->umode_o) {
             s->umode_o = true;
             if (s->slot >= 0) {
-                chat_lock(app->cs);
-                chat_member_at(app->cs, s->slot)->oper = true;
-                chat_unlock(app->cs);
+                chat_member_set_oper(app->cs, s->slot);
             }
             chat_sendf(fx, ":%s!%s@" SERVER " MODE %s :+o", s->nick, s->nick, s->nick);
         }
@@ -40,6 +38,26 @@ void chat_oper_done(struct chat_app *app, struct session *s, struct yard_chat_au
     s->login.pending_fail = j->known ? 464 : 491;
     s->login.fail_oper = true;
     yard_fx_wake_at(fx, s->login.fail_until);
+}
+
+/* The newest connection whose account or nick folds to key (KILL's
+ * target), found by chat_members_each. */
+struct kill_target {
+    const char *key;
+    int slot;
+    uint64_t serial;
+};
+
+static bool newest_named(chat_state_t *cs, int slot, struct chat_member *mb, void *ctx)
+{
+    (void)cs;
+    struct kill_target *t = ctx;
+    bool named = !strcmp(mb->key, t->key) || !strcmp(mb->nick_key, t->key);
+    if (!mb->killed && named && mb->serial > t->serial) {
+        t->slot = slot;
+        t->serial = mb->serial;
+    }
+    return true;
 }
 
 /* KILL nick [reason]: the nick's newest connection is closed (an account's
@@ -59,16 +77,10 @@ void chat_cmd_kill(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
     if (len <= CHAT_NAME_MAX) {
         char key[CHAT_NAME_MAX + 1];
         chat_casefold(key, nick, len);
-        chat_lock(app->cs);
-        for (unsigned i = 0; i < chat_member_end(app->cs); i++) {
-            const struct chat_member *mb = chat_member_at(app->cs, (int)i);
-            bool named = !strcmp(mb->key, key) || !strcmp(mb->nick_key, key);
-            if (mb->used && !mb->killed && named && mb->serial > serial) {
-                slot = (int)i;
-                serial = mb->serial;
-            }
-        }
-        chat_unlock(app->cs);
+        struct kill_target t = {.key = key, .slot = -1, .serial = 0};
+        chat_members_each(app->cs, newest_named, &t);
+        slot = t.slot;
+        serial = t.serial;
     }
     if (slot < 0) {
         chat_numeric(fx, s, 401, "%s :No such nick/channel", nick);
@@ -116,13 +128,7 @@ void chat_oper_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
         sscanf(t, CHAT_MEMBER_TARGET "%n", &slot, &serial, &end) != 2 ||
         end != (int)r->target_len || slot != s->slot)
         return;
-    chat_lock(app->cs);
-    struct chat_member *mine = chat_member_at(app->cs, s->slot);
-    bool me = mine->serial == serial;
-    if (me)
-        mine->killed = true;
-    chat_unlock(app->cs);
-    if (!me)
+    if (!chat_member_kill(app->cs, s->slot, serial))
         return;
     /* Those who share a channel with it hear this as its quit (chat_close). */
     if (!strncmp(text, CHAT_KLINED, strlen(CHAT_KLINED))) {

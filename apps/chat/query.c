@@ -11,6 +11,64 @@
 #include "session.h"
 #include "yard/clock.h"
 
+/* chat_presence_of's walk over the members named by key, under the lock. */
+struct presence_walk {
+    const char *key;
+    struct presence *p;
+    char *chans; /* the channels shown in a WHOIS, or NULL */
+    size_t chans_cap, used;
+    bool all_away, all_tls;
+    uint64_t latest;
+    uint64_t seen[(CHAT_CHANNELS_LIMIT + 63) / 64];
+};
+
+/* The member's channels into w->chans, each once (its rank's prefix
+ * first); a secret channel (+s) is nobody's to see in a WHOIS. */
+static void presence_channels(chat_state_t *cs, int slot, struct presence_walk *w)
+{
+    for (unsigned c = 0; c < cs->nchan; c++) {
+        if (!cs->chans[c].used || !chat_is_in(cs, slot, (int)c) ||
+            (cs->chans[c].modes & CHAT_MODE_S) || (w->seen[c / 64] >> (c % 64) & 1))
+            continue;
+        w->seen[c / 64] |= 1ull << (c % 64);
+        int rank = chat_member_rank(cs, slot, (int)c);
+        const char *pre = rank & CHAT_RANK_OP ? "@" : rank ? "+" : "";
+        size_t n = strlen(pre) + strlen(cs->chans[c].name);
+        if (w->used + n + 2 <= w->chans_cap) {
+            snprintf(w->chans + w->used, w->chans_cap - w->used, "%s%s%s", w->used ? " " : "",
+                     pre, cs->chans[c].name);
+            w->used += n + (w->used ? 1 : 0);
+        }
+    }
+}
+
+static bool presence_member(chat_state_t *cs, int slot, struct chat_member *m, void *ctx)
+{
+    struct presence_walk *w = ctx;
+    struct presence *p = w->p;
+    if (strcmp(w->key, m->key) && strcmp(w->key, m->nick_key))
+        return true;
+    if (!p->online) {
+        snprintf(p->user, sizeof p->user, "%s", m->user[0] ? m->user : m->nick);
+        snprintf(p->realname, sizeof p->realname, "%s", m->realname);
+    }
+    p->online = true;
+    p->guest = m->guest;
+    p->oper = p->oper || m->oper;
+    p->bot = p->bot || m->bot;
+    snprintf(p->account, sizeof p->account, "%s", m->account);
+    snprintf(p->nick, sizeof p->nick, "%s", m->nick);
+    w->all_away = w->all_away && m->away;
+    w->all_tls = w->all_tls && m->tls;
+    if (m->away && m->away_at >= w->latest) {
+        w->latest = m->away_at;
+        snprintf(p->away_msg, sizeof p->away_msg, "%s", m->away_msg);
+    }
+    if (w->chans)
+        presence_channels(cs, slot, w);
+    return true;
+}
+
 void chat_presence_of(struct chat_app *app, const char *nick, struct presence *p, char *chans,
                       size_t chans_cap)
 {
@@ -22,52 +80,11 @@ void chat_presence_of(struct chat_app *app, const char *nick, struct presence *p
     chat_casefold(key, nick, len);
     if (chans)
         chans[0] = 0;
-    size_t used = 0;
-    bool all_away = true, all_tls = true;
-    uint64_t latest = 0;
-    chat_lock(app->cs);
-    uint64_t seen[(CHAT_CHANNELS_LIMIT + 63) / 64] = {0};
-    for (unsigned i = 0; i < chat_member_end(app->cs); i++) {
-        struct chat_member *m = chat_member_at(app->cs, (int)i);
-        if (!m->used)
-            continue;
-        if (strcmp(key, m->key) && strcmp(key, m->nick_key))
-            continue;
-        if (!p->online) {
-            snprintf(p->user, sizeof p->user, "%s", m->user[0] ? m->user : m->nick);
-            snprintf(p->realname, sizeof p->realname, "%s", m->realname);
-        }
-        p->online = true;
-        p->guest = m->guest;
-        p->oper = p->oper || m->oper;
-        p->bot = p->bot || m->bot;
-        snprintf(p->account, sizeof p->account, "%s", m->account);
-        snprintf(p->nick, sizeof p->nick, "%s", m->nick);
-        all_away = all_away && m->away;
-        all_tls = all_tls && m->tls;
-        if (m->away && m->away_at >= latest) {
-            latest = m->away_at;
-            snprintf(p->away_msg, sizeof p->away_msg, "%s", m->away_msg);
-        }
-        for (unsigned c = 0; chans && c < app->cs->nchan; c++) {
-            /* a secret channel (+s) is nobody's to see in a WHOIS */
-            if (!app->cs->chans[c].used || !chat_is_in(app->cs, (int)i, (int)c) ||
-                (app->cs->chans[c].modes & CHAT_MODE_S) || (seen[c / 64] >> (c % 64) & 1))
-                continue;
-            seen[c / 64] |= 1ull << (c % 64);
-            int rank = chat_member_rank(app->cs, (int)i, (int)c);
-            const char *pre = rank & CHAT_RANK_OP ? "@" : rank ? "+" : "";
-            size_t n = strlen(pre) + strlen(app->cs->chans[c].name);
-            if (used + n + 2 <= chans_cap) {
-                snprintf(chans + used, chans_cap - used, "%s%s%s", used ? " " : "", pre,
-                         app->cs->chans[c].name);
-                used += n + (used ? 1 : 0);
-            }
-        }
-    }
-    chat_unlock(app->cs);
-    p->away = p->online && all_away;
-    p->secure = p->online && all_tls;
+    struct presence_walk w = {.key = key, .p = p, .chans = chans, .chans_cap = chans_cap,
+                              .all_away = true, .all_tls = true};
+    chat_members_each(app->cs, presence_member, &w);
+    p->away = p->online && w.all_away;
+    p->secure = p->online && w.all_tls;
 }
 
 /* away-notify, for a client that joins channel c: the members who are away
@@ -132,9 +149,7 @@ static void whowas_n(struct chat_app *app, struct session *s, yard_fx_t *fx, con
     char spelled[CHAT_NAME_MAX + 1] = "";
     unsigned found = 0;
     while (strlen(nick) <= CHAT_NAME_MAX && (!count || found < count)) {
-        chat_lock(app->cs);
-        bool more = chat_whowas_nth(app->cs, nick, found, &g);
-        chat_unlock(app->cs);
+        bool more = chat_whowas_find(app->cs, nick, found, &g);
         if (!more)
             break;
         char when[64];
@@ -184,6 +199,24 @@ static void ison(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_ir
     chat_numeric(fx, s, userhost ? 302 : 303, ":%s", out);
 }
 
+struct away_events {
+    const struct session *s;
+    const char *msg;
+    yard_chatlog_entry_t *ev; /* out: n records (malloc'd) */
+    unsigned n;
+    bool monitors; /* out: somebody monitors anything (extended-monitor) */
+};
+
+/* Under the lock: an AWAY record for each channel of the account's. */
+static void away_events(chat_state_t *cs, void *ctx)
+{
+    struct away_events *a = ctx;
+    uint64_t bits[(CHAT_CHANNELS_LIMIT + 63) / 64] = {0};
+    chat_account_others(cs, a->s->account_key, -1, bits);
+    a->ev = chat_events_per_channel(cs, bits, YARD_LOGREC_AWAY, a->s->sender, a->msg, &a->n);
+    a->monitors = cs->monitoring > 0;
+}
+
 /* Defer one AWAY record per channel the account is in (any connection),
  * and, while somebody monitors anything, one more to "*" for monitors
  * that share no channel with it (extended-monitor; the last of the group,
@@ -191,16 +224,11 @@ static void ison(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_ir
  * connection one token per record. */
 static void away_notify(struct chat_app *app, struct session *s, const char *msg)
 {
-    chat_state_t *cs = app->cs;
-    uint64_t bits[(CHAT_CHANNELS_LIMIT + 63) / 64] = {0};
-    unsigned n;
-    chat_lock(cs);
-    chat_account_others(cs, s->account_key, -1, bits);
-    yard_chatlog_entry_t *ev =
-        chat_events_per_channel(cs, bits, YARD_LOGREC_AWAY, s->sender, msg, &n);
-    bool monitors = cs->monitoring > 0;
-    chat_unlock(cs);
-    if (monitors) {
+    struct away_events a = {.s = s, .msg = msg};
+    chat_state_locked(app->cs, away_events, &a);
+    unsigned n = a.n;
+    yard_chatlog_entry_t *ev = a.ev;
+    if (a.monitors) {
         yard_chatlog_entry_t *more = realloc(ev, (n + 1) * sizeof *ev);
         if (more) {
             ev = more;
@@ -220,15 +248,7 @@ void chat_cmd_away(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
     size_t len = chat_utf8_cut(msg, strlen(msg), CHAT_AWAY_MAX);
     struct presence before, after;
     chat_presence_of(app, s->account, &before, NULL, 0); /* its account: all its connections */
-    chat_lock(app->cs);
-    struct chat_member *me = chat_member_at(app->cs, s->slot);
-    if ((len > 0) != me->away) /* atomic: PRIVMSG reads it without the lock */
-        __atomic_add_fetch(&app->cs->away, len > 0 ? 1u : (unsigned)-1, __ATOMIC_RELAXED);
-    me->away = len > 0;
-    me->away_at = fx->now_ns;
-    memcpy(me->away_msg, msg, len);
-    me->away_msg[len] = 0;
-    chat_unlock(app->cs);
+    chat_member_set_away(app->cs, s->slot, msg, len, fx->now_ns);
     /* away-notify: the account's state (away when every connection is) or
      * its message changed: one record per channel it is in, told once. */
     chat_presence_of(app, s->account, &after, NULL, 0);
@@ -273,38 +293,29 @@ void chat_cmd_list(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
     chat_numeric(fx, s, 321, "Channel :Users  Name");
     const char *filters = m->n >= 1 ? m->params[0] : "";
     for (unsigned c = 0; c < app->cs->nchan; c++) {
-        char shown[CHAT_CHAN_MAX + 1], key[CHAT_CHAN_MAX + 1];
-        chat_lock(app->cs);
-        bool used = app->cs->chans[c].used;
-        if (used) {
-            strcpy(shown, app->cs->chans[c].name);
-            strcpy(key, app->cs->chans[c].key);
-        }
-        chat_unlock(app->cs);
-        if (!used || chat_channel_hidden(app, s, (int)c))
+        struct chat_chan_view v;
+        if (!chat_channel_view(app->cs, (int)c, -1, 0, &v) || chat_channel_hidden(app, s, (int)c))
             continue;
         size_t n;
         bool nomem;
         free(chat_members_of(app, (int)c, &n, &nomem));
         if (nomem)
             fx->nomem = true;
-        if (!list_wanted(filters, key, n))
+        if (!list_wanted(filters, v.key, n))
             continue;
         char topic[CHAT_TOPIC_MAX + 1], by[CHAT_NAME_MAX + 1];
         int64_t at;
-        if (!chat_topic_get(app->cs, key, topic, by, &at))
+        if (!chat_topic_get(app->cs, v.key, topic, by, &at))
             topic[0] = 0;
-        chat_numeric(fx, s, 322, "%s %zu :%s", shown, n, topic);
+        chat_numeric(fx, s, 322, "%s %zu :%s", v.name, n, topic);
     }
     chat_numeric(fx, s, 323, ":End of /LIST");
 }
 
 void chat_cmd_lusers(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
-    chat_lock(app->cs);
-    unsigned conns = app->cs->users, most = app->cs->users_max;
-    unsigned chans = app->cs->live_chans;
-    chat_unlock(app->cs);
+    unsigned conns, most, chans;
+    chat_state_counts(app->cs, &conns, &most, &chans);
     chat_numeric(fx, s, 251, ":There are %u users and 0 invisible on 1 servers", conns);
     chat_numeric(fx, s, 254, "%u :channels formed", chans);
     chat_numeric(fx, s, 255, ":I have %u clients and 0 servers", conns);
@@ -331,6 +342,41 @@ static int who_cmp(const void *a, const void *b)
     return strcmp(((const struct who_entry *)a)->key, ((const struct who_entry *)b)->key);
 }
 
+struct who_filter {
+    const struct session *s;
+    int ch;
+    const char *mask;
+    bool wild;
+    struct who_entry *v; /* room for cap, n of them filled */
+    size_t cap, n;
+};
+
+/* chat_members_each: the member into f->v when WHO lists it. */
+static bool who_member(chat_state_t *cs, int slot, struct chat_member *mb, void *ctx)
+{
+    struct who_filter *f = ctx;
+    const struct session *s = f->s;
+    if (f->n == f->cap)
+        return false;
+    if (f->ch >= 0 && !chat_is_in(cs, slot, f->ch))
+        return true;
+    if (f->ch < 0 && (!chat_mask_match(f->mask, mb->nick_key) ||
+                      (f->wild && mb->invisible && slot != s->slot &&
+                       strcmp(mb->key, s->account_key) &&
+                       !(s->slot >= 0 && chat_members_share(cs, slot, s->slot)))))
+        return true;
+    struct who_entry *e = &f->v[f->n++];
+    memcpy(e->key, mb->key, sizeof e->key);
+    memcpy(e->nick, mb->nick, sizeof e->nick);
+    snprintf(e->user, sizeof e->user, "%s", mb->user[0] ? mb->user : mb->nick);
+    memcpy(e->realname, mb->realname, sizeof e->realname);
+    snprintf(e->account, sizeof e->account, "%s", mb->guest ? "0" : mb->account);
+    e->away = mb->away;
+    e->oper = mb->oper;
+    e->bot = mb->bot;
+    return true;
+}
+
 /* The members WHO lists: those in channel ch (ch >= 0), or those whose nick
  * matches the casefolded mask, the invisible (+i) ones among them only when
  * named exactly or sharing a channel with the asker. Sorted, each account
@@ -342,33 +388,17 @@ static struct who_entry *who_entries(struct chat_app *app, struct session *s, in
     bool wild = strpbrk(mask, "*?") != NULL;
     *n = 0;
     *nomem = false;
-    chat_lock(cs);
-    size_t cap = chat_member_end(cs);
-    struct who_entry *v = cap ? malloc(cap * sizeof *v) : NULL;
-    if (cap && !v)
+    /* Room for every slot used now, taken before the walk (a member who
+     * connects meanwhile may be left out, as if it came just after). */
+    size_t cap = chat_member_slots(cs);
+    struct who_filter f = {.s = s, .ch = ch, .mask = mask, .wild = wild, .cap = cap, .n = 0};
+    f.v = cap ? malloc(cap * sizeof *f.v) : NULL;
+    if (cap && !f.v)
         *nomem = true;
-    for (unsigned i = 0; v && i < chat_member_end(cs); i++) {
-        struct chat_member *mb = chat_member_at(cs, (int)i);
-        if (!mb->used)
-            continue;
-        if (ch >= 0 && !chat_is_in(cs, (int)i, ch))
-            continue;
-        if (ch < 0 && (!chat_mask_match(mask, mb->nick_key) ||
-                       (wild && mb->invisible && (int)i != s->slot &&
-                        strcmp(mb->key, s->account_key) &&
-                        !(s->slot >= 0 && chat_members_share(cs, (int)i, s->slot)))))
-            continue;
-        struct who_entry *e = &v[(*n)++];
-        memcpy(e->key, mb->key, sizeof e->key);
-        memcpy(e->nick, mb->nick, sizeof e->nick);
-        snprintf(e->user, sizeof e->user, "%s", mb->user[0] ? mb->user : mb->nick);
-        memcpy(e->realname, mb->realname, sizeof e->realname);
-        snprintf(e->account, sizeof e->account, "%s", mb->guest ? "0" : mb->account);
-        e->away = mb->away;
-        e->oper = mb->oper;
-        e->bot = mb->bot;
-    }
-    chat_unlock(cs);
+    if (f.v)
+        chat_members_each(cs, who_member, &f);
+    struct who_entry *v = f.v;
+    *n = f.n;
     if (*n)
         qsort(v, *n, sizeof *v, who_cmp);
     size_t out = 0;

@@ -129,13 +129,33 @@ static struct chat_pos *pos_slot(chat_state_t *cs, const char *account, const ch
     return NULL;
 }
 
+/* A read position asked for or moved, under the lock (pos_get, pos_set). */
+struct pos_access {
+    const char *account, *client, *chan_key;
+    uint64_t id; /* as stored (+ 1) when read; the new position when set */
+};
+
+static void pos_get(chat_state_t *cs, void *ctx)
+{
+    struct pos_access *a = ctx;
+    struct chat_pos *p = pos_slot(cs, a->account, a->client, a->chan_key);
+    a->id = p ? p->id : 0;
+}
+
+static void pos_set(chat_state_t *cs, void *ctx)
+{
+    struct pos_access *a = ctx;
+    struct chat_pos *p = pos_slot(cs, a->account, a->client, a->chan_key);
+    if (p && a->id + 1 > p->id)
+        p->id = a->id + 1; /* stored + 1: 0 is "never joined", distinct from "seen nothing" */
+}
+
 uint64_t chat_pos_get(chat_state_t *cs, const char *account, const char *client,
                       const char *chan_key, bool *known)
 {
-    chat_lock(cs);
-    struct chat_pos *p = pos_slot(cs, account, client, chan_key);
-    uint64_t stored = p ? p->id : 0;
-    chat_unlock(cs);
+    struct pos_access a = {.account = account, .client = client, .chan_key = chan_key};
+    chat_state_locked(cs, pos_get, &a);
+    uint64_t stored = a.id;
     *known = stored != 0;
     return stored ? stored - 1 : 0;
 }
@@ -143,11 +163,8 @@ uint64_t chat_pos_get(chat_state_t *cs, const char *account, const char *client,
 void chat_pos_set(chat_state_t *cs, const char *account, const char *client,
                   const char *chan_key, uint64_t id)
 {
-    chat_lock(cs);
-    struct chat_pos *p = pos_slot(cs, account, client, chan_key);
-    if (p && id + 1 > p->id)
-        p->id = id + 1; /* stored + 1: 0 is "never joined", distinct from "seen nothing" */
-    chat_unlock(cs);
+    struct pos_access a = {.account = account, .client = client, .chan_key = chan_key, .id = id};
+    chat_state_locked(cs, pos_set, &a);
 }
 
 /* ---- slots kept in two copies (topics, channels) ----------------------- */
@@ -278,26 +295,44 @@ static struct dual_table topics_table(chat_state_t *cs)
                                .crc_off = offsetof(struct topic_copy, crc)};
 }
 
+/* A topic read or written under the lock (topic_read, topic_write): the
+ * newest valid copy of its slot. */
+struct topic_access {
+    const char *chan_key;
+    struct topic_copy c;
+    bool found; /* read: a valid copy; write: it was stored */
+};
+
+static void topic_read(chat_state_t *cs, void *ctx)
+{
+    struct topic_access *a = ctx;
+    struct dual_table t = topics_table(cs);
+    const uint8_t *best;
+    a->found = dual_find(&t, a->chan_key, &best) != SIZE_MAX;
+    if (a->found)
+        memcpy(&a->c, best, sizeof a->c);
+}
+
+static void topic_write(chat_state_t *cs, void *ctx)
+{
+    struct topic_access *a = ctx;
+    struct dual_table t = topics_table(cs);
+    a->found = dual_write(cs, &t, a->chan_key, &a->c);
+}
+
 bool chat_topic_get(chat_state_t *cs, const char *chan_key, char topic[CHAT_TOPIC_MAX + 1],
                     char by[CHAT_NAME_MAX + 1], int64_t *at_s)
 {
-    bool found = false;
-    chat_lock(cs);
-    struct dual_table t = topics_table(cs);
-    const uint8_t *best;
-    size_t i = dual_find(&t, chan_key, &best);
-    struct topic_copy c;
-    if (i != SIZE_MAX)
-        memcpy(&c, best, sizeof c);
-    if (i != SIZE_MAX && c.len && c.len <= CHAT_TOPIC_MAX) {
-        memcpy(topic, c.text, c.len);
-        topic[c.len] = 0;
-        snprintf(by, CHAT_NAME_MAX + 1, "%s", c.by);
-        *at_s = c.at_s;
-        found = true;
-    }
-    chat_unlock(cs);
-    return found;
+    struct topic_access a = {.chan_key = chan_key};
+    chat_state_locked(cs, topic_read, &a);
+    const struct topic_copy *c = &a.c;
+    if (!a.found || !c->len || c->len > CHAT_TOPIC_MAX)
+        return false;
+    memcpy(topic, c->text, c->len);
+    topic[c->len] = 0;
+    snprintf(by, CHAT_NAME_MAX + 1, "%s", c->by);
+    *at_s = c->at_s;
+    return true;
 }
 
 bool chat_topic_set(chat_state_t *cs, const char *chan_key, const char *topic, size_t len,
@@ -305,17 +340,16 @@ bool chat_topic_set(chat_state_t *cs, const char *chan_key, const char *topic, s
 {
     if (len > CHAT_TOPIC_MAX)
         len = CHAT_TOPIC_MAX;
-    struct topic_copy c;
-    memset(&c, 0, sizeof c);
-    c.at_s = at_s;
-    snprintf(c.by, sizeof c.by, "%s", by);
-    c.len = (uint16_t)len;
-    memcpy(c.text, topic, len);
-    chat_lock(cs);
-    struct dual_table t = topics_table(cs);
-    bool ok = dual_write(cs, &t, chan_key, &c);
-    chat_unlock(cs);
-    return ok;
+    struct topic_access a;
+    memset(&a, 0, sizeof a); /* the copy's padding too: its CRC covers every byte */
+    a.chan_key = chan_key;
+    struct topic_copy *c = &a.c;
+    c->at_s = at_s;
+    snprintf(c->by, sizeof c->by, "%s", by);
+    c->len = (uint16_t)len;
+    memcpy(c->text, topic, len);
+    chat_state_locked(cs, topic_write, &a);
+    return a.found;
 }
 
 /* ---- channels: modes and ranks ------------------------------------------ */
@@ -464,4 +498,47 @@ int chat_chan_rank(chat_state_t *cs, const char *chan_key, const char *account_k
         if (!strncmp(r->ranks[k].account, account_key, sizeof r->ranks[k].account))
             return r->ranks[k].rank;
     return 0;
+}
+
+/* ---- a live channel with its records ------------------------------------ */
+
+struct channel_records {
+    int c;
+    char *name;
+    struct chat_chanrec *rec;
+    struct chat_banrec *bans;
+    bool have;
+};
+
+static void channel_records(chat_state_t *cs, void *ctx)
+{
+    struct channel_records *r = ctx;
+    const struct chat_channel *ch = &cs->chans[r->c];
+    strcpy(r->name, ch->name);
+    if (r->bans)
+        chat_bans_get(cs, ch->key, r->bans);
+    if (!r->rec)
+        return;
+    r->have = chat_chan_get(cs, ch->key, r->rec);
+    if (!r->have) { /* no record (DIR/channels was full): the live copy */
+        memset(r->rec, 0, sizeof *r->rec);
+        r->rec->modes = ch->modes;
+        r->rec->limit = ch->limit;
+        memcpy(r->rec->key, ch->chkey, sizeof r->rec->key);
+    }
+}
+
+bool chat_channel_record(chat_state_t *cs, int c, char name[CHAT_CHAN_MAX + 1],
+                         struct chat_chanrec *out)
+{
+    struct channel_records r = {.c = c, .name = name, .rec = out};
+    chat_state_locked(cs, channel_records, &r);
+    return r.have;
+}
+
+void chat_channel_bans(chat_state_t *cs, int c, char name[CHAT_CHAN_MAX + 1],
+                       struct chat_banrec *out)
+{
+    struct channel_records r = {.c = c, .name = name, .bans = out};
+    chat_state_locked(cs, channel_records, &r);
 }

@@ -255,6 +255,30 @@ static void welcome(struct chat_app *app, struct session *s, yard_fx_t *fx)
     chat_cmd_motd(app, s, fx, NULL);
 }
 
+struct account_claim {
+    struct session *s;
+    const char *key, *want; /* the account and the nick asked for, casefolded */
+    bool own, wanted_ok;
+    char *nick; /* out */
+};
+
+/* Under the lock: the nick (become_ready says which) and a member slot. */
+static void account_slot(chat_state_t *cs, void *ctx)
+{
+    struct account_claim *a = ctx;
+    struct session *s = a->s;
+    if (!chat_account_nick(cs, a->key, a->nick)) {
+        bool free_nick = !a->own && a->wanted_ok && chat_member_named(cs, a->want) < 0;
+        snprintf(a->nick, CHAT_NAME_MAX + 1, "%s", free_nick ? s->reg.nick : s->account);
+    }
+    s->slot = chat_member_add(cs, s->account);
+    if (s->slot >= 0) {
+        chat_member_set_nick(cs, s->slot, a->nick);
+        chat_member_ident(cs, s->slot, s->user, s->realname, s->tls);
+        memcpy(chat_member_at(cs, s->slot)->from, s->login.addr.b, sizeof s->login.addr.b);
+    }
+}
+
 /* Logged in: take a member slot and start relaying from the log's end.
  * Its nick is the one the account's other connections have (they share
  * one), else the one the client registered with when that is free
@@ -266,18 +290,9 @@ static void become_ready(struct chat_app *app, struct session *s, yard_fx_t *fx,
     chat_casefold(key, s->account, strlen(s->account));
     chat_casefold(want, s->reg.nick, strlen(s->reg.nick));
     bool own = !strcmp(want, key); /* the account's name, perhaps spelled otherwise */
-    chat_lock(app->cs);
-    if (!chat_account_nick(app->cs, key, nick)) {
-        bool free_nick = !own && wanted_ok && chat_member_named(app->cs, want) < 0;
-        snprintf(nick, sizeof nick, "%s", free_nick ? s->reg.nick : s->account);
-    }
-    s->slot = chat_member_add(app->cs, s->account);
-    if (s->slot >= 0) {
-        chat_member_set_nick(app->cs, s->slot, nick);
-        chat_member_ident(app->cs, s->slot, s->user, s->realname, s->tls);
-        memcpy(chat_member_at(app->cs, s->slot)->from, s->login.addr.b, sizeof s->login.addr.b);
-    }
-    chat_unlock(app->cs);
+    struct account_claim a = {.s = s, .key = key, .want = want, .own = own,
+                              .wanted_ok = wanted_ok, .nick = nick};
+    chat_state_locked(app->cs, account_slot, &a);
     if (strcasecmp(nick, s->reg.nick) != 0) /* not the nick it asked for: tell it */
         chat_sendf(fx, ":%s!%s@" SERVER " NICK :%s", s->reg.nick, s->reg.nick, nick);
     chat_set_names(s, s->account, nick, false);
@@ -635,6 +650,23 @@ void chat_cmd_user(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_
  * shown by WHOIS, WHO and extended-join from now on, and told to the
  * members it shares a channel with that have the capability (through the
  * log, like a nick change), and to itself. */
+struct realname {
+    struct chat_app *app;
+    const struct session *s;
+    const char *realname;
+    bool told;
+};
+
+/* Under the lock: the change told in the log, then made. */
+static void set_realname(chat_state_t *cs, void *ctx)
+{
+    struct realname *r = ctx;
+    const struct session *s = r->s;
+    r->told = s->slot < 0 || chat_setname_put(r->app, s->slot, s->sender, r->realname);
+    if (r->told && s->slot >= 0)
+        chat_member_ident(cs, s->slot, s->user, r->realname, s->tls);
+}
+
 void chat_cmd_setname(struct chat_app *app, struct session *s, yard_fx_t *fx, yard_irc_msg_t *m)
 {
     const char *real = m->params[0];
@@ -646,11 +678,9 @@ void chat_cmd_setname(struct chat_app *app, struct session *s, yard_fx_t *fx, ya
     size_t rn = chat_utf8_cut(real, strlen(real), CHAT_REALNAME_MAX);
     memcpy(cut, real, rn);
     cut[rn] = 0;
-    chat_lock(app->cs);
-    bool told = s->slot < 0 || chat_setname_put(app, s->slot, s->sender, cut);
-    if (told && s->slot >= 0)
-        chat_member_ident(app->cs, s->slot, s->user, cut, s->tls);
-    chat_unlock(app->cs);
+    struct realname r = {.app = app, .s = s, .realname = cut};
+    chat_state_locked(app->cs, set_realname, &r);
+    bool told = r.told;
     if (!told) { /* never changed unheard: a stalled disk holds the log's queue */
         chat_sendf(fx, ":" SERVER " FAIL SETNAME CANNOT_CHANGE_REALNAME :The server's log is "
                        "busy: try again in a moment");

@@ -187,14 +187,11 @@ static bool for_me(struct chat_app *app, struct session *s, const yard_chatlog_r
     char status = chat_status_prefix(target); /* "@#chan", "+#chan": by rank */
     const char *chan = status ? target + 1 : target;
     if (chan[0] == '#' || chan[0] == '&') {
-        chat_lock(app->cs);
-        int c = chat_channel_find(app->cs, chan, strlen(chan), false);
-        bool in = c >= 0 && chat_is_in(app->cs, s->slot, c);
-        if (in && status) {
-            int rank = chat_member_rank(app->cs, s->slot, c);
-            in = status == '@' ? (rank & CHAT_RANK_OP) != 0 : rank != 0;
-        }
-        chat_unlock(app->cs);
+        struct chat_chan_view v;
+        chat_channel_lookup(app->cs, chan, strlen(chan), s->slot, status ? CHAT_VIEW_RANK : 0, &v);
+        bool in = v.in;
+        if (in && status)
+            in = status == '@' ? (v.rank & CHAT_RANK_OP) != 0 : v.rank != 0;
         if (in && !status) /* read positions are of what every member hears */
             strcpy(chan_key, target);
         return in;
@@ -221,14 +218,7 @@ static int nick_member(struct chat_app *app, const struct session *s, const yard
     if (sscanf(t, NICK_TARGET "%n", &slot, &serial, &end) != 2 || end != (int)r->target_len ||
         slot < 0 || s->slot < 0 || slot == s->slot)
         return -1;
-    chat_lock(app->cs);
-    bool told = (unsigned)slot < app->cs->nmember;
-    if (told) {
-        const struct chat_member *m = chat_member_at(app->cs, slot);
-        told = m->used && m->serial == serial && chat_members_share(app->cs, slot, s->slot);
-    }
-    chat_unlock(app->cs);
-    return told ? slot : -1;
+    return chat_member_still_shares(app->cs, slot, serial, s->slot) ? slot : -1;
 }
 
 /* One record of type naming the member in slot (its target: NICK_TARGET),

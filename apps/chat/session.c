@@ -345,6 +345,35 @@ size_t chat_data(void *state, void *session, const uint8_t *in, size_t n, yard_f
     return used;
 }
 
+/* A connection leaving, under the lock (leave_state): its part or quit
+ * records to log, and its member slot freed. */
+struct leaving {
+    const struct session *s;
+    const char *why;
+    int64_t at_s;
+    yard_chatlog_entry_t *ev; /* out: n records (malloc'd) */
+    unsigned n;
+    bool gone; /* out: it was the account's last connection */
+};
+
+static void leave_state(chat_state_t *cs, void *ctx)
+{
+    struct leaving *l = ctx;
+    const struct session *s = l->s;
+    if (!yard_stopping()) {
+        uint64_t others[(CHAT_CHANNELS_LIMIT + 63) / 64] = {0};
+        uint64_t left[(CHAT_CHANNELS_LIMIT + 63) / 64];
+        bool online = chat_account_others(cs, s->account_key, s->slot, others);
+        struct chat_member *me = chat_member_at(cs, s->slot);
+        for (unsigned w = 0; w < cs->words; w++)
+            left[w] = me->chans[w] & ~others[w];
+        l->ev = chat_events_per_channel(cs, left, online ? YARD_LOGREC_PART : YARD_LOGREC_QUIT,
+                                        s->sender, l->why, &l->n);
+        l->gone = !online;
+    }
+    chat_member_remove(cs, s->slot, l->at_s);
+}
+
 void chat_close(void *state, void *session, const yard_fx_t *fx)
 {
     struct chat_app *app = state;
@@ -359,21 +388,11 @@ void chat_close(void *state, void *session, const yard_fx_t *fx)
         unsigned n = 0;
         bool gone = false; /* the account's last connection: MONITOR's offline */
         const char *why = s->quit_reason[0] ? s->quit_reason : "Connection closed";
-        chat_lock(app->cs);
-        if (!yard_stopping()) {
-            chat_state_t *cs = app->cs;
-            uint64_t others[(CHAT_CHANNELS_LIMIT + 63) / 64] = {0};
-            uint64_t left[(CHAT_CHANNELS_LIMIT + 63) / 64];
-            bool online = chat_account_others(cs, s->account_key, s->slot, others);
-            struct chat_member *me = chat_member_at(cs, s->slot);
-            for (unsigned w = 0; w < cs->words; w++)
-                left[w] = me->chans[w] & ~others[w];
-            ev = chat_events_per_channel(cs, left, online ? YARD_LOGREC_PART : YARD_LOGREC_QUIT,
-                                         s->sender, why, &n);
-            gone = !online;
-        }
-        chat_member_remove(app->cs, s->slot, fx->wall_ns / (int64_t)YARD_NS_PER_S);
-        chat_unlock(app->cs);
+        struct leaving l = {.s = s, .why = why, .at_s = fx->wall_ns / (int64_t)YARD_NS_PER_S};
+        chat_state_locked(app->cs, leave_state, &l);
+        n = l.n;
+        ev = l.ev;
+        gone = l.gone;
         if (n)
             chat_presence_put(app, ev, n);
         free(ev);

@@ -48,14 +48,202 @@ int chat_state_init(chat_state_t *cs, yard_shm_t *shm, unsigned nchan, unsigned 
     return 0;
 }
 
-void chat_lock(chat_state_t *cs)
+/* The lock is this file's alone (state.h): chat_state_locked and the
+ * operations below take it. */
+static void chat_lock(chat_state_t *cs)
 {
     /* A holder that died (a killed child) is taken over: the tables are
      * updated field by field and stay usable. */
     yard_shm_mutex_lock(&cs->mu);
 }
 
-void chat_unlock(chat_state_t *cs) { pthread_mutex_unlock(&cs->mu); }
+static void chat_unlock(chat_state_t *cs) { pthread_mutex_unlock(&cs->mu); }
+
+void chat_state_locked(chat_state_t *cs, chat_locked_fn *fn, void *ctx)
+{
+    chat_lock(cs);
+    fn(cs, ctx);
+    chat_unlock(cs);
+}
+
+void chat_members_each(chat_state_t *cs, chat_member_fn *fn, void *ctx)
+{
+    chat_lock(cs);
+    for (unsigned i = 0; i < cs->member_end; i++) {
+        struct chat_member *m = chat_member_at(cs, (int)i);
+        if (m->used && !fn(cs, (int)i, m, ctx))
+            break;
+    }
+    chat_unlock(cs);
+}
+
+/* Channel c's view for slot, under the lock. */
+static bool view_of(chat_state_t *cs, int c, int slot, unsigned want, struct chat_chan_view *v)
+{
+    memset(v, 0, sizeof *v);
+    if (c < 0 || !cs->chans[c].used)
+        return false;
+    const struct chat_channel *ch = &cs->chans[c];
+    v->live = true;
+    v->in = slot >= 0 && chat_is_in(cs, slot, c);
+    v->rank = slot >= 0 && (want & CHAT_VIEW_RANK) ? chat_member_rank(cs, slot, c) : 0;
+    v->modes = ch->modes;
+    v->limit = ch->limit;
+    v->nbans = ch->nbans;
+    v->members = ch->members;
+    memcpy(v->name, ch->name, sizeof v->name);
+    memcpy(v->key, ch->key, sizeof v->key);
+    return true;
+}
+
+bool chat_channel_view(chat_state_t *cs, int c, int slot, unsigned want,
+                       struct chat_chan_view *v)
+{
+    chat_lock(cs);
+    bool live = view_of(cs, c, slot, want, v);
+    chat_unlock(cs);
+    return live;
+}
+
+int chat_channel_lookup(chat_state_t *cs, const char *name, size_t len, int slot, unsigned want,
+                        struct chat_chan_view *v)
+{
+    chat_lock(cs);
+    int c = chat_channel_find(cs, name, len, false);
+    view_of(cs, c, slot, want, v);
+    chat_unlock(cs);
+    return c;
+}
+
+int chat_guest_rank_in(chat_state_t *cs, int c, const char *key)
+{
+    chat_lock(cs);
+    int rank = cs->chans[c].used ? chat_guest_rank_named(cs, c, key) : -1;
+    chat_unlock(cs);
+    return rank;
+}
+
+bool chat_member_copy(chat_state_t *cs, int slot, struct chat_member *out)
+{
+    chat_lock(cs);
+    memcpy(out, chat_member_at(cs, slot), sizeof *out);
+    chat_unlock(cs);
+    return out->used;
+}
+
+int chat_member_lookup(chat_state_t *cs, const char *key, struct chat_member *out)
+{
+    chat_lock(cs);
+    int slot = chat_member_named(cs, key);
+    if (slot >= 0)
+        memcpy(out, chat_member_at(cs, slot), sizeof *out);
+    chat_unlock(cs);
+    return slot;
+}
+
+bool chat_member_still_shares(chat_state_t *cs, int slot, uint64_t serial, int other)
+{
+    chat_lock(cs);
+    bool told = slot >= 0 && (unsigned)slot < cs->nmember;
+    if (told) {
+        const struct chat_member *m = chat_member_at(cs, slot);
+        told = m->used && m->serial == serial && chat_members_share(cs, slot, other);
+    }
+    chat_unlock(cs);
+    return told;
+}
+
+unsigned chat_member_slots(chat_state_t *cs)
+{
+    chat_lock(cs);
+    unsigned end = cs->member_end;
+    chat_unlock(cs);
+    return end;
+}
+
+void chat_state_counts(chat_state_t *cs, unsigned *users, unsigned *users_max,
+                       unsigned *live_chans)
+{
+    chat_lock(cs);
+    *users = cs->users;
+    *users_max = cs->users_max;
+    *live_chans = cs->live_chans;
+    chat_unlock(cs);
+}
+
+void chat_monitoring_note(chat_state_t *cs, bool has)
+{
+    chat_lock(cs);
+    if (has)
+        cs->monitoring++;
+    else if (cs->monitoring)
+        cs->monitoring--;
+    chat_unlock(cs);
+}
+
+bool chat_monitoring_any(chat_state_t *cs)
+{
+    chat_lock(cs);
+    bool any = cs->monitoring > 0;
+    chat_unlock(cs);
+    return any;
+}
+
+void chat_member_umodes(chat_state_t *cs, int slot, bool invisible, bool oper, bool bot)
+{
+    chat_lock(cs);
+    struct chat_member *m = chat_member_at(cs, slot);
+    m->invisible = invisible;
+    m->oper = oper;
+    m->bot = bot;
+    chat_unlock(cs);
+}
+
+void chat_member_set_oper(chat_state_t *cs, int slot)
+{
+    chat_lock(cs);
+    chat_member_at(cs, slot)->oper = true;
+    chat_unlock(cs);
+}
+
+void chat_member_set_away(chat_state_t *cs, int slot, const char *msg, size_t len,
+                          uint64_t at_ns)
+{
+    if (len > CHAT_AWAY_MAX)
+        len = CHAT_AWAY_MAX;
+    chat_lock(cs);
+    struct chat_member *me = chat_member_at(cs, slot);
+    if ((len > 0) != me->away) /* atomic: PRIVMSG reads it without the lock */
+        __atomic_add_fetch(&cs->away, len > 0 ? 1u : (unsigned)-1, __ATOMIC_RELAXED);
+    me->away = len > 0;
+    me->away_at = at_ns;
+    memcpy(me->away_msg, msg, len);
+    me->away_msg[len] = 0;
+    chat_unlock(cs);
+}
+
+bool chat_member_kill(chat_state_t *cs, int slot, uint64_t serial)
+{
+    chat_lock(cs);
+    struct chat_member *m = chat_member_at(cs, slot);
+    bool same = m->serial == serial;
+    if (same)
+        m->killed = true;
+    chat_unlock(cs);
+    return same;
+}
+
+unsigned chat_member_channel_keys(chat_state_t *cs, int slot, char (*keys)[CHAT_CHAN_MAX + 1],
+                                  unsigned cap)
+{
+    unsigned n = 0;
+    chat_lock(cs);
+    for (unsigned c = 0; c < cs->nchan && n < cap; c++)
+        if (cs->chans[c].used && chat_is_in(cs, slot, (int)c))
+            memcpy(keys[n++], cs->chans[c].key, sizeof keys[0]);
+    chat_unlock(cs);
+    return n;
+}
 
 struct chat_member *chat_member_at(chat_state_t *cs, int slot)
 {
@@ -210,6 +398,15 @@ void chat_member_remove(chat_state_t *cs, int slot, int64_t at_s)
 bool chat_whowas(chat_state_t *cs, const char *account_key, struct chat_gone *out)
 {
     return chat_whowas_nth(cs, account_key, 0, out);
+}
+
+bool chat_whowas_find(chat_state_t *cs, const char *account_key, unsigned nth,
+                      struct chat_gone *out)
+{
+    chat_lock(cs);
+    bool found = chat_whowas_nth(cs, account_key, nth, out);
+    chat_unlock(cs);
+    return found;
 }
 
 bool chat_whowas_nth(chat_state_t *cs, const char *account_key, unsigned nth,

@@ -3,7 +3,7 @@
  * is mapped MAP_SHARED before any fork, so the fork and reactors --procs
  * models see the same tables as the threaded ones; one process-shared,
  * robust mutex guards it (a process killed while holding it does not wedge
- * the others).
+ * the others). Only this module takes it (see "The lock" below).
  *
  * A channel holds a live slot only while somebody is in it: the last one
  * out frees it, so nobody can use up the table by joining and leaving.
@@ -197,8 +197,75 @@ int chat_state_init(chat_state_t *cs, yard_shm_t *shm, unsigned nchan, unsigned 
 enum { CHAT_TABLE_POSITIONS, CHAT_TABLE_TOPICS, CHAT_TABLE_CHANNELS, CHAT_TABLE_BANS, CHAT_TABLES };
 void chat_state_tables(yard_chat_table_t t[CHAT_TABLES]);
 void chat_state_attach(chat_state_t *cs, const yard_chat_table_t t[CHAT_TABLES]);
-void chat_lock(chat_state_t *cs);
-void chat_unlock(chat_state_t *cs);
+
+/* The lock. Only state.c takes it (its lock functions are static): the
+ * rest of the app, records.c included, calls the operations below, each of
+ * which takes it inside, or hands a callback to chat_state_locked or
+ * chat_members_each.
+ * A callback runs under the lock, so it reads and changes the tables and
+ * returns: no I/O, no sleeping, nothing that takes the lock again (the
+ * functions further down marked "under the lock" are the ones it may
+ * call). The symbol check holds the other modules to this. */
+typedef void chat_locked_fn(chat_state_t *cs, void *ctx);
+void chat_state_locked(chat_state_t *cs, chat_locked_fn *fn, void *ctx);
+/* fn for each used member slot, in slot order, under the lock (one taking
+ * for the whole walk); fn returns false to stop the walk. */
+typedef bool chat_member_fn(chat_state_t *cs, int slot, struct chat_member *m, void *ctx);
+void chat_members_each(chat_state_t *cs, chat_member_fn *fn, void *ctx);
+
+/* What a caller asks of one live channel at a time, copied out under the
+ * lock (chat_channel_view, chat_channel_lookup). */
+struct chat_chan_view {
+    bool live;
+    bool in;   /* the slot asked about is a member (false for slot -1) */
+    int rank;  /* that slot's CHAT_RANK_* bits, when asked for (else 0) */
+    uint32_t modes, limit;
+    unsigned nbans;
+    unsigned members; /* member slots (connections) in it */
+    char name[CHAT_CHAN_MAX + 1]; /* as first created */
+    char key[CHAT_CHAN_MAX + 1];  /* casefolded */
+};
+enum { CHAT_VIEW_RANK = 1 }; /* want: also read the slot's rank (it may read a record) */
+/* Live channel c as slot sees it; false (v->live false) when c is free. */
+bool chat_channel_view(chat_state_t *cs, int c, int slot, unsigned want,
+                       struct chat_chan_view *v);
+/* The live channel named name (len bytes, any case): its index, and its view
+ * in v; -1 when nobody is in it. */
+int chat_channel_lookup(chat_state_t *cs, const char *name, size_t len, int slot, unsigned want,
+                        struct chat_chan_view *v);
+/* The rank in live channel c of the guest named by key (casefolded),
+ * chat_guest_rank_named's; -1 when c is free or no such guest holds one. */
+int chat_guest_rank_in(chat_state_t *cs, int c, const char *key);
+/* A copy of the member in slot (its fixed fields, not its bitmaps); false
+ * when the slot is free. */
+bool chat_member_copy(chat_state_t *cs, int slot, struct chat_member *out);
+/* The member that key (casefolded) names (chat_member_named): its slot,
+ * and a copy of it in out; -1 when nobody connected has that name. */
+int chat_member_lookup(chat_state_t *cs, const char *key, struct chat_member *out);
+/* Does the member in slot, still the connection that had serial, share
+ * a channel with the member in slot other? false for a slot out of range. */
+bool chat_member_still_shares(chat_state_t *cs, int slot, uint64_t serial, int other);
+/* chat_member_end, read under the lock. */
+unsigned chat_member_slots(chat_state_t *cs);
+/* The counts LUSERS shows: member slots used now and at most, live channels. */
+void chat_state_counts(chat_state_t *cs, unsigned *users, unsigned *users_max,
+                       unsigned *live_chans);
+/* Connections with a MONITOR list: one more (has) or one fewer; any at all. */
+void chat_monitoring_note(chat_state_t *cs, bool has);
+bool chat_monitoring_any(chat_state_t *cs);
+/* The user modes kept with the member in slot (WHO and WHOIS show them). */
+void chat_member_umodes(chat_state_t *cs, int slot, bool invisible, bool oper, bool bot);
+void chat_member_set_oper(chat_state_t *cs, int slot);
+/* AWAY on the connection in slot: msg (len bytes, 0: back) since at_ns. */
+void chat_member_set_away(chat_state_t *cs, int slot, const char *msg, size_t len,
+                          uint64_t at_ns);
+/* A kill of the connection in slot holding serial: marks it killed and
+ * returns true, or false when the slot has changed hands since. */
+bool chat_member_kill(chat_state_t *cs, int slot, uint64_t serial);
+/* The channels the member in slot is in, their keys into keys (at most
+ * cap); how many. */
+unsigned chat_member_channel_keys(chat_state_t *cs, int slot, char (*keys)[CHAT_CHAN_MAX + 1],
+                                  unsigned cap);
 
 /* Under the lock: */
 int chat_member_add(chat_state_t *cs, const char *account); /* slot or -1 (full) */
@@ -213,6 +280,9 @@ bool chat_whowas(chat_state_t *cs, const char *account_key, struct chat_gone *ou
 /* The same, the nth newest (0: the newest); false past the last. */
 bool chat_whowas_nth(chat_state_t *cs, const char *account_key, unsigned nth,
                      struct chat_gone *out);
+/* chat_whowas_nth, taking the lock. */
+bool chat_whowas_find(chat_state_t *cs, const char *account_key, unsigned nth,
+                      struct chat_gone *out);
 struct chat_member *chat_member_at(chat_state_t *cs, int slot);
 /* A used slot whose account or nick folds to key (an account's first
  * connection, or the guest with that nick), or -1. The two name one user:
@@ -280,6 +350,16 @@ bool chat_chan_put(chat_state_t *cs, const char *chan_key, struct chat_chanrec *
  * live channel's count; false when the file has no slot left. */
 void chat_bans_get(chat_state_t *cs, const char *chan_key, struct chat_banrec *out);
 bool chat_bans_put(chat_state_t *cs, const char *chan_key, struct chat_banrec *r, int64_t now_s);
+/* Live channel c's name into name and its record into out, read together
+ * (the lock is taken inside): true when it has a record, false when it has
+ * none (DIR/channels was full) and out is made of the live copy of its
+ * modes. */
+bool chat_channel_record(chat_state_t *cs, int c, char name[CHAT_CHAN_MAX + 1],
+                         struct chat_chanrec *out);
+/* Live channel c's name and ban list, read together (the lock is taken
+ * inside). */
+void chat_channel_bans(chat_state_t *cs, int c, char name[CHAT_CHAN_MAX + 1],
+                       struct chat_banrec *out);
 /* The live channel c was just created: its modes come from its record, or,
  * when it has none, it is new: +nt with founder_key as its operator (none
  * when founder_key is NULL: a guest's channel; false when that record could
