@@ -16,6 +16,10 @@
    clock (the clocks come in the effects context) or a file. Of the chat's
    store (yard/chat_store.h), only the requests' entry and what needs no
    I/O (STORE_FOR_APPS); opening and closing it only from the chat's init.
+4. Locks stay inside the modules that own them: of the apps, only the chat's
+   state (state.c: members and channels, behind its API) and its guard
+   (guard.c: the login limits) take a mutex, and the state's own lock
+   functions are referenced by no other object (LOCK_OWNERS).
 
 Usage: check_symbols.py --nm NM proto=LIB core=LIB coro=LIB models=LIB apps=LIB eve_rt=LIB
                         chat_store=LIB
@@ -59,6 +63,14 @@ STORE_FOR_APPS = {
 # ... and only the chat's init and fini open and close it.
 STORE_FOR_INIT = {"yard_chat_store_open", "yard_chat_store_close"}
 CHAT_INIT_OBJECT = "init.c.o"
+
+# The state's lock functions (state.c keeps them static: nothing else may
+# reach them), and the mutex calls under any lock.
+STATE_LOCK = {"chat_lock", "chat_unlock"}
+MUTEX = re.compile(r"^(?:pthread_mutex_(?:lock|trylock|timedlock|unlock)|yard_shm_mutex_lock)$")
+# The app objects that own a lock, and so may take one.
+LOCK_OWNERS = {"state.c.o", "guard.c.o"}
+STATE_OBJECT = "state.c.o"
 
 # Which libraries each layer may reference besides itself.
 ALLOWED = {
@@ -106,6 +118,13 @@ def check(libs):
     for layer, objs in libs.items():
         for obj, (_, undefined) in sorted(objs.items()):
             for sym in sorted(undefined):
+                if layer == "apps" and sym in STATE_LOCK and obj != STATE_OBJECT:
+                    problems.append(f"apps/{obj}: references {sym}, the chat state's lock "
+                                    f"(call an operation of state.h that locks inside, or "
+                                    f"chat_state_locked)")
+                elif layer == "apps" and MUTEX.match(sym) and obj not in LOCK_OWNERS:
+                    problems.append(f"apps/{obj}: references {sym}, a lock taken outside the "
+                                    f"modules that own one (LOCK_OWNERS)")
                 if layer == "apps" and FORBIDDEN.match(sym):
                     problems.append(f"apps/{obj}: calls {sym}, which does I/O or depends on "
                                     f"the process or the clock (apps are sans-I/O: use an "
@@ -133,7 +152,10 @@ def self_test():
         "core": {"k.o": ({"yard_k"}, {"yard_p", "write"})},
         "models": {"m.o": ({"yard_m"}, {"yard_k", "yard_c", "epoll_wait"})},
         "apps": {"a.o": ({"yard_a"}, {"yard_fx_send", "yard_chatlog_take", "snprintf"}),
-                 "init.c.o": ({"yard_i"}, {"yard_chat_store_open"})},
+                 "init.c.o": ({"yard_i"}, {"yard_chat_store_open"}),
+                 "state.c.o": ({"chat_state_locked"}, {"chat_lock", "yard_shm_mutex_lock",
+                                                       "pthread_mutex_unlock"}),
+                 "guard.c.o": ({"yard_g"}, {"yard_shm_mutex_lock", "pthread_mutex_unlock"})},
         "eve_rt": {"e.o": ({"eve_e"}, {"yard_c", "yard_k", "write"})},
         "chat_store": {"s.o": ({"yard_chat_store_open", "yard_chatlog_take",
                                 "yard_chatlog_append"}, {"yard_k", "write"})},
@@ -161,6 +183,10 @@ def self_test():
         ("apps", "a.o", "yard_chat_store_open", "does I/O"),
         ("core", "k.o", "yard_chatlog_take", "defined in chat_store"),
         ("chat_store", "s.o", "yard_a", "defined in apps"),
+        ("apps", "a.o", "chat_lock", "the chat state's lock"),
+        ("apps", "init.c.o", "chat_unlock", "the chat state's lock"),
+        ("apps", "a.o", "pthread_mutex_lock", "outside the modules that own one"),
+        ("apps", "a.o", "yard_shm_mutex_lock", "outside the modules that own one"),
     ]
     for layer, obj, sym, want in cases:
         libs = {k: {o: (set(d), set(u)) for o, (d, u) in v.items()} for k, v in good.items()}
