@@ -53,13 +53,23 @@ typedef struct yard_kline {
 bool yard_kline_normalize(const char *given, char out[YARD_KLINE_MASK_MAX + 1]);
 
 /* Add k (one with the same mask, compared casefolded, is replaced): 0, or
- * -errno with err (-ENOSPC: YARD_KLINES_MAX already). */
-int yard_klines_add(const char *dir, const yard_kline_t *k, char *err, size_t errlen);
-/* Remove the one with this mask: 0, -ENOENT, or -errno with err. */
-int yard_klines_remove(const char *dir, const char *mask, char *err, size_t errlen);
+ * -errno: -EINVAL a reason with a control character, -ENOSPC
+ * YARD_KLINES_MAX already. */
+int yard_klines_add(const char *dir, const yard_kline_t *k);
+/* Remove the one with this mask: 0, -ENOENT (none), or -errno. */
+int yard_klines_remove(const char *dir, const char *mask);
 /* Every K-line in the file, expired ones too, in *out (the caller frees
- * it; NULL and 0 when there is no file): 0 or -errno with err. */
-int yard_klines_load(const char *dir, yard_kline_t **out, size_t *n, char *err, size_t errlen);
+ * it; NULL and 0 when there is no file): 0, or -errno (-EINVAL: a line
+ * that is not a K-line). */
+int yard_klines_load(const char *dir, yard_kline_t **out, size_t *n);
+
+/* The same three for the command line (yard-chat kline), which says what
+ * went wrong: on failure err holds a message naming the file and the line
+ * or the problem. The server's requests use the ones above. */
+int yard_klines_add_msg(const char *dir, const yard_kline_t *k, char *err, size_t errlen);
+int yard_klines_remove_msg(const char *dir, const char *mask, char *err, size_t errlen);
+int yard_klines_load_msg(const char *dir, yard_kline_t **out, size_t *n, char *err,
+                         size_t errlen);
 
 /* DIR/klines.gen mapped shared and read-only into *gen (made, as 0, when
  * missing): 0, or -errno with err naming the file. Unmap it with

@@ -165,7 +165,8 @@ static void kline_lines(FILE *f, const void *items, size_t n)
                 k[i].by[0] ? k[i].by : "-", k[i].reason);
 }
 
-int yard_klines_load(const char *dir, yard_kline_t **out, size_t *n, char *err, size_t errlen)
+int yard_klines_load_msg(const char *dir, yard_kline_t **out, size_t *n, char *err,
+                         size_t errlen)
 {
     int rc = yard_chat_file_load(dir, KLINES_FILE, sizeof **out, kline_line,
                                  "MASK EXPIRES SET BY :REASON", (void **)out, n, err, errlen);
@@ -201,7 +202,7 @@ static int klines_change(const char *dir, const yard_kline_t *k, const char *mas
         return lock;
     yard_kline_t *all = NULL;
     size_t n = 0;
-    int rc = yard_klines_load(dir, &all, &n, err, errlen);
+    int rc = yard_klines_load_msg(dir, &all, &n, err, errlen);
     long at = rc < 0 ? -1 : kline_find(all, n, k ? k->mask : mask);
     if (rc < 0) {
         /* err says why */
@@ -235,12 +236,29 @@ static int klines_change(const char *dir, const yard_kline_t *k, const char *mas
     return rc;
 }
 
-int yard_klines_add(const char *dir, const yard_kline_t *k, char *err, size_t errlen)
+int yard_klines_add_msg(const char *dir, const yard_kline_t *k, char *err, size_t errlen)
 {
     return klines_change(dir, k, NULL, err, errlen);
 }
 
-int yard_klines_remove(const char *dir, const char *mask, char *err, size_t errlen)
+int yard_klines_remove_msg(const char *dir, const char *mask, char *err, size_t errlen)
 {
     return klines_change(dir, NULL, mask, err, errlen);
+}
+
+/* The server's: the same work with no message (snprintf writes nothing
+ * into a buffer of 0 bytes). */
+int yard_klines_load(const char *dir, yard_kline_t **out, size_t *n)
+{
+    return yard_klines_load_msg(dir, out, n, NULL, 0);
+}
+
+int yard_klines_add(const char *dir, const yard_kline_t *k)
+{
+    return klines_change(dir, k, NULL, NULL, 0);
+}
+
+int yard_klines_remove(const char *dir, const char *mask)
+{
+    return klines_change(dir, NULL, mask, NULL, 0);
 }

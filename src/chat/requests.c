@@ -493,25 +493,27 @@ static void history_run(void *arg)
  * a failure other than a missing mask is the server's to log. */
 static void kline_run(struct yard_chat_kline *j)
 {
-    char err[256];
     const char *dir = j->store->dir;
     j->list = NULL;
     j->n = 0;
     j->rc = 0;
     if (j->sub == YARD_CHAT_KLINE_ADD)
-        j->rc = yard_klines_add(dir, &j->k, err, sizeof err);
+        j->rc = yard_klines_add(dir, &j->k);
     else if (j->sub == YARD_CHAT_KLINE_DEL)
-        j->rc = yard_klines_remove(dir, j->k.mask, err, sizeof err);
+        j->rc = yard_klines_remove(dir, j->k.mask);
     if (j->rc < 0 && j->rc != -ENOENT)
-        yard_log_err("chat: %s", err);
+        yard_log_err("chat: %s/klines: %s", dir, strerror(-j->rc));
     j->gen = yard_chat_store_klines_gen(j->store);
-    int rc = yard_klines_load(dir, &j->list, &j->n, err, sizeof err);
+    int rc = yard_klines_load(dir, &j->list, &j->n);
     j->listed = rc == 0;
-    if (rc < 0) {
-        yard_log_err("chat: %s", err);
-        if (j->sub == YARD_CHAT_KLINE_LOAD)
-            j->rc = rc;
-    }
+    if (rc == -EINVAL)
+        yard_log_err("chat: %s/klines has a line that is not a K-line (yard-chat kline list "
+                     "--data %s names it)",
+                     dir, dir);
+    else if (rc < 0)
+        yard_log_err("chat: %s/klines: %s", dir, strerror(-rc));
+    if (rc < 0 && j->sub == YARD_CHAT_KLINE_LOAD)
+        j->rc = rc;
 }
 
 void yard_chat_store_run(void *req)

@@ -31,7 +31,7 @@ static int kline_list(const char *dir)
     yard_kline_t *all;
     size_t n;
     char err[512];
-    if (yard_klines_load(dir, &all, &n, err, sizeof err) < 0) {
+    if (yard_klines_load_msg(dir, &all, &n, err, sizeof err) < 0) {
         fprintf(stderr, WHO " list: %s\n", err);
         return 1;
     }
@@ -106,13 +106,13 @@ int chat_kline_main(int argc, char **argv)
     char err[512];
     int rc;
     if (!strcmp(verb, "del")) {
-        rc = yard_klines_remove(dir, k.mask, err, sizeof err);
+        rc = yard_klines_remove_msg(dir, k.mask, err, sizeof err);
     } else {
         snprintf(k.reason, sizeof k.reason, "%s", reason);
         snprintf(k.by, sizeof k.by, "-"); /* the host's admin, not an operator */
         k.set_s = yard_wall_ns() / (int64_t)YARD_NS_PER_S;
         k.expires_s = dur_ns ? k.set_s + (int64_t)(dur_ns / YARD_NS_PER_S) : 0;
-        rc = yard_klines_add(dir, &k, err, sizeof err);
+        rc = yard_klines_add_msg(dir, &k, err, sizeof err);
     }
     if (rc < 0) {
         fprintf(stderr, WHO " %s: %s\n", verb, err);
