@@ -155,9 +155,8 @@ static int names_main(int argc, char **argv, const struct names_tool *t)
         switch (c) {
         case 'd': dir = optarg; break;
         case 'c': {
-            char *end;
-            long v = strtol(optarg, &end, 10);
-            if (end == optarg || *end || v < 4 || v > 31)
+            long long v;
+            if (yard_parse_int(optarg, 4, 31, &v) < 0)
                 return yard_usage_error(who, "--cost: expected a bcrypt cost from 4 to 31, got '%s'",
                                    optarg);
             cost = (int)v;

@@ -17,6 +17,9 @@
 #include "chat.h"
 #include "text.h"
 #include "yard/chatlog.h"
+#include "yard/cli.h"
+
+#define WHO "yard-chat log"
 
 struct dump_arg {
     uint64_t from;
@@ -148,20 +151,6 @@ static int generate(const char *dir, uint64_t n, const char *target, unsigned se
     return 0;
 }
 
-static bool parse_count(const char *opt, const char *text, uint64_t max, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno || end == text || *end || v > max || (text[0] == '-')) {
-        fprintf(stderr, "yard-chat log: %s: expected a number up to %" PRIu64 ", got '%s'\n", opt,
-                max, text);
-        return false;
-    }
-    *out = v;
-    return true;
-}
-
 int chat_log_main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -191,21 +180,14 @@ int chat_log_main(int argc, char **argv)
         if (c == 'd') {
             dir = optarg;
         } else if (c == 'f' && !gen) {
-            char *end;
-            d.from = strtoull(optarg, &end, 10);
-            if (end == optarg || *end) {
-                fprintf(stderr, "yard-chat log: --from: expected a record id, got '%s'\n", optarg);
-                return 2;
-            }
+            d.from = (uint64_t)yard_int_flag(WHO, "--from", optarg, 0, INT64_MAX);
         } else if (c == 'n' && gen) {
-            if (!parse_count("--messages", optarg, 1000000000, &messages))
-                return 2;
+            messages = (uint64_t)yard_int_flag(WHO, "--messages", optarg, 0, 1000000000);
         } else if (c == 's' && gen) {
-            if (!parse_count("--senders", optarg, 100000, &senders) || !senders)
-                return senders ? 2 : (fprintf(stderr, "yard-chat log: --senders: at least 1\n"), 2);
+            senders = (uint64_t)yard_int_flag(WHO, "--senders", optarg, 1, 100000);
         } else if (c == 'b' && gen) {
-            if (!parse_count("--text-bytes", optarg, YARD_LOGREC_TEXT_MAX, &text_bytes))
-                return 2;
+            text_bytes = (uint64_t)yard_int_flag(WHO, "--text-bytes", optarg, 0,
+                                                 YARD_LOGREC_TEXT_MAX);
         } else if (c == 't' && gen) {
             target = optarg;
             if (!*target || strlen(target) > YARD_LOGREC_NAME_MAX || strpbrk(target, " ,\r\n")) {

@@ -52,10 +52,8 @@ static int cpu_list_parse(const char *list, cpu_set_t *set, char *err, size_t er
     int rc = 0;
     for (char *tok = strtok_r(copy, ",", &save); tok && rc == 0;
          tok = strtok_r(NULL, ",", &save)) {
-        char *end;
-        errno = 0;
-        unsigned long v = strtoul(tok, &end, 10);
-        if (errno || end == tok || *end || tok[0] == '-' || v >= CPU_SETSIZE) {
+        long long v;
+        if (yard_parse_int(tok, 0, CPU_SETSIZE - 1, &v) < 0) {
             snprintf(err, errlen, "expected a whole number from 0 to %d, got '%s'",
                      CPU_SETSIZE - 1, tok);
             rc = -1;
