@@ -1,6 +1,7 @@
-"""IRCv3 capabilities of the chat service, under every model: CAP LS/REQ/LIST semantics,
-message-tags (msgid = the log's id), account-tag, server-time, extended-join, away-notify,
-a JOIN's replay as a chathistory batch, and read markers."""
+"""IRCv3 capabilities of the chat service, under every model: message-tags (msgid = the log's
+id), account-tag, server-time, extended-join, away-notify, a JOIN's replay as a chathistory
+batch, and read markers. CAP LS/REQ/LIST are checked without a server, in
+tests/unit/test_chat_server_info.c."""
 
 import json
 import re
@@ -14,27 +15,6 @@ pytestmark = pytest.mark.usefixtures("yard_chat_built")
 
 accounts = accounts_fixture("ana", "bo", "cy")
 chat = chat_fixture()
-
-ALL_CAPS = ("account-tag away-notify batch cap-notify draft/chathistory draft/read-marker "
-            "echo-message extended-join extended-monitor labeled-response message-tags "
-            "multi-prefix sasl server-time setname userhost-in-names")
-
-
-def test_cap_ls_req_list(chat):
-    srv, _ = chat("epoll")
-    c = login_sasl(srv.port, "ana", "pw-ana", caps="sasl message-tags")
-    c.send("CAP LS")
-    assert c.expect(r" CAP ana LS :(.*)$").group(1) == ALL_CAPS
-    c.send("CAP LIST")
-    assert c.expect(r" CAP ana LIST :(.*)$").group(1) == "message-tags sasl"
-    c.send("CAP REQ :away-notify no-such-cap")  # all or nothing
-    c.expect(r" CAP ana NAK :away-notify no-such-cap$")
-    c.send("CAP REQ :away-notify -message-tags")
-    c.expect(r" CAP ana ACK :away-notify -message-tags$")
-    c.send("CAP LIST")
-    assert c.expect(r" CAP ana LIST :(.*)$").group(1) == "away-notify sasl"
-    c.close()
-
 
 def tags_of(line):
     m = re.match(r"^@(\S+) ", line)

@@ -197,16 +197,3 @@ def test_mode_kick_and_invite_are_in_the_log_but_not_in_history(chat):
     kinds = [(r["type"], r["target"], r["text"]) for r in recs
              if r["type"] in ("mode", "kick", "invite")]
     assert kinds == [("mode", "#h", "+v bo"), ("invite", "cy", "#h"), ("kick", "#h", "bo out")]
-
-
-@pytest.mark.models(names=["epoll", "fork"])
-def test_mode_without_a_target_is_461(chat, model):
-    """MODE with no parameter is answered from the command table (461); before the table the
-    handler read a parameter the line did not have. The connection goes on."""
-    srv, _ = chat(model)
-    ana = login_pass(srv.port, "ana", "pw-ana")
-    ana.send("MODE")
-    ana.expect(r"^:yard 461 ana MODE :Not enough parameters$")
-    ana.send("MODE ana")
-    ana.expect(r"^:yard 221 ana \+")
-    ana.close()

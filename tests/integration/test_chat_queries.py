@@ -1,10 +1,11 @@
 """The chat service's query commands, answered from the shared member table under every
-model: WHOIS, ISON, USERHOST, AWAY (and 301 to whoever writes to an away account), LIST,
-LUSERS, VERSION, TIME."""
+model: WHOIS, ISON, USERHOST, AWAY (and 301 to whoever writes to an away account), WHOWAS,
+the keep-alive PINGs. LIST, LUSERS, VERSION, TIME, CAP LS's values and the welcome's 004 and
+005 are checked without a server, in tests/unit/test_chat_server_info.c."""
 
 import pytest
 
-from chatlib import (Irc, accounts_fixture, chat_fixture, login_device, login_pass,
+from chatlib import (accounts_fixture, chat_fixture, login_device, login_pass,
                      login_sasl)
 from conftest import wait_for
 
@@ -54,7 +55,6 @@ def test_whois_ison_userhost_and_away(chat, model):
     b.close()
 
 
-
 def test_an_account_is_away_only_when_every_device_is(chat):
     srv, _ = chat("epoll")
     a = login_pass(srv.port, "ana", "pw-ana")
@@ -80,84 +80,6 @@ def test_an_account_is_away_only_when_every_device_is(chat):
     wait_for(phones_message, what="WHOIS to show the phone's message")
     for c in (a, phone):
         c.close()
-
-
-def test_list_lusers_version_time(chat):
-    srv, _ = chat("epoll")
-    a = login_pass(srv.port, "ana", "pw-ana")
-    b = login_pass(srv.port, "bo", "pw-bo")
-    a.send("JOIN #one,#two", "TOPIC #two :the second")
-    a.expect(r"TOPIC #two :the second$")
-    b.send("JOIN #two")
-    b.expect(r" 366 bo #two ")
-    a.send("LIST")
-    a.expect(r" 321 ana Channel :Users  Name$")
-    got = {}
-    while True:
-        m = a.expect(r" (322|323) ana (.*)$")
-        if m.group(1) == "323":
-            break
-        chan, rest = m.group(2).split(" ", 1)
-        got[chan] = rest
-    assert got == {"#one": "1 :", "#two": "2 :the second"}
-    a.send("LIST #TWO")
-    a.expect(r" 322 ana #two 2 :the second$")
-    a.expect(r" 323 ana ")
-    a.send("LUSERS")
-    a.expect(r" 251 ana :There are 2 users and 0 invisible on 1 servers$")
-    a.expect(r" 254 ana 2 :channels formed$")
-    a.expect(r" 255 ana :I have 2 clients and 0 servers$")
-    a.send("VERSION", "TIME")
-    a.expect(r" 351 ana switchyard-chat yard :")
-    a.expect(r" 391 ana yard :\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
-    a.send("ISON", "WHOIS")
-    a.expect(r" 461 ana ISON :Not enough parameters$")
-    a.expect(r" 431 ana :No nickname given$")
-    a.close()
-    b.close()
-
-
-def test_cap_ls_values_only_for_302_isupport_and_user_modes(chat):
-    srv, _ = chat("epoll")
-    old = Irc(srv.port)
-    old.send("CAP LS")
-    old.expect(r" CAP \* LS :account-tag away-notify batch cap-notify draft/chathistory "
-               r"draft/read-marker echo-message extended-join extended-monitor labeled-response "
-               r"message-tags multi-prefix sasl server-time setname userhost-in-names$")  # no values
-    new = Irc(srv.port)
-    new.send("CAP LS 302")
-    new.expect(r" CAP \* LS :account-tag away-notify batch cap-notify draft/chathistory "
-               r"draft/read-marker echo-message extended-join extended-monitor labeled-response "
-               r"message-tags multi-prefix sasl=PLAIN server-time setname userhost-in-names$")
-    for c in (old, new):
-        c.close()
-    a = login_pass(srv.port, "ana", "pw-ana")
-    a.expect(r" 004 ana yard 0\.1\.0 Biow MRbeIiklmnostv beIklov$")
-    tokens = {}
-    for _ in range(2):   # two 005 lines
-        m = a.expect(r" 005 ana (.*) :are supported by this server$")
-        tokens.update((t.split("=", 1) + [""])[:2] for t in m.group(1).split())  # WHOX: no value
-    assert tokens["NETWORK"] == "Switchyard" and tokens["AWAYLEN"] == "200"
-    assert tokens["WHOX"] == ""
-    assert tokens["TARGMAX"] == "PRIVMSG:4,NOTICE:4,WHOIS:4,USERHOST:5,KICK:4"
-    assert (tokens["PREFIX"], tokens["CHANMODES"], tokens["MODES"]) == ("(ov)@+", "beI,k,l,MRimnst", "4")
-    # MODE nick: +i and +w are kept and shown (irssi asks for +i, WeeChat may set +w).
-    a.send("MODE ana")
-    a.expect(r" 221 ana \+$")
-    a.send("MODE ana +iw")
-    a.expect(r"^:ana!ana@yard MODE ana :\+iw$")
-    a.send("MODE ana -w+x")
-    a.expect(r" 501 ana :Unknown MODE flag$")
-    a.expect(r"^:ana!ana@yard MODE ana :-w$")
-    a.send("JOIN #m", "MODE #m b", "MODE #m +e", "MODE #m I", "MODE #m +b x!*@*")
-    a.expect(r" 368 ana #m :End of channel ban list$")
-    a.expect(r" 349 ana #m :End of channel exception list$")
-    a.expect(r" 347 ana #m :End of channel invite list$")
-    a.expect(r"^:ana!ana@yard MODE #m \+b x!\*@\*$")          # bans are kept (test_chat_bans.py)
-    a.send("MODE ana", "MODE bo +i")
-    a.expect(r" 221 ana \+i$")
-    a.expect(r" 502 ana :Cannot change mode for other users$")
-    a.close()
 
 
 @pytest.mark.models(extra=["fork-pair"])
