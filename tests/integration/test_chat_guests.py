@@ -105,13 +105,6 @@ def test_guests_register_talk_and_change_nicks(chat, model):
         c.close()
 
 
-def test_without_guests_nick_and_user_are_refused(chat):
-    srv, _ = chat("epoll")
-    c = guest(srv.port, "zed")
-    c.expect(r" 464 zed :Password required")
-    assert c.wait_closed()
-
-
 @pytest.mark.models(names=["epoll", "fork", "thread"])
 def test_guest_limits_channels_and_addresses(chat, model):
     srv, _ = chat(model, "--guests", "--guests-may-create-channels", "off",

@@ -423,26 +423,6 @@ def test_topic_changes_reach_every_member_and_survive_a_restart(chat, model):
     e.expect(r" 331 u1 #T :No topic is set")
 
 
-def test_names_and_who_list_an_account_once(chat):
-    srv, _ = chat("epoll")
-    conns = [login_pass(srv.port, "u1", "pw-u1") for _ in range(3)]
-    b = login_pass(srv.port, "u2", "pw-u2")
-    for c in conns + [b]:
-        c.send("JOIN #d")
-        c.expect(r" 366 ")
-    b.send("NAMES #d", "WHO #d")
-    names = b.expect(r" 353 u2 = #d :(.*)$").group(1).split()
-    assert sorted(names) == ["@u1", "u2"]   # u1 made #d: its operator, listed once
-    b.expect(r" 366 u2 #d ")
-    who = []
-    while True:
-        m = b.expect(r" (352|315) u2 ")
-        if m.group(1) == "315":
-            break
-        who.append(b.lines[b.pos - 1].split()[4])
-    assert sorted(who) == ["u1", "u2"]
-
-
 @pytest.mark.models(extra=["fork-pair"])
 def test_every_device_of_an_account_catches_up_once(chat, model):
     """The phone stays in the channel; the laptop leaves, 20 messages pass,

@@ -151,14 +151,6 @@ def test_a_long_history_is_read_at_the_clients_rate(chat, model):
     c.close()
 
 
-def test_isupport_says_chathistory(chat):
-    srv, _ = chat("epoll")
-    c = login_pass(srv.port, "ana", "pw-ana")
-    assert any(" CHATHISTORY=1000 " in ln and " MSGREFTYPES=msgid,timestamp " in ln
-               for ln in c.lines)
-    c.close()
-
-
 def test_log_generate_builds_a_history(chat, tmp_path):
     """yard-chat log generate: N messages straight into the log, which a server then
     serves (CHATHISTORY) and verify accepts; usage errors exit 2."""

@@ -1,8 +1,10 @@
 /* The chat's replies about the server and the session itself, line by line through the
  * sans-socket harness (chat_harness.h): CAP LS, LIST and REQ, the welcome's 004 and 005,
- * LIST, LUSERS, VERSION and TIME, a user's own modes, and the commands the table answers
- * 461 or 431. Moved from tests/integration/test_chat_queries.py, test_chat_ircv3.py and
- * test_chat_modes.py, which ran them against a real server of one model. */
+ * registration without a password when there are no guests, LIST, LUSERS, VERSION and
+ * TIME, a user's own modes, and the commands the table answers 461 or 431. Moved from
+ * tests/integration/test_chat_queries.py, test_chat_ircv3.py, test_chat_modes.py,
+ * test_chat_history.py and test_chat_guests.py, which ran them against a real server of
+ * one model. */
 #include <ctype.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -106,16 +108,16 @@ static void test_cap_ls_req_list(void)
     ch_stop(h);
 }
 
-/* Appends the tokens of a 005 line (between the nick and " :are supported...") to all. */
-static void isupport_tokens(const char *line, char *all, size_t cap)
+/* The tokens of a 005 line (between the nick and " :are supported..."), each with a
+ * blank before and after it, into out. */
+static void isupport_tokens(const char *line, char *out, size_t cap)
 {
     const char *from = line + strlen(S "005 ana "), *end = strstr(from, " :are supported");
     if (!end) {
         fprintf(stderr, "not a 005 line: '%s'\n", line);
         exit(1);
     }
-    size_t used = strlen(all);
-    snprintf(all + used, cap - used, "%.*s ", (int)(end - from), from);
+    snprintf(out, cap, " %.*s ", (int)(end - from), from);
 }
 
 /* The welcome's 004 and 005, then MODE on one's own nick (+i and +w kept, an unknown flag
@@ -127,9 +129,10 @@ static void test_welcome_and_user_modes(void)
     ch_feed(h, a, "PASS pw-ana\r\nNICK ana\r\nUSER ana 0 * :ana\r\n");
     const char *l = CH_SKIP_TO(h, a, S "004 ");
     ASSERT_STR_EQ(l, S "004 ana yard 0.1.0 Biow MRbiklmnostv bklov");
-    char tokens[2048] = " ";
-    isupport_tokens(CH_EXPECT_PREFIX(h, a, S "005 ana "), tokens, sizeof tokens);
-    isupport_tokens(CH_EXPECT_PREFIX(h, a, S "005 ana "), tokens, sizeof tokens);
+    char first[1024], second[1024], tokens[2048];
+    isupport_tokens(CH_EXPECT_PREFIX(h, a, S "005 ana "), first, sizeof first);
+    isupport_tokens(CH_EXPECT_PREFIX(h, a, S "005 ana "), second, sizeof second);
+    snprintf(tokens, sizeof tokens, "%s%s", first, second);
     const char *want[] = {" NETWORK=Switchyard ", " AWAYLEN=200 ",
                           " TARGMAX=PRIVMSG:4,NOTICE:4,WHOIS:4,USERHOST:5,KICK:4 ",
                           " PREFIX=(ov)@+ ", " CHANMODES=b,k,l,MRimnst ", " MODES=4 ", NULL};
@@ -138,6 +141,10 @@ static void test_welcome_and_user_modes(void)
             fprintf(stderr, "005 lacks '%s': %s\n", *w, tokens);
             exit(1);
         }
+    /* CHATHISTORY and the references it takes are told on one line. */
+    const char *with_history = strstr(first, " CHATHISTORY=1000 ") ? first : second;
+    ASSERT(strstr(with_history, " CHATHISTORY=1000 ") != NULL);
+    ASSERT(strstr(with_history, " MSGREFTYPES=msgid,timestamp ") != NULL);
     CH_SKIP_TO(h, a, S "422 ana ");
     ch_discard(h, a);
     ch_feed(h, a, "MODE ana\r\nMODE ana +iw\r\nMODE ana -w+x\r\n");
@@ -156,6 +163,17 @@ static void test_welcome_and_user_modes(void)
     CH_EXPECT(h, a, S "221 ana +i");
     CH_EXPECT(h, a, S "502 ana :Cannot change mode for other users");
     CH_EXPECT_NONE(h, a);
+    ch_stop(h);
+}
+
+/* Without --guests, a client that registers without a password is refused and closed. */
+static void test_no_guests_no_password(void)
+{
+    chat_harness_t *h = ch_start(NULL);
+    int z = ch_connect(h);
+    ch_feed(h, z, "NICK zed\r\nUSER zed 0 * :zed\r\n");
+    CH_SKIP_TO(h, z, S "464 zed :Password required");
+    ASSERT(ch_closed(h, z));
     ch_stop(h);
 }
 
@@ -180,6 +198,7 @@ int main(int argc, char **argv)
         {"cap_ls_req_list", test_cap_ls_req_list},
         {"welcome_and_user_modes", test_welcome_and_user_modes},
         {"mode_without_a_target", test_mode_without_a_target},
+        {"no_guests_no_password", test_no_guests_no_password},
         {NULL, NULL},
     };
     return test_main(argc, argv, cases);
