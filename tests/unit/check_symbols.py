@@ -17,8 +17,9 @@
    store (yard/chat_store.h), only the requests' entry and what needs no
    I/O (STORE_FOR_APPS); opening and closing it only from the chat's init.
 4. Locks stay inside the modules that own them: of the apps, only the chat's
-   state (state.c: members and channels, behind its API) and its guard
-   (guard.c: the login limits) take a mutex, and the state's own lock
+   state (state.c: members and channels, behind its API), its guard
+   (guard.c: the login limits) and its K-lines (kline.c: the copy of
+   DIR/klines in shared memory) take a mutex, and the state's own lock
    functions are referenced by no other object (LOCK_OWNERS).
 
 Usage: check_symbols.py --nm NM proto=LIB core=LIB coro=LIB models=LIB apps=LIB eve_rt=LIB
@@ -69,7 +70,7 @@ CHAT_INIT_OBJECT = "init.c.o"
 STATE_LOCK = {"chat_lock", "chat_unlock"}
 MUTEX = re.compile(r"^(?:pthread_mutex_(?:lock|trylock|timedlock|unlock)|yard_shm_mutex_lock)$")
 # The app objects that own a lock, and so may take one.
-LOCK_OWNERS = {"state.c.o", "guard.c.o"}
+LOCK_OWNERS = {"state.c.o", "guard.c.o", "kline.c.o"}
 STATE_OBJECT = "state.c.o"
 
 # Which libraries each layer may reference besides itself.

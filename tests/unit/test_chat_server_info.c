@@ -14,8 +14,8 @@
 #include "chat_cases.h"
 
 #define CAPS_BEFORE_SASL                                                                    \
-    "account-tag away-notify batch draft/chathistory draft/read-marker echo-message "       \
-    "extended-join labeled-response message-tags multi-prefix "
+    "account-tag away-notify batch cap-notify draft/chathistory draft/read-marker "         \
+    "echo-message extended-join extended-monitor labeled-response message-tags multi-prefix "
 #define CAPS_AFTER_SASL " server-time setname userhost-in-names"
 #define ALL_CAPS CAPS_BEFORE_SASL "sasl" CAPS_AFTER_SASL
 
@@ -128,14 +128,15 @@ static void test_welcome_and_user_modes(void)
     int a = ch_connect(h);
     ch_feed(h, a, "PASS pw-ana\r\nNICK ana\r\nUSER ana 0 * :ana\r\n");
     const char *l = CH_SKIP_TO(h, a, S "004 ");
-    ASSERT_STR_EQ(l, S "004 ana yard 0.1.0 Biow MRbiklmnostv bklov");
+    ASSERT_STR_EQ(l, S "004 ana yard 0.1.0 Biow MRbeIiklmnostv beIklov");
     char first[1024], second[1024], tokens[2048];
     isupport_tokens(CH_EXPECT_PREFIX(h, a, S "005 ana "), first, sizeof first);
     isupport_tokens(CH_EXPECT_PREFIX(h, a, S "005 ana "), second, sizeof second);
     snprintf(tokens, sizeof tokens, "%s%s", first, second);
     const char *want[] = {" NETWORK=Switchyard ", " AWAYLEN=200 ",
                           " TARGMAX=PRIVMSG:4,NOTICE:4,WHOIS:4,USERHOST:5,KICK:4 ",
-                          " PREFIX=(ov)@+ ", " CHANMODES=b,k,l,MRimnst ", " MODES=4 ", NULL};
+                          " PREFIX=(ov)@+ ", " CHANMODES=beI,k,l,MRimnst ", " MODES=4 ",
+                          " WHOX ", " EXCEPTS ", " INVEX ", NULL};
     for (const char **w = want; *w; w++)
         if (!strstr(tokens, *w)) {
             fprintf(stderr, "005 lacks '%s': %s\n", *w, tokens);
