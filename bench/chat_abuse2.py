@@ -22,7 +22,10 @@ binary (run it on two builds to compare):
   reading (the bytes they were sent);
 - quiet: the probe alone, for the machine's own noise;
 - unregistered: 1,024 connections from 40 addresses (127.0.2.x) that never
-  log in, then a login from a fresh address: did it get in, how long.
+  log in, then a login from a fresh address: did it get in, how long;
+- fill: 48 guests from 3 addresses (16 each) JOIN 50 new channels each,
+  then an account from a fresh address logs in and creates a channel: how
+  many channels the guests got, and how long the account took.
 
 The probe: two accounts in #probe, one sending a timestamped message every
 20 ms, the other timing its arrival. The server runs on CPU 0 (taskset),
@@ -33,7 +36,7 @@ loopback only.
 usage: bench/chat_abuse2.py [--bin build/bin] [--model epoll] [--seconds 5]
                             [--channels 500] [--history-messages 300000]
                             [--history-guests 16] [--who-members 600] [--no-pin]
-                            [--scenarios quiet,nick,list,who,history,unregistered]
+                            [--scenarios quiet,nick,list,who,history,unregistered,fill]
 """
 
 import argparse
@@ -533,6 +536,44 @@ def unregistered(bindir, model):
             srv.stop()
 
 
+def fill(bindir, model):
+    """48 guests from 3 addresses (16 each, the per-address limit) JOIN 50 new channels each;
+    then an account logs in from a fresh address and creates one: how long that takes, and
+    how many channels the guests hold (at most --guests-channel-share of --max-channels)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        data = make_data(bindir, tmp)
+        srv = Server(bindir, model, data, ["--guests"])
+        try:
+            gs = [guest(srv.port, f"f{i}", f"127.0.4.{1 + i % 3}") for i in range(48)]
+            for i, g in enumerate(gs):
+                g.wait(rf" 001 f{i} ")
+                for k in range(0, 50, 10):
+                    g.send("JOIN " + ",".join(f"#f{i}x{j}" for j in range(k, k + 10)))
+            made = refused = 0
+            for i, g in enumerate(gs):  # an answer to every JOIN: 366 or 405
+                last = rf" (366|405) f{i} #f{i}x49 "
+                g.wait(last, timeout=120)
+                with g.cond:
+                    made += sum(" 366 " in ln for ln in g.lines)
+                    refused += sum(" 405 " in ln for ln in g.lines)
+            t0 = time.monotonic()
+            c = Client(srv.port, "127.0.3.1")
+            c.send("PASS pw-owner", "NICK owner", "USER owner 0 * :owner", "JOIN #mine")
+            try:
+                line = c.wait(r" (366|405|403) owner #mine |^ERROR ", timeout=10)
+                verdict = "created #mine" if " 366 " in line else line
+            except TimeoutError as e:
+                verdict = f"no answer ({e})"
+            took = time.monotonic() - t0
+            print(f"fill ({model}): 48 guests from 3 addresses asked for 2,400 channels: "
+                  f"{made} made, {refused} refused (405); then an account from a fresh "
+                  f"address logged in and {verdict} in {took:.3f} s")
+            for g in gs + [c]:
+                g.close()
+        finally:
+            srv.stop()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin", default=str(ROOT / "build" / "bin"))
@@ -567,6 +608,8 @@ def main():
             who(bindir, a.model, a.seconds, a.who_members)
         elif sc == "quiet":
             quiet(bindir, a.model, a.seconds)
+        elif sc == "fill":
+            fill(bindir, a.model)
         else:
             sys.exit(f"unknown scenario {sc}")
 
