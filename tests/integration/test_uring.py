@@ -94,13 +94,13 @@ repetitions = 1
 STATS = re.compile(r"uring ring (\d+): turns (\d+), io_uring_enter (\d+), sqes (\d+), cqes (\d+), "
                    r"accepted (\d+), receives armed (\d+), out of buffers (\d+), cancels (\d+), "
                    r"cq overflow turns (\d+), completions lost (\d+), registered sockets (\d+), "
-                   r"setup (\S+)")
+                   r"news reads again (\d+), setup (\S+)")
 
 
 def ring_stats(stderr: str) -> list[dict]:
     keys = ["ring", "turns", "enters", "sqes", "cqes", "accepted", "recv_arms", "enobufs",
-            "cancels", "overflow_turns", "lost", "fixed"]
-    return [dict(zip(keys, map(int, m.groups()[:-1])), setup=m.group(13))
+            "cancels", "overflow_turns", "lost", "fixed", "news_again"]
+    return [dict(zip(keys, map(int, m.groups()[:-1])), setup=m.group(14))
             for m in STATS.finditer(stderr)]
 
 
