@@ -3,7 +3,7 @@
  * piece goes on from), which together visit what one unbounded walk does;
  * and one long read at a time across processes (yard_chatlog_scan_begin),
  * given up by a holder that dies. */
-#define _XOPEN_SOURCE 700 /* nftw (X/Open) */
+#define _GNU_SOURCE /* nftw (X/Open), syscall and SYS_get_robust_list (Linux) */
 
 #include <ftw.h>
 #include <poll.h>
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -124,8 +125,19 @@ static bool readable_within(int fd, int ms)
     return poll(&p, 1, ms) == 1;
 }
 
+/* Does the kernel this runs on keep robust futex lists? Linux does; qemu-user,
+ * which runs the cross builds' tests (tests/cross/run), answers ENOSYS, and
+ * there a lock whose holder died stays held. */
+static bool robust_futexes(void)
+{
+    void *head;
+    size_t len;
+    return syscall(SYS_get_robust_list, 0, &head, &len) == 0;
+}
+
 /* A child that wants the scan while this process holds it waits until it
- * is given up; a child that dies holding it does not keep it. */
+ * is given up; a child that dies holding it does not keep it (where the
+ * kernel keeps robust futex lists). */
 static void test_one_scan_at_a_time(void)
 {
     yard_chatlog_t *log = log_of_30("scan");
@@ -145,8 +157,13 @@ static void test_one_scan_at_a_time(void)
     int st;
     ASSERT_EQ(waitpid(pid, &st, 0), pid);
     ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    yard_chatlog_scan_begin(log); /* taken over from the dead child, not a hang */
-    yard_chatlog_scan_end(log);
+    if (robust_futexes()) {
+        yard_chatlog_scan_begin(log); /* taken over from the dead child, not a hang */
+        yard_chatlog_scan_end(log);
+    } else {
+        printf("skipped: taking the scan over from a dead holder (no robust futex lists "
+               "here: an emulator?)\n");
+    }
     close(fds[0]);
     close(fds[1]);
     yard_chatlog_close(log);
