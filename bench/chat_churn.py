@@ -4,7 +4,10 @@ connect, send one bad line and close, from --threads client threads as fast as t
 while the first quarter of them has come and gone, a real account logs in (timed until it
 is welcomed, a refused attempt tried again); after the burst, SIGTERM, timed to the
 server's exit. Prints one line per model: the burst's time, the most child processes the
-server had at once (sampled every 50 ms), the login's time and SIGTERM's.
+server had at once (sampled every 50 ms), the login's time, SIGTERM's, and how many
+connections whose peers had hung up were still waiting to be served at the stop (the
+blocking models serve those after live ones, so they are closed unserved if the stop comes
+first, as the kernel closes its accept queue).
 
 The server runs on --server-cpu, the clients on the other CPUs. Standard library only;
 every loop is bounded in count and time, and all traffic goes to 127.0.0.1.
@@ -14,6 +17,7 @@ usage: bench/chat_churn.py [--bin build/bin] [--connections 5000] [--models fork
 
 import argparse
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -78,9 +82,10 @@ def run(bin_dir: Path, model: str, connections: int, threads: int, server_cpu: i
     data = tempfile.mkdtemp(prefix="yard-churn-")
     subprocess.run([str(bin_dir / "yard-chat"), "account", "add", "alice", "--data", data,
                     "--cost", "4"], input="pw\n", text=True, check=True, capture_output=True)
+    errlog = open(Path(data) / "stderr", "w+")
     srv = subprocess.Popen(["taskset", "-c", str(server_cpu), str(bin_dir / "yard-serve"),
                             "--app", "chat", "--model", model, "--listen", "127.0.0.1:0",
-                            "--data", data], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                            "--data", data], stdout=subprocess.PIPE, stderr=errlog)
     try:
         port = int(srv.stdout.readline().split()[1].rsplit(b":", 1)[1])
         done, lock, peak, stop = [0], threading.Lock(), [0], threading.Event()
@@ -112,14 +117,18 @@ def run(bin_dir: Path, model: str, connections: int, threads: int, server_cpu: i
             term = f"{time.monotonic() - s0:.2f} s"
         except subprocess.TimeoutExpired:
             term = f"over {TERM_LIMIT_S:.0f} s (killed)"
+        errlog.seek(0)
+        unserved = re.search(r"closing (\d+) connections whose peers had hung up", errlog.read())
         return (f"{model}: {connections} connections in {burst:.2f} s; peak server children "
                 f"{peak[0]}; a login during the burst {took_login:.2f} s; SIGTERM to exit "
-                f"{term}")
+                f"{term}; hung-up connections closed unserved at the stop: "
+                f"{unserved.group(1) if unserved else 0}")
     finally:
         if srv.poll() is None:   # the whole tree: under fork the children too
             subprocess.run(["pkill", "-KILL", "-P", str(srv.pid)])
             srv.kill()
             srv.wait()
+        errlog.close()
         subprocess.run(["rm", "-rf", data])
 
 

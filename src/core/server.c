@@ -8,7 +8,9 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -95,11 +97,97 @@ int yard_server_accept_admitted(yard_server_t *srv, int listen_fd, bool nonblock
     }
 }
 
-#define ACCEPT_BATCH 16 /* connections taken per wake-up of the accept loop */
+/* The blocking models' accept loop. Each fork or thread costs far more
+ * than an accept (a fork about 0.3 ms here, an accept a few µs), so under a
+ * burst the kernel's accept queue grows, and a client that connects during
+ * it waits behind the whole queue: 5,000 connections that connect, send a
+ * line and close kept a login waiting over a second (docs/results.md,
+ * issue 44). The loop therefore takes the queue into its own hands: it
+ * accepts a batch at a time, hands the connections whose peer is still
+ * there to on_conn at once, and keeps those whose peer has already hung up
+ * (POLLRDHUP: they sent their last bytes and can only be answered) in a
+ * queue of its own, served a few per turn. Nothing is dropped: the hung-up
+ * connections are served in their order, only after the live ones; when
+ * that queue is full they are served as they come. --max-conns applies when
+ * a connection is handed over, so a waiting hung-up connection holds no
+ * slot. At the stop, the hung-up connections not yet served are closed, as
+ * the kernel closes what is left in its queue. */
+#define ACCEPT_BATCH 64 /* connections accepted per turn of the loop */
+#define HUNG_UP_BATCH 4 /* hung-up connections handed over per turn */
+
+struct hung_up {
+    int *fd;
+    size_t head, n, cap;
+};
+
+static void hung_up_init(struct hung_up *q, const yard_server_t *srv)
+{
+    /* As many as the listen backlog (the kernel would have held them),
+     * within a quarter of the descriptors the process may open. */
+    size_t cap = srv->cfg->backlog > 0 ? (size_t)srv->cfg->backlog : 128;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur / 4 < cap)
+        cap = (size_t)(rl.rlim_cur / 4);
+    *q = (struct hung_up){.fd = cap ? malloc(cap * sizeof *q->fd) : NULL};
+    q->cap = q->fd ? cap : 0;
+}
+
+static bool hung_up_push(struct hung_up *q, int fd)
+{
+    if (q->n == q->cap)
+        return false;
+    q->fd[(q->head + q->n++) % q->cap] = fd;
+    return true;
+}
+
+static int hung_up_pop(struct hung_up *q)
+{
+    int fd = q->fd[q->head];
+    q->head = (q->head + 1) % q->cap;
+    q->n--;
+    return fd;
+}
+
+struct accept_loop {
+    yard_server_t *srv;
+    void (*on_conn)(int fd, const char *peer, void *arg);
+    void *arg;
+    struct hung_up hung;
+};
+
+static void hand_over(struct accept_loop *al, int fd)
+{
+    char peer[YARD_ADDR_STRLEN];
+    if (yard_server_admit_fd(al->srv, fd, peer, sizeof peer) >= 0)
+        al->on_conn(fd, peer, al->arg);
+}
+
+/* Up to ACCEPT_BATCH connections from one listener: the live ones handed
+ * over in order, the hung-up ones queued. */
+static void accept_batch(struct accept_loop *al, int listen_fd, int *reserve)
+{
+    struct pollfd got[ACCEPT_BATCH];
+    nfds_t n = 0;
+    int fd;
+    while (n < ACCEPT_BATCH && (fd = yard_server_accept(al->srv, listen_fd, false, reserve)) >= 0)
+        got[n++] = (struct pollfd){.fd = fd, .events = POLLRDHUP};
+    if (n == 0)
+        return;
+    if (poll(got, n, 0) < 0) /* not expected; then every one counts as live */
+        for (nfds_t i = 0; i < n; i++)
+            got[i].revents = 0;
+    for (nfds_t i = 0; i < n; i++) {
+        bool hung = got[i].revents & (POLLRDHUP | POLLHUP | POLLERR);
+        if (!hung || !hung_up_push(&al->hung, got[i].fd))
+            hand_over(al, got[i].fd);
+    }
+}
 
 void yard_server_accept_loop(yard_server_t *srv, void (*on_conn)(int fd, const char *peer, void *arg),
                              void (*on_signal)(int sig, void *arg), void *arg)
 {
+    struct accept_loop al = {.srv = srv, .on_conn = on_conn, .arg = arg};
+    hung_up_init(&al.hung, srv);
     int reserve = yard_reserve_fd_open();
     int n = srv->ls.n;
     struct pollfd pfd[YARD_MAX_LISTEN + 1];
@@ -107,30 +195,31 @@ void yard_server_accept_loop(yard_server_t *srv, void (*on_conn)(int fd, const c
     for (int i = 0; i < n; i++)
         pfd[1 + i] = (struct pollfd){.fd = srv->ls.fd[i], .events = POLLIN};
     for (;;) {
-        if (poll(pfd, (nfds_t)(n + 1), -1) < 0) {
+        /* Hung-up connections waiting: look, but do not sleep. */
+        if (poll(pfd, (nfds_t)(n + 1), al.hung.n ? 0 : -1) < 0) {
             if (errno == EINTR)
                 continue;
             yard_log_err("poll: %s", strerror(errno));
             break;
         }
+        /* A batch per listener, then the signals again: under a burst of
+         * connections the queue never empties, and a loop that drained it
+         * would neither reap the exited children (whose slots count against
+         * --max-conns) nor see SIGTERM until the burst ended. */
         if (pfd[0].revents && yard_signals_stop(srv->sig_fd, on_signal, arg))
             break;
-        for (int i = 0; i < n; i++) {
-            if (!pfd[1 + i].revents)
-                continue;
-            /* A batch, then the signals again: under a burst of connections
-             * the queue never empties, and a loop that drained it would
-             * neither reap the exited children (whose slots count against
-             * --max-conns) nor see SIGTERM until the burst ended. */
-            char peer[YARD_ADDR_STRLEN];
-            int fd;
-            for (int k = 0; k < ACCEPT_BATCH &&
-                            (fd = yard_server_accept_admitted(srv, srv->ls.fd[i], false, &reserve,
-                                                              peer, sizeof peer)) >= 0;
-                 k++)
-                on_conn(fd, peer, arg);
-        }
+        for (int i = 0; i < n; i++)
+            if (pfd[1 + i].revents)
+                accept_batch(&al, srv->ls.fd[i], &reserve);
+        for (int k = 0; k < HUNG_UP_BATCH && al.hung.n; k++)
+            hand_over(&al, hung_up_pop(&al.hung));
     }
+    if (al.hung.n)
+        yard_log_warn("closing %zu connections whose peers had hung up, not served before the stop",
+                      al.hung.n);
+    while (al.hung.n)
+        close(hung_up_pop(&al.hung));
+    free(al.hung.fd);
     if (reserve >= 0)
         close(reserve);
 }

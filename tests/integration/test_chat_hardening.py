@@ -501,6 +501,50 @@ def test_connections_that_close_at_once_leave_nothing_behind(chat, model):
     login_pass(srv.port, "u1", "pw-u1").close()
 
 
+def _answered(s: socket.socket) -> bool:
+    """Has the server written to (or closed) this connection yet?"""
+    try:
+        return s.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) is not None
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+@pytest.mark.models(names=["fork", "thread"])
+def test_a_live_connection_is_not_queued_behind_hung_up_ones(chat, model):
+    """Under a burst of connections that send a line and close, a login waited behind the
+    whole accept queue, one fork (or thread) each: over a second for 5,000 (issue 44). Now
+    the accept loop serves a connection whose peer is still there before those whose peer
+    has hung up, and serves those after. 200 connections that sent a line and half-closed
+    queue up while the server is stopped, then a login: it is welcomed while most of the 200
+    have not been answered yet (before: all of them first), and every one of them is answered
+    in the end."""
+    srv, _ = chat(model)
+    hung = []
+    os.kill(srv.proc.pid, signal.SIGSTOP)
+    try:
+        for _ in range(200):
+            s = socket.create_connection(("127.0.0.1", srv.port))
+            s.sendall(b"\x01bad\r\n")
+            s.shutdown(socket.SHUT_WR)
+            hung.append(s)
+        live = Irc(srv.port)
+        live.send("PASS pw-u1", "NICK u1", "USER u1 0 * :u1")
+    finally:
+        os.kill(srv.proc.pid, signal.SIGCONT)
+    try:
+        live.expect(r" 001 ", timeout=30)
+        answered = sum(_answered(s) for s in hung)
+        assert answered < 100, f"{answered} of the 200 hung-up connections were served first"
+        wait_for(lambda: all(_answered(s) for s in hung), timeout=60,
+                 what="every hung-up connection to be answered")
+    finally:
+        live.sock.close()
+        for s in hung:
+            s.close()
+
+
 # timing: the connection must end within 1.5 s (not at the 10 s registration timeout), and
 # strace, which counts the polls, took over 60 s to detach from a fork server's processes
 # when the suite's other tests loaded the machine (fresh clone, session 18).
