@@ -51,25 +51,18 @@ static void klines_install(struct chat_app *app, const struct yard_chat_kline *j
     pthread_mutex_unlock(&kl->mu);
 }
 
-/* Is the copy the file's as it is now? */
-static bool klines_current(struct chat_app *app)
+/* One look at the copy, under its lock once: the K-line that applies to
+ * who at now_s into out (false when none does), and, when stale is not
+ * NULL, whether DIR/klines.gen has moved past the copy. */
+static bool klines_lookup(struct chat_app *app, const struct chat_mask_subject *who,
+                          int64_t now_s, yard_kline_t *out, bool *stale)
 {
     struct chat_klines *kl = app->klines;
-    uint64_t now = yard_chat_store_klines_gen(app->store);
-    yard_shm_mutex_lock(&kl->mu);
-    bool current = kl->loaded && kl->gen == now;
-    pthread_mutex_unlock(&kl->mu);
-    return current;
-}
-
-/* The K-line of the copy that applies to who at now_s, into out; false
- * when none does. */
-static bool klines_matching(struct chat_app *app, const struct chat_mask_subject *who,
-                            int64_t now_s, yard_kline_t *out)
-{
-    struct chat_klines *kl = app->klines;
+    uint64_t now_gen = stale ? yard_chat_store_klines_gen(app->store) : 0;
     bool hit = false;
     yard_shm_mutex_lock(&kl->mu);
+    if (stale)
+        *stale = !kl->loaded || kl->gen != now_gen;
     for (unsigned i = 0; i < kl->n && !hit; i++) {
         const yard_kline_t *k = &kl->list[i];
         if ((!k->expires_s || k->expires_s > now_s) && chat_mask_matches(k->mask, who)) {
@@ -131,18 +124,30 @@ static void refuse(struct session *s, yard_fx_t *fx, const yard_kline_t *k)
     yard_fx_close(fx, NULL);
 }
 
-/* Registering: does a K-line of the copy apply (then 465 and closed)? */
-static bool registration_refused(struct chat_app *app, struct session *s, yard_fx_t *fx)
+/* Who a registration is, to the K-lines: an account's name, or the guest's
+ * nick to be (its member slot is not taken yet). */
+static void registration_subject(const struct session *s, struct chat_mask_subject *who)
 {
-    /* An account's name, or the guest's nick to be (its member slot is not taken yet). */
     bool account = s->reg.sasl_done;
-    struct chat_mask_subject who = {.nick = account ? s->account : s->reg.nick, .user = s->user,
-                                    .addr = &s->login.addr, .guest = !account};
+    *who = (struct chat_mask_subject){.nick = account ? s->account : s->reg.nick,
+                                      .user = s->user, .addr = &s->login.addr, .guest = !account};
+}
+
+/* Does a K-line of the copy apply to who (then 465 and closed)? stale as
+ * klines_lookup's: when the copy is stale and a reload could be started,
+ * the copy does not decide (the reload's answer will). */
+static bool refused(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                    const struct chat_mask_subject *who, bool *stale)
+{
     yard_kline_t k;
-    if (!klines_matching(app, &who, wall_s(fx), &k))
+    bool hit = klines_lookup(app, who, wall_s(fx), &k, stale);
+    if (stale && *stale && kline_job(app, s, fx, YARD_CHAT_KLINE_LOAD, NULL))
         return false;
-    refuse(s, fx, &k);
-    return true;
+    if (stale)
+        *stale = false;
+    if (hit)
+        refuse(s, fx, &k);
+    return hit;
 }
 
 bool chat_kline_checking(struct chat_app *app, struct session *s, yard_fx_t *fx)
@@ -151,12 +156,13 @@ bool chat_kline_checking(struct chat_app *app, struct session *s, yard_fx_t *fx)
         return false;
     if (s->kline)
         return true;
-    /* The copy is stale: reload it first (a job, whose answer comes back
-     * to registration_checked). Without memory for a job, the stale copy
+    /* A stale copy is reloaded first (a job, whose answer comes back to
+     * registration_checked); without memory for a job, the stale copy
      * decides. */
-    if (!klines_current(app) && kline_job(app, s, fx, YARD_CHAT_KLINE_LOAD, NULL))
-        return true;
-    if (registration_refused(app, s, fx))
+    struct chat_mask_subject who;
+    registration_subject(s, &who);
+    bool reloading;
+    if (refused(app, s, fx, &who, &reloading) || reloading)
         return true;
     s->reg.kline_checked = true;
     return false;
@@ -165,28 +171,28 @@ bool chat_kline_checking(struct chat_app *app, struct session *s, yard_fx_t *fx)
 /* The copy reloaded for a registration: 465 and closed, or on with it. */
 static void registration_checked(struct chat_app *app, struct session *s, yard_fx_t *fx)
 {
-    if (registration_refused(app, s, fx))
+    struct chat_mask_subject who;
+    registration_subject(s, &who);
+    if (refused(app, s, fx, &who, NULL))
         return;
     s->reg.kline_checked = true;
     chat_try_register(app, s, fx);
 }
 
-/* A guest that logged in: as the account now, is it K-lined? */
-static void recheck(struct chat_app *app, struct session *s, yard_fx_t *fx)
+/* A guest that logged in: as the account now, is it K-lined? With
+ * reloading, a stale copy is reloaded first and the answer decides. */
+static void recheck(struct chat_app *app, struct session *s, yard_fx_t *fx, bool *reloading)
 {
     struct chat_mask_subject who;
     chat_mask_subject_of(s, &who);
-    yard_kline_t k;
-    if (klines_matching(app, &who, wall_s(fx), &k))
-        refuse(s, fx, &k);
+    refused(app, s, fx, &who, reloading);
 }
 
 void chat_kline_recheck(struct chat_app *app, struct session *s, yard_fx_t *fx)
 {
-    if (klines_current(app))
-        recheck(app, s, fx);
-    else
-        s->kline_recheck = kline_job(app, s, fx, YARD_CHAT_KLINE_LOAD, NULL);
+    bool reloading;
+    recheck(app, s, fx, &reloading);
+    s->kline_recheck = reloading;
 }
 
 /* STATS k: each K-line in force, 216 MASK EXPIRES BY :REASON, then 219. */
@@ -249,7 +255,7 @@ void chat_kline_done(struct chat_app *app, struct session *s, struct yard_chat_k
         registration_checked(app, s, fx);
     } else if (j->sub == YARD_CHAT_KLINE_LOAD && s->kline_recheck) {
         s->kline_recheck = false;
-        recheck(app, s, fx);
+        recheck(app, s, fx, NULL);
     } else if (j->sub == YARD_CHAT_KLINE_LOAD) {
         stats_listed(s, j, fx);
     } else if (j->rc == -ENOENT) {
