@@ -4,11 +4,11 @@ import json
 import math
 import re
 import subprocess
-import sys
 
 import pytest
 
-from harness_paths import BIN, REPO
+from harness_paths import BIN
+from harness_smoke import smoke_run
 
 pytestmark = [
     pytest.mark.skipif(not ((BIN / "yard-serve").exists() and (BIN / "yard-load").exists()),
@@ -18,17 +18,10 @@ pytestmark = [
 ]
 
 
-def test_bench_smoke(tmp_path):
-    res = tmp_path / "results"
-    p = subprocess.run([sys.executable, "-m", "yard.cli", "--quiet", "--results-dir", str(res),
-                        "--bin-dir", str(BIN), "bench", "smoke"],
-                       cwd=REPO, capture_output=True, text=True, timeout=120,
-                       env={"PYTHONPATH": str(REPO / "python"), "PATH": "/usr/bin:/bin"})
-    assert p.returncode == 0, p.stderr
-    latest = res / "latest"
+def test_bench_smoke():
+    latest, stdout = smoke_run()
     report = latest / "report.html"
-    assert p.stdout.strip().endswith(str(report.resolve().relative_to(res.resolve().parent))) or \
-        p.stdout.strip().endswith("report.html")
+    assert stdout.strip().endswith("report.html"), stdout[-500:]
     html = report.read_text()
     models = json.loads(subprocess.run([str(BIN / "yard-serve"), "--list-models", "--json"],
                                        capture_output=True, text=True).stdout)

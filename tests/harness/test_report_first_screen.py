@@ -1,17 +1,18 @@
-"""Issue 41 end to end: a small real run (`yard bench smoke --only ...`, not on a TTY) prints a
-line per experiment started and finished and ends with the verdict rows and the report's
-path; the report opens on the verdict section, with a row per experiment of the run; headless
-Chromium opens it without a network and its first screen is screenshotted."""
+"""Issue 41 end to end: a real run (`yard bench smoke`, shared with the other timing tests
+through harness_smoke; not on a TTY) prints a line per experiment started and finished and ends
+with the verdict rows and the report's path; the report opens on the verdict section, with a
+row per experiment of the run; headless Chromium opens it without a network and its first
+screen is screenshotted."""
 
 import json
 import re
 import shutil
 import subprocess
-import sys
 
 import pytest
 
-from harness_paths import BIN, REPO
+from harness_paths import BIN
+from harness_smoke import smoke_run
 
 pytestmark = [
     pytest.mark.skipif(not ((BIN / "yard-serve").exists() and (BIN / "yard-load").exists()),
@@ -19,8 +20,6 @@ pytestmark = [
     # A benchmark run: its trials are valid only when server and load have their CPUs.
     pytest.mark.timing,
 ]
-
-ONLY = ["echo_scaling", "rest_scaling", "tls"]
 
 
 def _chromium() -> str | None:
@@ -32,33 +31,35 @@ def _chromium() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    res = tmp_path_factory.mktemp("first-screen") / "results"
-    p = subprocess.run([sys.executable, "-m", "yard.cli", "--results-dir", str(res),
-                        "--bin-dir", str(BIN), "bench", "smoke", "--only", *ONLY],
-                       cwd=REPO, capture_output=True, text=True, timeout=300,
-                       env={"PYTHONPATH": str(REPO / "python"), "PATH": "/usr/bin:/bin"})
-    assert p.returncode == 0, p.stderr[-3000:]
-    return res / "latest", p.stdout
+def run():
+    return smoke_run()
+
+
+def _experiments(latest):
+    return [e["name"] for e in json.loads((latest / "meta.json").read_text())["experiments"]]
 
 
 def test_progress_lines_and_the_verdicts_at_the_end(run):
     latest, stdout = run
     lines = stdout.strip().splitlines()
+    names = _experiments(latest)
+    assert {"echo_scaling", "rest_scaling", "tls"} <= set(names), names
     # Not a TTY: one line per experiment started and finished, trials done/total, time left.
-    for i, name in enumerate(ONLY, 1):
-        assert any(re.match(rf"yard: \[{i}/3\] {name} started: \d+ trials planned \(at most \d+\);"
+    n = len(names)
+    for i, name in enumerate(names, 1):
+        assert any(re.match(rf"yard: \[{i}/{n}\] {name} started: \d+ trials planned \(at most \d+\);"
                             r" suite: \d+/\d+ trials done, \d+m\d\ds elapsed, about \d+m\d\ds left",
                             line) for line in lines), (name, stdout)
-        assert any(re.match(rf"yard: \[{i}/3\] {name} finished: \d+ trials in \d+m\d\ds", line)
+        assert any(re.match(rf"yard: \[{i}/{n}\] {name} finished: \d+ trials in \d+m\d\ds", line)
                    for line in lines), (name, stdout)
     # The last lines: the verdict rows, then the report's path.
     assert lines[-1].endswith("report.html")
     head = lines.index("Verdicts (best and worst per experiment; ratio [95% CI]; "
                        ">= or <=: a bound the generator set):")
     rows = lines[head + 1:-1]
-    assert [r.strip().split(":", 1)[0] for r in rows] == ONLY
-    assert re.search(r"best (epoll|reactors), worst (epoll|reactors), .*\d\.\d\dx", rows[0])
+    assert [r.strip().split(":", 1)[0] for r in rows] == names
+    scaling = rows[names.index("echo_scaling")]
+    assert re.search(r"best (epoll|reactors), worst (epoll|reactors), .*\d\.\d\dx", scaling)
 
 
 def test_the_report_opens_on_the_verdicts(run, tmp_path):
@@ -70,11 +71,11 @@ def test_the_report_opens_on_the_verdicts(run, tmp_path):
     assert body.index("<section id='verdicts'>") < body.index("<h2>The models</h2>")
     verdict = body.split("<section id='verdicts'>", 1)[1].split("</section>", 1)[0]
     rows = re.findall(r"<tr class='verdict-row' data-experiment='([^']+)'>", verdict)
-    assert rows == [e["name"] for e in meta["experiments"]] == ONLY
+    assert rows == [e["name"] for e in meta["experiments"]]
     assert "<table class='heatmap'>" in verdict
     # Each point's trials and why they stopped, in meta.json and folded in the report.
     assert meta["stops"] and all(s["done"] and s["n"] >= 1 for s in meta["stops"])
-    assert [t["experiment"] for t in meta["timings"]] == ONLY
+    assert [t["experiment"] for t in meta["timings"]] == rows
     assert "Trials per point and why they stopped" in html
     assert not re.search(r"(src|href)=['\"]https?:", html)
 
