@@ -56,6 +56,7 @@ struct chat_settings {
     unsigned replay_max;          /* messages replayed on JOIN at most */
     uint64_t retain_s;            /* prune log segments older than this; 0: keep */
     uint64_t register_timeout_ns;
+    uint64_t login_fail_delay_ns; /* a failed login's answer waits this per failure so far */
     uint64_t ping_interval_ns;    /* PING a client silent this long (0: never) */
     uint64_t ping_timeout_ns;     /* ... and close it if it stays silent this much longer */
     unsigned max_channels;        /* channels the server can hold */

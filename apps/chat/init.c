@@ -175,6 +175,10 @@ static const yard_opt_t chat_opts[] = {
     {.name = "registration-timeout-ms", .form = "N", .type = YARD_OPT_MS,
      CHAT_FIELD(register_timeout_ns), .min = 1, .max = 3600000, .def = "10000",
      .help = "time to log in; a client that has not is closed"},
+    {.name = "login-fail-delay-ms", .form = "N", .type = YARD_OPT_MS,
+     CHAT_FIELD(login_fail_delay_ns), .min = 0, .max = 60000, .def = "1000",
+     .help = "a failed login or OPER is answered after N ms per failure of its connection so "
+             "far (at most 10 N), nothing else read meanwhile; 0: at once"},
     {.name = "flood-rate", .form = "N", .type = YARD_OPT_INT, CHAT_FIELD(flood_rate), .min = 0,
      .max = 1000000, .def = "100",
      .help = "tokens per second one client may spend, sustained: a line costs one, a list of "

@@ -30,14 +30,8 @@ void chat_oper_done(struct chat_app *app, struct session *s, struct yard_chat_au
         chat_numeric(fx, s, 381, ":You are now an IRC operator");
         return;
     }
-    /* As a failed login: the answer waits 1 s per failure so far (at most
-     * 10 s), and no line is taken meanwhile. */
-    s->login.failures++;
-    unsigned counted = s->login.failures < 10 ? s->login.failures : 10;
-    s->login.fail_until = fx->now_ns + (uint64_t)counted * YARD_NS_PER_S;
-    s->login.pending_fail = j->known ? 464 : 491;
+    chat_login_failed(app, s, fx, j->known ? 464 : 491); /* as a failed login's */
     s->login.fail_oper = true;
-    yard_fx_wake_at(fx, s->login.fail_until);
 }
 
 /* The newest connection whose account or nick folds to key (KILL's

@@ -387,16 +387,19 @@ void chat_auth_done(struct chat_app *app, struct session *s, struct yard_chat_au
         }
         chat_try_register(app, s, fx);
     } else {
-        /* Slow down guessing: the answer waits 1 s per failure so far (at
-         * most 10 s), on top of bcrypt's own cost. */
-        s->login.failures++;
-        unsigned counted = s->login.failures < 10 ? s->login.failures : 10;
-        uint64_t delay = (uint64_t)counted * YARD_NS_PER_S;
-        s->login.fail_until = fx->now_ns + delay;
-        s->login.pending_fail = j->sasl || s->guest ? 904 : 464; /* a guest stays a guest */
-        yard_fx_wake_at(fx, s->login.fail_until);
+        /* Slow down guessing, on top of bcrypt's own cost. */
+        chat_login_failed(app, s, fx, j->sasl || s->guest ? 904 : 464); /* a guest stays a guest */
     }
     free(j);
+}
+
+void chat_login_failed(struct chat_app *app, struct session *s, yard_fx_t *fx, int numeric)
+{
+    s->login.failures++;
+    unsigned counted = s->login.failures < 10 ? s->login.failures : 10;
+    s->login.fail_until = fx->now_ns + counted * app->set->login_fail_delay_ns;
+    s->login.pending_fail = numeric;
+    yard_fx_wake_at(fx, s->login.fail_until);
 }
 
 /* CAP LS [302], LIST, REQ :caps, END. */

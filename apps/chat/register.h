@@ -26,6 +26,10 @@ void chat_start_oper(struct chat_app *app, struct session *s, yard_fx_t *fx, con
 void chat_end_check(struct chat_app *app, struct session *s, bool ok, uint64_t now_ns);
 void chat_ready(struct chat_app *app, struct session *s, yard_fx_t *fx);
 void chat_try_register(struct chat_app *app, struct session *s, yard_fx_t *fx);
+/* A failed login or OPER: the answer (numeric) waits --login-fail-delay-ms
+ * per failure of the connection so far (at most 10 of them), and no line is
+ * taken meanwhile (session.c answers when the time comes). */
+void chat_login_failed(struct chat_app *app, struct session *s, yard_fx_t *fx, int numeric);
 void chat_auth_done(struct chat_app *app, struct session *s, struct yard_chat_auth *j, yard_fx_t *fx);
 
 chat_cmd_fn chat_cmd_cap;          /* CAP */

@@ -169,6 +169,36 @@ static void test_wallops(void)
     ch_stop(h);
 }
 
+/* --login-fail-delay-ms: a failed OPER (as a failed login) waits N ms per
+ * failure of its connection so far; 0 answers at once. */
+static void test_fail_delay_flag(void)
+{
+    const char *slow[] = {"login-fail-delay-ms=250", NULL};
+    chat_harness_t *h = ch_start(slow);
+    ch_account(h, "alice", "pw-alice");
+    ch_oper(h, "root", "pw-root");
+    int a = ch_login(h, "alice", "pw-alice", NULL);
+    for (uint64_t n = 1; n <= 2; n++) {
+        ch_feed(h, a, "OPER root wrong\r\n");
+        CH_EXPECT_NONE(h, a);
+        ASSERT(ch_next_wake(h) - ch_now(h) == n * 250 * 1000000ull);
+        ch_advance(h, ch_next_wake(h) - ch_now(h));
+        CH_EXPECT(h, a, S "464 alice :Password incorrect");
+    }
+    ch_stop(h);
+
+    const char *none[] = {"login-fail-delay-ms=0", NULL};
+    h = ch_start(none);
+    ch_account(h, "alice", "pw-alice");
+    ch_oper(h, "root", "pw-root");
+    a = ch_login(h, "alice", "pw-alice", NULL);
+    ch_feed(h, a, "OPER root wrong\r\n");
+    ch_advance(h, 0);
+    CH_EXPECT(h, a, S "464 alice :Password incorrect");
+    ASSERT(!ch_closed(h, a));
+    ch_stop(h);
+}
+
 int main(int argc, char **argv)
 {
     static const struct test_case cases[] = {
@@ -177,6 +207,7 @@ int main(int argc, char **argv)
         {"oper_unknown_costs_the_same", test_oper_unknown_costs_the_same},
         {"kill", test_kill},
         {"wallops", test_wallops},
+        {"fail_delay_flag", test_fail_delay_flag},
         {NULL, NULL},
     };
     return test_main(argc, argv, cases);
