@@ -16,12 +16,22 @@
  * negotiated, through EVP) is timed on the same size: one seal and one open
  * per round, the part no TLS library can avoid.
  *
+ * --handshakes H measures the floor under a new connection instead (issue
+ * 39's target (b)): H full handshakes, each with a new server and client
+ * pair pumped through memory, only the server's calls timed (making its
+ * object, every handshake step, taking its flights, freeing it); beside
+ * them, the public-key work a full TLS 1.3 handshake cannot avoid on the
+ * server, timed alone: one signature with the server's key over a
+ * CertificateVerify-sized message, and one X25519 key pair made and one
+ * shared secret derived (OpenSSL's first key-share group).
+ *
  * usage: yard-tls-floor --cert FILE --key FILE [--connections N] [--rounds R]
- *                       [--size S] [--json] */
+ *                       [--size S] [--handshakes H] [--json] */
 #define _GNU_SOURCE
 
 #include <errno.h>
 #include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -116,10 +126,115 @@ static double aead_ns(const char *name, size_t size, long rounds)
     return ns;
 }
 
+/* H full handshakes through memory: ns of the server's calls per handshake. */
+static double server_handshake_ns(yard_tls_ctx_t *sctx, yard_tls_ctx_t *cctx, long count)
+{
+    yard_buf_t to_srv = {0}, to_cli = {0};
+    uint64_t server_ns = 0;
+    for (long h = 0; h < count; h++) {
+        yard_tls_t *cli = yard_tls_client_new(cctx, "localhost");
+        uint64_t t0 = cpu_ns();
+        yard_tls_t *srv = yard_tls_new(sctx);
+        server_ns += cpu_ns() - t0;
+        if (!srv || !cli)
+            die("out of memory");
+        for (int i = 0;; i++) {
+            if (i == 20)
+                die("the handshake did not finish");
+            int c = yard_tls_handshake(cli);
+            to_srv.len = to_srv.off = 0;
+            if (yard_tls_take(cli, &to_srv) < 0)
+                die("out of memory");
+            t0 = cpu_ns();
+            if (to_srv.len && yard_tls_feed(srv, yard_buf_head(&to_srv), to_srv.len) < 0)
+                die("out of memory");
+            int sv = yard_tls_handshake(srv);
+            to_cli.len = to_cli.off = 0;
+            if (yard_tls_take(srv, &to_cli) < 0)
+                die("out of memory");
+            server_ns += cpu_ns() - t0;
+            if (to_cli.len && yard_tls_feed(cli, yard_buf_head(&to_cli), to_cli.len) < 0)
+                die("out of memory");
+            if (c < 0 || sv < 0) {
+                fprintf(stderr, "yard-tls-floor: handshake: %s / %s\n", yard_tls_why(cli),
+                        yard_tls_why(srv));
+                exit(1);
+            }
+            if (c == 1 && sv == 1)
+                break;
+        }
+        t0 = cpu_ns();
+        yard_tls_free(srv);
+        server_ns += cpu_ns() - t0;
+        yard_tls_free(cli);
+    }
+    yard_buf_free(&to_srv);
+    yard_buf_free(&to_cli);
+    return (double)server_ns / (double)count;
+}
+
+/* The server's unavoidable public-key work per full handshake, ns: a
+ * signature with its key over 130 bytes (TLS 1.3's CertificateVerify
+ * content: 64 spaces, a context string, a SHA-256 transcript hash), and an
+ * X25519 key pair plus one derivation. */
+static void pkey_ns(const char *key_file, long count, double *sign_ns, double *kex_ns)
+{
+    FILE *f = fopen(key_file, "r");
+    EVP_PKEY *key = f ? PEM_read_PrivateKey(f, NULL, NULL, NULL) : NULL;
+    if (f)
+        fclose(f);
+    EVP_PKEY *peer = EVP_PKEY_Q_keygen(NULL, NULL, "X25519");
+    if (!key || !peer)
+        die("cannot load the key or make an X25519 key");
+    unsigned char msg[130] = {0}, sig[1024], secret[64];
+    uint64_t t0 = cpu_ns();
+    for (long i = 0; i < count; i++) {
+        EVP_MD_CTX *md = EVP_MD_CTX_new();
+        size_t siglen = sizeof sig;
+        msg[0] = (unsigned char)i;
+        if (!md || EVP_DigestSignInit(md, NULL, EVP_sha256(), NULL, key) != 1 ||
+            EVP_DigestSign(md, sig, &siglen, msg, sizeof msg) != 1)
+            die("sign");
+        EVP_MD_CTX_free(md);
+    }
+    *sign_ns = (double)(cpu_ns() - t0) / (double)count;
+    t0 = cpu_ns();
+    for (long i = 0; i < count; i++) {
+        EVP_PKEY *mine = EVP_PKEY_Q_keygen(NULL, NULL, "X25519");
+        EVP_PKEY_CTX *dc = mine ? EVP_PKEY_CTX_new(mine, NULL) : NULL;
+        size_t len = sizeof secret;
+        if (!dc || EVP_PKEY_derive_init(dc) != 1 || EVP_PKEY_derive_set_peer(dc, peer) != 1 ||
+            EVP_PKEY_derive(dc, secret, &len) != 1)
+            die("X25519");
+        EVP_PKEY_CTX_free(dc);
+        EVP_PKEY_free(mine);
+    }
+    *kex_ns = (double)(cpu_ns() - t0) / (double)count;
+    EVP_PKEY_free(key);
+    EVP_PKEY_free(peer);
+}
+
+static void handshake_floor(yard_tls_ctx_t *sctx, yard_tls_ctx_t *cctx, const char *key_file,
+                            long count, bool json)
+{
+    double hs = server_handshake_ns(sctx, cctx, count), sign, kex;
+    pkey_ns(key_file, count, &sign, &kex);
+    if (json)
+        printf("{\"handshakes\": %ld, \"server_handshake_ns\": %.0f, \"sign_ns\": %.0f, "
+               "\"x25519_keygen_derive_ns\": %.0f}\n",
+               count, hs, sign, kex);
+    else
+        printf("%ld full handshakes, in memory:\n"
+               "  the server's part of each: %.0f ns (%.0f a second on one core)\n"
+               "  its public-key work alone: sign %.0f ns + X25519 key pair and derivation %.0f ns"
+               " = %.0f ns (%.0f a second)\n",
+               count, hs, 1e9 / hs, sign, kex, sign + kex, 1e9 / (sign + kex));
+}
+
 int main(int argc, char **argv)
 {
     const char *cert = NULL, *key = NULL;
-    long rounds = 200000, conns = 1;
+    long rounds = 200000, conns = 1, handshakes = 0;
     size_t size = 16;
     bool json = false;
     for (int i = 1; i < argc; i++) {
@@ -134,18 +249,20 @@ int main(int argc, char **argv)
             conns = atol(argv[++i]);
         else if (!strcmp(a, "--size") && v)
             size = (size_t)atol(argv[++i]);
+        else if (!strcmp(a, "--handshakes") && v)
+            handshakes = atol(argv[++i]);
         else if (!strcmp(a, "--json"))
             json = true;
         else {
             fprintf(stderr, "usage: yard-tls-floor --cert FILE --key FILE [--connections N] "
-                            "[--rounds R] [--size S] [--json]\n");
+                            "[--rounds R] [--size S] [--handshakes H] [--json]\n");
             return 2;
         }
     }
     if (!cert || !key || rounds < 1 || size < 1 || size > MAX_SIZE || conns < 1 ||
-        conns > MAX_CONNS) {
+        conns > MAX_CONNS || handshakes < 0) {
         fprintf(stderr, "yard-tls-floor: give --cert and --key; --rounds >= 1, --size 1..%d, "
-                        "--connections 1..%d\n",
+                        "--connections 1..%d, --handshakes >= 0\n",
                 MAX_SIZE, MAX_CONNS);
         return 2;
     }
@@ -154,6 +271,12 @@ int main(int argc, char **argv)
     if (yard_tls_ctx_new(&sctx, cert, key, err, sizeof err) < 0 ||
         yard_tls_client_ctx_new(&cctx, NULL, true, NULL, NULL, err, sizeof err) < 0)
         die(err);
+    if (handshakes > 0) {
+        handshake_floor(sctx, cctx, key, handshakes, json);
+        yard_tls_ctx_free(sctx);
+        yard_tls_ctx_free(cctx);
+        return 0;
+    }
     static yard_tls_t *srvs[MAX_CONNS], *clis[MAX_CONNS];
     yard_buf_t wire = {0}, back = {0};
     for (long i = 0; i < conns; i++) {

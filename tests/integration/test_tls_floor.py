@@ -1,5 +1,6 @@
 """yard-tls-floor: the engine's TLS layer per echoed message in memory, and
-the AEAD alone (docs/tls.md). Its checks and its refusals; the figures
+the AEAD alone; with --handshakes, the server's part of a full handshake in
+memory and its public-key work alone (docs/tls.md). Its checks and its refusals; the figures
 themselves belong to docs/results.md."""
 
 import json
@@ -37,7 +38,21 @@ def test_summary_names_both_figures(pki):
     assert "the AEAD alone" in r.stdout
 
 
+def test_handshakes_time_the_server_above_its_public_key_work(pki):
+    r = floor(pki, "--handshakes", 20, "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["handshakes"] == 20
+    assert d["sign_ns"] > 0 and d["x25519_keygen_derive_ns"] > 0
+    # The handshake does the signature and the key exchange, and more besides.
+    assert d["server_handshake_ns"] > d["sign_ns"] + d["x25519_keygen_derive_ns"]
+    r = floor(pki, "--handshakes", 5)
+    assert r.returncode == 0, r.stderr
+    assert "5 full handshakes, in memory:" in r.stdout and "public-key work alone" in r.stdout
+
+
 @pytest.mark.parametrize("args,said", [
+    (["--handshakes", "-1"], "--handshakes >= 0"),
     (["--rounds", "0"], "--rounds >= 1"),
     (["--size", "5000"], "--size 1..4096"),
     (["--connections", "0"], "--connections 1..10000"),
