@@ -13,13 +13,14 @@ import socket
 import ssl
 import struct
 import subprocess
+import sys
 import threading
 import time
 import warnings
 
 import pytest
 
-from conftest import BIN, model_args, recv_exactly, skip_unavailable, wait_for
+from conftest import BIN, ROOT, model_args, recv_exactly, skip_unavailable, wait_for
 from tlslib import client_context, fingerprint, make_pki, tls_args, tls_connect
 
 SIZES = [1, 1000, 16_385, 70_000, 1 << 20]
@@ -325,6 +326,29 @@ def test_yard_load_over_tls_counts_handshakes_and_round_trips(start_server, pki,
     r = yard_load("echo", "--target", "127.0.0.1:%d" % srv.port, "--tls", "--tls-insecure",
                   "--messages", 5)
     assert r.returncode == 1 and "TLS" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("burst", ["off", "on"])
+def test_tls_burst_load_step_reports_the_echo_and_the_burst(start_server, pki, burst):
+    """bench/tls_burst.py as experiments/tls_burst.toml's load step: the echo's yard-load
+    JSON, every message answered, and the handshakes of the burst (none without it)."""
+    srv = start(start_server, "echo", "epoll", pki)
+    target = "tls:127.0.0.1:%d" % srv.tls_addrs[0][1]
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "tls_burst.py"), "--target", target,
+                        "--tls-ca", str(pki.ca), "--bin", str(BIN), "--burst", burst,
+                        "--connections", "5", "--rate", "200", "--seconds", "1.5",
+                        "--handshake-rate", "60"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["errors"] == 0 and doc["messages"] > 0
+    assert 0 < doc["latency_us"]["p50"] <= doc["latency_us"]["p99"]
+    m = doc["metrics"]
+    assert m["burst_failures"] == 0
+    if burst == "on":
+        # 60 a second for a third of 1.5 s: about 30, open loop.
+        assert 15 <= m["burst_handshakes"] <= 45, m
+    else:
+        assert m["burst_handshakes"] == 0 and m["burst_handshakes_per_s"] == 0
 
 
 def test_yard_load_tls_usage_errors(pki):
