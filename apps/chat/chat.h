@@ -8,7 +8,7 @@
  *
  * The chat: a self-hosted chat service speaking an IRC subset, so that
  * irssi, WeeChat and ii can use it (docs/chat.md lists what is supported).
- * Every message is appended to a durable log (src/chat/chatlog.c) and the
+ * Every message is appended to a durable log (src/chat/chatlog*.c) and the
  * log's last id is published on a news bus; every connection watches the
  * bus and, when there is news, reads the log from where it was and relays
  * what is for it: messages to channels it is in, and to its account. One

@@ -1,7 +1,7 @@
 /* TLS as a sans-I/O layer (docs/tls.md). Ciphertext goes in as bytes that
  * arrived (yard_tls_feed), plaintext comes out (yard_tls_read); plaintext
  * goes in (yard_tls_write) and the records to send come out (yard_tls_take).
- * No socket is touched here: the connection driver (src/core/conn.c) moves
+ * No socket is touched here: the connection driver (src/core/conn_tls.c) moves
  * the bytes, so TLS works the same under every model. OpenSSL 3 stays
  * inside src/core/tls.c, behind memory BIOs.
  *

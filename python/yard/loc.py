@@ -599,6 +599,8 @@ _CHAT_FILES = tuple(f"apps/chat/{name}" for name in (
     "chanop.c", "chanop.h", "message.c", "message.h", "relay.c", "relay.h", "history.c",
     "history.h", "query.c", "query.h", "state.c", "state.h", "init.c")) + (
     "src/chat/store.c", "src/chat/store.h", "src/chat/requests.c", "src/chat/chatlog.c",
+    "src/chat/chatlog_writer.c", "src/chat/chatlog_read.c", "src/chat/chatlog_seek.c",
+    "src/chat/chatlog_int.h",
     "src/chat/accounts.c", "include/yard/chat_store.h", "include/yard/chatlog.h",
     "include/yard/chat_accounts.h")
 

@@ -1,4 +1,4 @@
-/* The effects an app records; the connection driver (src/core/conn.c)
+/* The effects an app records; the connection driver (src/core/conn_effects.c)
  * carries them out. */
 #include <string.h>
 

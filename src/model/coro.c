@@ -3,7 +3,7 @@
  * The connection code is written like the thread model's (read, run the app,
  * write, repeat), but every call that would block parks the coroutine on the
  * netpoller instead, so --workers threads serve any number of connections.
- * It drives the same connection driver (conn.c) as every other model: it
+ * It drives the same connection driver (src/core/conn*.c) as every other model: it
  * asks yard_conn_next what the connection waits for, and where a blocking
  * model would sleep (yard_conn_read or on_writable say YARD_IO_AGAIN) the
  * coroutine parks until the fd is ready, the app's timer is due or the idle

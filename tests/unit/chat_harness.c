@@ -1,5 +1,5 @@
 /* The chat harness (chat_harness.h): yard_app_chat driven without sockets,
- * the engine's order of calls (src/core/conn.c) kept step by step. */
+ * the engine's order of calls (src/core/conn*.c) kept step by step. */
 #define _DEFAULT_SOURCE /* mkdtemp */
 #define _XOPEN_SOURCE 700 /* nftw */
 

@@ -2,7 +2,7 @@
  * yard_app_chat with its flags in a fresh temporary data directory and
  * plays the engine for a handful of fake clients, calling the app's
  * callbacks directly and carrying out the effects they record in the order
- * the connection driver does (src/core/conn.c, with jobs run inline as the
+ * the connection driver does (src/core/conn*.c, with jobs run inline as the
  * blocking models and --offload-threads 0 do):
  *
  *   data      the bytes of ch_feed, or what waited in the client's input
