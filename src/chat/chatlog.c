@@ -279,6 +279,73 @@ void chatlog_tail_get(const struct shared *sh, uint64_t off, uint8_t *out, size_
     }
 }
 
+/* Open: the last segment keeps its good prefix and the rest is cut off
+ * (reported in rec); its index is checked, and rebuilt when it does not
+ * match. *count and *size: its good records and bytes. */
+static int recover_last_segment(const char *logdir, uint64_t first, uint64_t *count,
+                                uint64_t *size, yard_chatlog_recovery_t *rec, char *err,
+                                size_t errlen)
+{
+    char path[4200];
+    chatlog_seg_path(path, sizeof path, logdir, first);
+    uint8_t *data;
+    size_t len;
+    int rc = chatlog_slurp(path, &data, &len);
+    if (rc < 0) {
+        snprintf(err, errlen, "read %s: %s", path, strerror(-rc));
+        return rc;
+    }
+    *size = chatlog_scan(data, len, first, count, NULL);
+    rc = idx_whole(logdir, first, *size, *count) ? 0 : idx_build(logdir, first, data, *size);
+    free(data);
+    if (rc < 0) {
+        chatlog_idx_path(path, sizeof path, logdir, first);
+        snprintf(err, errlen, "writing %s: %s", path, strerror(-rc));
+        return rc;
+    }
+    if (*size < len) {
+        if (truncate(path, (off_t)*size) < 0) {
+            rc = -errno;
+            snprintf(err, errlen, "truncate %s: %s", path, strerror(errno));
+            return rc;
+        }
+        rec->dropped_bytes = len - *size;
+        snprintf(rec->message, sizeof rec->message,
+                 "log: cut %" PRIu64 " bytes of a torn or corrupt tail off %.300s at offset %" PRIu64
+                 " (last good id %" PRIu64 ")",
+                 (uint64_t)(len - *size), path, *size, first + *count - 1);
+    }
+    return 0;
+}
+
+/* Open: the older segments' indexes (all but the last of segs) checked, and
+ * rebuilt when they do not match (a log written before indexes, or an
+ * index lost). */
+static int index_older_segments(const char *logdir, const uint64_t *segs, size_t nseg,
+                                char *err, size_t errlen)
+{
+    char path[4200];
+    for (size_t i = 0; i + 1 < nseg; i++) {
+        chatlog_seg_path(path, sizeof path, logdir, segs[i]);
+        struct stat st;
+        if (stat(path, &st) < 0 || idx_whole(logdir, segs[i], (uint64_t)st.st_size, 0))
+            continue;
+        uint8_t *data;
+        size_t len;
+        uint64_t n;
+        int rc = chatlog_slurp(path, &data, &len);
+        if (rc == 0) {
+            rc = idx_build(logdir, segs[i], data, chatlog_scan(data, len, segs[i], &n, NULL));
+            free(data);
+        }
+        if (rc < 0) {
+            snprintf(err, errlen, "indexing %s: %s", path, strerror(-rc));
+            return rc;
+        }
+    }
+    return 0;
+}
+
 int yard_chatlog_open(const char *dir, const yard_chatlog_opts_t *o, yard_chatlog_t **out,
                       yard_chatlog_recovery_t *rec, char *err, size_t errlen)
 {
@@ -324,35 +391,9 @@ int yard_chatlog_open(const char *dir, const yard_chatlog_opts_t *o, yard_chatlo
     }
     uint64_t first = nseg ? segs[nseg - 1] : 1, count = 0, size = 0;
     if (nseg) {
-        /* The last segment: keep its good prefix, cut off the rest. */
-        chatlog_seg_path(path, sizeof path, log->dir, first);
-        uint8_t *data;
-        size_t len;
-        rc = chatlog_slurp(path, &data, &len);
-        if (rc < 0) {
-            snprintf(err, errlen, "read %s: %s", path, strerror(-rc));
+        rc = recover_last_segment(log->dir, first, &count, &size, rec, err, errlen);
+        if (rc < 0)
             goto fail;
-        }
-        size = chatlog_scan(data, len, first, &count, NULL);
-        rc = idx_whole(log->dir, first, size, count) ? 0 : idx_build(log->dir, first, data, size);
-        free(data);
-        if (rc < 0) {
-            chatlog_idx_path(path, sizeof path, log->dir, first);
-            snprintf(err, errlen, "writing %s: %s", path, strerror(-rc));
-            goto fail;
-        }
-        if (size < len) {
-            if (truncate(path, (off_t)size) < 0) {
-                rc = -errno;
-                snprintf(err, errlen, "truncate %s: %s", path, strerror(errno));
-                goto fail;
-            }
-            rec->dropped_bytes = len - size;
-            snprintf(rec->message, sizeof rec->message,
-                     "log: cut %" PRIu64 " bytes of a torn or corrupt tail off %.300s at offset %" PRIu64
-                     " (last good id %" PRIu64 ")",
-                     (uint64_t)(len - size), path, (uint64_t)size, first + count - 1);
-        }
     }
     log->sh = mmap(NULL, sizeof *log->sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (log->sh == MAP_FAILED) {
@@ -385,26 +426,8 @@ int yard_chatlog_open(const char *dir, const yard_chatlog_opts_t *o, yard_chatlo
         }
         log->wseg = first;
     }
-    /* The older segments' indexes: checked, and rebuilt when they do not
-     * match (a log written before indexes, or an index lost). */
-    for (size_t i = 0; i + 1 < nseg; i++) {
-        chatlog_seg_path(path, sizeof path, log->dir, segs[i]);
-        struct stat st;
-        if (stat(path, &st) < 0 || idx_whole(log->dir, segs[i], (uint64_t)st.st_size, 0))
-            continue;
-        uint8_t *data;
-        size_t len;
-        uint64_t n;
-        rc = chatlog_slurp(path, &data, &len);
-        if (rc == 0) {
-            rc = idx_build(log->dir, segs[i], data, chatlog_scan(data, len, segs[i], &n, NULL));
-            free(data);
-        }
-        if (rc < 0) {
-            snprintf(err, errlen, "indexing %s: %s", path, strerror(-rc));
-            goto fail;
-        }
-    }
+    if ((rc = index_older_segments(log->dir, segs, nseg, err, errlen)) < 0)
+        goto fail;
     free(segs);
     if (log->o.retain_s)
         yard_chatlog_prune(log, (int64_t)time(NULL));
