@@ -21,6 +21,11 @@
    (guard.c: the login limits) and its K-lines (kline.c: the copy of
    DIR/klines in shared memory) take a mutex, and the state's own lock
    functions are referenced by no other object (LOCK_OWNERS).
+5. A module split over several files keeps its insides to itself: the
+   functions its private header declares (src/core/conn_int.h: conn_*,
+   src/chat/chatlog_int.h: chatlog_*) are referenced only by the module's
+   own objects (conn*.c.o, chatlog*.c.o), as when they were static
+   (PRIVATE_MODULES).
 
 Usage: check_symbols.py --nm NM proto=LIB core=LIB coro=LIB models=LIB apps=LIB eve_rt=LIB
                         chat_store=LIB
@@ -72,6 +77,10 @@ MUTEX = re.compile(r"^(?:pthread_mutex_(?:lock|trylock|timedlock|unlock)|yard_sh
 # The app objects that own a lock, and so may take one.
 LOCK_OWNERS = {"state.c.o", "guard.c.o", "kline.c.o"}
 STATE_OBJECT = "state.c.o"
+
+# Modules split over several files: the prefix of their shared private
+# functions, and the prefix of the objects that may reference them.
+PRIVATE_MODULES = {"conn_": "conn", "chatlog_": "chatlog"}
 
 # Which libraries each layer may reference besides itself.
 ALLOWED = {
@@ -131,6 +140,10 @@ def check(libs):
                                     f"the process or the clock (apps are sans-I/O: use an "
                                     f"engine effect or a job)")
                 other = owner.get(sym)
+                module = next((m for p, m in PRIVATE_MODULES.items() if sym.startswith(p)), None)
+                if other and module and not obj.startswith(module):
+                    problems.append(f"{layer}/{obj}: references {sym}, private to the {module} "
+                                    f"files ({module}_int.h)")
                 if other and other != layer and other not in ALLOWED[layer]:
                     problems.append(f"{layer}/{obj}: references {sym}, defined in {other}, "
                                     f"which is not below {layer}")
@@ -150,7 +163,9 @@ def self_test():
     good = {
         "proto": {"p.o": ({"yard_p"}, set())},
         "coro": {"c.o": ({"yard_c"}, {"malloc", "yard_k"})},
-        "core": {"k.o": ({"yard_k"}, {"yard_p", "write"})},
+        "core": {"k.o": ({"yard_k"}, {"yard_p", "write"}),
+                 "conn.c.o": ({"conn_flush"}, set()),
+                 "conn_tls.c.o": ({"conn_tls_seal"}, {"conn_flush"})},
         "models": {"m.o": ({"yard_m"}, {"yard_k", "yard_c", "epoll_wait"})},
         "apps": {"a.o": ({"yard_a"}, {"yard_fx_send", "yard_chatlog_take", "snprintf"}),
                  "init.c.o": ({"yard_i"}, {"yard_chat_store_open"}),
@@ -159,7 +174,9 @@ def self_test():
                  "guard.c.o": ({"yard_g"}, {"yard_shm_mutex_lock", "pthread_mutex_unlock"})},
         "eve_rt": {"e.o": ({"eve_e"}, {"yard_c", "yard_k", "write"})},
         "chat_store": {"s.o": ({"yard_chat_store_open", "yard_chatlog_take",
-                                "yard_chatlog_append"}, {"yard_k", "write"})},
+                                "yard_chatlog_append"}, {"yard_k", "write"}),
+                       "chatlog.c.o": ({"chatlog_lock"}, set()),
+                       "chatlog_read.c.o": ({"yard_chatlog_read"}, {"chatlog_lock"})},
     }
     good["core"]["k.o"][0].update({"yard_fx_send", "yard_wall_ns", "yard_read_text_file"})
     assert check(good) == [], check(good)
@@ -188,6 +205,9 @@ def self_test():
         ("apps", "init.c.o", "chat_unlock", "the chat state's lock"),
         ("apps", "a.o", "pthread_mutex_lock", "outside the modules that own one"),
         ("apps", "a.o", "yard_shm_mutex_lock", "outside the modules that own one"),
+        ("core", "k.o", "conn_flush", "private to the conn files"),
+        ("models", "m.o", "conn_tls_seal", "private to the conn files"),
+        ("chat_store", "s.o", "chatlog_lock", "private to the chatlog files"),
     ]
     for layer, obj, sym, want in cases:
         libs = {k: {o: (set(d), set(u)) for o, (d, u) in v.items()} for k, v in good.items()}
