@@ -124,6 +124,9 @@ enum {
     /* cap-notify: CAP NEW and DEL would come with it; the chat's
      * capabilities never change while it runs, so none ever does */
     CAP_CAP_NOTIFY = 1u << 15,
+    /* account-notify: ACCOUNT when a member one shares a channel with (or
+     * monitors, with extended-monitor) logs in */
+    CAP_ACCOUNT_NOTIFY = 1u << 16,
 };
 
 /* ST_WAIT: credentials are in, waiting for the address's turn to check. */

@@ -137,7 +137,8 @@ struct login {
 };
 
 /* Under the lock: the guest's slot becomes the account's, with the nick
- * its other connections have (told in the log first when it changes). */
+ * its other connections have; told in the log first (the nick when it
+ * changes, and the account for account-notify). */
 static void guest_to_account(chat_state_t *cs, void *ctx)
 {
     struct login *l = ctx;
@@ -145,7 +146,11 @@ static void guest_to_account(chat_state_t *cs, void *ctx)
     if (!chat_account_nick(cs, l->key, l->nick))
         memcpy(l->nick, s->nick, CHAT_NAME_MAX + 1);
     l->renamed = strcmp(s->nick, l->nick) != 0;
-    l->told = !l->renamed || chat_nick_put(l->app, s->slot, s->sender, l->nick);
+    char sender[sizeof s->sender];
+    chat_sender_name(sender, sizeof sender, l->account, l->nick);
+    struct chat_login_news news = {.old_sender = s->sender, .nick = l->renamed ? l->nick : NULL,
+                                   .new_sender = sender, .account = l->account};
+    l->told = chat_login_put(l->app, s->slot, &news);
     if (l->told) {
         struct chat_member *me = chat_member_at(cs, s->slot);
         me->guest = false;

@@ -25,6 +25,7 @@ static const struct {
     const char *name;
     unsigned bit;
 } cap_names[] = {
+    {"account-notify", CAP_ACCOUNT_NOTIFY},
     {"account-tag", CAP_ACCOUNT_TAG}, {"away-notify", CAP_AWAY_NOTIFY},
     {"batch", CAP_BATCH},             {"cap-notify", CAP_CAP_NOTIFY},
     {"draft/chathistory", CAP_CHATHISTORY},
@@ -51,12 +52,17 @@ void chat_set_names(struct session *s, const char *account, const char *nick, bo
     chat_casefold(s->account_key, s->account, strlen(s->account));
     if (nick != s->nick)
         snprintf(s->nick, sizeof s->nick, "%s", nick);
-    if (guest)
-        snprintf(s->sender, sizeof s->sender, "~%s", s->nick);
-    else if (strcmp(s->nick, s->account) != 0)
-        snprintf(s->sender, sizeof s->sender, "%s%c%s", s->account, YARD_CHAT_NICK_SEP, s->nick);
+    chat_sender_name(s->sender, sizeof s->sender, guest ? NULL : s->account, s->nick);
+}
+
+void chat_sender_name(char *out, size_t cap, const char *account, const char *nick)
+{
+    if (!account)
+        snprintf(out, cap, "~%s", nick);
+    else if (strcmp(nick, account) != 0)
+        snprintf(out, cap, "%s%c%s", account, YARD_CHAT_NICK_SEP, nick);
     else
-        snprintf(s->sender, sizeof s->sender, "%s", s->account);
+        snprintf(out, cap, "%s", account);
 }
 
 /* What a password check is for. */

@@ -16,6 +16,9 @@ void chat_forget_wait(struct session *s);
  * nick it is shown by: s->account, account_key, nick and sender (the log's
  * name for it, yard_chat_from). */
 void chat_set_names(struct session *s, const char *account, const char *nick, bool guest);
+/* The log's name for the account shown by nick (account NULL: a guest),
+ * as yard_chat_from reads it back: "~nick", "account/nick" or "account". */
+void chat_sender_name(char *out, size_t cap, const char *account, const char *nick);
 void chat_start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
                      const char *account, size_t alen, const char *password, size_t plen,
                      bool sasl);

@@ -221,22 +221,36 @@ static int nick_member(struct chat_app *app, const struct session *s, const yard
     return chat_member_still_shares(app->cs, slot, serial, s->slot) ? slot : -1;
 }
 
-/* One record of type naming the member in slot (its target: NICK_TARGET),
- * when it is in a channel: false when the log's queue has no room. */
-static bool member_put(struct chat_app *app, int slot, int type, const char *sender,
-                       const char *text)
+/* Whether anybody could be told of the member in slot's changes: it is in
+ * a channel, or somebody monitors anything. Under the lock. */
+static bool member_heard(chat_state_t *cs, int slot)
 {
-    chat_state_t *cs = app->cs;
     const struct chat_member *m = chat_member_at(cs, slot);
     bool anywhere = false;
     for (unsigned w = 0; w < cs->words && !anywhere; w++)
         anywhere = m->chans[w] != 0;
-    if (!anywhere && !cs->monitoring)
-        return true; /* nobody to tell (no channel, and no MONITOR list anywhere) */
+    return anywhere || cs->monitoring;
+}
+
+/* A record of type naming the member in slot (its target: NICK_TARGET). */
+static void member_ev(chat_state_t *cs, yard_chatlog_entry_t *e, int slot, int type,
+                      const char *sender, const char *text)
+{
     char target[YARD_LOGREC_NAME_MAX + 1];
-    snprintf(target, sizeof target, NICK_TARGET, slot, (unsigned long long)m->serial);
+    snprintf(target, sizeof target, NICK_TARGET, slot,
+             (unsigned long long)chat_member_at(cs, slot)->serial);
+    chat_presence_ev(e, type, sender, target, text);
+}
+
+/* One record of type naming the member in slot, when anybody could hear
+ * it: false when the log's queue has no room. */
+static bool member_put(struct chat_app *app, int slot, int type, const char *sender,
+                       const char *text)
+{
+    if (!member_heard(app->cs, slot))
+        return true;
     yard_chatlog_entry_t e;
-    chat_presence_ev(&e, type, sender, target, text);
+    member_ev(app->cs, &e, slot, type, sender, text);
     return yard_chatlog_defer(app->log, &e, 1);
 }
 
@@ -248,6 +262,18 @@ bool chat_nick_put(struct chat_app *app, int slot, const char *sender, const cha
 bool chat_setname_put(struct chat_app *app, int slot, const char *sender, const char *realname)
 {
     return member_put(app, slot, YARD_LOGREC_SETNAME, sender, realname);
+}
+
+bool chat_login_put(struct chat_app *app, int slot, const struct chat_login_news *n)
+{
+    if (!member_heard(app->cs, slot))
+        return true;
+    yard_chatlog_entry_t e[2];
+    unsigned k = 0;
+    if (n->nick)
+        member_ev(app->cs, &e[k++], slot, YARD_LOGREC_NICK, n->old_sender, n->nick);
+    member_ev(app->cs, &e[k++], slot, YARD_LOGREC_ACCOUNT, n->new_sender, n->account);
+    return yard_chatlog_defer(app->log, e, k); /* both or neither */
 }
 
 /* A join, part or quit of another account in a channel this connection
@@ -348,6 +374,29 @@ static void setname_relay(struct chat_app *app, struct session *s, yard_fx_t *fx
     chat_rec_text(r, real, sizeof real);
     int fn = (int)from->nick_len;
     chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " SETNAME :%s", tags, fn, from->nick, fn, from->nick, real);
+}
+
+/* IRCv3 account-notify: a member this connection shares a channel with,
+ * or monitors (extended-monitor), logged in (the member itself was
+ * answered 900; the account's own other connections knew already). */
+static void account_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
+                          const yard_chatlog_rec_t *r, const yard_chat_from_t *from)
+{
+    char account[CHAT_NAME_MAX + 1];
+    if (!(s->caps & CAP_ACCOUNT_NOTIFY) || r->text_len < 1 || r->text_len > CHAT_NAME_MAX ||
+        (nick_member(app, s, r) < 0 && !chat_monitor_watches(s, from)))
+        return;
+    memcpy(account, r->text, r->text_len);
+    account[r->text_len] = 0;
+    char key[CHAT_NAME_MAX + 1];
+    chat_casefold(key, account, r->text_len);
+    if (!strcmp(key, s->account_key))
+        return;
+    char tags[200];
+    tags_for(s, r, false, NULL, tags, sizeof tags);
+    int fn = (int)from->nick_len;
+    chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " ACCOUNT %s", tags, fn, from->nick, fn, from->nick,
+               account);
 }
 
 /* A MODE or KICK in a channel this connection is in (its setter's
@@ -477,6 +526,10 @@ static int relay_read(struct chat_app *app, struct session *s, yard_fx_t *fx, co
         }
         if (r.type == YARD_LOGREC_SETNAME) {
             setname_relay(app, s, fx, &r, &from);
+            continue;
+        }
+        if (r.type == YARD_LOGREC_ACCOUNT) {
+            account_relay(app, s, fx, &r, &from);
             continue;
         }
         if (r.type == YARD_LOGREC_MODE || r.type == YARD_LOGREC_KICK ||

@@ -53,6 +53,15 @@ bool chat_nick_put(struct chat_app *app, int slot, const char *sender, const cha
  * like a nick change to those with the setname capability. Under the lock;
  * false when the log's queue has no room. */
 bool chat_setname_put(struct chat_app *app, int slot, const char *sender, const char *realname);
+/* A guest in slot logged in to account: an account record (account-notify)
+ * whose sender is new_sender (the account, shown by the nick it keeps), after
+ * a nick record from old_sender when its nick becomes nick (not NULL: the
+ * account's other connections have that one). Under the lock, before the
+ * member changes; both or neither: false when the log's queue has no room. */
+struct chat_login_news {
+    const char *old_sender, *nick, *new_sender, *account;
+};
+bool chat_login_put(struct chat_app *app, int slot, const struct chat_login_news *n);
 bool chat_account_in_elsewhere(struct chat_app *app, const struct session *s, int c);
 
 #endif

@@ -17,6 +17,8 @@
  *       by the target "*SLOT:SERIAL", for the reason in text (KILL);
  *     28 wallops: the sender (a server operator) said text to everyone with user
  *       mode +w; the target is "*" (WALLOPS)
+ *     38 account: the member named by the target "*SLOT:SERIAL" logged in to the
+ *       account in text ("*" for none), the sender being its name from then on
  *   A sender that starts with '~' is a guest (the chat app's --guests): no
  *   account has that name, since '~' is not allowed in account names. A
  *   sender "account/nick" is the account, shown by that nick (its client
@@ -55,7 +57,10 @@ enum { YARD_LOGREC_MESSAGE = 1, YARD_LOGREC_NOTICE = 2, YARD_LOGREC_TOPIC = 4,
        YARD_LOGREC_READ = 14, YARD_LOGREC_MODE = 16, YARD_LOGREC_KICK = 19,
        YARD_LOGREC_INVITE = 21, YARD_LOGREC_TAGMSG = 22, YARD_LOGREC_NICK = 25,
        YARD_LOGREC_KILL = 26, YARD_LOGREC_WALLOPS = 28, YARD_LOGREC_SETNAME = 31,
-       YARD_LOGREC_ONLINE = 37 /* an account or guest came online ("+") or went ("-"): MONITOR */ };
+       YARD_LOGREC_ONLINE = 37, /* an account or guest came online ("+") or went ("-"): MONITOR */
+       /* the member named by the target "*SLOT:SERIAL" (a guest that logged in) is now the
+        * account in text ("*": none), shown as its sender says: IRCv3 account-notify */
+       YARD_LOGREC_ACCOUNT = 38 };
 enum yard_logrec_verdict { YARD_LOGREC_COMPLETE = 1, YARD_LOGREC_PARTIAL = 0, YARD_LOGREC_CORRUPT = -1 };
 
 typedef struct yard_logrec {

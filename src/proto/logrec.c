@@ -56,7 +56,7 @@ static bool type_valid(int type)
            type == YARD_LOGREC_AWAY || type == YARD_LOGREC_READ || type == YARD_LOGREC_MODE ||
            type == YARD_LOGREC_KICK || type == YARD_LOGREC_INVITE || type == YARD_LOGREC_TAGMSG ||
            type == YARD_LOGREC_NICK || type == YARD_LOGREC_KILL || type == YARD_LOGREC_WALLOPS ||
-           type == YARD_LOGREC_SETNAME || type == YARD_LOGREC_ONLINE;
+           type == YARD_LOGREC_SETNAME || type == YARD_LOGREC_ONLINE || type == YARD_LOGREC_ACCOUNT;
 }
 
 long yard_logrec_encode(const yard_logrec_t *r, uint8_t *out, size_t cap)

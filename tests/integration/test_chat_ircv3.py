@@ -1,15 +1,16 @@
 """IRCv3 capabilities of the chat service, under every model: message-tags (msgid = the log's
 id), account-tag, server-time, extended-join, away-notify, a JOIN's replay as a chathistory
-batch, and read markers. CAP LS/REQ/LIST are checked without a server, in
+batch, read markers, and account-notify. CAP LS/REQ/LIST are checked without a server, in
 tests/unit/test_chat_server_info.c."""
 
+import base64
 import json
 import re
 import subprocess
 
 import pytest
 
-from chatlib import CHAT, accounts_fixture, chat_fixture, login_pass, login_sasl
+from chatlib import CHAT, Irc, accounts_fixture, chat_fixture, login_pass, login_sasl
 
 pytestmark = pytest.mark.usefixtures("yard_chat_built")
 
@@ -270,4 +271,40 @@ def test_setname(chat, model):
     cy.expect(r"PRIVMSG #n :after$")
     assert not [ln for ln in cy.lines if "SETNAME" in ln]
     for c in (ana, bo, cy):
+        c.close()
+
+
+@pytest.mark.models(extra=["fork-pair"])
+def test_account_notify(chat, model):
+    """A guest that logs in with SASL after registering is told as ACCOUNT, through the
+    log, to the members of its channel with account-notify (in whatever process they
+    are) and to a watcher with extended-monitor; not to a member without the capability."""
+    srv, _ = chat(model, "--guests")
+    clients = {}
+    for nick, caps in (("zed", None), ("wat", "account-notify account-tag"), ("nocap", None),
+                       ("mon", "extended-monitor account-notify")):
+        c = Irc(srv.port)
+        if caps:
+            c.send("CAP LS 302", f"CAP REQ :{caps}", "CAP END")
+        c.send(f"NICK {nick}", f"USER u{nick} 0 * :{nick}")
+        c.expect(rf" 001 {nick} ")
+        clients[nick] = c
+    zed, wat, nocap, mon = clients["zed"], clients["wat"], clients["nocap"], clients["mon"]
+    for c, nick in ((zed, "zed"), (wat, "wat"), (nocap, "nocap")):
+        c.send("JOIN #acc")
+        c.expect(rf" 366 {nick} #acc ")
+    mon.send("MONITOR + zed")
+    mon.expect(r"^:yard 730 mon :zed!uzed@yard$")
+    zed.send("CAP REQ :sasl", "AUTHENTICATE PLAIN")
+    zed.expect(r"^AUTHENTICATE \+")
+    zed.send("AUTHENTICATE " + base64.b64encode(b"\0ana\0pw-ana").decode())
+    zed.expect(r"^:yard 900 zed zed!zed@yard ana ")
+    wat.expect(r"^@account=ana :zed!zed@yard ACCOUNT ana$")
+    mon.expect(r"^:zed!zed@yard ACCOUNT ana$")
+    zed.send("PRIVMSG #acc :now ana")
+    wat.expect(r"^@account=ana :zed!zed@yard PRIVMSG #acc :now ana$")
+    nocap.expect(r"^:zed!zed@yard PRIVMSG #acc :now ana$")
+    assert not [ln for ln in nocap.lines if " ACCOUNT " in ln], nocap.lines
+    assert not [ln for ln in zed.lines if " ACCOUNT " in ln], zed.lines
+    for c in clients.values():
         c.close()

@@ -14,7 +14,8 @@
 #include "chat_cases.h"
 
 #define CAPS_BEFORE_SASL                                                                    \
-    "account-tag away-notify batch cap-notify draft/chathistory draft/read-marker "         \
+    "account-notify account-tag away-notify batch cap-notify draft/chathistory "            \
+    "draft/read-marker "                                                                    \
     "echo-message extended-join extended-monitor labeled-response message-tags multi-prefix "
 #define CAPS_AFTER_SASL " server-time setname userhost-in-names"
 #define ALL_CAPS CAPS_BEFORE_SASL "sasl" CAPS_AFTER_SASL

@@ -93,7 +93,8 @@ static void test_types_two_bits_apart(void)
                                 YARD_LOGREC_AWAY, YARD_LOGREC_READ, YARD_LOGREC_MODE,
                                 YARD_LOGREC_KICK, YARD_LOGREC_INVITE, YARD_LOGREC_TAGMSG,
                                 YARD_LOGREC_NICK, YARD_LOGREC_KILL, YARD_LOGREC_WALLOPS,
-                                YARD_LOGREC_SETNAME, YARD_LOGREC_ONLINE};
+                                YARD_LOGREC_SETNAME, YARD_LOGREC_ONLINE,
+                                YARD_LOGREC_ACCOUNT};
     uint8_t buf[YARD_LOGREC_MAX];
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         yard_logrec_t r = {.type = types[i], .id = 1, .sender = "a", .sender_len = 1,

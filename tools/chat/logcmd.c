@@ -73,6 +73,7 @@ static int dump_one(const yard_chatlog_rec_t *r, void *arg)
            : r->type == YARD_LOGREC_WALLOPS ? "wallops"
            : r->type == YARD_LOGREC_SETNAME ? "setname"
            : r->type == YARD_LOGREC_ONLINE ? "online"
+           : r->type == YARD_LOGREC_ACCOUNT ? "account"
                                           : "message");
     int s = json_field(d, "sender", r->sender, r->sender_len);
     int t = s < 0 ? s : json_field(d, "target", r->target, r->target_len);
