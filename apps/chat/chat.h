@@ -127,6 +127,9 @@ enum {
     /* account-notify: ACCOUNT when a member one shares a channel with (or
      * monitors, with extended-monitor) logs in */
     CAP_ACCOUNT_NOTIFY = 1u << 16,
+    /* draft/event-playback: CHATHISTORY gives a channel's JOIN, PART, QUIT,
+     * KICK, MODE and TOPIC, and TAGMSGs, besides messages */
+    CAP_EVENT_PLAYBACK = 1u << 17,
 };
 
 /* ST_WAIT: credentials are in, waiting for the address's turn to check. */

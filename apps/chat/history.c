@@ -323,6 +323,7 @@ void chat_cmd_chathistory(struct chat_app *app, struct session *s, yard_fx_t *fx
     j->store = app->store;
     j->sub = k;
     j->limit = limit > YARD_CHAT_HISTORY_MAX ? YARD_CHAT_HISTORY_MAX : (unsigned)limit;
+    j->events = (s->caps & CAP_EVENT_PLAYBACK) != 0;
     memcpy(j->name, target, tn + 1);
     chat_casefold(j->key, target, tn);
     if (!j->channel) { /* a connected user's nick names its account */

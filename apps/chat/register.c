@@ -28,7 +28,7 @@ static const struct {
     {"account-notify", CAP_ACCOUNT_NOTIFY},
     {"account-tag", CAP_ACCOUNT_TAG}, {"away-notify", CAP_AWAY_NOTIFY},
     {"batch", CAP_BATCH},             {"cap-notify", CAP_CAP_NOTIFY},
-    {"draft/chathistory", CAP_CHATHISTORY},
+    {"draft/chathistory", CAP_CHATHISTORY}, {"draft/event-playback", CAP_EVENT_PLAYBACK},
     {"draft/read-marker", CAP_READ_MARKER}, {"echo-message", CAP_ECHO},
     {"extended-join", CAP_EXTENDED_JOIN}, {"extended-monitor", CAP_EXTENDED_MONITOR},
     {"labeled-response", CAP_LABELED},

@@ -166,13 +166,67 @@ static void relay_line(yard_fx_t *fx, const struct session *s, const yard_chatlo
                cmd, tn, to, (int)r->text_len, r->text);
 }
 
+/* A presence or channel operator's record (join, part, quit, away, nick,
+ * kick, mode) as its line, from its sender (from), after tags (a prefix
+ * of the line: "" or "@...; "). */
+static void event_line(yard_fx_t *fx, const struct session *s, const yard_chatlog_rec_t *r,
+                       const yard_chat_from_t *from, const char *tags)
+{
+    char text[YARD_CHATLOG_DEFER_TEXT];
+    size_t wn = chat_rec_text(r, text, sizeof text);
+    int fn = (int)from->nick_len, tn = (int)r->target_len;
+    const char *nick = from->nick;
+    switch (r->type) {
+    case YARD_LOGREC_JOIN: /* extended-join: the account and the realname (else the nick) */
+        if (s->caps & CAP_EXTENDED_JOIN)
+            chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " JOIN %.*s %.*s :%.*s", tags, fn, nick, fn, nick,
+                       tn, r->target, from->guest ? 1 : (int)r->sender_len,
+                       from->guest ? "*" : r->sender, wn ? (int)wn : fn, wn ? text : nick);
+        else
+            chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " JOIN %.*s", tags, fn, nick, fn, nick, tn,
+                       r->target);
+        break;
+    case YARD_LOGREC_PART:
+        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " PART %.*s%s%s", tags, fn, nick, fn, nick, tn,
+                   r->target, wn ? " :" : "", text);
+        break;
+    case YARD_LOGREC_AWAY:
+        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " AWAY%s%s", tags, fn, nick, fn, nick,
+                   wn ? " :" : "", text);
+        break;
+    case YARD_LOGREC_NICK:
+        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " NICK :%s", tags, fn, nick, fn, nick, text);
+        break;
+    case YARD_LOGREC_QUIT:
+        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " QUIT :%s", tags, fn, nick, fn, nick, text);
+        break;
+    case YARD_LOGREC_KICK: { /* "nick reason" */
+        size_t vn = strcspn(text, " ");
+        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " KICK %.*s %.*s :%s", tags, fn, nick, fn, nick, tn,
+                   r->target, (int)vn, text, text[vn] ? text + vn + 1 : "");
+        break;
+    }
+    case YARD_LOGREC_MODE:
+        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " MODE %.*s %s", tags, fn, nick, fn, nick, tn,
+                   r->target, text);
+        break;
+    }
+}
+
 void chat_relay(yard_fx_t *fx, const struct session *s, const yard_chatlog_rec_t *r,
                 const yard_chat_from_t *from, const char *batch)
 {
     char tag[40] = "";
     if (batch && batch[0])
         snprintf(tag, sizeof tag, "batch=%s", batch);
-    relay_line(fx, s, r, from, tag);
+    if (r->type == YARD_LOGREC_MESSAGE || r->type == YARD_LOGREC_NOTICE ||
+        r->type == YARD_LOGREC_TAGMSG || r->type == YARD_LOGREC_TOPIC) {
+        relay_line(fx, s, r, from, tag);
+        return;
+    }
+    char tags[240];
+    tags_for(s, r, from->guest, tag, tags, sizeof tags);
+    event_line(fx, s, r, from, tags);
 }
 
 /* Is this record for this connection, and through which channel? */
@@ -331,33 +385,10 @@ static void presence_relay(struct chat_app *app, struct session *s, yard_fx_t *f
         if (!strcmp(to, mine))
             return; /* the one that changed its nick: told at once */
     }
-    char tags[200], why[YARD_CHATLOG_DEFER_TEXT];
+    char tags[200];
     tags_for(s, r, guest, NULL, tags, sizeof tags);
-    size_t wn = chat_rec_text(r, why, sizeof why);
-    int sn = (int)from->nick_len, tn = (int)r->target_len;
-    const char *nick = from->nick;
-    if (r->type == YARD_LOGREC_JOIN && !wn) { /* no realname: the nick */
-        memcpy(why, nick, from->nick_len);
-        why[from->nick_len] = 0;
-    }
     s->relay.group_told = grouped;
-    /* extended-join: a join record's text is USER's realname */
-    if (r->type == YARD_LOGREC_JOIN && (s->caps & CAP_EXTENDED_JOIN))
-        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " JOIN %.*s %.*s :%s", tags, sn, nick, sn, nick, tn,
-                   r->target, guest ? 1 : (int)r->sender_len, guest ? "*" : r->sender, why);
-    else if (r->type == YARD_LOGREC_JOIN)
-        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " JOIN %.*s", tags, sn, nick, sn, nick, tn,
-                   r->target);
-    else if (r->type == YARD_LOGREC_PART)
-        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " PART %.*s%s%s", tags, sn, nick, sn, nick,
-                   tn, r->target, wn ? " :" : "", why);
-    else if (r->type == YARD_LOGREC_AWAY)
-        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " AWAY%s%s", tags, sn, nick, sn, nick,
-                   wn ? " :" : "", why);
-    else if (r->type == YARD_LOGREC_NICK)
-        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " NICK :%s", tags, sn, nick, sn, nick, why);
-    else
-        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " QUIT :%s", tags, sn, nick, sn, nick, why);
+    event_line(fx, s, r, from, tags);
 }
 
 /* A SETNAME of a member this connection shares a channel with or
@@ -421,21 +452,15 @@ static void chanop_relay(struct chat_app *app, struct session *s, yard_fx_t *fx,
         chat_casefold(mine, s->nick, strlen(s->nick));
         if (!to_me && strcmp(victim, mine))
             return;
-        tags_for(s, r, guest, NULL, tags, sizeof tags);
-        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " KICK %.*s %.*s :%s", tags, sn, nick, sn, nick,
-                   (int)r->target_len, r->target, (int)vn, text,
-                   text[vn] ? text + vn + 1 : "");
+    } else if (!to_me) {
         return;
     }
-    if (!to_me)
-        return;
     tags_for(s, r, guest, NULL, tags, sizeof tags);
-    if (r->type == YARD_LOGREC_MODE)
-        chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " MODE %.*s %s", tags, sn, nick, sn, nick,
-                   (int)r->target_len, r->target, text);
-    else
+    if (r->type == YARD_LOGREC_INVITE)
         chat_sendf(fx, "%s:%.*s!%.*s@" SERVER " INVITE %s %s", tags, sn, nick, sn, nick,
                    s->nick, text);
+    else
+        event_line(fx, s, r, from, tags);
 }
 
 /* A read marker of this connection's account moved: tell it (all its

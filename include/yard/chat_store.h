@@ -240,6 +240,9 @@ struct yard_chat_history {
     char me[YARD_CHAT_NAME_MAX + 1];   /* the asking account, casefolded */
     struct yard_chat_hist_ref a, b;
     unsigned limit;
+    /* draft/event-playback: a channel's TOPIC, JOIN, PART, QUIT, KICK and
+     * MODE records and TAGMSGs are history too, counted as messages are */
+    bool events;
     /* TARGETS: the channels the asker is in (keys; the asker's memory) */
     char (*chans)[YARD_CHAT_CHAN_MAX + 1];
     unsigned nchans;

@@ -197,13 +197,27 @@ static bool unguest_target(yard_chatlog_rec_t *r)
 
 /* Is this record one of the conversation's messages? The asker's side of
  * a private one is its account, never a guest that had its name before. */
+/* Whether a record of type is history for j: messages and notices; with
+ * event-playback also TAGMSGs, and a channel's events. */
+static bool hist_type(const struct yard_chat_history *j, int type)
+{
+    if (type == YARD_LOGREC_MESSAGE || type == YARD_LOGREC_NOTICE)
+        return true;
+    if (!j->events)
+        return false;
+    return type == YARD_LOGREC_TAGMSG ||
+           (j->channel && (type == YARD_LOGREC_TOPIC || type == YARD_LOGREC_JOIN ||
+                           type == YARD_LOGREC_PART || type == YARD_LOGREC_QUIT ||
+                           type == YARD_LOGREC_KICK || type == YARD_LOGREC_MODE));
+}
+
 static bool hist_match(const struct yard_chat_history *j, const yard_chatlog_rec_t *r)
 {
     yard_chatlog_rec_t g = *r; /* a guest's name without its '~' */
     bool from_guest = yard_chat_unguest(&g), to_guest = unguest_target(&g);
     r = &g;
-    if ((r->type != YARD_LOGREC_MESSAGE && r->type != YARD_LOGREC_NOTICE) ||
-        r->target_len > YARD_CHAT_CHAN_MAX || r->sender_len > YARD_CHAT_NAME_MAX)
+    if (!hist_type(j, r->type) || r->target_len > YARD_CHAT_CHAN_MAX ||
+        r->sender_len > YARD_CHAT_NAME_MAX)
         return false;
     char target[YARD_CHAT_CHAN_MAX + 1], sender[YARD_CHAT_NAME_MAX + 1];
     fold(target, r->target, r->target_len);

@@ -1,6 +1,7 @@
 """CHATHISTORY (IRCv3 draft/chathistory) under every model: LATEST, BEFORE, AFTER, AROUND
 and BETWEEN by msgid and by timestamp, TARGETS, served from the log through its index, in a
-chathistory batch; private conversations; members only; the errors; and after a restart."""
+chathistory batch; private conversations; members only; the errors; after a restart; and
+a channel's events with draft/event-playback."""
 
 import re
 import subprocess
@@ -178,3 +179,56 @@ def test_log_generate_builds_a_history(chat, tmp_path):
     assert all(t.startswith(f"generated message {i - 1} ") and len(t) == 80
                for t, i in zip(texts, ids))
     c.close()
+
+
+def batch_lines(c, target):
+    """The lines of the next chathistory batch for target, without their tags."""
+    ref = c.expect(rf"^:yard BATCH \+(\S+) chathistory {re.escape(target)}$").group(1)
+    out = []
+    while True:
+        m = c.expect(rf"^(?:@(\S+) )?(:.*)$")
+        if m.group(2) == f":yard BATCH -{ref}":
+            return out
+        assert f"batch={ref}" in (m.group(1) or "").split(";"), m.group(0)
+        out.append(m.group(2))
+
+
+@pytest.mark.models(extra=["fork-pair"])
+def test_event_playback(chat, model):
+    """draft/event-playback: the channel's JOIN, TOPIC, MODE, KICK, PART and QUIT (made
+    by connections in other processes, through the log) come back from CHATHISTORY in the
+    log's order; without the capability only the message does."""
+    srv, _ = chat(model)
+    ana = login_sasl(srv.port, "ana", "pw-ana", caps=CAPS + " draft/event-playback")
+    plain = login_sasl(srv.port, "ana", "pw-ana", caps=CAPS)  # ana again, without it
+    bo = login_pass(srv.port, "bo", "pw-bo")
+    cy = login_pass(srv.port, "cy", "pw-cy")
+    ana.send("JOIN #ev")
+    ana.expect(r" 366 ana #ev ")
+    plain.send("JOIN #ev")
+    plain.expect(r" 366 ana #ev ")
+    bo.send("JOIN #ev")
+    bo.expect(r" 366 bo #ev ")
+    ana.expect(r":bo!bo@yard JOIN #ev$")
+    ana.send("TOPIC #ev :plans")
+    ana.expect(r":ana!ana@yard TOPIC #ev :plans$")
+    ana.send("MODE #ev +v bo")
+    bo.expect(r":ana!ana@yard MODE #ev \+v bo$")
+    bo.send("PRIVMSG #ev :hi")
+    ana.expect(r":bo!bo@yard PRIVMSG #ev :hi$")
+    ana.send("KICK #ev bo :enough")
+    bo.expect(r":ana!ana@yard KICK #ev bo :enough$")
+    cy.send("JOIN #ev")
+    cy.expect(r" 366 cy #ev ")
+    cy.send("PART #ev :later")
+    ana.expect(r":cy!cy@yard PART #ev :later$")
+    ana.send("CHATHISTORY LATEST #ev * 20")
+    assert batch_lines(ana, "#ev") == [
+        ":ana!ana@yard JOIN #ev", ":bo!bo@yard JOIN #ev", ":ana!ana@yard TOPIC #ev :plans",
+        ":ana!ana@yard MODE #ev +v bo", ":bo!bo@yard PRIVMSG #ev :hi",
+        ":ana!ana@yard KICK #ev bo :enough", ":cy!cy@yard JOIN #ev",
+        ":cy!cy@yard PART #ev :later"]
+    plain.send("CHATHISTORY LATEST #ev * 20")
+    assert batch_lines(plain, "#ev") == [":bo!bo@yard PRIVMSG #ev :hi"]
+    for c in (ana, plain, bo, cy):
+        c.close()

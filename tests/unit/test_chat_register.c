@@ -145,9 +145,9 @@ static void test_cap(void)
     int c = ch_connect(h);
     ch_feed(h, c, "CAP LS 302\r\n");
     CH_EXPECT(h, c, S "CAP * LS :account-notify account-tag away-notify batch cap-notify "
-                      "draft/chathistory draft/read-marker echo-message extended-join extended-monitor "
-                      "labeled-response message-tags multi-prefix sasl=PLAIN server-time setname "
-                      "userhost-in-names");
+                      "draft/chathistory draft/event-playback draft/read-marker echo-message "
+                      "extended-join extended-monitor labeled-response message-tags multi-prefix "
+                      "sasl=PLAIN server-time setname userhost-in-names");
     ch_feed(h, c, "CAP REQ :echo-message server-time\r\nCAP REQ :away-notify no-such-cap\r\n");
     CH_EXPECT(h, c, S "CAP * ACK :echo-message server-time");
     CH_EXPECT(h, c, S "CAP * NAK :away-notify no-such-cap");

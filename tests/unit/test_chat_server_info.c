@@ -15,7 +15,7 @@
 
 #define CAPS_BEFORE_SASL                                                                    \
     "account-notify account-tag away-notify batch cap-notify draft/chathistory "            \
-    "draft/read-marker "                                                                    \
+    "draft/event-playback draft/read-marker "                                               \
     "echo-message extended-join extended-monitor labeled-response message-tags multi-prefix "
 #define CAPS_AFTER_SASL " server-time setname userhost-in-names"
 #define ALL_CAPS CAPS_BEFORE_SASL "sasl" CAPS_AFTER_SASL
