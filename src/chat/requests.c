@@ -195,8 +195,6 @@ static bool unguest_target(yard_chatlog_rec_t *r)
     return true;
 }
 
-/* Is this record one of the conversation's messages? The asker's side of
- * a private one is its account, never a guest that had its name before. */
 /* Whether a record of type is history for j: messages and notices; with
  * event-playback also TAGMSGs, and a channel's events. */
 static bool hist_type(const struct yard_chat_history *j, int type)
@@ -211,6 +209,8 @@ static bool hist_type(const struct yard_chat_history *j, int type)
                            type == YARD_LOGREC_KICK || type == YARD_LOGREC_MODE));
 }
 
+/* Is this record one of the conversation's history? The asker's side of a
+ * private one is its account, never a guest that had its name before. */
 static bool hist_match(const struct yard_chat_history *j, const yard_chatlog_rec_t *r)
 {
     yard_chatlog_rec_t g = *r; /* a guest's name without its '~' */
