@@ -155,11 +155,14 @@ struct accept_loop {
     struct hung_up hung;
 };
 
-static void hand_over(struct accept_loop *al, int fd)
+static void hand_over(struct accept_loop *al, int fd, bool hung_up)
 {
     char peer[YARD_ADDR_STRLEN];
-    if (yard_server_admit_fd(al->srv, fd, peer, sizeof peer) >= 0)
-        al->on_conn(fd, peer, al->arg);
+    if (yard_server_admit_fd(al->srv, fd, peer, sizeof peer) < 0)
+        return;
+    yard_log_debug("%s: connection accepted%s", peer,
+                   hung_up ? " (its peer had hung up: served after the live ones)" : "");
+    al->on_conn(fd, peer, al->arg);
 }
 
 /* Up to ACCEPT_BATCH connections from one listener: the live ones handed
@@ -179,7 +182,7 @@ static void accept_batch(struct accept_loop *al, int listen_fd, int *reserve)
     for (nfds_t i = 0; i < n; i++) {
         bool hung = got[i].revents & (POLLRDHUP | POLLHUP | POLLERR);
         if (!hung || !hung_up_push(&al->hung, got[i].fd))
-            hand_over(al, got[i].fd);
+            hand_over(al, got[i].fd, hung);
     }
 }
 
@@ -212,7 +215,7 @@ void yard_server_accept_loop(yard_server_t *srv, void (*on_conn)(int fd, const c
             if (pfd[1 + i].revents)
                 accept_batch(&al, srv->ls.fd[i], &reserve);
         for (int k = 0; k < HUNG_UP_BATCH && al.hung.n; k++)
-            hand_over(&al, hung_up_pop(&al.hung));
+            hand_over(&al, hung_up_pop(&al.hung), true);
     }
     if (al.hung.n)
         yard_log_warn("closing %zu connections whose peers had hung up, not served before the stop",
