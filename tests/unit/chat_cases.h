@@ -36,17 +36,24 @@ static inline chat_harness_t *both_in_x(const char *alice_caps, int *a, int *b)
     return h;
 }
 
-/* A guest that registers as nick (user name user, realname "Real Name"),
- * with what it was sent until its welcome's end read. */
-static inline int guest(chat_harness_t *h, const char *nick)
+/* A guest that registers as nick (user name unick, realname "Real nick"),
+ * having asked for caps first (NULL: none), with what it was sent until its
+ * welcome's end read. */
+static inline int guest_caps(chat_harness_t *h, const char *nick, const char *caps)
 {
     int g = ch_connect(h);
-    char line[200];
+    char line[300];
+    if (caps) {
+        snprintf(line, sizeof line, "CAP LS 302\r\nCAP REQ :%s\r\nCAP END\r\n", caps);
+        ch_feed(h, g, line);
+    }
     snprintf(line, sizeof line, "NICK %s\r\nUSER u%s 0 * :Real %s\r\n", nick, nick, nick);
     ch_feed(h, g, line);
     snprintf(line, sizeof line, S "422 %s ", nick);
     CH_SKIP_TO(h, g, line);
     return g;
 }
+
+static inline int guest(chat_harness_t *h, const char *nick) { return guest_caps(h, nick, NULL); }
 
 #endif

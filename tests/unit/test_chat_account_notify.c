@@ -38,23 +38,6 @@ static chat_harness_t *start_with_guests(void)
     return h;
 }
 
-/* A guest registered as nick, caps (may be NULL) requested; its welcome read. */
-static int guest_with(chat_harness_t *h, const char *nick, const char *caps)
-{
-    int g = ch_connect(h);
-    char line[300];
-    if (caps) {
-        snprintf(line, sizeof line, "CAP LS 302\r\nCAP REQ :%s\r\nCAP END\r\n", caps);
-        ch_feed(h, g, line);
-    }
-    snprintf(line, sizeof line, "NICK %s\r\nUSER u%s 0 * :Real %s\r\n", nick, nick, nick);
-    ch_feed(h, g, line);
-    snprintf(line, sizeof line, S "422 %s ", nick);
-    CH_SKIP_TO(h, g, line);
-    ch_discard(h, g);
-    return g;
-}
-
 /* The guest in g logs in to alice with SASL PLAIN; what it is sent up to
  * its 903 is read, and checked against want900 (its 900 from the nick on). */
 static void sasl_alice(chat_harness_t *h, int g, const char *want900)
@@ -73,11 +56,11 @@ static void sasl_alice(chat_harness_t *h, int g, const char *want900)
 static void test_channel_members_hear_the_login(void)
 {
     chat_harness_t *h = start_with_guests();
-    int z = guest_with(h, "zed", NULL);
-    int w = guest_with(h, "wat", "account-notify");
-    int t = guest_with(h, "tag", "account-notify account-tag");
-    int n = guest_with(h, "nocap", NULL);
-    int far = guest_with(h, "far", "account-notify"); /* shares no channel with zed */
+    int z = guest_caps(h, "zed", NULL);
+    int w = guest_caps(h, "wat", "account-notify");
+    int t = guest_caps(h, "tag", "account-notify account-tag");
+    int n = guest_caps(h, "nocap", NULL);
+    int far = guest_caps(h, "far", "account-notify"); /* shares no channel with zed */
     ch_feed(h, z, "JOIN #c\r\n");
     ch_feed(h, w, "JOIN #c\r\n");
     ch_feed(h, t, "JOIN #c\r\n");
@@ -103,8 +86,8 @@ static void test_channel_members_hear_the_login(void)
 static void test_pass_login_is_told(void)
 {
     chat_harness_t *h = start_with_guests();
-    int z = guest_with(h, "zed", NULL);
-    int w = guest_with(h, "wat", "account-notify");
+    int z = guest_caps(h, "zed", NULL);
+    int w = guest_caps(h, "wat", "account-notify");
     ch_feed(h, z, "JOIN #c\r\n");
     ch_feed(h, w, "JOIN #c\r\n");
     ch_discard(h, z);
@@ -122,15 +105,15 @@ static void test_pass_login_is_told(void)
 static void test_monitor_watchers(void)
 {
     chat_harness_t *h = start_with_guests();
-    int both = guest_with(h, "both", "extended-monitor account-notify");
-    int mon = guest_with(h, "mon", "extended-monitor");
-    int an = guest_with(h, "an", "account-notify");
-    int twice = guest_with(h, "twice", "extended-monitor account-notify");
+    int both = guest_caps(h, "both", "extended-monitor account-notify");
+    int mon = guest_caps(h, "mon", "extended-monitor");
+    int an = guest_caps(h, "an", "account-notify");
+    int twice = guest_caps(h, "twice", "extended-monitor account-notify");
     ch_feed(h, both, "MONITOR + bar\r\n");
     ch_feed(h, mon, "MONITOR + bar\r\n");
     ch_feed(h, an, "MONITOR + bar\r\n");
     ch_feed(h, twice, "MONITOR + bar\r\n");
-    int b = guest_with(h, "bar", NULL);
+    int b = guest_caps(h, "bar", NULL);
     ch_feed(h, b, "JOIN #c\r\n");
     ch_feed(h, twice, "JOIN #c\r\n");
     ch_discard(h, b);
@@ -160,8 +143,8 @@ static void test_login_that_renames(void)
     CH_SKIP_TO(h, a, "AUTHENTICATE +");
     ch_feed(h, a, "AUTHENTICATE " PLAIN_ALICE "\r\nCAP END\r\n");
     CH_SKIP_TO(h, a, S "422 al ");
-    int z = guest_with(h, "zed", NULL);
-    int w = guest_with(h, "wat", "account-notify");
+    int z = guest_caps(h, "zed", NULL);
+    int w = guest_caps(h, "wat", "account-notify");
     ch_feed(h, a, "JOIN #c\r\n");
     ch_feed(h, z, "JOIN #c\r\n");
     ch_feed(h, w, "JOIN #c\r\n");
@@ -185,8 +168,8 @@ static void test_login_that_renames(void)
 static void test_full_log_tells_nothing(void)
 {
     chat_harness_t *h = start_with_guests();
-    int z = guest_with(h, "zed", NULL);
-    int w = guest_with(h, "wat", "account-notify");
+    int z = guest_caps(h, "zed", NULL);
+    int w = guest_caps(h, "wat", "account-notify");
     ch_feed(h, z, "JOIN #c\r\n");
     ch_feed(h, w, "JOIN #c\r\n");
     ch_discard(h, z);

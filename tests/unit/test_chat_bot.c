@@ -5,25 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "chat_harness.h"
-#include "test.h"
-
-#define S ":yard "
-
-static int guest(chat_harness_t *h, const char *nick, const char *caps)
-{
-    int g = ch_connect(h);
-    char line[300];
-    if (caps) {
-        snprintf(line, sizeof line, "CAP LS 302\r\nCAP REQ :%s\r\nCAP END\r\n", caps);
-        ch_feed(h, g, line);
-    }
-    snprintf(line, sizeof line, "NICK %s\r\nUSER u%s 0 * :Real %s\r\n", nick, nick, nick);
-    ch_feed(h, g, line);
-    snprintf(line, sizeof line, S "422 %s ", nick);
-    CH_SKIP_TO(h, g, line);
-    return g;
-}
+#include "chat_cases.h"
 
 static void test_bot_mode(void)
 {
@@ -36,8 +18,8 @@ static void test_bot_mode(void)
     const char *l = CH_SKIP_TO(h, b, S "005 botnick CHANLIMIT");
     ASSERT(strstr(l, " BOT=B "));
     CH_SKIP_TO(h, b, S "422 botnick ");
-    int t = guest(h, "tagged", "message-tags");
-    int p = guest(h, "plain", NULL);
+    int t = guest_caps(h, "tagged", "message-tags");
+    int p = guest_caps(h, "plain", NULL);
     ch_feed(h, b, "MODE botnick +B\r\nMODE botnick\r\n");
     CH_EXPECT(h, b, ":botnick!botnick@yard MODE botnick :+B");
     CH_EXPECT(h, b, S "221 botnick +B");
