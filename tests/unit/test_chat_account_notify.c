@@ -38,13 +38,32 @@ static chat_harness_t *start_with_guests(void)
     return h;
 }
 
+/* g sends alice's SASL PLAIN exchange (asking for the capability first
+ * when cap_req), up to the answer, which is left unread. */
+static void plain_alice(chat_harness_t *h, int g, bool cap_req)
+{
+    ch_feed(h, g, cap_req ? "CAP REQ :sasl\r\nAUTHENTICATE PLAIN\r\n" : "AUTHENTICATE PLAIN\r\n");
+    CH_SKIP_TO(h, g, "AUTHENTICATE +");
+    ch_feed(h, g, "AUTHENTICATE " PLAIN_ALICE "\r\n");
+}
+
+/* The guests zed (no capability) and wat (account-notify), both in #c,
+ * with what they were sent so far read. */
+static void zed_and_wat_in_c(chat_harness_t *h, int *z, int *w)
+{
+    *z = guest_caps(h, "zed", NULL);
+    *w = guest_caps(h, "wat", "account-notify");
+    ch_feed(h, *z, "JOIN #c\r\n");
+    ch_feed(h, *w, "JOIN #c\r\n");
+    ch_discard(h, *z);
+    ch_discard(h, *w);
+}
+
 /* The guest in g logs in to alice with SASL PLAIN; what it is sent up to
  * its 903 is read, and checked against want900 (its 900 from the nick on). */
 static void sasl_alice(chat_harness_t *h, int g, const char *want900)
 {
-    ch_feed(h, g, "CAP REQ :sasl\r\nAUTHENTICATE PLAIN\r\n");
-    CH_SKIP_TO(h, g, "AUTHENTICATE +");
-    ch_feed(h, g, "AUTHENTICATE " PLAIN_ALICE "\r\n");
+    plain_alice(h, g, true);
     char line[200];
     snprintf(line, sizeof line, S "900 %s", want900);
     CH_EXPECT(h, g, line);
@@ -86,12 +105,8 @@ static void test_channel_members_hear_the_login(void)
 static void test_pass_login_is_told(void)
 {
     chat_harness_t *h = start_with_guests();
-    int z = guest_caps(h, "zed", NULL);
-    int w = guest_caps(h, "wat", "account-notify");
-    ch_feed(h, z, "JOIN #c\r\n");
-    ch_feed(h, w, "JOIN #c\r\n");
-    ch_discard(h, z);
-    ch_discard(h, w);
+    int z, w;
+    zed_and_wat_in_c(h, &z, &w);
     ch_feed(h, z, "PASS alice:pw-alice\r\n");
     CH_EXPECT(h, z, S "900 zed zed!zed@yard alice :You are now logged in as alice");
     CH_EXPECT(h, w, ":zed!zed@yard ACCOUNT alice");
@@ -143,17 +158,11 @@ static void test_login_that_renames(void)
     CH_SKIP_TO(h, a, "AUTHENTICATE +");
     ch_feed(h, a, "AUTHENTICATE " PLAIN_ALICE "\r\nCAP END\r\n");
     CH_SKIP_TO(h, a, S "422 al ");
-    int z = guest_caps(h, "zed", NULL);
-    int w = guest_caps(h, "wat", "account-notify");
     ch_feed(h, a, "JOIN #c\r\n");
-    ch_feed(h, z, "JOIN #c\r\n");
-    ch_feed(h, w, "JOIN #c\r\n");
+    int z, w;
+    zed_and_wat_in_c(h, &z, &w);
     ch_discard(h, a);
-    ch_discard(h, z);
-    ch_discard(h, w);
-    ch_feed(h, z, "CAP REQ :sasl\r\nAUTHENTICATE PLAIN\r\n");
-    CH_SKIP_TO(h, z, "AUTHENTICATE +");
-    ch_feed(h, z, "AUTHENTICATE " PLAIN_ALICE "\r\n");
+    plain_alice(h, z, true);
     CH_EXPECT(h, z, ":zed!zed@yard NICK :al");
     CH_EXPECT(h, z, S "900 al al!al@yard alice :You are now logged in as alice");
     CH_EXPECT(h, w, ":zed!zed@yard NICK :al");
@@ -168,16 +177,10 @@ static void test_login_that_renames(void)
 static void test_full_log_tells_nothing(void)
 {
     chat_harness_t *h = start_with_guests();
-    int z = guest_caps(h, "zed", NULL);
-    int w = guest_caps(h, "wat", "account-notify");
-    ch_feed(h, z, "JOIN #c\r\n");
-    ch_feed(h, w, "JOIN #c\r\n");
-    ch_discard(h, z);
-    ch_discard(h, w);
+    int z, w;
+    zed_and_wat_in_c(h, &z, &w);
     queue_full = true;
-    ch_feed(h, z, "CAP REQ :sasl\r\nAUTHENTICATE PLAIN\r\n");
-    CH_SKIP_TO(h, z, "AUTHENTICATE +");
-    ch_feed(h, z, "AUTHENTICATE " PLAIN_ALICE "\r\n");
+    plain_alice(h, z, true);
     CH_EXPECT_PREFIX(h, z, S "437 ");
     CH_EXPECT_NONE(h, z);
     queue_full = false;
@@ -187,9 +190,7 @@ static void test_full_log_tells_nothing(void)
     ASSERT(strstr(whois, " 330 ") == NULL); /* still a guest */
     ASSERT(strstr(whois, "ACCOUNT") == NULL);
     free(whois);
-    ch_feed(h, z, "AUTHENTICATE PLAIN\r\n");
-    CH_SKIP_TO(h, z, "AUTHENTICATE +");
-    ch_feed(h, z, "AUTHENTICATE " PLAIN_ALICE "\r\n");
+    plain_alice(h, z, false);
     CH_EXPECT(h, z, S "900 zed zed!zed@yard alice :You are now logged in as alice");
     CH_EXPECT(h, w, ":zed!zed@yard ACCOUNT alice");
     ch_stop(h);
