@@ -106,11 +106,10 @@ check: prepare
 	@tests/run-suites release
 	@echo "make check: the release build's suites passed"
 
-# make test builds the sanitizer builds too while pip is still downloading, then runs the
-# suites through tests/run-suites, one after another (YARD_SUITES_AT_ONCE=1 runs their
-# parallel phases side by side, then the timing tests: docs/testing.md).
-test:
-	@$(MAKE) --no-print-directory -j4 build peers venv asan tsan
+# make test: the release build, the peers and the venv as make check makes them, then
+# tests/run-suites, which builds the sanitizer and cross builds at idle priority while the
+# release suite runs, then runs every suite (docs/testing.md).
+test: prepare
 	@tests/run-suites release asan tsan cross
 	@echo "make test: all suites passed"
 
