@@ -396,6 +396,34 @@ def test_password_over_72_bytes_is_refused(serve, model):
         assert ask(get("/"))[:2] == (200, b"OK")  # the connection survived it all
 
 
+@pytest.mark.timing  # compares the times of two bcrypt checks
+def test_verifying_an_unknown_user_costs_one_bcrypt_at_the_set_cost(serve):
+    """A verify for a user nobody set is checked against the server's dummy hash, so that
+    its answer takes as long as one for a user who exists: the dummy must have the
+    configured cost (it is hashed at cost 4 and given that cost: apps/rest.c)."""
+    srv = serve("rest", "epoll", "--bcrypt-cost", "12")
+    with srv.connect() as s:
+        buf = bytearray()
+
+        def timed(raw: bytes):
+            t0 = time.monotonic()
+            s.sendall(raw)
+            st, _, body = read_response(s, buf)
+            return time.monotonic() - t0, st, body
+
+        assert timed(post("/password/set/alice", pw_body("right")))[1] == 200
+        known, unknown = [], []
+        for _ in range(3):   # interleaved: a machine slowing down slows both
+            took, st, _ = timed(post("/password/verify/alice", pw_body("wrong")))
+            assert st == 403
+            known.append(took)
+            took, st, body = timed(post("/password/verify/nobody", pw_body("wrong")))
+            assert (st, body) == (400, b"Password not found")
+            unknown.append(took)
+    # One bcrypt at cost 12 is some 250 ms here; a dummy of cost 4 would answer in 1 ms.
+    assert 0.6 < sorted(unknown)[1] / sorted(known)[1] < 1.6, (known, unknown)
+
+
 # --- a job that outlasts the idle timeout --------------------------------------
 
 # The models whose jobs run on an offload pool, beside the loop; one variant of each.
