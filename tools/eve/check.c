@@ -226,12 +226,10 @@ static void entry_main(chk_t *c, eve_node_t *program)
     items->n++;
 }
 
-bool eve_check(eve_ctx_t *cx, eve_node_t *program)
+/* The checker's basic types, made once (an error type to fall back on
+ * when memory runs out), and the two generic parameters of the library. */
+static void init_types(chk_t *c)
 {
-    chk_t c0, *c = &c0;
-    memset(c, 0, sizeof *c);
-    c->cx = cx;
-    c->ar = cx->arena;
     static const eve_ty_kind_t basics[] = {EVE_TY_ERROR, EVE_TY_VOID, EVE_TY_INT, EVE_TY_BOOL,
                                            EVE_TY_FLOAT, EVE_TY_CHAR, EVE_TY_STRING, EVE_TY_BASIC,
                                            EVE_TY_BYTES};
@@ -249,107 +247,122 @@ bool eve_check(eve_ctx_t *cx, eve_node_t *program)
         }
         c->t_generic[i] = g ? g : c->t_err;
     }
-    c->nmbuckets = 1024;
-    c->mbuckets = chk_alloc(c, c->nmbuckets * sizeof *c->mbuckets);
-    c->root.kind = PS_ROOT;
-    c->ps = &c->root;
-    if (c->oom || !program || program->kind != EVE_N_PROGRAM) {
-        eve_error(cx, (eve_pos_t){1, 1}, "out of memory");
-        return false;
-    }
-    chk_load_stdlib(c);
-    entry_main(c, program);
+}
 
-    /* the program's scope (depth 1): its declarations are visible everywhere */
-    chk_open_scope(c);
-    eve_list_t *items = &program->u.program.items;
-    /* 1. imports and classes */
+/* `import a.b` (or `a.b.*`): the library's module, declared once. */
+static void declare_import(chk_t *c, eve_node_t *n)
+{
+    const char *path = n->u.import.path;
+    size_t plen = strlen(path);
+    if (plen > 2 && strcmp(path + plen - 2, ".*") == 0) {
+        /* import a.b.*: every name of a.b, which the library's
+         * modules do not keep apart from the module itself */
+        char *base = chk_alloc(c, plen - 1);
+        if (!base)
+            return;
+        memcpy(base, path, plen - 2);
+        path = base;
+    }
+    if (!chk_is_lib_module(path)) {
+        char list[EVE_MAX_MSG / 2] = "";
+        size_t at = 0;
+        for (size_t k = 0; k < eve_stdlib_count; k++) {
+            if (eve_stdlib[k].kind != EVE_LIB_MODULE)
+                continue;
+            if (at)
+                at = chk_put(list, sizeof list, at, ", ");
+            at = chk_put(list, sizeof list, at, eve_stdlib[k].name);
+        }
+        chk_err(c, n->pos, "unknown module '%s' (the library's modules: %s)", path, list);
+        return;
+    }
+    eve_sym_t *old = chk_lookup(c, path);
+    if (old && old->kind == EVE_SYM_MODULE)
+        return; /* imported twice: harmless */
+    eve_sym_t *s = chk_declare(c, path, EVE_SYM_MODULE, n->pos);
+    if (s)
+        s->module = path;
+    n->sym = s;
+}
+
+/* A class's name; false: out of memory. */
+static bool declare_class(chk_t *c, eve_node_t *n)
+{
+    eve_sym_t *s = chk_declare(c, n->u.class_.name, EVE_SYM_CLASS, n->pos);
+    eve_class_t *cls = chk_alloc(c, sizeof *cls);
+    if (!s || !cls)
+        return false;
+    cls->name = n->u.class_.name;
+    cls->decl = n;
+    s->cls = cls;
+    s->decl = n;
+    n->sym = s;
+    return true;
+}
+
+/* A class's fields and methods as members (a method's type comes with
+ * its signature, in the third pass). */
+static void declare_members(chk_t *c, eve_node_t *n)
+{
+    eve_class_t *cls = n->sym->cls;
+    for (size_t k = 0; k < n->u.class_.members.n; k++) {
+        eve_node_t *mn = n->u.class_.members.v[k];
+        if (mn->kind == EVE_N_VAR) {
+            const eve_ty_t *t = chk_resolve_type(c, mn->u.var.type, false, false);
+            for (size_t j = 0; j < mn->u.var.nnames; j++) {
+                const char *name = mn->u.var.names[j];
+                if (chk_find_member(c, cls, name, false) || chk_find_member(c, cls, name, true)) {
+                    chk_err(c, mn->pos, "class '%s' already has a member '%s'", cls->name, name);
+                    continue;
+                }
+                eve_member_t *m = chk_alloc(c, sizeof *m);
+                if (!m)
+                    break;
+                m->name = name;
+                m->kind = EVE_MEM_FIELD;
+                m->ty = t;
+                m->decl = mn;
+                chk_add_member(c, cls, m);
+            }
+        } else if (mn->kind == EVE_N_FUNC) {
+            const char *name = mn->u.func.name;
+            if (chk_find_member(c, cls, name, false) || chk_find_member(c, cls, name, true)) {
+                chk_err(c, mn->pos, "class '%s' already has a member '%s'", cls->name, name);
+                continue;
+            }
+            eve_member_t *m = chk_alloc(c, sizeof *m);
+            if (!m)
+                return;
+            m->name = name;
+            m->kind = EVE_MEM_METHOD;
+            m->decl = mn;
+            m->ty = c->t_err;
+            chk_add_member(c, cls, m);
+        }
+    }
+}
+
+/* 1. imports and classes */
+static void declare_imports_and_classes(chk_t *c, eve_list_t *items)
+{
     for (size_t i = 0; i < items->n && !c->oom; i++) {
         eve_node_t *n = items->v[i];
         if (n->kind == EVE_N_IMPORT) {
-            const char *path = n->u.import.path;
-            size_t plen = strlen(path);
-            if (plen > 2 && strcmp(path + plen - 2, ".*") == 0) {
-                /* import a.b.*: every name of a.b, which the library's
-                 * modules do not keep apart from the module itself */
-                char *base = chk_alloc(c, plen - 1);
-                if (!base)
-                    continue;
-                memcpy(base, path, plen - 2);
-                path = base;
-            }
-            if (!chk_is_lib_module(path)) {
-                char list[EVE_MAX_MSG / 2] = "";
-                size_t at = 0;
-                for (size_t k = 0; k < eve_stdlib_count; k++) {
-                    if (eve_stdlib[k].kind != EVE_LIB_MODULE)
-                        continue;
-                    if (at)
-                        at = chk_put(list, sizeof list, at, ", ");
-                    at = chk_put(list, sizeof list, at, eve_stdlib[k].name);
-                }
-                chk_err(c, n->pos, "unknown module '%s' (the library's modules: %s)", path, list);
-                continue;
-            }
-            eve_sym_t *old = chk_lookup(c, path);
-            if (old && old->kind == EVE_SYM_MODULE)
-                continue; /* imported twice: harmless */
-            eve_sym_t *s = chk_declare(c, path, EVE_SYM_MODULE, n->pos);
-            if (s)
-                s->module = path;
-            n->sym = s;
+            declare_import(c, n);
         } else if (n->kind == EVE_N_CLASS) {
-            eve_sym_t *s = chk_declare(c, n->u.class_.name, EVE_SYM_CLASS, n->pos);
-            eve_class_t *cls = chk_alloc(c, sizeof *cls);
-            if (!s || !cls)
+            if (!declare_class(c, n))
                 break;
-            cls->name = n->u.class_.name;
-            cls->decl = n;
-            s->cls = cls;
-            s->decl = n;
-            n->sym = s;
         }
     }
-    /* 2. class members, functions and globals: their types */
+}
+
+/* 2. class members, functions and globals: their types */
+static void declare_members_functions_globals(chk_t *c, eve_list_t *items)
+{
     for (size_t i = 0; i < items->n && !c->oom; i++) {
         eve_node_t *n = items->v[i];
         if (n->kind == EVE_N_CLASS && n->sym) {
-            eve_class_t *cls = n->sym->cls;
-            for (size_t k = 0; k < n->u.class_.members.n; k++) {
-                eve_node_t *mn = n->u.class_.members.v[k];
-                if (mn->kind == EVE_N_VAR) {
-                    const eve_ty_t *t = chk_resolve_type(c, mn->u.var.type, false, false);
-                    for (size_t j = 0; j < mn->u.var.nnames; j++) {
-                        const char *name = mn->u.var.names[j];
-                        if (chk_find_member(c, cls, name, false) || chk_find_member(c, cls, name, true)) {
-                            chk_err(c, mn->pos, "class '%s' already has a member '%s'", cls->name, name);
-                            continue;
-                        }
-                        eve_member_t *m = chk_alloc(c, sizeof *m);
-                        if (!m)
-                            break;
-                        m->name = name;
-                        m->kind = EVE_MEM_FIELD;
-                        m->ty = t;
-                        m->decl = mn;
-                        chk_add_member(c, cls, m);
-                    }
-                } else if (mn->kind == EVE_N_FUNC) {
-                    const char *name = mn->u.func.name;
-                    if (chk_find_member(c, cls, name, false) || chk_find_member(c, cls, name, true)) {
-                        chk_err(c, mn->pos, "class '%s' already has a member '%s'", cls->name, name);
-                        continue;
-                    }
-                    eve_member_t *m = chk_alloc(c, sizeof *m);
-                    if (!m)
-                        break;
-                    m->name = name;
-                    m->kind = EVE_MEM_METHOD;
-                    m->decl = mn;
-                    m->ty = c->t_err;
-                    chk_add_member(c, cls, m);
-                }
-            }
+            declare_members(c, n);
         } else if (n->kind == EVE_N_FUNC) {
             eve_sym_t *s = chk_declare(c, n->u.func.name, EVE_SYM_FUNC, n->pos);
             if (!s)
@@ -372,7 +385,11 @@ bool eve_check(eve_ctx_t *cx, eve_node_t *program)
             }
         }
     }
-    /* 3. signatures and permission lists (they name globals) */
+}
+
+/* 3. signatures and permission lists (they name globals) */
+static void resolve_signatures(chk_t *c, eve_list_t *items)
+{
     for (size_t i = 0; i < items->n && !c->oom; i++) {
         eve_node_t *n = items->v[i];
         if (n->kind == EVE_N_FUNC && n->sym && n->sym->kind == EVE_SYM_FUNC && n->sym->decl == n) {
@@ -395,7 +412,32 @@ bool eve_check(eve_ctx_t *cx, eve_node_t *program)
             }
         }
     }
-    /* 4. bodies and top-level statements, in order */
+}
+
+/* A class's method bodies and its fields' initial values. */
+static void check_class_body(chk_t *c, eve_node_t *n)
+{
+    for (size_t k = 0; k < n->u.class_.members.n; k++) {
+        eve_node_t *mn = n->u.class_.members.v[k];
+        if (mn->kind == EVE_N_FUNC) {
+            eve_member_t *m = chk_find_member(c, n->sym->cls, mn->u.func.name, false);
+            if (m && m->decl == mn && m->fn)
+                check_fn_body(c, mn, m->fn, n->sym->cls);
+        } else if (mn->kind == EVE_N_VAR && mn->u.var.init) {
+            const eve_ty_t *t = chk_resolve_type(c, mn->u.var.type, false, true);
+            const eve_ty_t *it = chk_value(c, mn->u.var.init, A_READ, NULL);
+            if (!chk_assignable(t, it)) {
+                char b1[96], b2[96];
+                chk_err(c, chk_start_pos(mn->u.var.init), "cannot initialize %s '%s' with %s", chk_tn(t, b1),
+                    mn->u.var.names[0], chk_tn(it, b2));
+            }
+        }
+    }
+}
+
+/* 4. bodies and top-level statements, in order */
+static void check_items(chk_t *c, eve_list_t *items)
+{
     for (size_t i = 0; i < items->n && !c->oom; i++) {
         eve_node_t *n = items->v[i];
         c->item = i;
@@ -409,22 +451,7 @@ bool eve_check(eve_ctx_t *cx, eve_node_t *program)
         case EVE_N_CLASS:
             if (!n->sym)
                 break;
-            for (size_t k = 0; k < n->u.class_.members.n; k++) {
-                eve_node_t *mn = n->u.class_.members.v[k];
-                if (mn->kind == EVE_N_FUNC) {
-                    eve_member_t *m = chk_find_member(c, n->sym->cls, mn->u.func.name, false);
-                    if (m && m->decl == mn && m->fn)
-                        check_fn_body(c, mn, m->fn, n->sym->cls);
-                } else if (mn->kind == EVE_N_VAR && mn->u.var.init) {
-                    const eve_ty_t *t = chk_resolve_type(c, mn->u.var.type, false, true);
-                    const eve_ty_t *it = chk_value(c, mn->u.var.init, A_READ, NULL);
-                    if (!chk_assignable(t, it)) {
-                        char b1[96], b2[96];
-                        chk_err(c, chk_start_pos(mn->u.var.init), "cannot initialize %s '%s' with %s", chk_tn(t, b1),
-                            mn->u.var.names[0], chk_tn(it, b2));
-                    }
-                }
-            }
+            check_class_body(c, n);
             break;
         case EVE_N_VAR:
             c->toplevel = true;
@@ -438,11 +465,13 @@ bool eve_check(eve_ctx_t *cx, eve_node_t *program)
             break;
         }
     }
-    chk_close_scope(c);
+}
 
-    if (c->oom)
-        chk_err(c, (eve_pos_t){1, 1}, "out of memory");
-    /* sorted by position; the same message at the same place once */
+/* The errors reported: sorted by position; the same message at the same
+ * place once. True when there were none. */
+static bool report_errors(chk_t *c)
+{
+    eve_ctx_t *cx = c->cx;
     if (c->nerrs)
         qsort(c->errs, c->nerrs, sizeof *c->errs, cmp_err);
     size_t reported = 0;
@@ -455,4 +484,36 @@ bool eve_check(eve_ctx_t *cx, eve_node_t *program)
     }
     cx->nerrors += c->dropped;
     return reported == 0 && c->dropped == 0;
+}
+
+bool eve_check(eve_ctx_t *cx, eve_node_t *program)
+{
+    chk_t c0, *c = &c0;
+    memset(c, 0, sizeof *c);
+    c->cx = cx;
+    c->ar = cx->arena;
+    init_types(c);
+    c->nmbuckets = 1024;
+    c->mbuckets = chk_alloc(c, c->nmbuckets * sizeof *c->mbuckets);
+    c->root.kind = PS_ROOT;
+    c->ps = &c->root;
+    if (c->oom || !program || program->kind != EVE_N_PROGRAM) {
+        eve_error(cx, (eve_pos_t){1, 1}, "out of memory");
+        return false;
+    }
+    chk_load_stdlib(c);
+    entry_main(c, program);
+
+    /* the program's scope (depth 1): its declarations are visible everywhere */
+    chk_open_scope(c);
+    eve_list_t *items = &program->u.program.items;
+    declare_imports_and_classes(c, items);
+    declare_members_functions_globals(c, items);
+    resolve_signatures(c, items);
+    check_items(c, items);
+    chk_close_scope(c);
+
+    if (c->oom)
+        chk_err(c, (eve_pos_t){1, 1}, "out of memory");
+    return report_errors(c);
 }

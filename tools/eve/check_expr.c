@@ -252,10 +252,94 @@ static bool expand_format(chk_t *c, eve_node_t *call, const char *what)
     return true;
 }
 
+/* A library module's or type's function, `text.find(...)`,
+ * `tcp_socket.listen(...)`: os is the module's or the type's symbol. */
+static const eve_ty_t *call_static(chk_t *c, eve_node_t *n, eve_sym_t *os)
+{
+    eve_node_t *callee = n->u.call.callee;
+    eve_node_t *obj = callee->u.member.obj;
+    const char *mname = callee->u.member.name;
+    char name[EVE_MAX_IDENT * 2 + 2];
+    obj->sym = os;
+    eve_class_t *cls = os->kind == EVE_SYM_MODULE ? chk_lib_class(c, os->module) : os->cls;
+    eve_member_t *m = chk_find_member(c, cls, mname, false);
+    snprintf(name, sizeof name, "%s.%s", obj->u.name.name, mname);
+    if (!m || (m->kind != EVE_MEM_STATIC)) {
+        chk_err(c, callee->pos, "%s '%s' has no function '%s'", os->kind == EVE_SYM_MODULE ? "module" : "type",
+            obj->u.name.name, mname);
+        for (size_t i = 0; i < n->u.call.args.n; i++)
+            chk_value(c, n->u.call.args.v[i], A_READ, NULL);
+        return c->t_err;
+    }
+    /* tcp_socket.listen(8080), the paper's: a port on every IPv4 address */
+    eve_node_t *port = n->u.call.args.n == 1 ? n->u.call.args.v[0] : NULL;
+    if (cls && cls->lib && strcmp(cls->name, "tcp_socket") == 0 && strcmp(mname, "listen") == 0 && port &&
+        port->kind == EVE_N_INT) {
+        char addr[32] = "";
+        int k = 0;
+        if (port->u.int_.value > 65535) /* one error: the address is then "" */
+            chk_err(c, port->pos, "port %llu is not from 0 to 65535", (unsigned long long)port->u.int_.value);
+        else
+            k = snprintf(addr, sizeof addr, "0.0.0.0:%u", (unsigned)port->u.int_.value);
+        eve_node_t *sn = mkstring(c, port->pos, addr, (size_t)k);
+        if (sn)
+            n->u.call.args.v[0] = sn;
+    }
+    check_args(c, n, name, m->ty, NULL, NULL);
+    return m->ty->ret;
+}
+
+/* A method of an object, `obj.m(...)`: the receiver's access waits
+ * for the method, whose permission list says how it uses the receiver. */
+static const eve_ty_t *call_method(chk_t *c, eve_node_t *n)
+{
+    eve_node_t *callee = n->u.call.callee;
+    eve_node_t *obj = callee->u.member.obj;
+    const char *mname = callee->u.member.name;
+    pending_t saved = c->pending;
+    c->pending.set = false;
+    const eve_ty_t *rt = chk_value(c, obj, A_DEFER, NULL);
+    pending_t mine = c->pending;
+    c->pending = saved;
+    if (chk_is_err(rt)) {
+        for (size_t i = 0; i < n->u.call.args.n; i++)
+            chk_value(c, n->u.call.args.v[i], A_READ, NULL);
+        return c->t_err;
+    }
+    eve_class_t *cls = chk_class_of(c, rt);
+    eve_member_t *m = chk_find_member(c, cls, mname, false);
+    if (m && m->kind == EVE_MEM_FIELD && m->ty->kind == EVE_TY_FUNC) {
+        m = NULL; /* a lambda in a field: not supported as a method */
+    }
+    if (!m || m->kind != EVE_MEM_METHOD) {
+        char buf[96];
+        chk_err(c, callee->pos, "%s has no method '%s'", chk_tn(rt, buf), mname);
+        for (size_t i = 0; i < n->u.call.args.n; i++)
+            chk_value(c, n->u.call.args.v[i], A_READ, NULL);
+        return c->t_err;
+    }
+    if (!m->decl && cls && cls->lib && strcmp(cls->name, "stream") == 0 && strcmp(mname, "write") == 0 &&
+        n->u.call.args.n >= 2 && !expand_format(c, n, "write")) {
+        for (size_t i = 1; i < n->u.call.args.n; i++)
+            chk_value(c, n->u.call.args.v[i], A_READ, NULL);
+        return c->t_err;
+    }
+    int mode = m->decl ? chk_self_mode(m->fn) : m->mut ? A_WRITE : A_READ;
+    if (mine.set) {
+        saved = c->pending;
+        c->pending = mine;
+        chk_flush_pending(c, mode, NULL);
+        c->pending = saved;
+    }
+    if (m->fn)
+        check_reqs(c, chk_start_pos(n), m->fn);
+    check_args(c, n, mname, m->ty, m->fn, rt);
+    return chk_subst(c, m->ty->ret, rt);
+}
+
 static const eve_ty_t *call_value(chk_t *c, eve_node_t *n)
 {
     eve_node_t *callee = n->u.call.callee;
-    char name[EVE_MAX_IDENT * 2 + 2];
     if (callee->kind == EVE_N_NAME && n->u.call.args.n == 0) {
         eve_sym_t *s = chk_lookup(c, callee->u.name.name);
         if (s && s->kind == EVE_SYM_VAR && s->accepts) {
@@ -296,81 +380,13 @@ static const eve_ty_t *call_value(chk_t *c, eve_node_t *n)
         }
     } else if (callee->kind == EVE_N_MEMBER) {
         eve_node_t *obj = callee->u.member.obj;
-        const char *mname = callee->u.member.name;
         eve_sym_t *os = obj->kind == EVE_N_NAME ? chk_lookup(c, obj->u.name.name) : NULL;
         bool field_first = c->cls && obj->kind == EVE_N_NAME && (!os || os->depth <= 1) &&
                            chk_find_member(c, c->cls, obj->u.name.name, false);
         if (os && !field_first && (os->kind == EVE_SYM_MODULE || os->kind == EVE_SYM_CLASS)) {
-            /* text.find(...), tcp_socket.listen(...) */
-            obj->sym = os;
-            eve_class_t *cls = os->kind == EVE_SYM_MODULE ? chk_lib_class(c, os->module) : os->cls;
-            eve_member_t *m = chk_find_member(c, cls, mname, false);
-            snprintf(name, sizeof name, "%s.%s", obj->u.name.name, mname);
-            if (!m || (m->kind != EVE_MEM_STATIC)) {
-                chk_err(c, callee->pos, "%s '%s' has no function '%s'", os->kind == EVE_SYM_MODULE ? "module" : "type",
-                    obj->u.name.name, mname);
-                for (size_t i = 0; i < n->u.call.args.n; i++)
-                    chk_value(c, n->u.call.args.v[i], A_READ, NULL);
-                return c->t_err;
-            }
-            /* tcp_socket.listen(8080), the paper's: a port on every IPv4 address */
-            eve_node_t *port = n->u.call.args.n == 1 ? n->u.call.args.v[0] : NULL;
-            if (cls && cls->lib && strcmp(cls->name, "tcp_socket") == 0 && strcmp(mname, "listen") == 0 && port &&
-                port->kind == EVE_N_INT) {
-                char addr[32] = "";
-                int k = 0;
-                if (port->u.int_.value > 65535) /* one error: the address is then "" */
-                    chk_err(c, port->pos, "port %llu is not from 0 to 65535", (unsigned long long)port->u.int_.value);
-                else
-                    k = snprintf(addr, sizeof addr, "0.0.0.0:%u", (unsigned)port->u.int_.value);
-                eve_node_t *sn = mkstring(c, port->pos, addr, (size_t)k);
-                if (sn)
-                    n->u.call.args.v[0] = sn;
-            }
-            check_args(c, n, name, m->ty, NULL, NULL);
-            return m->ty->ret;
+            return call_static(c, n, os);
         }
-        /* a method of an object: the receiver's access waits for the method */
-        pending_t saved = c->pending;
-        c->pending.set = false;
-        const eve_ty_t *rt = chk_value(c, obj, A_DEFER, NULL);
-        pending_t mine = c->pending;
-        c->pending = saved;
-        snprintf(name, sizeof name, "%s", mname);
-        if (chk_is_err(rt)) {
-            for (size_t i = 0; i < n->u.call.args.n; i++)
-                chk_value(c, n->u.call.args.v[i], A_READ, NULL);
-            return c->t_err;
-        }
-        eve_class_t *cls = chk_class_of(c, rt);
-        eve_member_t *m = chk_find_member(c, cls, mname, false);
-        if (m && m->kind == EVE_MEM_FIELD && m->ty->kind == EVE_TY_FUNC) {
-            m = NULL; /* a lambda in a field: not supported as a method */
-        }
-        if (!m || m->kind != EVE_MEM_METHOD) {
-            char buf[96];
-            chk_err(c, callee->pos, "%s has no method '%s'", chk_tn(rt, buf), mname);
-            for (size_t i = 0; i < n->u.call.args.n; i++)
-                chk_value(c, n->u.call.args.v[i], A_READ, NULL);
-            return c->t_err;
-        }
-        if (!m->decl && cls && cls->lib && strcmp(cls->name, "stream") == 0 && strcmp(mname, "write") == 0 &&
-            n->u.call.args.n >= 2 && !expand_format(c, n, "write")) {
-            for (size_t i = 1; i < n->u.call.args.n; i++)
-                chk_value(c, n->u.call.args.v[i], A_READ, NULL);
-            return c->t_err;
-        }
-        int mode = m->decl ? chk_self_mode(m->fn) : m->mut ? A_WRITE : A_READ;
-        if (mine.set) {
-            saved = c->pending;
-            c->pending = mine;
-            chk_flush_pending(c, mode, NULL);
-            c->pending = saved;
-        }
-        if (m->fn)
-            check_reqs(c, chk_start_pos(n), m->fn);
-        check_args(c, n, mname, m->ty, m->fn, rt);
-        return chk_subst(c, m->ty->ret, rt);
+        return call_method(c, n);
     }
     /* a lambda value */
     const eve_ty_t *ft = chk_value(c, callee, A_READ, NULL);
