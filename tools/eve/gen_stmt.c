@@ -383,140 +383,210 @@ static void loop_body(gen_t *g, loop_t lp, const eve_list_t *body)
         gen_line(g, "cont_%d:;", lp.label);
 }
 
+/* A variable declaration: a global assigned, locals declared. */
+static void g_var(gen_t *g, const eve_node_t *n)
+{
+    bool global = g->f->kind == F_TOP && n->sym && n->sym->global;
+    char *init = n->u.var.init ? gen_expr(g, n->u.var.init) : NULL;
+    for (size_t i = 0; i < n->u.var.nnames; i++) {
+        vinfo_t *v = gen_vget(g, n->u.var.names[i], n->pos);
+        if (!v)
+            continue;
+        if (global) {
+            if (init) {
+                if (gen_ty_ref(v->ty))
+                    gen_line(g, "EVE_ASSIGN_REF(%s, %s);", gen_vaccess(g, g->f, v), init);
+                else
+                    gen_line(g, "%s = %s;", gen_vaccess(g, g->f, v), init);
+            }
+        } else {
+            gen_decl_local(g, v, init, n->pos);
+        }
+    }
+    if (init)
+        gen_drain(g);
+}
+
+/* An expression statement, with the handlers `on` registers on its value. */
+static void g_expr_stmt(gen_t *g, const eve_node_t *n)
+{
+    const eve_node_t *e = n->u.expr.expr;
+    if (n->u.expr.handlers.n) {
+        gen_line(g, "{");
+        g->ind++;
+        gen_line(g, "%s src_ = %s;", gen_ctype(g, e->type), gen_expr(g, e));
+        for (size_t i = 0; i < n->u.expr.handlers.n; i++) {
+            const eve_node_t *h = n->u.expr.handlers.v[i];
+            g_register(g, h, "src_", e->type, h->u.handler.name);
+        }
+        g->ind--;
+        gen_line(g, "}");
+    } else {
+        gen_line(g, "%s;", gen_expr(g, e));
+    }
+    gen_drain(g);
+}
+
+/* `return`: the value kept while the scopes' cleanups run. */
+static void g_return(gen_t *g, const eve_node_t *n)
+{
+    if (n->u.ret.value && g->ret && g->ret->kind != EVE_TY_VOID) {
+        gen_line(g, "{");
+        g->ind++;
+        gen_line(g, "%s r_ = %s;", gen_ctype(g, g->ret), gen_expr(g, n->u.ret.value));
+        if (gen_ty_ref(g->ret))
+            gen_line(g, "eve_retain(r_);");
+        gen_drain(g);
+        gen_run_cleanups(g, 0);
+        gen_line(g, "return r_;");
+        g->ind--;
+        gen_line(g, "}");
+    } else {
+        /* a handler's result (the paper's `return true`) is computed for
+         * what it does and not used: nothing in the runtime asks for it */
+        if (n->u.ret.value)
+            gen_line(g, "(void)(%s);", gen_expr(g, n->u.ret.value));
+        gen_drain(g);
+        gen_run_cleanups(g, 0);
+        gen_line(g, "return;");
+    }
+}
+
+/* `if`, with the cleanups of each branch's scope. */
+static void g_if(gen_t *g, const eve_node_t *n)
+{
+    gen_line(g, "if (%s) {", gen_expr(g, n->u.if_.cond));
+    g->ind++;
+    size_t d = g->ncl;
+    gen_stmts(g, &n->u.if_.then);
+    gen_close_scope(g, d);
+    g->ind--;
+    if (n->u.if_.has_else && n->u.if_.else_.n) {
+        gen_line(g, "} else {");
+        g->ind++;
+        gen_stmts(g, &n->u.if_.else_);
+        gen_close_scope(g, d);
+        g->ind--;
+    }
+    gen_line(g, "}");
+}
+
+/* `while`: its condition tested at the top of each turn. */
+static void g_while(gen_t *g, const eve_node_t *n)
+{
+    int id = ++g->nlabel;
+    gen_line(g, "for (;;) {");
+    g->ind++;
+    gen_line(g, "bool w_ = %s;", gen_expr(g, n->u.while_.cond));
+    gen_drain(g);
+    gen_line(g, "if (!w_)");
+    gen_line(g, "    break;");
+    loop_body(g, (loop_t){g->ncl, g->ncl, id, false}, &n->u.while_.body);
+    g->ind--;
+    gen_line(g, "}");
+}
+
+/* `for` over a collection (a parallel for is a task per element: g_pfor). */
+static void g_for(gen_t *g, const eve_node_t *n)
+{
+    if (n->u.for_.parallel) {
+        g_pfor(g, n);
+        return;
+    }
+    int id = ++g->nlabel;
+    const eve_ty_t *ct = n->u.for_.coll->type;
+    vinfo_t *v = gen_vget(g, n->u.for_.var, n->pos);
+    if (!ct || !v)
+        return;
+    gen_line(g, "{");
+    g->ind++;
+    size_t outer0 = g->ncl;
+    gen_line(g, "%s c_%d = %s;", gen_ctype(g, ct), id, gen_expr(g, n->u.for_.coll));
+    gen_line(g, "eve_retain(c_%d);", id);
+    gen_push_cleanup(g, gen_fmt(g, "eve_release(c_%d);", id));
+    gen_drain(g);
+    const char *close = open_iter(g, ct, v->ty, gen_fmt(g, "c_%d", id), id, n->pos);
+    g->ind++;
+    size_t outer = g->ncl;
+    gen_decl_local(g, v, gen_fmt(g, "elem_%d", id), n->pos);
+    if (!v->cell)
+        gen_line(g, "(void)%s;", v->cname);
+    loop_body(g, (loop_t){outer, g->ncl, id, false}, &n->u.for_.body);
+    gen_close_scope(g, outer);
+    g->ind--;
+    gen_line(g, "%s", close);
+    gen_close_scope(g, outer0);
+    g->ind--;
+    gen_line(g, "}");
+}
+
+/* `finish`: its body, then a wait for the tasks it spawned. */
+static void g_finish(gen_t *g, const eve_node_t *n)
+{
+    int id = ++g->nlabel;
+    char *fin = gen_fmt(g, "fin_%d", id);
+    gen_line(g, "{");
+    g->ind++;
+    gen_line(g, "yard_coro_finish_t %s;", fin);
+    gen_line(g, "eve_finish_begin(cx, &%s);", fin);
+    size_t d = g->ncl;
+    gen_push_cleanup(g, gen_fmt(g, "eve_finish_end(cx, &%s);", fin));
+    if (g->nfins == g->capfins) {
+        char **fs = gen_grown(g, g->fins, &g->capfins, sizeof *fs);
+        if (!fs)
+            return;
+        g->fins = fs;
+    }
+    g->fins[g->nfins++] = fin;
+    size_t body = g->ncl;
+    gen_stmts(g, &n->u.finish.body);
+    gen_close_scope(g, body);
+    g->nfins--;
+    gen_close_scope(g, d);
+    g->ind--;
+    gen_line(g, "}");
+}
+
+/* `on obj event`: a callback registered on obj. */
+static void g_on(gen_t *g, const eve_node_t *n)
+{
+    gen_line(g, "{");
+    g->ind++;
+    gen_line(g, "%s src_ = %s;", gen_ctype(g, n->u.on.obj->type), gen_expr(g, n->u.on.obj));
+    g_register(g, n, "src_", n->u.on.obj->type, n->u.on.event);
+    g->ind--;
+    gen_line(g, "}");
+    gen_drain(g);
+}
+
 void gen_stmt(gen_t *g, const eve_node_t *n)
 {
     if (g->failed)
         return;
     gen_hash_line(g, n->pos);
     switch (n->kind) {
-    case EVE_N_VAR: {
-        bool global = g->f->kind == F_TOP && n->sym && n->sym->global;
-        char *init = n->u.var.init ? gen_expr(g, n->u.var.init) : NULL;
-        for (size_t i = 0; i < n->u.var.nnames; i++) {
-            vinfo_t *v = gen_vget(g, n->u.var.names[i], n->pos);
-            if (!v)
-                continue;
-            if (global) {
-                if (init) {
-                    if (gen_ty_ref(v->ty))
-                        gen_line(g, "EVE_ASSIGN_REF(%s, %s);", gen_vaccess(g, g->f, v), init);
-                    else
-                        gen_line(g, "%s = %s;", gen_vaccess(g, g->f, v), init);
-                }
-            } else {
-                gen_decl_local(g, v, init, n->pos);
-            }
-        }
-        if (init)
-            gen_drain(g);
+    case EVE_N_VAR:
+        g_var(g, n);
         break;
-    }
-    case EVE_N_EXPR: {
-        const eve_node_t *e = n->u.expr.expr;
-        if (n->u.expr.handlers.n) {
-            gen_line(g, "{");
-            g->ind++;
-            gen_line(g, "%s src_ = %s;", gen_ctype(g, e->type), gen_expr(g, e));
-            for (size_t i = 0; i < n->u.expr.handlers.n; i++) {
-                const eve_node_t *h = n->u.expr.handlers.v[i];
-                g_register(g, h, "src_", e->type, h->u.handler.name);
-            }
-            g->ind--;
-            gen_line(g, "}");
-        } else {
-            gen_line(g, "%s;", gen_expr(g, e));
-        }
-        gen_drain(g);
+    case EVE_N_EXPR:
+        g_expr_stmt(g, n);
         break;
-    }
     case EVE_N_ASSIGN:
         g_assign(g, n);
         gen_drain(g);
         break;
     case EVE_N_RETURN:
-        if (n->u.ret.value && g->ret && g->ret->kind != EVE_TY_VOID) {
-            gen_line(g, "{");
-            g->ind++;
-            gen_line(g, "%s r_ = %s;", gen_ctype(g, g->ret), gen_expr(g, n->u.ret.value));
-            if (gen_ty_ref(g->ret))
-                gen_line(g, "eve_retain(r_);");
-            gen_drain(g);
-            gen_run_cleanups(g, 0);
-            gen_line(g, "return r_;");
-            g->ind--;
-            gen_line(g, "}");
-        } else {
-            /* a handler's result (the paper's `return true`) is computed for
-             * what it does and not used: nothing in the runtime asks for it */
-            if (n->u.ret.value)
-                gen_line(g, "(void)(%s);", gen_expr(g, n->u.ret.value));
-            gen_drain(g);
-            gen_run_cleanups(g, 0);
-            gen_line(g, "return;");
-        }
+        g_return(g, n);
         break;
-    case EVE_N_IF: {
-        gen_line(g, "if (%s) {", gen_expr(g, n->u.if_.cond));
-        g->ind++;
-        size_t d = g->ncl;
-        gen_stmts(g, &n->u.if_.then);
-        gen_close_scope(g, d);
-        g->ind--;
-        if (n->u.if_.has_else && n->u.if_.else_.n) {
-            gen_line(g, "} else {");
-            g->ind++;
-            gen_stmts(g, &n->u.if_.else_);
-            gen_close_scope(g, d);
-            g->ind--;
-        }
-        gen_line(g, "}");
+    case EVE_N_IF:
+        g_if(g, n);
         break;
-    }
-    case EVE_N_WHILE: {
-        int id = ++g->nlabel;
-        gen_line(g, "for (;;) {");
-        g->ind++;
-        gen_line(g, "bool w_ = %s;", gen_expr(g, n->u.while_.cond));
-        gen_drain(g);
-        gen_line(g, "if (!w_)");
-        gen_line(g, "    break;");
-        loop_body(g, (loop_t){g->ncl, g->ncl, id, false}, &n->u.while_.body);
-        g->ind--;
-        gen_line(g, "}");
+    case EVE_N_WHILE:
+        g_while(g, n);
         break;
-    }
-    case EVE_N_FOR: {
-        if (n->u.for_.parallel) {
-            g_pfor(g, n);
-            break;
-        }
-        int id = ++g->nlabel;
-        const eve_ty_t *ct = n->u.for_.coll->type;
-        vinfo_t *v = gen_vget(g, n->u.for_.var, n->pos);
-        if (!ct || !v)
-            break;
-        gen_line(g, "{");
-        g->ind++;
-        size_t outer0 = g->ncl;
-        gen_line(g, "%s c_%d = %s;", gen_ctype(g, ct), id, gen_expr(g, n->u.for_.coll));
-        gen_line(g, "eve_retain(c_%d);", id);
-        gen_push_cleanup(g, gen_fmt(g, "eve_release(c_%d);", id));
-        gen_drain(g);
-        const char *close = open_iter(g, ct, v->ty, gen_fmt(g, "c_%d", id), id, n->pos);
-        g->ind++;
-        size_t outer = g->ncl;
-        gen_decl_local(g, v, gen_fmt(g, "elem_%d", id), n->pos);
-        if (!v->cell)
-            gen_line(g, "(void)%s;", v->cname);
-        loop_body(g, (loop_t){outer, g->ncl, id, false}, &n->u.for_.body);
-        gen_close_scope(g, outer);
-        g->ind--;
-        gen_line(g, "%s", close);
-        gen_close_scope(g, outer0);
-        g->ind--;
-        gen_line(g, "}");
+    case EVE_N_FOR:
+        g_for(g, n);
         break;
-    }
     case EVE_N_BREAK:
     case EVE_N_CONTINUE: {
         if (!g->nloops)
@@ -532,44 +602,15 @@ void gen_stmt(gen_t *g, const eve_node_t *n)
         }
         break;
     }
-    case EVE_N_FINISH: {
-        int id = ++g->nlabel;
-        char *fin = gen_fmt(g, "fin_%d", id);
-        gen_line(g, "{");
-        g->ind++;
-        gen_line(g, "yard_coro_finish_t %s;", fin);
-        gen_line(g, "eve_finish_begin(cx, &%s);", fin);
-        size_t d = g->ncl;
-        gen_push_cleanup(g, gen_fmt(g, "eve_finish_end(cx, &%s);", fin));
-        if (g->nfins == g->capfins) {
-            char **fs = gen_grown(g, g->fins, &g->capfins, sizeof *fs);
-            if (!fs)
-                return;
-            g->fins = fs;
-        }
-        g->fins[g->nfins++] = fin;
-        size_t body = g->ncl;
-        gen_stmts(g, &n->u.finish.body);
-        gen_close_scope(g, body);
-        g->nfins--;
-        gen_close_scope(g, d);
-        g->ind--;
-        gen_line(g, "}");
+    case EVE_N_FINISH:
+        g_finish(g, n);
         break;
-    }
     case EVE_N_TASK:
         g_spawn(g, n);
         break;
-    case EVE_N_ON: {
-        gen_line(g, "{");
-        g->ind++;
-        gen_line(g, "%s src_ = %s;", gen_ctype(g, n->u.on.obj->type), gen_expr(g, n->u.on.obj));
-        g_register(g, n, "src_", n->u.on.obj->type, n->u.on.event);
-        g->ind--;
-        gen_line(g, "}");
-        gen_drain(g);
+    case EVE_N_ON:
+        g_on(g, n);
         break;
-    }
     case EVE_N_PASS:
         gen_line(g, ";");
         break;
