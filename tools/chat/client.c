@@ -95,7 +95,15 @@ static int read_password(const char *file)
 static volatile sig_atomic_t stop_requested;
 static void on_signal(int sig) { (void)sig, stop_requested = 1; }
 
-int chat_connect_main(int argc, char **argv)
+/* What chat_connect_main's options asked for besides the client's state. */
+struct connect_opts {
+    const char *pwfile, *ca, *cert, *key;
+    bool use_tls, insecure;
+};
+
+/* The options and HOST:PORT into o and the client's state; -1 to go on,
+ * else the exit status (0 after --help, 2 on a usage error). */
+static int parse_options(int argc, char **argv, struct connect_opts *o)
 {
     static const struct option opts[] = {
         {"user", required_argument, NULL, 'u'},  {"plain", no_argument, NULL, 'p'},
@@ -105,8 +113,6 @@ int chat_connect_main(int argc, char **argv)
         {"key", required_argument, NULL, 'k'},   {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *pwfile = NULL, *ca = NULL, *cert = NULL, *key = NULL;
-    bool use_tls = false, insecure = false;
     optind = 1;
     opterr = 0;
     int c;
@@ -114,12 +120,12 @@ int chat_connect_main(int argc, char **argv)
         switch (c) {
         case 'u': client.user = optarg; break;
         case 'p': client.plain = true; break;
-        case 'f': pwfile = optarg; break;
-        case 't': use_tls = true; break;
-        case 'a': ca = optarg; break;
-        case 'i': insecure = true; break;
-        case 'c': cert = optarg; break;
-        case 'k': key = optarg; break;
+        case 'f': o->pwfile = optarg; break;
+        case 't': o->use_tls = true; break;
+        case 'a': o->ca = optarg; break;
+        case 'i': o->insecure = true; break;
+        case 'c': o->cert = optarg; break;
+        case 'k': o->key = optarg; break;
         case 'j':
             if (client.nchans < MAX_CHANS)
                 snprintf(client.chans[client.nchans++], sizeof client.chans[0], "%s", optarg);
@@ -153,17 +159,25 @@ int chat_connect_main(int argc, char **argv)
         return 2;
     }
     client.addr = found.a[0];
-    if (!use_tls && (ca || insecure || cert || key)) {
+    if (!o->use_tls && (o->ca || o->insecure || o->cert || o->key)) {
         fprintf(stderr, "yard-chat connect: --tls-ca, --tls-insecure, --cert and --key go with "
                         "--tls\nTry 'yard-chat --help'.\n");
         return 2;
     }
-    if (ca && insecure) {
+    if (o->ca && o->insecure) {
         fprintf(stderr, "yard-chat connect: --tls-ca and --tls-insecure exclude each other\n"
                         "Try 'yard-chat --help'.\n");
         return 2;
     }
-    if (use_tls) {
+    return -1;
+}
+
+/* With --tls, the name the server's certificate must carry (HOST of
+ * HOST:PORT) and the client's TLS context; false: it could not be made. */
+static bool tls_setup(const struct connect_opts *o)
+{
+    char err[512];
+    if (o->use_tls) {
         /* HOST of HOST:PORT, without an IPv6 address's brackets. */
         const char *colon = strrchr(client.target_text, ':');
         size_t hl = colon ? (size_t)(colon - client.target_text) : strlen(client.target_text);
@@ -171,21 +185,22 @@ int chat_connect_main(int argc, char **argv)
         if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']')
             h++, hl -= 2;
         snprintf(client_tls_host, sizeof client_tls_host, "%.*s", (int)hl, h);
-        if (yard_tls_client_ctx_new(&client_tls_ctx, ca, insecure, cert, key, err, sizeof err) < 0) {
+        if (yard_tls_client_ctx_new(&client_tls_ctx, o->ca, o->insecure, o->cert, o->key, err,
+                                    sizeof err) < 0) {
             fprintf(stderr, "yard-chat connect: %s\n", err);
-            return 1;
+            return false;
         }
-        if (insecure)
+        if (o->insecure)
             fprintf(stderr, "yard-chat connect: --tls-insecure: the server's certificate is not "
                             "checked; anyone on the path can read and change this session\n");
     }
-    if (read_password(pwfile) < 0)
-        return 1;
-    signal(SIGPIPE, SIG_IGN);
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    client.status = "connecting";
-    client.backoff_s = 1;
+    return true;
+}
+
+/* The terminal's character set, and the terminal UI started (without
+ * --plain). */
+static void ui_start(void)
+{
     /* The terminal's character set comes from the locale. --plain into a
      * pipe or a file is data for a program: UTF-8 whatever the locale. */
     setlocale(LC_ALL, "");
@@ -210,6 +225,101 @@ int chat_connect_main(int argc, char **argv)
             client_show("* %s", no_utf8);
         client_ui_draw();
     }
+}
+
+/* --plain: the lines stdin has for the server. false: leave (the user's
+ * /quit, or stdin ended, which says goodbye first and closes stdin_open). */
+static bool plain_input(bool *stdin_open)
+{
+    /* read(), not stdio: poll() cannot see lines stdio has buffered. */
+    static char buf[4096];
+    static size_t have;
+    ssize_t n = read(0, buf + have, sizeof buf - 1 - have);
+    bool more = true;
+    if (n > 0)
+        have += (size_t)n;
+    else if (have)
+        buf[have++] = '\n'; /* a last line without its newline */
+    char *start = buf, *nl;
+    while (more && (nl = memchr(start, '\n', (size_t)(buf + have - start)))) {
+        *nl = 0;
+        more = client_user_line(start);
+        start = nl + 1;
+    }
+    have = (size_t)(buf + have - start);
+    memmove(buf, start, have);
+    if (more && have == sizeof buf - 1) {
+        /* A line longer than the buffer: send what there is, up
+         * to its last cluster (which may go on in the next read),
+         * never half a character. */
+        size_t k = chat_cluster_prev(buf, have, have);
+        if (!k)
+            k = chat_cut(buf, have, have - 1);
+        char line[sizeof buf];
+        memcpy(line, buf, k);
+        line[k] = 0;
+        more = client_user_line(line);
+        have -= k;
+        memmove(buf, buf + k, have);
+    }
+    if (!more)
+        return false;
+    if (n <= 0) {
+        /* stdin ended: say goodbye and leave. */
+        client_mark_read(true);
+        client_send_line("QUIT :bye");
+        *stdin_open = false;
+        return false;
+    }
+    return true;
+}
+
+/* The terminal UI: the keys typed. false: the user quit. */
+static bool terminal_input(void)
+{
+    /* get_wch: whole characters, however many bytes they took. */
+    wint_t ch;
+    int r;
+    bool go = true;
+    while (go && (r = get_wch(&ch)) != ERR)
+        go = client_ui_key(r == KEY_CODE_YES, ch);
+    if (go)
+        client_ui_draw();
+    return go;
+}
+
+/* The end: QUIT left to reach the server, then the connection closed. */
+static void close_connection(void)
+{
+    /* Let the QUIT reach the server before closing. */
+    if (client_tls) {
+        yard_tls_close_notify(client_tls);
+        client_tls_flush();
+    }
+    shutdown(client.fd, SHUT_WR);
+    struct pollfd p = {.fd = client.fd, .events = POLLIN};
+    char sink[4096];
+    while (poll(&p, 1, 1000) > 0 && read(client.fd, sink, sizeof sink) > 0) {
+    }
+    client_drop_connection();
+}
+
+int chat_connect_main(int argc, char **argv)
+{
+    struct connect_opts o = {0};
+    int rc = parse_options(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    if (!tls_setup(&o))
+        return 1;
+    if (read_password(o.pwfile) < 0)
+        return 1;
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    client.status = "connecting";
+    client.backoff_s = 1;
+    ui_start();
     int status = 0;
     bool stdin_open = true;
     time_t retry_at = 0;
@@ -233,7 +343,7 @@ int chat_connect_main(int argc, char **argv)
             unmarked |= client.unmarked[i];
         int timeout = client.fd < 0 ? 1000 * (int)(retry_at - time(NULL) > 0 ? retry_at - time(NULL) : 0)
                       : unmarked && client.history ? 1000 /* the read marker is due in a second */
-                                              : -1;
+                                                   : -1;
         if (poll(pfd, 2, timeout) < 0) {
             if (errno == EINTR)
                 continue;
@@ -245,72 +355,15 @@ int chat_connect_main(int argc, char **argv)
             client_mark_read(false);
         if (pfd[0].revents & (POLLIN | POLLHUP)) {
             if (client.plain) {
-                /* read(), not stdio: poll() cannot see lines stdio has buffered. */
-                static char buf[4096];
-                static size_t have;
-                ssize_t n = read(0, buf + have, sizeof buf - 1 - have);
-                bool more = true;
-                if (n > 0)
-                    have += (size_t)n;
-                else if (have)
-                    buf[have++] = '\n'; /* a last line without its newline */
-                char *start = buf, *nl;
-                while (more && (nl = memchr(start, '\n', (size_t)(buf + have - start)))) {
-                    *nl = 0;
-                    more = client_user_line(start);
-                    start = nl + 1;
-                }
-                have = (size_t)(buf + have - start);
-                memmove(buf, start, have);
-                if (more && have == sizeof buf - 1) {
-                    /* A line longer than the buffer: send what there is, up
-                     * to its last cluster (which may go on in the next read),
-                     * never half a character. */
-                    size_t k = chat_cluster_prev(buf, have, have);
-                    if (!k)
-                        k = chat_cut(buf, have, have - 1);
-                    char line[sizeof buf];
-                    memcpy(line, buf, k);
-                    line[k] = 0;
-                    more = client_user_line(line);
-                    have -= k;
-                    memmove(buf, buf + k, have);
-                }
-                if (!more)
+                if (!plain_input(&stdin_open))
                     break;
-                if (n <= 0) {
-                    /* stdin ended: say goodbye and leave. */
-                    client_mark_read(true);
-                    client_send_line("QUIT :bye");
-                    stdin_open = false;
-                    break;
-                }
-            } else {
-                /* get_wch: whole characters, however many bytes they took. */
-                wint_t ch;
-                int r;
-                bool go = true;
-                while (go && (r = get_wch(&ch)) != ERR)
-                    go = client_ui_key(r == KEY_CODE_YES, ch);
-                if (!go)
-                    break;
-                client_ui_draw();
+            } else if (!terminal_input()) {
+                break;
             }
         }
     }
-    if (client.fd >= 0) {
-        /* Let the QUIT reach the server before closing. */
-        if (client_tls) {
-            yard_tls_close_notify(client_tls);
-            client_tls_flush();
-        }
-        shutdown(client.fd, SHUT_WR);
-        struct pollfd p = {.fd = client.fd, .events = POLLIN};
-        char sink[4096];
-        while (poll(&p, 1, 1000) > 0 && read(client.fd, sink, sizeof sink) > 0) {
-        }
-        client_drop_connection();
-    }
+    if (client.fd >= 0)
+        close_connection();
     yard_tls_ctx_free(client_tls_ctx);
     if (!client.plain)
         endwin();

@@ -101,6 +101,66 @@ static void history_done(void)
     client.hist_chan[0] = client.hist_ref[0] = 0;
 }
 
+/* AUTHENTICATE +: the account's name and password, base64, for SASL PLAIN. */
+static void sasl_plain(void)
+{
+    char plain[600], enc[820];
+    size_t ul = strlen(client.user), pl = strlen(client.password);
+    if (2 + ul + pl > sizeof plain) {
+        client_show("* the user name and password are too long for SASL PLAIN");
+        client.status = "login failed";
+        return;
+    }
+    plain[0] = 0;
+    memcpy(plain + 1, client.user, ul);
+    plain[1 + ul] = 0;
+    memcpy(plain + 2 + ul, client.password, pl);
+    chat_b64_encode(plain, 2 + ul + pl, enc, sizeof enc);
+    explicit_bzero(plain, sizeof plain);
+    client_send_line("AUTHENTICATE %s", enc);
+    explicit_bzero(enc, sizeof enc);
+}
+
+/* A PRIVMSG or NOTICE (an ACTION too): shown, or kept for the page of
+ * history being fetched; the channel's oldest message and its newest, to
+ * mark read, noted. stamp: the time shown; msgid, batch and when: its tags. */
+static void show_message(const yard_irc_msg_t *m, const char *src, const char *stamp, const char *msgid,
+                         const char *batch, const char *when)
+{
+    const char *from = src ? src : "?";
+    const char *text = m->n > 1 ? m->params[1] : "";
+    const char *where = m->n ? m->params[0] : "?";
+    bool notice = m->cmd[0] == 'N';
+    char shown[1024];
+    if (!strncmp(text, "\001ACTION ", 8)) {
+        size_t tl = strlen(text);
+        snprintf(shown, sizeof shown, "%s[%s] * %s %.*s", stamp, where, from,
+                 (int)(tl - 8 - (text[tl - 1] == 1)), text + 8);
+    } else if (notice) {
+        snprintf(shown, sizeof shown, "%s[%s] -%s- %s", stamp, where, from, text);
+    } else {
+        snprintf(shown, sizeof shown, "%s[%s] <%s> %s", stamp, where, from, text);
+    }
+    uint64_t id = strtoull(msgid, NULL, 10);
+    int ci = chan_index(where);
+    bool page = client.hist_ref[0] && !strcmp(batch, client.hist_ref);
+    if (ci >= 0 && id && (!client.oldest[ci] || id < client.oldest[ci]) && !page)
+        client.oldest[ci] = id;
+    if (page) {
+        if (client.hist_n < HISTORY_PAGE)
+            client.hist_lines[client.hist_n++] = strdup(shown);
+        if (id && (!client.hist_oldest || id < client.hist_oldest))
+            client.hist_oldest = id;
+    } else {
+        client_show("%s", shown);
+        if (ci >= 0 && when[0]) { /* shown: read, once the user is at the bottom */
+            snprintf(client.newest[ci], sizeof client.newest[ci], "%s", when);
+            client.unmarked[ci] = true;
+            client_mark_read(false);
+        }
+    }
+}
+
 void client_on_line(char *line)
 {
     /* server-time: keep the hour and minute for the display. */
@@ -170,21 +230,7 @@ void client_on_line(char *line)
         else
             client_show("%s* %s is back", stamp, src);
     } else if (!strcmp(m.cmd, "AUTHENTICATE") && m.n && !strcmp(m.params[0], "+")) {
-        char plain[600], enc[820];
-        size_t ul = strlen(client.user), pl = strlen(client.password);
-        if (2 + ul + pl > sizeof plain) {
-            client_show("* the user name and password are too long for SASL PLAIN");
-            client.status = "login failed";
-            return;
-        }
-        plain[0] = 0;
-        memcpy(plain + 1, client.user, ul);
-        plain[1 + ul] = 0;
-        memcpy(plain + 2 + ul, client.password, pl);
-        chat_b64_encode(plain, 2 + ul + pl, enc, sizeof enc);
-        explicit_bzero(plain, sizeof plain);
-        client_send_line("AUTHENTICATE %s", enc);
-        explicit_bzero(enc, sizeof enc);
+        sasl_plain();
     } else if (!strcmp(m.cmd, "903")) {
         client_send_line("CAP END");
     } else if (!strcmp(m.cmd, "904") || !strcmp(m.cmd, "464")) {
@@ -198,38 +244,7 @@ void client_on_line(char *line)
         for (int i = 0; i < client.nchans; i++)
             client_send_line("JOIN %s", client.chans[i]);
     } else if (!strcmp(m.cmd, "PRIVMSG") || !strcmp(m.cmd, "NOTICE")) {
-        const char *from = src ? src : "?";
-        const char *text = m.n > 1 ? m.params[1] : "";
-        const char *where = m.n ? m.params[0] : "?";
-        bool notice = m.cmd[0] == 'N';
-        char shown[1024];
-        if (!strncmp(text, "\001ACTION ", 8)) {
-            size_t tl = strlen(text);
-            snprintf(shown, sizeof shown, "%s[%s] * %s %.*s", stamp, where, from,
-                     (int)(tl - 8 - (text[tl - 1] == 1)), text + 8);
-        } else if (notice) {
-            snprintf(shown, sizeof shown, "%s[%s] -%s- %s", stamp, where, from, text);
-        } else {
-            snprintf(shown, sizeof shown, "%s[%s] <%s> %s", stamp, where, from, text);
-        }
-        uint64_t id = strtoull(msgid, NULL, 10);
-        int ci = chan_index(where);
-        bool page = client.hist_ref[0] && !strcmp(batch, client.hist_ref);
-        if (ci >= 0 && id && (!client.oldest[ci] || id < client.oldest[ci]) && !page)
-            client.oldest[ci] = id;
-        if (page) {
-            if (client.hist_n < HISTORY_PAGE)
-                client.hist_lines[client.hist_n++] = strdup(shown);
-            if (id && (!client.hist_oldest || id < client.hist_oldest))
-                client.hist_oldest = id;
-        } else {
-            client_show("%s", shown);
-            if (ci >= 0 && when[0]) { /* shown: read, once the user is at the bottom */
-                snprintf(client.newest[ci], sizeof client.newest[ci], "%s", when);
-                client.unmarked[ci] = true;
-                client_mark_read(false);
-            }
-        }
+        show_message(&m, src, stamp, msgid, batch, when);
     } else if (!strcmp(m.cmd, "JOIN") && src && !strcasecmp(src, client.user) && m.n) {
         snprintf(client.current, sizeof client.current, "%s", m.params[0]);
         client_show("* joined %s", m.params[0]);
@@ -237,12 +252,12 @@ void client_on_line(char *line)
         client_show("%s[%s] * %s joined", stamp, m.params[0], src);
     } else if (!strcmp(m.cmd, "PART") && m.n && src && strcasecmp(src, client.user)) {
         client_show("%s[%s] * %s left%s%s%s", stamp, m.params[0], src, m.n > 1 && m.params[1][0] ? " (" : "",
-             m.n > 1 ? m.params[1] : "", m.n > 1 && m.params[1][0] ? ")" : "");
+                    m.n > 1 ? m.params[1] : "", m.n > 1 && m.params[1][0] ? ")" : "");
     } else if (!strcmp(m.cmd, "PART") && m.n) {
         client_show("* left %s", m.params[0]);
     } else if (!strcmp(m.cmd, "QUIT") && src) {
         client_show("%s* %s quit%s%s%s", stamp, src, m.n && m.params[0][0] ? " (" : "",
-             m.n ? m.params[0] : "", m.n && m.params[0][0] ? ")" : "");
+                    m.n ? m.params[0] : "", m.n && m.params[0][0] ? ")" : "");
     } else if (!strcmp(m.cmd, "TOPIC") && src && m.n >= 2) {
         client_show("%s[%s] * %s set the topic: %s", stamp, m.params[0], src, m.params[1]);
     } else if (!strcmp(m.cmd, "332") && m.n >= 3) {
