@@ -26,7 +26,7 @@
  * nothing executes on the old stack any more: see post_switch. */
 #define _GNU_SOURCE /* syscall (futex), sched_getaffinity, CPU_COUNT */
 
-#include "internal.h"
+#include "sched_int.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -43,96 +43,14 @@
 #include "deque.h"
 #include "sanitizer.h"
 
-enum after_switch { ACT_NONE, ACT_YIELD, ACT_PARK, ACT_EXIT };
-
-#define STACK_CACHE_LOCAL 16
-/* Finished descriptors a worker keeps for its next spawns (none under ASan,
- * so that a use after free is still caught). */
-#ifdef YARD_CORO_ASAN
-#define DESC_CACHE 0u
-#else
-#define DESC_CACHE 64u
-#endif
-#define STACK_CACHE_GLOBAL 256
-#define ALL_STRIPES 16
-#define GLOBAL_QUEUE_EVERY 61
-#define POLL_EVERY_NS 1000000ull /* a busy worker's own look at the network */
-/* ... and a worker that keeps running joined children inline: it passes no
- * scheduling point at all, so it looks more often (measured: echo p50 under
- * a fib(35) background, docs/results.md). */
-#define INLINE_POLL_EVERY_NS 200000ull
-
-/* Relaxed per-worker counters: each written by its own worker only. */
-#define COUNT(w, field)                                                                            \
-    atomic_store_explicit(&(w)->field,                                                             \
-                          atomic_load_explicit(&(w)->field, memory_order_relaxed) + 1,             \
-                          memory_order_relaxed)
-
-struct worker {
-    unsigned id;
-    pthread_t thread;
-    yard_coro_ctx_t sched_ctx;
-    struct deque dq;
-    yard_coro_t *runnext;
-    /* Coroutines that yielded, FIFO, owner only: the deque's owner end is
-     * LIFO, so a yielder pushed there would run again before older work. */
-    yard_coro_t *yq_head, *yq_tail;
-    yard_coro_t *current;
-    yard_coro_t *prev; /* the coroutine just switched away from ... */
-    int prev_action;   /* ... and what to do with it */
-    unsigned tick, inline_tick;
-    uint64_t last_poll_ns;
-    uint64_t rng;
-    _Alignas(64) atomic_uint futex; /* 1 while asleep */
-    struct worker *idle_next;
-    bool in_idle_list;
-    unsigned ncache;
-    yard_coro_stack_t cache[STACK_CACHE_LOCAL];
-    yard_coro_t *free_desc; /* linked through next */
-    unsigned nfree_desc;
-    void *free_small; /* YARD_CORO_SMALL-byte blocks, linked through their first word */
-    unsigned nfree_small;
-    _Atomic uint64_t n_spawned, n_finished, n_steals, n_parks, n_sleeps, n_polls, n_inlined;
-};
-
-struct all_list {
-    pthread_mutex_t lock;
-    yard_coro_t *head;
-};
-
-struct sched {
-    unsigned n;
-    struct worker *w;
-    size_t stack_size;
-    bool guard;
-    atomic_bool stopping;
-
-    pthread_mutex_t gq_lock;
-    yard_coro_t *gq_head, *gq_tail;
-    atomic_size_t gq_len;
-
-    pthread_mutex_t idle_lock;
-    struct worker *idle;
-    atomic_uint nidle;
-    atomic_bool polling; /* a worker blocks in the netpoller (not in nidle) */
-
-    pthread_mutex_t cache_lock;
-    unsigned ncache;
-    yard_coro_stack_t cache[STACK_CACHE_GLOBAL];
-
-    struct all_list all[ALL_STRIPES];
-    atomic_uint all_seq;
-    _Atomic uint64_t n_external_spawned, n_stacks;
-};
-
-static struct sched *g_sched;
+struct sched *sched_active;
 static atomic_flag g_running = ATOMIC_FLAG_INIT;
 static __thread struct worker *tls_worker;
 
 /* Not inlined, and opaque to the optimiser: code that resumes after a
  * context switch may be on another thread, so a thread-local address
  * computed before the switch must never be reused after it. */
-__attribute__((noinline)) static struct worker *cur_worker(void)
+__attribute__((noinline)) struct worker *sched_cur_worker(void)
 {
     struct worker *w = tls_worker;
     __asm__ volatile("" : "+r"(w));
@@ -141,20 +59,20 @@ __attribute__((noinline)) static struct worker *cur_worker(void)
 
 bool yard_coro__on_worker(void)
 {
-    return cur_worker() != NULL;
+    return sched_cur_worker() != NULL;
 }
 
-static void futex_wait(atomic_uint *addr, unsigned val)
+void sched_futex_wait(atomic_uint *addr, unsigned val)
 {
     syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
 }
 
-static void futex_wake(atomic_uint *addr)
+void sched_futex_wake(atomic_uint *addr)
 {
     syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
-static void die(const char *what)
+void sched_die(const char *what)
 {
     fprintf(stderr, "yard_coro: %s\n", what);
     abort();
@@ -172,13 +90,13 @@ uint64_t yard_coro_now_ns(void)
 
 void yard_coro__count_stack_mapped(void)
 {
-    if (g_sched)
-        atomic_fetch_add_explicit(&g_sched->n_stacks, 1, memory_order_relaxed);
+    if (sched_active)
+        atomic_fetch_add_explicit(&sched_active->n_stacks, 1, memory_order_relaxed);
 }
 
 static void stack_get(struct worker *w, yard_coro_stack_t *st)
 {
-    struct sched *s = g_sched;
+    struct sched *s = sched_active;
     if (w->ncache) {
         *st = w->cache[--w->ncache];
         return;
@@ -208,7 +126,7 @@ static void stack_get(struct worker *w, yard_coro_stack_t *st)
 
 static void stack_put(struct worker *w, yard_coro_stack_t *st)
 {
-    struct sched *s = g_sched;
+    struct sched *s = sched_active;
     if (w->ncache == STACK_CACHE_LOCAL) {
         pthread_mutex_lock(&s->cache_lock);
         while (s->ncache < STACK_CACHE_GLOBAL && w->ncache > STACK_CACHE_LOCAL / 2)
@@ -220,255 +138,6 @@ static void stack_put(struct worker *w, yard_coro_stack_t *st)
     else
         yard_coro_stack_free(st);
     st->base = NULL;
-}
-
-/* ------------------------------------------------------------------------ */
-/* run queues                                                                */
-
-static void gq_push(struct sched *s, yard_coro_t *c)
-{
-    c->next = NULL;
-    pthread_mutex_lock(&s->gq_lock);
-    if (s->gq_tail)
-        s->gq_tail->next = c;
-    else
-        s->gq_head = c;
-    s->gq_tail = c;
-    atomic_fetch_add_explicit(&s->gq_len, 1, memory_order_relaxed);
-    pthread_mutex_unlock(&s->gq_lock);
-}
-
-/* Takes one coroutine for the caller and moves up to `batch` more into the
- * worker's deque, so a burst from the netpoller spreads out in one lock. */
-static yard_coro_t *gq_pop(struct sched *s, struct worker *w, unsigned batch)
-{
-    if (atomic_load_explicit(&s->gq_len, memory_order_relaxed) == 0)
-        return NULL;
-    pthread_mutex_lock(&s->gq_lock);
-    yard_coro_t *c = s->gq_head;
-    if (c) {
-        s->gq_head = c->next;
-        size_t taken = 1;
-        while (w && batch-- && s->gq_head) {
-            yard_coro_t *more = s->gq_head;
-            s->gq_head = more->next;
-            if (deque_push(&w->dq, more) != 0) {
-                more->next = s->gq_head;
-                s->gq_head = more;
-                break;
-            }
-            taken++;
-        }
-        if (!s->gq_head)
-            s->gq_tail = NULL;
-        atomic_fetch_sub_explicit(&s->gq_len, taken, memory_order_relaxed);
-    }
-    pthread_mutex_unlock(&s->gq_lock);
-    return c;
-}
-
-/* Wakes one sleeping worker if there is one. The read-modify-write on nidle
- * (instead of a plain load) orders our earlier publication of work with a
- * worker's registration as idle: either it sees our work when it rechecks,
- * or we see it in the idle count. */
-static void wake_idle_worker(struct sched *s)
-{
-    /* A fence and a plain load, not a read-modify-write: this runs on
-     * every spawn, and an RMW would move nidle's cache line to this core
-     * each time (two busy workers spawning pass it back and forth). The
-     * idle side fences too (worker_idle), so one of the two sees the other:
-     * the store-buffering pattern with a seq_cst fence on each side. */
-    yard_coro__fence();
-    if (atomic_load_explicit(&s->nidle, memory_order_relaxed) == 0) {
-        /* Maybe a worker sleeps in the netpoller instead: it takes the work. */
-        yard_coro__netpoll_wake_fenced();
-        return;
-    }
-    pthread_mutex_lock(&s->idle_lock);
-    struct worker *w = s->idle;
-    if (w) {
-        s->idle = w->idle_next;
-        w->in_idle_list = false;
-        atomic_fetch_sub_explicit(&s->nidle, 1, memory_order_seq_cst);
-    }
-    pthread_mutex_unlock(&s->idle_lock);
-    if (w) {
-        atomic_store_explicit(&w->futex, 0, memory_order_release);
-        futex_wake(&w->futex);
-    }
-}
-
-static void wake_all_workers(struct sched *s)
-{
-    yard_coro__fence(); /* the caller's store (stopping) before the idle count's load */
-    while (atomic_load(&s->nidle))
-        wake_idle_worker(s);
-    yard_coro__netpoll_wake();
-}
-
-static void local_push(struct sched *s, struct worker *w, yard_coro_t *c)
-{
-    if (deque_push(&w->dq, c) != 0)
-        gq_push(s, c); /* out of memory growing the deque: the global queue has no limit */
-    wake_idle_worker(s);
-}
-
-/* Makes c runnable on the calling thread's worker, or globally. */
-static void enqueue(yard_coro_t *c, bool as_next)
-{
-    struct sched *s = g_sched;
-    struct worker *w = cur_worker();
-    if (!w) {
-        gq_push(s, c);
-        wake_idle_worker(s);
-        return;
-    }
-    if (as_next) {
-        yard_coro_t *old = w->runnext;
-        w->runnext = c;
-        if (!old) {
-            wake_idle_worker(s);
-            return;
-        }
-        c = old;
-    }
-    local_push(s, w, c);
-}
-
-static yard_coro_t *steal_work(struct sched *s, struct worker *w)
-{
-    if (s->n < 2)
-        return NULL;
-    for (int round = 0; round < 2; round++) {
-        w->rng ^= w->rng << 13;
-        w->rng ^= w->rng >> 7;
-        w->rng ^= w->rng << 17;
-        unsigned start = (unsigned)(w->rng % s->n);
-        for (unsigned i = 0; i < s->n; i++) {
-            struct worker *v = &s->w[(start + i) % s->n];
-            if (v == w)
-                continue;
-            yard_coro_t *c = deque_steal(&v->dq);
-            if (c) {
-                COUNT(w, n_steals);
-                return c;
-            }
-        }
-    }
-    return NULL;
-}
-
-static yard_coro_t *yq_pop(struct worker *w)
-{
-    yard_coro_t *c = w->yq_head;
-    if (c) {
-        w->yq_head = c->next;
-        if (!w->yq_head)
-            w->yq_tail = NULL;
-    }
-    return c;
-}
-
-static void yq_push(struct worker *w, yard_coro_t *c)
-{
-    c->next = NULL;
-    if (w->yq_tail)
-        w->yq_tail->next = c;
-    else
-        w->yq_head = c;
-    w->yq_tail = c;
-}
-
-/* The cheap part of the search: what a parking coroutine may switch to
- * directly. */
-static yard_coro_t *find_local(struct sched *s, struct worker *w)
-{
-    yard_coro_t *c;
-    if (++w->tick % GLOBAL_QUEUE_EVERY == 0) {
-        /* Fairness: the global queue, the yielders and the network get a
-         * turn even when the local queue never runs dry; the network at
-         * most once a millisecond, so that a yield stays a switch and not a
-         * system call. */
-        uint64_t now = yard_coro_now_ns();
-        if (now - w->last_poll_ns >= POLL_EVERY_NS) {
-            w->last_poll_ns = now;
-            yard_coro__netpoll_poll_now();
-        }
-        if ((c = gq_pop(s, w, 0)) || (c = yq_pop(w)))
-            return c;
-    }
-    if ((c = w->runnext)) {
-        w->runnext = NULL;
-        return c;
-    }
-    if ((c = deque_pop(&w->dq)) || (c = yq_pop(w)))
-        return c;
-    return gq_pop(s, w, s->n > 1 ? 8 : 32);
-}
-
-static yard_coro_t *find_any(struct sched *s, struct worker *w)
-{
-    yard_coro_t *c = find_local(s, w);
-    if (c)
-        return c;
-    if (yard_coro__netpoll_poll_now() > 0 && (c = find_local(s, w)))
-        return c;
-    return steal_work(s, w);
-}
-
-static bool work_visible(struct sched *s)
-{
-    if (atomic_load_explicit(&s->gq_len, memory_order_seq_cst))
-        return true;
-    for (unsigned i = 0; i < s->n; i++)
-        if (deque_size(&s->w[i].dq))
-            return true;
-    return false;
-}
-
-static bool sched_has_work(void)
-{
-    struct sched *s = g_sched;
-    return work_visible(s) || atomic_load(&s->stopping);
-}
-
-/* Sleeps until there is work (or the scheduler stops): in the netpoller if
- * no other worker does, else on the futex until another thread publishes
- * work. */
-static void worker_idle(struct sched *s, struct worker *w)
-{
-    if (!atomic_exchange_explicit(&s->polling, true, memory_order_acq_rel)) {
-        COUNT(w, n_polls);
-        yard_coro__netpoll_block(sched_has_work);
-        atomic_store_explicit(&s->polling, false, memory_order_release);
-        return;
-    }
-    atomic_store_explicit(&w->futex, 1, memory_order_relaxed);
-    pthread_mutex_lock(&s->idle_lock);
-    w->idle_next = s->idle;
-    s->idle = w;
-    w->in_idle_list = true;
-    atomic_fetch_add_explicit(&s->nidle, 1, memory_order_seq_cst);
-    pthread_mutex_unlock(&s->idle_lock);
-
-    yard_coro__fence(); /* pairs with wake_idle_worker's */
-    if (work_visible(s) || atomic_load(&s->stopping)) {
-        pthread_mutex_lock(&s->idle_lock);
-        if (w->in_idle_list) {
-            struct worker **pp = &s->idle;
-            while (*pp != w)
-                pp = &(*pp)->idle_next;
-            *pp = w->idle_next;
-            w->in_idle_list = false;
-            atomic_fetch_sub_explicit(&s->nidle, 1, memory_order_seq_cst);
-            atomic_store_explicit(&w->futex, 0, memory_order_relaxed);
-        }
-        pthread_mutex_unlock(&s->idle_lock);
-    }
-    if (atomic_load_explicit(&w->futex, memory_order_acquire))
-        COUNT(w, n_sleeps);
-    while (atomic_load_explicit(&w->futex, memory_order_acquire))
-        futex_wait(&w->futex, 1);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -506,8 +175,8 @@ static void all_insert(struct sched *s, struct worker *w, yard_coro_t *c)
 static void coro_free(yard_coro_t *c)
 {
     if (c->listed)
-        all_remove(g_sched, c);
-    struct worker *w = cur_worker();
+        all_remove(sched_active, c);
+    struct worker *w = sched_cur_worker();
     if (w && w->nfree_desc + 1 <= DESC_CACHE) {
         c->next = w->free_desc;
         w->free_desc = c;
@@ -519,7 +188,7 @@ static void coro_free(yard_coro_t *c)
 
 void *yard_coro__small_alloc(void)
 {
-    struct worker *w = cur_worker();
+    struct worker *w = sched_cur_worker();
     if (w && w->free_small) {
         void *b = w->free_small;
         w->free_small = *(void **)b;
@@ -531,7 +200,7 @@ void *yard_coro__small_alloc(void)
 
 void yard_coro__small_free(void *b)
 {
-    struct worker *w = cur_worker();
+    struct worker *w = sched_cur_worker();
     if (w && w->nfree_small + 1 <= DESC_CACHE) {
         *(void **)b = w->free_small;
         w->free_small = b;
@@ -543,7 +212,7 @@ void yard_coro__small_free(void *b)
 
 /* A zeroed descriptor: the worker's cache first (malloc and free were the
  * largest part of a task's cost once joins ran children inline). */
-static yard_coro_t *desc_new(struct worker *w)
+yard_coro_t *sched_desc_new(struct worker *w)
 {
     if (w && w->free_desc) {
         yard_coro_t *c = w->free_desc;
@@ -555,7 +224,7 @@ static yard_coro_t *desc_new(struct worker *w)
     return calloc(1, sizeof(yard_coro_t));
 }
 
-static void coro_unref(yard_coro_t *c)
+void sched_coro_unref(yard_coro_t *c)
 {
     if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1)
         coro_free(c);
@@ -572,13 +241,13 @@ static void post_switch(struct worker *w)
     switch (w->prev_action) {
     case ACT_YIELD:
         atomic_store_explicit(&p->state, CS_RUNNABLE, memory_order_relaxed);
-        yq_push(w, p);
+        sched_yq_push(w, p);
         break;
     case ACT_PARK: {
         int expected = CS_PARKING;
         if (!atomic_compare_exchange_strong_explicit(&p->state, &expected, CS_PARKED,
                                                      memory_order_acq_rel, memory_order_acquire))
-            enqueue(p, true); /* woken while it was still switching away */
+            sched_enqueue(p, true); /* woken while it was still switching away */
         break;
     }
     case ACT_EXIT:
@@ -588,7 +257,7 @@ static void post_switch(struct worker *w)
         atomic_store_explicit(&p->state, CS_DONE, memory_order_relaxed);
         atomic_store_explicit(&p->done, 1, memory_order_release);
         yard_coro_waitq_wake(&p->joinq, INT_MAX);
-        coro_unref(p);
+        sched_coro_unref(p);
         break;
     }
 }
@@ -599,27 +268,27 @@ static void prepare_run(struct worker *w, yard_coro_t *to)
     if (!to->stack.base) {
         stack_get(w, &to->stack);
         yard_coro_ctx_make(&to->ctx, to->stack.lo, to->stack.size, coro_main, to);
-        all_insert(g_sched, w, to);
+        all_insert(sched_active, w, to);
     }
     atomic_store_explicit(&to->state, CS_RUNNING, memory_order_relaxed);
     w->current = to;
 }
 
 /* Leaves the current coroutine: `action` says what becomes of it. */
-static void schedule(int action)
+void sched_schedule(int action)
 {
-    struct sched *s = g_sched;
-    struct worker *w = cur_worker();
+    struct sched *s = sched_active;
+    struct worker *w = sched_cur_worker();
     yard_coro_t *self = w->current;
     yard_coro_t *next = NULL;
     if (!atomic_load_explicit(&s->stopping, memory_order_relaxed))
-        next = find_local(s, w);
+        next = sched_find_local(s, w);
     if (!next && action == ACT_YIELD) {
         /* Check a little further before deciding to keep running. */
         if (yard_coro__netpoll_poll_now() > 0)
-            next = find_local(s, w);
+            next = sched_find_local(s, w);
         if (!next)
-            next = steal_work(s, w);
+            next = sched_steal_work(s, w);
         if (!next)
             return;
     }
@@ -638,23 +307,23 @@ static void schedule(int action)
         return; /* not reached */
     }
     yard_coro_ctx_switch(&self->ctx, to);
-    post_switch(cur_worker());
+    post_switch(sched_cur_worker());
 }
 
 static void coro_main(void *arg)
 {
     yard_coro_t *c = arg;
-    post_switch(cur_worker());
+    post_switch(sched_cur_worker());
     c->fn(c->arg);
-    schedule(ACT_EXIT);
+    sched_schedule(ACT_EXIT);
 }
 
 static void worker_loop(struct sched *s, struct worker *w)
 {
     while (!atomic_load_explicit(&s->stopping, memory_order_acquire)) {
-        yard_coro_t *c = find_any(s, w);
+        yard_coro_t *c = sched_find_any(s, w);
         if (!c) {
-            worker_idle(s, w);
+            sched_worker_idle(s, w);
             continue;
         }
         prepare_run(w, c);
@@ -667,7 +336,7 @@ static void *worker_thread(void *arg)
 {
     struct worker *w = arg;
     tls_worker = w;
-    worker_loop(g_sched, w);
+    worker_loop(sched_active, w);
     tls_worker = NULL;
     return NULL;
 }
@@ -699,7 +368,7 @@ void yard_coro__ready(yard_coro_t *c, int result)
         if (st == CS_PARKED) {
             if (atomic_compare_exchange_weak_explicit(&c->state, &st, CS_RUNNABLE,
                                                       memory_order_acq_rel, memory_order_acquire)) {
-                enqueue(c, true);
+                sched_enqueue(c, true);
                 return;
             }
         } else if (st == CS_RUNNING || st == CS_PARKING) {
@@ -707,16 +376,16 @@ void yard_coro__ready(yard_coro_t *c, int result)
                                                       memory_order_acq_rel, memory_order_acquire))
                 return;
         } else {
-            die("ready: coroutine in an impossible state");
+            sched_die("ready: coroutine in an impossible state");
         }
     }
 }
 
 void yard_coro__park(void)
 {
-    struct worker *w = cur_worker();
+    struct worker *w = sched_cur_worker();
     if (!w || !w->current)
-        die("a parking call was made outside a coroutine");
+        sched_die("a parking call was made outside a coroutine");
     yard_coro_t *self = w->current;
     COUNT(w, n_parks);
     int expected = CS_RUNNING;
@@ -726,187 +395,7 @@ void yard_coro__park(void)
         atomic_store_explicit(&self->state, CS_RUNNING, memory_order_relaxed);
         return;
     }
-    schedule(ACT_PARK);
-}
-
-/* ------------------------------------------------------------------------ */
-/* running a child inline                                                    */
-
-/* Whether the current coroutine has at least half its stack left: a child
- * run inline gets what is left of its host's stack instead of a fresh one. */
-static bool room_to_inline(const struct worker *w)
-{
-    const yard_coro_t *self = w->current;
-    if (!self || !self->stack.base)
-        return false;
-    uintptr_t sp = (uintptr_t)__builtin_frame_address(0), lo = (uintptr_t)self->stack.lo;
-    return sp > lo && sp - lo <= self->stack.size && sp - lo >= self->stack.size / 2;
-}
-
-yard_coro_t *yard_coro__take_unstarted(bool (*want)(const yard_coro_t *c, void *ctx), void *ctx)
-{
-    struct worker *w = cur_worker();
-    if (!w || !room_to_inline(w))
-        return NULL;
-    /* An inline run is no scheduling point: a worker inlining a big tree
-     * would never look at the network. So every 16th join looks at the
-     * clock, and past INLINE_POLL_EVERY_NS since this worker last polled, polls;
-     * if that readied anyone (or the global queue has work), the join
-     * parks instead, and the woken run first. */
-    if ((++w->inline_tick & 15) == 0) {
-        uint64_t now = yard_coro_now_ns();
-        if (now - w->last_poll_ns >= INLINE_POLL_EVERY_NS) {
-            w->last_poll_ns = now;
-            if (yard_coro__netpoll_poll_now() > 0 ||
-                atomic_load_explicit(&g_sched->gq_len, memory_order_relaxed))
-                return NULL;
-        }
-    }
-    yard_coro_t *c = deque_pop(&w->dq);
-    if (!c)
-        return NULL;
-    if (c->stack.base || !want(c, ctx)) {
-        if (deque_push(&w->dq, c) != 0) /* cannot fail: the pop freed a slot */
-            gq_push(g_sched, c);
-        return NULL;
-    }
-    return c;
-}
-
-void yard_coro__run_inline(yard_coro_t *c)
-{
-    yard_coro_t *host = cur_worker()->current;
-    c->next = host->inline_top; /* for the scheduler's exit, should the host be abandoned */
-    host->inline_top = c;
-    atomic_store_explicit(&c->state, CS_RUNNING, memory_order_relaxed);
-    c->fn(c->arg);
-    host->inline_top = c->next;
-    struct worker *w = cur_worker(); /* fn may have parked the host: maybe another worker */
-    COUNT(w, n_finished);
-    COUNT(w, n_inlined);
-    atomic_store_explicit(&c->state, CS_DONE, memory_order_relaxed);
-    /* No wake of c->joinq: the only joiner of a spawned coroutine is the
-     * holder of its one handle, who is running it now, and a task (go) has
-     * none. */
-    atomic_store_explicit(&c->done, 1, memory_order_release);
-    coro_unref(c);
-}
-
-/* ------------------------------------------------------------------------ */
-/* public API                                                                */
-
-static yard_coro_t *coro_new(void (*fn)(void *), void *arg, int refs)
-{
-    struct sched *s = g_sched;
-    if (!s) {
-        errno = EINVAL;
-        return NULL;
-    }
-    struct worker *w = cur_worker();
-    yard_coro_t *c = desc_new(w);
-    if (!c)
-        return NULL;
-    c->fn = fn;
-    c->arg = arg;
-    yard_heap_node_init(&c->timer);
-    atomic_init(&c->state, CS_RUNNABLE);
-    atomic_init(&c->refs, refs);
-    if (w)
-        COUNT(w, n_spawned);
-    else
-        atomic_fetch_add_explicit(&s->n_external_spawned, 1, memory_order_relaxed);
-    enqueue(c, false);
-    return c;
-}
-
-yard_coro_t *yard_coro_spawn(void (*fn)(void *), void *arg)
-{
-    return coro_new(fn, arg, 2);
-}
-
-int yard_coro_go(void (*fn)(void *), void *arg)
-{
-    if (!g_sched)
-        return -EINVAL;
-    return coro_new(fn, arg, 1) ? 0 : -ENOMEM;
-}
-
-static bool is_coro(const yard_coro_t *c, void *want)
-{
-    return c == want;
-}
-
-void yard_coro_join(yard_coro_t *c)
-{
-    /* Not started and still at the bottom of our deque (the last one we
-     * spawned, as in a LIFO join): nobody stole it, so run it here, on our
-     * stack, instead of parking to let the worker run it on a stack of its
-     * own. We would wait for it anyway: only the order of work changes. */
-    if (!atomic_load_explicit(&c->done, memory_order_acquire)) {
-        yard_coro_t *t = yard_coro__take_unstarted(is_coro, c);
-        if (t)
-            yard_coro__run_inline(t);
-    }
-    while (!atomic_load_explicit(&c->done, memory_order_acquire))
-        yard_coro_waitq_wait(&c->joinq, &c->done, 0, 0);
-    coro_unref(c);
-}
-
-yard_coro_t *yard_coro_self(void)
-{
-    struct worker *w = cur_worker();
-    return w ? w->current : NULL;
-}
-
-int yard_coro_worker_id(void)
-{
-    struct worker *w = cur_worker();
-    return w ? (int)w->id : -1;
-}
-
-void yard_coro_yield(void)
-{
-    struct worker *w = cur_worker();
-    if (w && w->current)
-        schedule(ACT_YIELD);
-}
-
-void yard_coro_sleep_until(uint64_t deadline_ns)
-{
-    yard_coro_t *self = yard_coro_self();
-    if (!self)
-        die("yard_coro_sleep called outside a coroutine");
-    while (yard_coro_now_ns() < deadline_ns) {
-        yard_coro__prepare_park(self);
-        yard_coro__timer_add(self, deadline_ns);
-        yard_coro__park();
-        yard_coro__timer_cancel(self);
-    }
-}
-
-void yard_coro_sleep_ns(uint64_t ns)
-{
-    yard_coro_sleep_until(yard_coro_now_ns() + ns);
-}
-
-void yard_coro_get_stats(yard_coro_stats_t *out)
-{
-    memset(out, 0, sizeof(*out));
-    struct sched *s = g_sched;
-    if (!s)
-        return;
-    out->spawned = atomic_load_explicit(&s->n_external_spawned, memory_order_relaxed);
-    out->stacks_mapped = atomic_load_explicit(&s->n_stacks, memory_order_relaxed);
-    for (unsigned i = 0; i < s->n; i++) {
-        struct worker *w = &s->w[i];
-        out->spawned += atomic_load_explicit(&w->n_spawned, memory_order_relaxed);
-        out->finished += atomic_load_explicit(&w->n_finished, memory_order_relaxed);
-        out->steals += atomic_load_explicit(&w->n_steals, memory_order_relaxed);
-        out->parks += atomic_load_explicit(&w->n_parks, memory_order_relaxed);
-        out->futex_sleeps += atomic_load_explicit(&w->n_sleeps, memory_order_relaxed);
-        out->netpoll_blocks += atomic_load_explicit(&w->n_polls, memory_order_relaxed);
-        out->inlined += atomic_load_explicit(&w->n_inlined, memory_order_relaxed);
-    }
+    sched_schedule(ACT_PARK);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -921,8 +410,8 @@ static void main_coro(void *arg)
 {
     struct main_arg *m = arg;
     m->fn(m->arg);
-    atomic_store(&g_sched->stopping, true); /* seq_cst: pairs with worker_idle's recheck */
-    wake_all_workers(g_sched);
+    atomic_store(&sched_active->stopping, true); /* seq_cst: pairs with worker_idle's recheck */
+    sched_wake_all_workers(sched_active);
 }
 
 static unsigned cpus_in_mask(void)
@@ -1029,14 +518,14 @@ int yard_coro_run(const yard_coro_opts_t *opts, void (*main_fn)(void *), void *a
         if (deque_init(&w->dq, 256) != 0)
             goto err_sched;
     }
-    g_sched = s;
+    sched_active = s;
     err = yard_coro__netpoll_start(o.offload_threads ? o.offload_threads : 2);
     if (err)
         goto err_sched;
 
     struct main_arg m = {main_fn, arg};
     tls_worker = &s->w[0];
-    if (!coro_new(main_coro, &m, 1)) {
+    if (!sched_coro_new(main_coro, &m, 1)) {
         err = -ENOMEM;
         tls_worker = NULL;
         goto err_poll;
@@ -1052,11 +541,11 @@ int yard_coro_run(const yard_coro_opts_t *opts, void (*main_fn)(void *), void *a
     }
     worker_loop(s, &s->w[0]);
     tls_worker = NULL;
-    wake_all_workers(s);
+    sched_wake_all_workers(s);
     for (unsigned i = 1; i < started; i++)
         pthread_join(s->w[i].thread, NULL);
     yard_coro__netpoll_stop();
-    g_sched = NULL;
+    sched_active = NULL;
     sched_free(s);
     atomic_flag_clear(&g_running);
     return 0;
@@ -1064,7 +553,7 @@ int yard_coro_run(const yard_coro_opts_t *opts, void (*main_fn)(void *), void *a
 err_poll:
     yard_coro__netpoll_stop();
 err_sched:
-    g_sched = NULL;
+    sched_active = NULL;
     if (s->w)
         for (unsigned i = 0; i < made; i++)
             deque_destroy(&s->w[i].dq);

@@ -23,9 +23,9 @@
    functions are referenced by no other object (LOCK_OWNERS).
 5. A module split over several files keeps its insides to itself: the
    functions its private header declares (src/core/conn_int.h: conn_*,
-   src/chat/chatlog_int.h: chatlog_*) are referenced only by the module's
-   own objects (conn*.c.o, chatlog*.c.o), as when they were static
-   (PRIVATE_MODULES).
+   src/chat/chatlog_int.h: chatlog_*, src/coro/sched_int.h: sched_*) are
+   referenced only by the module's own objects (conn*.c.o, chatlog*.c.o,
+   sched*.c.o), as when they were static (PRIVATE_MODULES).
 
 Usage: check_symbols.py --nm NM proto=LIB core=LIB coro=LIB models=LIB apps=LIB eve_rt=LIB
                         chat_store=LIB
@@ -80,7 +80,7 @@ STATE_OBJECT = "state.c.o"
 
 # Modules split over several files: the prefix of their shared private
 # functions, and the prefix of the objects that may reference them.
-PRIVATE_MODULES = {"conn_": "conn", "chatlog_": "chatlog"}
+PRIVATE_MODULES = {"conn_": "conn", "chatlog_": "chatlog", "sched_": "sched"}
 
 # Which libraries each layer may reference besides itself.
 ALLOWED = {
@@ -162,7 +162,9 @@ def self_test():
     """The rules must be able to fail: synthetic objects that break each."""
     good = {
         "proto": {"p.o": ({"yard_p"}, set())},
-        "coro": {"c.o": ({"yard_c"}, {"malloc", "yard_k"})},
+        "coro": {"c.o": ({"yard_c"}, {"malloc", "yard_k"}),
+                 "sched.c.o": ({"sched_enqueue"}, set()),
+                 "sched_api.c.o": ({"yard_coro_go"}, {"sched_enqueue"})},
         "core": {"k.o": ({"yard_k"}, {"yard_p", "write"}),
                  "conn.c.o": ({"conn_flush"}, set()),
                  "conn_tls.c.o": ({"conn_tls_seal"}, {"conn_flush"})},
@@ -208,6 +210,7 @@ def self_test():
         ("core", "k.o", "conn_flush", "private to the conn files"),
         ("models", "m.o", "conn_tls_seal", "private to the conn files"),
         ("chat_store", "s.o", "chatlog_lock", "private to the chatlog files"),
+        ("coro", "c.o", "sched_enqueue", "private to the sched files"),
     ]
     for layer, obj, sym, want in cases:
         libs = {k: {o: (set(d), set(u)) for o, (d, u) in v.items()} for k, v in good.items()}
