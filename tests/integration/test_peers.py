@@ -506,6 +506,20 @@ def libcrypt():
     return lib
 
 
+def test_rust_unit_tests_pass():
+    """The Rust peer's own unit tests (flag parsing, the counter's replies, the broadcast
+    line cutter and its 64 KiB limit): `cargo test --release` in the peer's target
+    directory, which reuses the crates `make peers` built (a second or two)."""
+    peer_argv("rust-tokio", "echo")  # skips without cargo; builds the peer once
+    cargo = shutil.which("cargo") or os.path.expanduser("~/.cargo/bin/cargo")
+    r = subprocess.run([cargo, "test", "--release", "--locked", "--quiet", "--target-dir",
+                        "target"], cwd=ROOT / "peers" / "rust", capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    counts = re.findall(r"test result: ok\. (\d+) passed; 0 failed", r.stdout)
+    assert counts and sum(map(int, counts)) >= 5, r.stdout
+
+
 def test_rust_bcrypt_hashes_verify_in_libcrypt_and_back():
     """A $2b$ hash made by the Rust peer's bcrypt verifies in libcrypt (what
     yard-serve's rest app calls) and one made by libcrypt verifies in the Rust

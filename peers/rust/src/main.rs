@@ -19,6 +19,15 @@ use opts::{Opts, Runtime};
 use socket2::{Domain, Protocol, Socket, Type};
 
 fn main() {
+    // Any panic, in any thread, ends the process, as `panic = "abort"` would: a bug never
+    // leaves the server running with a dead thread. A hook rather than the profile
+    // setting, so that `cargo test --release` (make test) reuses the release build's crates
+    // instead of compiling them all again with unwinding.
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        report(info);
+        std::process::abort();
+    }));
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("bcrypt") {
         std::process::exit(rest::bcrypt_command(&args[1..]));
