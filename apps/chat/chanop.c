@@ -74,6 +74,29 @@ static int member_in(chat_state_t *cs, int ch, char key[CHAT_NAME_MAX + 1],
     return -1;
 }
 
+/* Whether anybody connected is named key (casefolded), by nick or account,
+ * in any channel or none: 441 then, 401 when nobody is (under the lock). */
+static bool anyone_named(chat_state_t *cs, const char *key)
+{
+    for (unsigned i = 0; i < chat_member_end(cs); i++) {
+        struct chat_member *mb = chat_member_at(cs, (int)i);
+        if (mb->used && (!strcmp(mb->key, key) || !strcmp(mb->nick_key, key)))
+            return true;
+    }
+    return false;
+}
+
+/* The refusal of a MODE +o/+v or KICK of nick, not in the channel shown:
+ * 441 for somebody connected, 401 for a nick nobody has. */
+static void not_in_channel(struct session *s, yard_fx_t *fx, bool connected, const char *nick,
+                           const char *shown)
+{
+    if (connected)
+        chat_numeric(fx, s, 441, "%s %s :They aren't on that channel", nick, shown);
+    else
+        chat_numeric(fx, s, 401, "%s :No such nick/channel", nick);
+}
+
 /* A +k key: 1..23 bytes, none of them a space, a comma, a colon first or
  * a control character. */
 static bool valid_chankey(const char *k)
@@ -143,7 +166,7 @@ static void mode_rank(struct chat_app *app, struct session *s, yard_fx_t *fx, in
     /* A rank is given to a member; it may be taken from an account that is
      * not there (ranks are kept while one is away). */
     if (!present && !(!on && (chat_rank_of(rec, key) & bit))) {
-        chat_numeric(fx, s, 441, "%s %s :They aren't on that channel", nick, shown);
+        not_in_channel(s, fx, len <= CHAT_NAME_MAX && anyone_named(app->cs, key), nick, shown);
         return;
     }
     if (!present)
@@ -361,6 +384,7 @@ struct kick {
     int ch;
     char *key, *spelled; /* member_in's */
     bool found;
+    bool connected; /* when not found: whether anybody has the nick */
 };
 
 static void kick_out(chat_state_t *cs, void *ctx)
@@ -369,6 +393,7 @@ static void kick_out(chat_state_t *cs, void *ctx)
     /* The channel may have emptied (a kick of oneself, the last member) */
     k->found = cs->chans[k->ch].used && member_in(cs, k->ch, k->key, k->spelled) >= 0 &&
                chat_account_leave(cs, k->key, k->ch) > 0;
+    k->connected = k->found || anyone_named(cs, k->key);
 }
 
 /* One kick of nick out of the channel named chan, by an operator: its
@@ -389,15 +414,16 @@ static bool kick_one(struct chat_app *app, struct session *s, yard_fx_t *fx, con
     char key[CHAT_NAME_MAX + 1], spelled[CHAT_NAME_MAX + 1];
     char text[CHAT_NAME_MAX + 2 + KICK_REASON_MAX];
     size_t len = strlen(nick);
-    bool found = false;
+    bool found = false, connected = false;
     chat_casefold(key, nick, len > CHAT_NAME_MAX ? CHAT_NAME_MAX : len);
     if (len <= CHAT_NAME_MAX) {
         struct kick k = {.ch = ch, .key = key, .spelled = spelled};
         chat_state_locked(app->cs, kick_out, &k);
         found = k.found;
+        connected = k.connected;
     }
     if (!found) {
-        chat_numeric(fx, s, 441, "%s %s :They aren't on that channel", nick, shown);
+        not_in_channel(s, fx, connected, nick, shown);
         return false;
     }
     snprintf(text, sizeof text, "%s %.*s", spelled, (int)wn, why);

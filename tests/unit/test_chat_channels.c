@@ -220,8 +220,8 @@ static void test_operator_errors(void)
     CH_EXPECT(h, b, S "482 bob #x :You're not channel operator");
     ch_feed(h, a, "KICK #x nobody\r\nMODE #x +o nobody\r\nINVITE nobody #x\r\nMODE\r\n"
                   "MODE #nowhere\r\nKICK #x\r\n");
-    CH_EXPECT(h, a, S "441 alice nobody #x :They aren't on that channel");
-    CH_EXPECT(h, a, S "441 alice nobody #x :They aren't on that channel");
+    CH_EXPECT(h, a, S "401 alice nobody :No such nick/channel");
+    CH_EXPECT(h, a, S "401 alice nobody :No such nick/channel");
     CH_EXPECT(h, a, S "401 alice nobody :No such nick/channel");
     CH_EXPECT(h, a, S "461 alice MODE :Not enough parameters");
     CH_EXPECT_PREFIX(h, a, S "403 alice #nowhere ");
