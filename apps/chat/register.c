@@ -523,6 +523,17 @@ static void start_external(struct chat_app *app, struct session *s, yard_fx_t *f
     yard_fx_io(fx, yard_chat_store_run, j);
 }
 
+/* AUTHENTICATE's payload comes in pieces of at most this many bytes
+ * (IRCv3 sasl-3.1). */
+#define SASL_PIECE_MAX 400
+/* The whole of it (base64, in sasl_buf) holds the longest PLAIN message a
+ * login needs: two names of a 64-byte account@device each and the
+ * longest password; decoded, in 768 bytes. */
+#define SASL_PLAIN_MAX (2 * 64 + 2 + YARD_ACCOUNT_PASSWORD_MAX)
+_Static_assert((SASL_PLAIN_MAX + 2) / 3 * 4 < sizeof(((struct session_reg *)0)->sasl_buf) &&
+                   SASL_PLAIN_MAX <= 768,
+               "sasl_buf holds a PLAIN message with the longest password");
+
 /* AUTHENTICATE PLAIN, then the payload in pieces (or * to abort). */
 void chat_cmd_authenticate(struct chat_app *app, struct session *s, yard_fx_t *fx,
                            yard_irc_msg_t *m)
@@ -575,6 +586,13 @@ void chat_cmd_authenticate(struct chat_app *app, struct session *s, yard_fx_t *f
     }
     /* The payload comes in 400-byte pieces; a shorter one (or "+") ends it. */
     size_t n = strcmp(arg, "+") ? strlen(arg) : 0;
+    if (n > SASL_PIECE_MAX) {
+        s->reg.sasl_plain = false;
+        s->reg.sasl_len = 0;
+        chat_numeric(fx, s, 905, ":SASL message too long (pieces are at most %d bytes)",
+                     SASL_PIECE_MAX);
+        return;
+    }
     if (s->reg.sasl_len + n >= sizeof s->reg.sasl_buf) {
         s->reg.sasl_plain = false;
         /* 905 is for one line over 400 bytes; a whole payload past what any
@@ -584,7 +602,7 @@ void chat_cmd_authenticate(struct chat_app *app, struct session *s, yard_fx_t *f
     }
     memcpy(s->reg.sasl_buf + s->reg.sasl_len, arg, n);
     s->reg.sasl_len += n;
-    if (n == 400)
+    if (n == SASL_PIECE_MAX)
         return;
     s->reg.sasl_plain = false;
     char plain[768];

@@ -9,6 +9,12 @@
 #include <stdbool.h>
 
 #define YARD_BCRYPT_LEN 60 /* "$2b$" cost "$" 53 characters of salt and hash */
+/* The bytes of a password bcrypt reads: hash and verify use the first 72
+ * of a longer one, as every $2b$ implementation does (libcrypt itself
+ * refuses one of 512 bytes or more), so their hashes and everyone else's
+ * agree at any length. A caller that must not ignore the rest (the rest
+ * app) refuses longer passwords itself. */
+#define YARD_BCRYPT_KEY_MAX 72
 
 /* out gets YARD_BCRYPT_LEN characters and a NUL. false when no randomness
  * or libcrypt refuses (cost outside 4..31). */

@@ -1,9 +1,20 @@
 /* bcrypt via libcrypt: see include/yard/bcrypt.h. */
+#define _DEFAULT_SOURCE /* explicit_bzero */
+
 #include "yard/bcrypt.h"
 
 #include <stdint.h>
 #include <string.h>
 #include <sys/random.h>
+
+/* The first YARD_BCRYPT_KEY_MAX bytes of password into key. */
+static const char *bcrypt_key(const char *password, char key[YARD_BCRYPT_KEY_MAX + 1])
+{
+    size_t n = strnlen(password, YARD_BCRYPT_KEY_MAX);
+    memcpy(key, password, n);
+    key[n] = 0;
+    return key;
+}
 
 bool yard_bcrypt_hash(const char *password, int cost, struct crypt_data *cd,
                       char out[YARD_BCRYPT_LEN + 1])
@@ -15,8 +26,10 @@ bool yard_bcrypt_hash(const char *password, int cost, struct crypt_data *cd,
     if (!crypt_gensalt_rn("$2b$", (unsigned long)cost, (const char *)rnd, sizeof rnd, salt,
                           sizeof salt))
         return false;
+    char key[YARD_BCRYPT_KEY_MAX + 1];
     memset(cd, 0, sizeof *cd);
-    const char *h = crypt_r(password, salt, cd);
+    const char *h = crypt_r(bcrypt_key(password, key), salt, cd);
+    explicit_bzero(key, sizeof key);
     if (!h || h[0] == '*' || strlen(h) != YARD_BCRYPT_LEN)
         return false;
     memcpy(out, h, YARD_BCRYPT_LEN + 1);
@@ -25,8 +38,10 @@ bool yard_bcrypt_hash(const char *password, int cost, struct crypt_data *cd,
 
 bool yard_bcrypt_verify(const char *password, const char *hash, struct crypt_data *cd)
 {
+    char key[YARD_BCRYPT_KEY_MAX + 1];
     memset(cd, 0, sizeof *cd);
-    const char *h = crypt_r(password, hash, cd);
+    const char *h = crypt_r(bcrypt_key(password, key), hash, cd);
+    explicit_bzero(key, sizeof key);
     unsigned diff = h ? 0 : 1;
     for (size_t i = 0; h && i < YARD_BCRYPT_LEN; i++)
         diff |= (unsigned)(uint8_t)h[i] ^ (unsigned)(uint8_t)hash[i];
