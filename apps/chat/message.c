@@ -156,16 +156,19 @@ static void message(struct chat_app *app, struct session *s, yard_fx_t *fx,
         return;
     }
     /* message-tags: the client-only tags (the '+' ones) are kept with the
-     * message and relayed to the clients that take tags */
+     * message and relayed to the clients that take tags; a client's tag
+     * data is 4094 bytes at most (IRCv3), so they always fit. */
+    if (m->tags && strlen(m->tags) > YARD_IRC_CLIENT_TAGS_MAX) {
+        chat_numeric(fx, s, 417, ":Input line was too long (tag data: at most %d bytes)",
+                     YARD_IRC_CLIENT_TAGS_MAX);
+        return;
+    }
     char ctags[CLIENT_TAGS_MAX + 1];
     long ctn = m->tags && (s->caps & CAP_MESSAGE_TAGS)
                    ? yard_irc_client_tags(m->tags, ctags, sizeof ctags)
                    : 0;
-    if (ctn < 0) {
-        chat_numeric(fx, s, 417, ":Input line was too long (client-only tags: at most %d bytes)",
-                     CLIENT_TAGS_MAX);
-        return;
-    }
+    if (ctn < 0)
+        return; /* cannot happen: they are part of the tag data */
     if (tagmsg && !ctn)
         return; /* a TAGMSG without tags tells nothing */
     /* A bot's messages carry the bot tag (IRCv3 bot mode), kept with them. */

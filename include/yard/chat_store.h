@@ -44,8 +44,13 @@
 #define YARD_CHAT_NAME_MAX YARD_ACCOUNT_NAME_MAX /* an account, a nick */
 #define YARD_CHAT_CHAN_MAX 50                    /* a channel's name, with its '#' */
 #define YARD_CHAT_TARGETS_MAX 4                  /* targets of one PRIVMSG or NOTICE */
-#define YARD_CHAT_TAGS_MAX 512 /* a message's client-only tags kept (message-tags) */
+/* A message's client-only tags kept (message-tags): a client's tag data
+ * at most, and the bot tag (";bot") the chat adds. */
+#define YARD_CHAT_TAGS_MAX (YARD_IRC_CLIENT_TAGS_MAX + 4)
 #define YARD_CHAT_READ_BYTES 8192u /* bytes of the log read at a time */
+_Static_assert(YARD_CHAT_READ_BYTES >= YARD_LOGREC_MAX, "a read holds the longest record");
+_Static_assert(YARD_CHAT_TAGS_MAX + 1 + YARD_IRC_MSG_MAX <= YARD_LOGREC_TEXT_MAX,
+               "a record holds a message with its client-only tags");
 #define YARD_CHAT_HISTORY_MAX 1000 /* messages one CHATHISTORY returns at most */
 /* One job of a CHATHISTORY reads at most this many log records, or looks
  * at this many index entries, and the next piece goes on from there (a new

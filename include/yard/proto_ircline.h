@@ -11,6 +11,10 @@
 
 #define YARD_IRC_MSG_MAX 512   /* the message part, CRLF included (RFC 1459) */
 #define YARD_IRC_TAGS_MAX 8191 /* IRCv3 message tags, '@' and the space included */
+/* The tag data a client may send (IRCv3 message-tags), without the '@' and
+ * the space: a server answers more with 417. Lines from a server may carry
+ * more (YARD_IRC_TAGS_MAX), which is what the framing allows. */
+#define YARD_IRC_CLIENT_TAGS_MAX 4094
 #define YARD_IRC_PARAMS_MAX 15
 
 enum yard_irc_frame {

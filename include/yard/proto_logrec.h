@@ -33,7 +33,8 @@
  *   u32 CRC32C of every byte after this field
  *   u64 id (1, 2, 3, ... with no gaps)   i64 timestamp (ns since the epoch)
  *   u16 sender length, sender   u16 target length, target   u16 text length, text
- * Limits: sender and target 1..64 bytes, text 0..1024 bytes. */
+ * Limits: sender and target 1..64 bytes, text 0..5120 bytes (a message's
+ * text with client-only tags of up to 4098 bytes before it). */
 #ifndef YARD_PROTO_LOGREC_H
 #define YARD_PROTO_LOGREC_H
 
@@ -44,7 +45,7 @@
 #define YARD_LOGREC_VERSION 1
 #define YARD_LOGREC_HEAD 12 /* magic, version, type, length, crc */
 #define YARD_LOGREC_NAME_MAX 64
-#define YARD_LOGREC_TEXT_MAX 1024
+#define YARD_LOGREC_TEXT_MAX 5120
 #define YARD_LOGREC_MIN (YARD_LOGREC_HEAD + 16 + 6 + 2)
 #define YARD_LOGREC_MAX (YARD_LOGREC_HEAD + 16 + 6 + 2 * YARD_LOGREC_NAME_MAX + YARD_LOGREC_TEXT_MAX)
 

@@ -166,7 +166,7 @@ def test_log_generate_builds_a_history(chat, tmp_path):
                        text=True, timeout=60)
     assert v.returncode == 0 and "5000 records" in v.stdout, v.stdout + v.stderr
     for bad in (["--messages", "0"], ["--messages", "-3"], ["--messages", "10", "--senders", "0"],
-                ["--messages", "10", "--text-bytes", "5000"], ["--messages", "10", "--from", "3"]):
+                ["--messages", "10", "--text-bytes", "6000"], ["--messages", "10", "--from", "3"]):
         b = subprocess.run([CHAT, "log", "generate", "--data", str(data), *bad],
                            capture_output=True, text=True, timeout=30)
         assert b.returncode == 2 and "yard-chat log" in b.stderr, (bad, b.stderr)

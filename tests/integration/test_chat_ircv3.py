@@ -183,16 +183,23 @@ def test_client_only_tags_and_tagmsg(chat, model):
     # Tags from a client without message-tags are not taken.
     cy.send("@+typing=done PRIVMSG #t :plain")
     assert "+typing" not in tags_of(bo.expect(r" PRIVMSG #t :plain$").group(0))
-    # Past the limit: 417, nothing sent.
-    ana.send("@+big=" + "y" * 600 + " PRIVMSG #t :too many tags")
-    ana.expect(r" 417 ana :Input line was too long \(client-only tags")
-    # CHATHISTORY gives the message back with its tags; the TAGMSG is not history.
+    # IRCv3's limit, irctest's sizes: 4094 bytes of tag data are taken, their client-only
+    # tags kept in the log whole; one byte more is 417, nothing sent.
+    big = "a" * 4081
+    ana.send(f"@foo=bar;+baz={big} PRIVMSG #t :" + "b" * 400)
+    line = bo.expect(r"^@\S+ :ana!ana@yard PRIVMSG #t :b{400}$").group(0)
+    assert tags_of(line)["+baz"] == big and "foo" not in tags_of(line)
+    ana.send(f"@foo=bar;+baz={big}a PRIVMSG #t :too many tags")
+    ana.expect(r" 417 ana :Input line was too long \(tag data: at most 4094 bytes\)")
+    # CHATHISTORY gives the messages back with their tags; the TAGMSG is not history.
     bo.send("CHATHISTORY LATEST #t * 10")
     bo.expect(r"BATCH \+\S+ chathistory #t")
     got = []
     while (m := bo.expect(r"^(@\S+ )?:\S+ (\S+) #t( :.*)?$|BATCH -")).group(2):
-        got.append((m.group(2), tags_of(m.group(0)).get("+x"), m.group(3)))
-    assert got == [("PRIVMSG", "2", " :re: 👀"), ("PRIVMSG", None, " :plain")]
+        tags = tags_of(m.group(0))
+        got.append((m.group(2), tags.get("+x"), len(tags.get("+baz", "")), m.group(3)))
+    assert got == [("PRIVMSG", "2", 0, " :re: 👀"), ("PRIVMSG", None, 0, " :plain"),
+                   ("PRIVMSG", None, 4081, " :" + "b" * 400)]
     for c in (ana, bo, cy):
         c.close()
     srv.close()
@@ -203,7 +210,8 @@ def test_client_only_tags_and_tagmsg(chat, model):
               ("message", "tagmsg")]
     assert tagged == [("tagmsg", "+typing=active;+draft/react=👍", ""),
                       ("message", f"+draft/reply={tagmsg_id};+x=2", "re: 👀"),
-                      ("message", None, "plain")]
+                      ("message", None, "plain"),
+                      ("message", "+baz=" + "a" * 4081, "b" * 400)]
 
 
 def answer_lines(c, last: str) -> list[str]:
