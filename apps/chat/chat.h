@@ -64,6 +64,7 @@ struct chat_settings {
     unsigned flood_rate;          /* lines per second a client may send, sustained (0: any) */
     unsigned flood_burst;         /* ... and at once */
     bool guests;                  /* NICK + USER without credentials: a guest */
+    bool server_password;         /* PASS is DIR/server-password, required; accounts: SASL */
     int guests_create;            /* guests may create channels (1) or not (0) */
     unsigned guests_channel_share; /* percent of max_channels guests' channels may take */
     unsigned guests_per_addr;     /* guests connected from one address at most */

@@ -251,7 +251,7 @@ void chat_cmd_nick_registered(struct chat_app *app, struct session *s, yard_fx_t
 void chat_cmd_pass_registered(struct chat_app *app, struct session *s, yard_fx_t *fx,
                               yard_irc_msg_t *m)
 {
-    if (!s->guest) {
+    if (!s->guest || app->set->server_password) { /* there, accounts log in with SASL only */
         chat_cmd_reregister(app, s, fx, m);
         return;
     }

@@ -106,6 +106,13 @@ static int chat_init(void **state, const yard_config_t *cfg, const void *setting
     yard_bus_publish(app->bus, 0, yard_chatlog_last_id(app->log));
     if (chat_server_name_init(app, set->server_name, err, errlen) < 0)
         return -1;
+    char hash[YARD_BCRYPT_LEN + 1], why[512];
+    if (set->server_password &&
+        yard_server_password_lookup(set->data_dir, hash, why, sizeof why) < 0) {
+        snprintf(err, errlen, "--server-password-required: %s (set it with yard-chat "
+                              "server-password set --data DIR)", why);
+        return -1;
+    }
     *state = app;
     return 0;
 }
@@ -226,6 +233,10 @@ static const yard_opt_t chat_opts[] = {
              "credentials yet (no PASS, no SASL: would-be guests) may hold; when it or the total "
              "is reached, a newcomer takes the place of the oldest of those of the address "
              "holding the most, which is closed (a login in progress is never)"},
+    {.name = "server-password-required", .type = YARD_OPT_SWITCH, CHAT_FIELD(server_password),
+     .help = "every client gives the server's password (yard-chat server-password set: "
+             "DIR/server-password) with PASS before it registers (464 and closed otherwise); "
+             "accounts then log in with SASL only"},
     {.name = "guests", .type = YARD_OPT_SWITCH, CHAT_FIELD(guests),
      .help = "a public server: a client that registers with NICK and USER and no credentials is "
              "a guest (accounts' names stay theirs); off: logging in is required"},

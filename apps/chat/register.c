@@ -65,8 +65,10 @@ void chat_sender_name(char *out, size_t cap, const char *account, const char *ni
         snprintf(out, cap, "%s", account);
 }
 
-/* What a password check is for. */
-enum { CHECK_PASS, CHECK_SASL, CHECK_OPER };
+/* What a password check is for: an account's login, OPER, or the
+ * server's password (--server-password-required; the nick given is the
+ * name the login limits count it under). */
+enum { CHECK_PASS, CHECK_SASL, CHECK_OPER, CHECK_SERVER };
 
 /* A login that is refused before any check (the limits): answered at once.
  * An OPER refused so is told 464 with why, and stays as it was. */
@@ -129,6 +131,7 @@ static void start_check(struct chat_app *app, struct session *s, yard_fx_t *fx,
             return;
         }
         s->login.wait_sasl = sasl;
+        s->login.wait_server = how == CHECK_SERVER;
         s->state = ST_WAIT;
         yard_fx_wake_at(fx, fx->now_ns + CHECK_RETRY_NS < s->reg.register_by
                                 ? fx->now_ns + CHECK_RETRY_NS
@@ -165,6 +168,7 @@ static void start_check(struct chat_app *app, struct session *s, yard_fx_t *fx,
     j->store = app->store;
     j->sasl = sasl;
     j->oper = how == CHECK_OPER;
+    j->server = how == CHECK_SERVER;
     snprintf(j->account, sizeof j->account, "%.*s", (int)alen, account);
     snprintf(j->password, sizeof j->password, "%.*s", (int)plen, password);
     chat_forget_wait(s);
@@ -185,6 +189,31 @@ void chat_start_oper(struct chat_app *app, struct session *s, yard_fx_t *fx, con
                      const char *password)
 {
     start_check(app, s, fx, name, strlen(name), password, strlen(password), CHECK_OPER);
+}
+
+void chat_retry_check(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    start_check(app, s, fx, s->login.wait_account, strlen(s->login.wait_account),
+                s->login.wait_password, strlen(s->login.wait_password),
+                s->login.wait_server ? CHECK_SERVER
+                : s->login.wait_sasl ? CHECK_SASL
+                                     : CHECK_PASS);
+}
+
+/* --server-password-required: the PASS given checked as the server's
+ * password (a job, whose answer comes back to chat_try_register), or, with
+ * none given, the refusal, after the failed-login delay as a wrong one's. */
+static void check_server_password(struct chat_app *app, struct session *s, yard_fx_t *fx)
+{
+    if (!s->reg.have_pass) {
+        s->reg.server_pass_missing = true;
+        chat_login_failed(app, s, fx, 464);
+        return;
+    }
+    start_check(app, s, fx, s->reg.nick, strlen(s->reg.nick), s->reg.pass, strlen(s->reg.pass),
+                CHECK_SERVER);
+    explicit_bzero(s->reg.pass, sizeof s->reg.pass);
+    s->reg.have_pass = false; /* it was the server's: no account's login */
 }
 
 /* The check in flight is over (its job is done). */
@@ -334,6 +363,10 @@ void chat_try_register(struct chat_app *app, struct session *s, yard_fx_t *fx)
     if (s->state != ST_NEW || !s->reg.got_nick || !s->reg.got_user || s->reg.cap_active ||
         s->login.pending_fail)
         return;
+    if (app->set->server_password && !s->reg.server_pass_ok) {
+        check_server_password(app, s, fx);
+        return;
+    }
     /* An account's K-lines are checked once it has logged in, a guest's
      * before its nick is; a job, that comes back here. */
     if ((s->reg.sasl_done || (!s->reg.have_pass && app->set->guests)) &&
@@ -357,8 +390,12 @@ void chat_try_register(struct chat_app *app, struct session *s, yard_fx_t *fx)
         return;
     }
     if (!s->reg.have_pass) {
-        chat_numeric(fx, s, 464, ":Password required: log in with SASL PLAIN or PASS (your nick is "
-                                 "your account)");
+        if (app->set->server_password)
+            chat_numeric(fx, s, 464, ":Password required: log in with SASL PLAIN (PASS is this "
+                                     "server's password)");
+        else
+            chat_numeric(fx, s, 464, ":Password required: log in with SASL PLAIN or PASS (your "
+                                     "nick is your account)");
         chat_sendf(fx, "ERROR :Closing Link: not logged in");
         yard_fx_close(fx, NULL);
         return;
@@ -375,7 +412,10 @@ void chat_auth_done(struct chat_app *app, struct session *s, struct yard_chat_au
     if (s->state != ST_READY)
         s->state = ST_NEW;
     chat_end_check(app, s, j->ok, fx->now_ns);
-    if (j->oper) {
+    if (j->server && j->ok) {
+        s->reg.server_pass_ok = true;
+        chat_try_register(app, s, fx);
+    } else if (j->oper) {
         chat_oper_done(app, s, j, fx);
     } else if (j->ok && s->guest) {
         chat_guest_logs_in(app, s, fx, j->canon, j->sasl);

@@ -26,6 +26,8 @@ void chat_start_auth(struct chat_app *app, struct session *s, yard_fx_t *fx,
  * chat_oper_done). */
 void chat_start_oper(struct chat_app *app, struct session *s, yard_fx_t *fx, const char *name,
                      const char *password);
+/* The login that waited its turn (ST_WAIT), checked now. */
+void chat_retry_check(struct chat_app *app, struct session *s, yard_fx_t *fx);
 void chat_end_check(struct chat_app *app, struct session *s, bool ok, uint64_t now_ns);
 void chat_ready(struct chat_app *app, struct session *s, yard_fx_t *fx);
 void chat_try_register(struct chat_app *app, struct session *s, yard_fx_t *fx);

@@ -221,6 +221,10 @@ void chat_timer(void *state, void *session, yard_fx_t *fx)
         } else if (code == 904) {
             chat_numeric(fx, s, 904, ":SASL authentication failed");
             chat_try_register(app, s, fx); /* NICK and USER may be waiting */
+        } else if (s->reg.server_pass_missing) { /* --server-password-required */
+            chat_numeric(fx, s, 464, ":Password required: this server's password first (PASS)");
+            chat_sendf(fx, "ERROR :Closing Link: password required");
+            yard_fx_close(fx, NULL);
         } else {
             chat_numeric(fx, s, 464, ":Password incorrect");
             chat_sendf(fx, "ERROR :Closing Link: password incorrect");
@@ -236,9 +240,7 @@ void chat_timer(void *state, void *session, yard_fx_t *fx)
         return;
     }
     if (s->state == ST_WAIT && fx->now_ns < s->reg.register_by) {
-        chat_start_auth(app, s, fx, s->login.wait_account, strlen(s->login.wait_account),
-                        s->login.wait_password, strlen(s->login.wait_password),
-                        s->login.wait_sasl);
+        chat_retry_check(app, s, fx);
         if (s->state == ST_NEW && !fx->close)
             yard_fx_wake_idle(fx, s->reg.register_by); /* refused at once (904): time goes on */
         return;

@@ -18,6 +18,9 @@ struct session_reg {
     bool sasl_external; /* AUTHENTICATE EXTERNAL accepted, the authzid expected */
     bool sasl_done;
     bool got_nick, got_user, have_pass;
+    /* --server-password-required: PASS was the server's password, or none
+     * was given (the delayed 464 says which) */
+    bool server_pass_ok, server_pass_missing;
     bool client_from_sasl;
     /* Logged in with another nick than the account's name: whether that
      * nick was checked (a nick job) and found to be another account's. */
@@ -44,6 +47,7 @@ struct session_login {
     char wait_account[CHAT_NAME_MAX + 1];
     char wait_password[YARD_ACCOUNT_PASSWORD_MAX + 1];
     bool wait_sasl;
+    bool wait_server;        /* the waiting check is of the server's password */
     unsigned failures;
     uint64_t fail_until; /* a failed login's answer waits until then */
     int pending_fail;    /* 0, or 904 / 464: the answer to give at fail_until */

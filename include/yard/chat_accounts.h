@@ -48,6 +48,17 @@ int yard_opers_list(const char *dir, void (*fn)(const char *name, void *arg), vo
 int yard_opers_lookup(const char *dir, const char *name, size_t len,
                       char hash[YARD_BCRYPT_LEN + 1], char *canon, int *max_cost);
 
+/* The server password (yard-serve --app chat --server-password-required):
+ * DIR/server-password, one bcrypt hash on one line, mode 0600, written
+ * under the accounts' lock like DIR/accounts. set replaces it (0, or
+ * -errno with err); clear removes it (-ENOENT when there is none); lookup
+ * reads the hash: 0, -ENOENT (no file) or -EINVAL (not a bcrypt hash). */
+int yard_server_password_set(const char *dir, const char *password, int cost, char *err,
+                             size_t errlen);
+int yard_server_password_clear(const char *dir, char *err, size_t errlen);
+int yard_server_password_lookup(const char *dir, char hash[YARD_BCRYPT_LEN + 1], char *err,
+                                size_t errlen);
+
 /* Client certificates (SASL EXTERNAL): DIR/certfps, one "SHA256 name" line
  * per certificate an account logs in with, written like DIR/accounts (under
  * the same lock, mode 0600). A fingerprint is the SHA-256 of the

@@ -154,7 +154,8 @@ void yard_chat_store_run(void *req);
 /* A login: the account's password checked with bcrypt, or, with certfp,
  * the account that lists the certificate (SASL EXTERNAL; account, if
  * given, must be that one); with oper, a server operator's password
- * (DIR/opers) instead of an account's. An unknown account costs as much as the
+ * (DIR/opers) instead of an account's; with server, the server's
+ * (DIR/server-password). An unknown account costs as much as the
  * dearest known one, so timing does not tell which exist. The password is
  * wiped once checked. */
 struct yard_chat_auth {
@@ -165,6 +166,7 @@ struct yard_chat_auth {
     char certfp[YARD_CERTFP_LEN + 1];
     bool sasl; /* the asker's: which answer a failure gets */
     bool oper; /* OPER: account names a server operator (DIR/opers), not an account */
+    bool server; /* the server's password (DIR/server-password); account is the nick */
     /* out: */
     bool ok;
     bool known; /* the account (or operator) exists: OPER tells 464 from 491 */

@@ -226,12 +226,8 @@ static int names_add(const char *dir, const struct names_file *nf, const char *n
                  name, nf->what, YARD_ACCOUNT_NAME_MAX);
         return -EINVAL;
     }
-    size_t plen = strlen(password);
-    if (plen == 0 || plen > YARD_ACCOUNT_PASSWORD_MAX || strpbrk(password, "\r\n")) {
-        snprintf(err, errlen, "the password must be 1-%d bytes on one line",
-                 YARD_ACCOUNT_PASSWORD_MAX);
+    if (!yard_chat_password_valid(password, err, errlen))
         return -EINVAL;
-    }
     /* Hash before taking the lock: it is the slow part. */
     struct entry ne = {0};
     memcpy(ne.name, name, len);
@@ -559,6 +555,17 @@ int yard_accounts_certfp_lookup(const char *dir, const char *fp, char *canon)
     rc = i == n ? -ENOENT : account_canon(dir, c[i].name, canon, err, sizeof err);
     free(c);
     return rc;
+}
+
+bool yard_chat_password_valid(const char *password, char *err, size_t errlen)
+{
+    size_t plen = strlen(password);
+    if (plen == 0 || plen > YARD_ACCOUNT_PASSWORD_MAX || strpbrk(password, "\r\n")) {
+        snprintf(err, errlen, "the password must be 1-%d bytes on one line",
+                 YARD_ACCOUNT_PASSWORD_MAX);
+        return false;
+    }
+    return true;
 }
 
 /* The mechanism above, for the store's other files (files.h). */

@@ -23,5 +23,8 @@ int yard_chat_file_replace(const char *dir, const char *name,
  * directory is made if need be): a descriptor whose close releases it, or
  * -errno with err. */
 int yard_chat_dir_lock(const char *dir, char *err, size_t errlen);
+/* Whether password is one the store takes (1 to YARD_ACCOUNT_PASSWORD_MAX
+ * bytes, no CR or LF); false with err saying so. */
+bool yard_chat_password_valid(const char *password, char *err, size_t errlen);
 
 #endif

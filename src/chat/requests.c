@@ -150,8 +150,9 @@ static void external_job_run(struct yard_chat_auth *j)
             (!want[0] || !strcasecmp(want, j->canon));
 }
 
-/* A password check: an account's (PASS, SASL PLAIN), or a server
- * operator's (OPER) against DIR/opers, the same way. */
+/* A password check: an account's (PASS, SASL PLAIN), a server operator's
+ * (OPER) against DIR/opers, or the server's (PASS with
+ * --server-password-required) against DIR/server-password, the same way. */
 static void auth_run(void *arg)
 {
     struct yard_chat_auth *j = arg;
@@ -162,10 +163,12 @@ static void auth_run(void *arg)
     char hash[YARD_BCRYPT_LEN + 1];
     int max_cost = 0;
     const char *dir = j->store->dir;
-    int rc = j->oper ? yard_opers_lookup(dir, j->account, strlen(j->account), hash, j->canon,
-                                         &max_cost)
-                     : yard_accounts_lookup(dir, j->account, strlen(j->account), hash, j->canon,
-                                            &max_cost);
+    char err[512];
+    int rc = j->server ? yard_server_password_lookup(dir, hash, err, sizeof err)
+             : j->oper ? yard_opers_lookup(dir, j->account, strlen(j->account), hash, j->canon,
+                                           &max_cost)
+                       : yard_accounts_lookup(dir, j->account, strlen(j->account), hash,
+                                              j->canon, &max_cost);
     j->known = rc == 0;
     /* An unknown account (or operator) is checked anyway, against a hash as dear as the
      * dearest account's, so timing does not tell which accounts exist. */

@@ -159,6 +159,9 @@ def test_every_app_flag_is_accepted_by_its_app(start_server, tmp_path, app, opt)
     argv = base_args(app, "epoll", tmp_path)
     if opt["flag"] != "--data":
         argv += sample_value(opt, tmp_path)
+    if opt["flag"] == "--server-password-required":  # it needs the password set
+        subprocess.run([BIN / "yard-chat", "server-password", "set", "--data", tmp_path,
+                        "--cost", "4"], input=b"pw\n", check=True, timeout=30)
     serves(start_server, argv)
 
 

@@ -90,9 +90,6 @@ class YardChatController(BaseServerController, DirectoryBasedController):
     ) -> None:
         if websocket_hostname is not None or websocket_port is not None:
             raise NotImplementedByController("Websocket")
-        if password is not None:
-            # PASS names an account's password; there is no server password.
-            raise NotImplementedByController("server password")
         if faketime:
             raise NotImplementedByController("faketime")
         assert self.proc is None
@@ -110,6 +107,16 @@ class YardChatController(BaseServerController, DirectoryBasedController):
             check=True,
             stdout=subprocess.DEVNULL,
         )
+        if password is not None:
+            # The server's password, in DIR/server-password: PASS is then checked
+            # against it, and accounts log in with SASL only.
+            subprocess.run(
+                [_bin("yard-chat"), "server-password", "set", "--data", str(self.data),
+                 "--cost", "4"],
+                input=(password + "\n").encode(),
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
         address = "%s:%d" % ("127.0.0.1" if hostname == "localhost" else hostname, port)
         argv = [
             _bin("yard-serve"),
@@ -123,6 +130,8 @@ class YardChatController(BaseServerController, DirectoryBasedController):
             "--login-failures-per-addr", "1000/1m",
             "--login-failures-per-account", "1000/1m",
         ]
+        if password is not None:
+            argv.append("--server-password-required")
         if ssl:
             self.gen_ssl()
             argv += ["--tls-listen", address,

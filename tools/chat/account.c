@@ -222,3 +222,67 @@ int chat_oper_main(int argc, char **argv)
                                             yard_opers_remove, yard_opers_list};
     return names_main(argc, argv, &opers);
 }
+
+/* yard-chat server-password set|clear --data DIR [--cost N]: the password
+ * every client gives with PASS before it registers, on a server started
+ * with --server-password-required (DIR/server-password, a bcrypt hash). */
+int chat_server_password_main(int argc, char **argv)
+{
+    static const char who[] = "yard-chat server-password";
+    static const struct option opts[] = {
+        {"data", required_argument, NULL, 'd'},
+        {"cost", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    if (argc < 2)
+        return yard_usage_error(who, "expected set or clear%s", "");
+    const char *verb = argv[1], *dir = NULL;
+    int cost = 12;
+    optind = 2;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd': dir = optarg; break;
+        case 'c': {
+            long long v;
+            if (yard_parse_int(optarg, 4, 31, &v) < 0)
+                return yard_usage_error(who, "--cost: expected a bcrypt cost from 4 to 31, got '%s'",
+                                        optarg);
+            cost = (int)v;
+            break;
+        }
+        case 'h':
+            printf("usage: %s set|clear --data DIR [--cost N]\n", who);
+            return 0;
+        case ':': return yard_usage_error(who, "%s needs a value", argv[optind - 1]);
+        default: return yard_usage_error(who, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    bool set = !strcmp(verb, "set");
+    if (!set && strcmp(verb, "clear"))
+        return yard_usage_error(who, "unknown action '%s' (set or clear)", verb);
+    if (!dir)
+        return yard_usage_error(who, "--data DIR is required%s", "");
+    if (optind < argc)
+        return yard_usage_error(who, "unexpected argument '%s' (the password is read from the "
+                                     "terminal or stdin, never from the command line)",
+                                argv[optind]);
+    char err[512];
+    int rc;
+    if (set) {
+        char pw[YARD_ACCOUNT_PASSWORD_MAX + 2];
+        if (read_password(who, pw, sizeof pw) < 0)
+            return 1;
+        rc = yard_server_password_set(dir, pw, cost, err, sizeof err);
+        explicit_bzero(pw, sizeof pw);
+    } else {
+        rc = yard_server_password_clear(dir, err, sizeof err);
+    }
+    if (rc < 0) {
+        fprintf(stderr, "%s %s: %s\n", who, verb, err);
+        return 1;
+    }
+    return 0;
+}

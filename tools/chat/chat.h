@@ -4,6 +4,7 @@
 
 int chat_account_main(int argc, char **argv);
 int chat_oper_main(int argc, char **argv);
+int chat_server_password_main(int argc, char **argv);
 int chat_kline_main(int argc, char **argv);
 int chat_log_main(int argc, char **argv);
 int chat_connect_main(int argc, char **argv);

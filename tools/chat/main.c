@@ -1,4 +1,5 @@
-/* yard-chat: the chat service's tool: accounts, operators, K-lines, the log, the client. */
+/* yard-chat: the chat service's tool: accounts, operators, the server password, K-lines, the
+ * log, the client. */
 #include <stdio.h>
 #include <string.h>
 
@@ -9,6 +10,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: yard-chat account add|remove|list [NAME] --data DIR [--cost N]\n"
                "       yard-chat account certfp add|list|del NAME [SHA256] --data DIR\n"
                "       yard-chat oper add|del|list [NAME] --data DIR [--cost N]\n"
+               "       yard-chat server-password set|clear --data DIR [--cost N]\n"
                "       yard-chat kline add|del|list [MASK] --data DIR [--duration DUR]\n"
                "                 [--reason TEXT]\n"
                "       yard-chat log verify|dump --data DIR [--from ID]\n"
@@ -29,6 +31,10 @@ static void usage(FILE *f)
                "  oper add|del|list [NAME]\n"
                "                       the server operators (OPER NAME PASSWORD), kept like\n"
                "                       the accounts (the password read the same way)\n"
+               "  server-password set|clear\n"
+               "                       the password every client gives with PASS before it\n"
+               "                       registers, on a server started with\n"
+               "                       --server-password-required (read like an account's)\n"
                "  kline add|del|list [MASK]\n"
                "                       the server's bans (K-lines): MASK is an account,\n"
                "                       $a:account, nick!user@host or an address; --duration\n"
@@ -67,6 +73,8 @@ int main(int argc, char **argv)
         return chat_account_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "oper"))
         return chat_oper_main(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "server-password"))
+        return chat_server_password_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "kline"))
         return chat_kline_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "log"))
