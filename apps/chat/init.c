@@ -93,6 +93,7 @@ static int chat_init(void **state, const yard_config_t *cfg, const void *setting
     so.log.fsync = set->fsync_mode;
     so.log.fsync_interval_ns = set->fsync_interval_ns;
     so.log.retain_s = set->retain_s;
+    so.server_password = set->server_password;
     char warn[800];
     if (yard_chat_store_open(set->data_dir, &so, &app->store, warn, sizeof warn, err, errlen) <
         0)
@@ -106,13 +107,6 @@ static int chat_init(void **state, const yard_config_t *cfg, const void *setting
     yard_bus_publish(app->bus, 0, yard_chatlog_last_id(app->log));
     if (chat_server_name_init(app, set->server_name, err, errlen) < 0)
         return -1;
-    char hash[YARD_BCRYPT_LEN + 1], why[512];
-    if (set->server_password &&
-        yard_server_password_lookup(set->data_dir, hash, why, sizeof why) < 0) {
-        snprintf(err, errlen, "--server-password-required: %s (set it with yard-chat "
-                              "server-password set --data DIR)", why);
-        return -1;
-    }
     *state = app;
     return 0;
 }

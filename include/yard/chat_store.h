@@ -80,6 +80,9 @@ typedef struct yard_chat_store_opts {
      * log (the last one's id). */
     void (*appended)(void *arg, uint64_t last_id);
     void *appended_arg;
+    /* The chat's --server-password-required: open fails unless
+     * DIR/server-password holds a hash (yard-chat server-password set). */
+    bool server_password;
 } yard_chat_store_opts_t;
 
 /* Open DIR's store, before any fork: 0, or -errno with err naming the file.

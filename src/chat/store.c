@@ -89,6 +89,12 @@ int yard_chat_store_open(const char *dir, yard_chat_store_opts_t *o, yard_chat_s
     rc = yard_klines_gen_map(dir, &st->klines_gen, err, errlen);
     if (rc < 0)
         goto fail;
+    char hash[YARD_BCRYPT_LEN + 1], why[512];
+    if (o->server_password && (rc = yard_server_password_lookup(dir, hash, why, sizeof why)) < 0) {
+        snprintf(err, errlen, "--server-password-required: %s (set it with yard-chat "
+                              "server-password set --data DIR)", why);
+        goto fail;
+    }
     char path[4200];
     snprintf(path, sizeof path, "%s/motd", dir);
     yard_read_text_file(path, st->motd, sizeof st->motd);
