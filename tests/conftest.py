@@ -182,6 +182,22 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("model", models(*marker.args, **marker.kwargs))
 
 
+def libcrypt():
+    """libcrypt.so.1 (libxcrypt) through ctypes, with crypt and crypt_gensalt typed: the
+    bcrypt yard-serve and the BEAM peers' NIF call, to check hashes made elsewhere. Skips
+    the test where it is missing."""
+    import ctypes
+    try:
+        lib = ctypes.CDLL("libcrypt.so.1")
+    except OSError as e:
+        pytest.skip(f"no libcrypt.so.1: {e}")
+    lib.crypt_gensalt.restype = ctypes.c_char_p
+    lib.crypt_gensalt.argtypes = [ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p, ctypes.c_int]
+    lib.crypt.restype = ctypes.c_char_p
+    lib.crypt.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    return lib
+
+
 def run_threads(fns) -> None:
     """Each function in a thread of its own, all at once; every exception raised in them
     fails the caller (after all have ended, 120 s each at most)."""

@@ -23,6 +23,11 @@ bool yard_account_name_valid(const char *name, size_t len);
  * account exists; -ENOENT (remove): it does not. */
 int yard_accounts_add(const char *dir, const char *name, const char *password, int cost,
                       char *err, size_t errlen);
+/* count accounts at once, all or none (one lock, one rewrite of the file):
+ * -EINVAL also for a name given twice. */
+int yard_accounts_add_many(const char *dir, const char *const *names,
+                           const char *const *passwords, size_t count, int cost, char *err,
+                           size_t errlen);
 int yard_accounts_remove(const char *dir, const char *name, char *err, size_t errlen);
 /* Calls fn for each account, in file order. 0 or -errno. */
 int yard_accounts_list(const char *dir, void (*fn)(const char *name, void *arg), void *arg,
@@ -42,6 +47,8 @@ int yard_accounts_lookup(const char *dir, const char *name, size_t len,
  * functions as the accounts' and the same errors (-EEXIST, -ENOENT). */
 int yard_opers_add(const char *dir, const char *name, const char *password, int cost, char *err,
                    size_t errlen);
+int yard_opers_add_many(const char *dir, const char *const *names, const char *const *passwords,
+                        size_t count, int cost, char *err, size_t errlen);
 int yard_opers_remove(const char *dir, const char *name, char *err, size_t errlen);
 int yard_opers_list(const char *dir, void (*fn)(const char *name, void *arg), void *arg,
                     char *err, size_t errlen);

@@ -215,51 +215,70 @@ static ssize_t find(const struct entry *e, size_t n, const char *name, size_t le
     return -1;
 }
 
-static int names_add(const char *dir, const struct names_file *nf, const char *name,
-                     const char *password, int cost, char *err, size_t errlen)
+/* Adds count entries at once (all or none): one lock, one rewrite of the
+ * file, whatever the count. */
+static int names_add(const char *dir, const struct names_file *nf, const char *const *names,
+                     const char *const *passwords, size_t count, int cost, char *err,
+                     size_t errlen)
 {
-    size_t len = strlen(name);
-    if (!yard_account_name_valid(name, len)) {
-        snprintf(err, errlen,
-                 "'%s' is not a valid %s name (1-%d characters: a letter or one of "
-                 "[\\]^_`{|} first, then also digits and '-')",
-                 name, nf->what, YARD_ACCOUNT_NAME_MAX);
-        return -EINVAL;
+    for (size_t k = 0; k < count; k++) {
+        size_t len = strlen(names[k]);
+        if (!yard_account_name_valid(names[k], len)) {
+            snprintf(err, errlen,
+                     "'%s' is not a valid %s name (1-%d characters: a letter or one of "
+                     "[\\]^_`{|} first, then also digits and '-')",
+                     names[k], nf->what, YARD_ACCOUNT_NAME_MAX);
+            return -EINVAL;
+        }
+        for (size_t j = 0; j < k; j++)
+            if (strlen(names[j]) == len && strncasecmp(names[j], names[k], len) == 0) {
+                snprintf(err, errlen, "%s '%s' is named twice", nf->what, names[k]);
+                return -EINVAL;
+            }
+        if (!yard_chat_password_valid(passwords[k], err, errlen))
+            return -EINVAL;
     }
-    if (!yard_chat_password_valid(password, err, errlen))
-        return -EINVAL;
     /* Hash before taking the lock: it is the slow part. */
-    struct entry ne = {0};
-    memcpy(ne.name, name, len);
+    struct entry *ne = calloc(count ? count : 1, sizeof *ne);
     struct crypt_data *cd = calloc(1, sizeof *cd);
-    bool ok = cd && yard_bcrypt_hash(password, cost, cd, ne.hash);
+    bool ok = ne && cd;
+    for (size_t k = 0; ok && k < count; k++) {
+        memcpy(ne[k].name, names[k], strlen(names[k]));
+        ok = yard_bcrypt_hash(passwords[k], cost, cd, ne[k].hash);
+    }
     free(cd);
     if (!ok) {
+        free(ne);
         snprintf(err, errlen, "bcrypt failed (cost %d: 4..31)", cost);
         return -EINVAL;
     }
     int lk = lock_dir(dir, err, errlen);
-    if (lk < 0)
+    if (lk < 0) {
+        free(ne);
         return lk;
+    }
     struct entry *e;
     size_t n;
     int rc = load(dir, nf, &e, &n, err, errlen);
     if (rc == -ENOENT)
         rc = 0;
-    if (!rc && find(e, n, name, len) >= 0) {
-        snprintf(err, errlen, "%s '%s' exists", nf->what, name);
-        rc = -EEXIST;
-    }
+    for (size_t k = 0; !rc && k < count; k++)
+        if (find(e, n, names[k], strlen(names[k])) >= 0) {
+            snprintf(err, errlen, "%s '%s' exists", nf->what, names[k]);
+            rc = -EEXIST;
+        }
     if (!rc) {
-        struct entry *grown = realloc(e, (n + 1) * sizeof *e);
+        struct entry *grown = realloc(e, (n + count) * sizeof *e);
         if (!grown) {
             rc = -ENOMEM;
         } else {
             e = grown;
-            e[n++] = ne;
+            memcpy(&e[n], ne, count * sizeof *ne);
+            n += count;
             rc = store(dir, nf, e, n, err, errlen);
         }
     }
+    free(ne);
     free(e);
     close(lk);
     return rc;
@@ -268,13 +287,26 @@ static int names_add(const char *dir, const struct names_file *nf, const char *n
 int yard_accounts_add(const char *dir, const char *name, const char *password, int cost,
                       char *err, size_t errlen)
 {
-    return names_add(dir, &accounts_file, name, password, cost, err, errlen);
+    return names_add(dir, &accounts_file, &name, &password, 1, cost, err, errlen);
+}
+
+int yard_accounts_add_many(const char *dir, const char *const *names,
+                           const char *const *passwords, size_t count, int cost, char *err,
+                           size_t errlen)
+{
+    return names_add(dir, &accounts_file, names, passwords, count, cost, err, errlen);
 }
 
 int yard_opers_add(const char *dir, const char *name, const char *password, int cost, char *err,
                    size_t errlen)
 {
-    return names_add(dir, &opers_file, name, password, cost, err, errlen);
+    return names_add(dir, &opers_file, &name, &password, 1, cost, err, errlen);
+}
+
+int yard_opers_add_many(const char *dir, const char *const *names, const char *const *passwords,
+                        size_t count, int cost, char *err, size_t errlen)
+{
+    return names_add(dir, &opers_file, names, passwords, count, cost, err, errlen);
 }
 
 /* Every entry into *e (free it whatever the outcome), and the index of

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conftest import BIN
+from conftest import BIN, libcrypt
 
 CHAT = BIN / "yard-chat"
 pytestmark = pytest.mark.usefixtures("yard_chat_built")
@@ -51,6 +51,33 @@ def test_errors_are_clear(tmp_path):
     assert r.returncode == 2 and "unknown action 'frobnicate'" in r.stderr
     # Nothing of the failed attempts reached the file.
     assert account("list", "--data", data).stdout.split() == ["alice"]
+
+
+def test_several_names_at_once_all_or_none(tmp_path):
+    """add NAME...: one password line each, in order; every one added, or none."""
+    data = tmp_path / "data"
+    r = account("add", "amy", "ben", "cy", "--data", data, "--cost", 4, password="pa\npb\npc\n")
+    assert r.returncode == 0, r.stderr
+    assert account("list", "--data", data).stdout.split() == ["amy", "ben", "cy"]
+    # Each name got its own line, in order.
+    lib = libcrypt()
+    hashes = dict(line.split(":", 1) for line in (data / "accounts").read_text().split())
+    for name, pw in (("amy", b"pa"), ("ben", b"pb"), ("cy", b"pc")):
+        h = hashes[name].encode()
+        assert h.startswith(b"$2b$04$") and lib.crypt(pw, h) == h, name
+    # A missing line, a name given twice, one that exists, a bad one: nothing is added.
+    r = account("add", "dee", "eve", "--data", data, "--cost", 4, password="pd\n")
+    assert r.returncode == 1 and "'eve', name 2 of 2" in r.stderr and "nothing was added" in r.stderr
+    r = account("add", "dee", "DEE", "--data", data, "--cost", 4, password="x\ny\n")
+    assert r.returncode == 1 and "account 'DEE' is named twice" in r.stderr
+    r = account("add", "dee", "BEN", "--data", data, "--cost", 4, password="x\ny\n")
+    assert r.returncode == 1 and "account 'BEN' exists" in r.stderr
+    r = account("add", "dee", "9x", "--data", data, "--cost", 4, password="x\ny\n")
+    assert r.returncode == 2 and "'9x' is not a valid account name" in r.stderr
+    assert account("list", "--data", data).stdout.split() == ["amy", "ben", "cy"]
+    # remove still takes one name.
+    r = account("remove", "amy", "ben", "--data", data)
+    assert r.returncode == 2 and "unexpected argument 'ben'" in r.stderr
 
 
 def test_list_of_a_fresh_directory_is_empty(tmp_path):

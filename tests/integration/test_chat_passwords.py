@@ -5,12 +5,12 @@ SASL PLAIN sent in 400-byte AUTHENTICATE pieces, as irctest's sasl.testPlainLarg
 do; a wrong password is 904."""
 
 import base64
-import ctypes
 import subprocess
 
 import pytest
 
 from chatlib import CHAT, Irc, accounts_fixture, chat_fixture
+from conftest import libcrypt
 
 pytestmark = pytest.mark.usefixtures("yard_chat_built")
 
@@ -22,16 +22,6 @@ LONGEST = 600
 def tool(kind, *args, password):
     return subprocess.run([CHAT, kind, *map(str, args)], input=password, capture_output=True,
                           text=True, timeout=30)
-
-
-def libcrypt():
-    try:
-        lib = ctypes.CDLL("libcrypt.so.1")
-    except OSError as e:
-        pytest.skip(f"no libcrypt.so.1: {e}")
-    lib.crypt.restype = ctypes.c_char_p
-    lib.crypt.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
-    return lib
 
 
 @pytest.mark.parametrize("kind", ["account", "oper"])

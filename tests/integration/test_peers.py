@@ -17,8 +17,8 @@ import time
 
 import pytest
 
-from conftest import (BIN, ROOT, monoio_unavailable, recv_exactly, recv_until_closed, run_threads,
-                      stop_clean, wait_for)
+from conftest import (BIN, ROOT, libcrypt, monoio_unavailable, recv_exactly, recv_until_closed,
+                      run_threads, stop_clean, wait_for)
 
 PEERS = {
     "go": ("go", [], "go"),
@@ -491,20 +491,6 @@ def test_elixir_http_keepalive_pipelining_chunked(start_server):
 
 
 # ---- the Rust peer: bcrypt against libcrypt, monoio's limits ---------------------
-
-def libcrypt():
-    """libcrypt (libxcrypt), the bcrypt of yard-serve and of the BEAM peers' NIF."""
-    import ctypes
-    try:
-        lib = ctypes.CDLL("libcrypt.so.1")
-    except OSError as e:
-        pytest.skip(f"no libcrypt.so.1: {e}")
-    lib.crypt_gensalt.restype = ctypes.c_char_p
-    lib.crypt_gensalt.argtypes = [ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p, ctypes.c_int]
-    lib.crypt.restype = ctypes.c_char_p
-    lib.crypt.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
-    return lib
-
 
 def test_rust_unit_tests_pass():
     """The Rust peer's own unit tests (flag parsing, the counter's replies, the broadcast

@@ -127,12 +127,53 @@ struct names_tool {
     const char *who;    /* "yard-chat account" */
     const char *what;   /* "account" */
     const char *remove; /* the verb that removes one ("remove", "del") */
-    int (*add)(const char *dir, const char *name, const char *password, int cost, char *err,
-               size_t errlen);
+    int (*add)(const char *dir, const char *const *names, const char *const *passwords,
+               size_t count, int cost, char *err, size_t errlen);
     int (*del)(const char *dir, const char *name, char *err, size_t errlen);
     int (*list)(const char *dir, void (*fn)(const char *name, void *arg), void *arg, char *err,
                 size_t errlen);
 };
+
+/* add NAME...: each name's password read in turn (read_password: the
+ * terminal, twice, or one line of stdin per name, in order), then every
+ * entry written at once. 0, or -errno with err; 1 or 2 when the problem
+ * (a password, a name) was said already. */
+static int add_names(const struct names_tool *t, const char *dir, const char *const *names,
+                     size_t count, int cost, char *err, size_t errlen)
+{
+    for (size_t k = 0; k < count; k++)
+        if (!yard_account_name_valid(names[k], strlen(names[k]))) {
+            yard_usage_error(t->who, "'%s' is not a valid %s name (1-30 characters: a letter "
+                             "or one of [\\]^_`{|} first, then also digits and '-')",
+                             names[k], t->what);
+            return 2;
+        }
+    enum { CAP = YARD_ACCOUNT_PASSWORD_MAX + 2 };
+    char *pw = calloc(count, CAP);
+    const char **pws = calloc(count, sizeof *pws);
+    int rc = pw && pws ? 0 : -ENOMEM;
+    if (rc)
+        snprintf(err, errlen, "out of memory for %zu passwords", count);
+    for (size_t k = 0; !rc && k < count; k++) {
+        if (count > 1 && isatty(STDIN_FILENO))
+            fprintf(stderr, "%s %s:\n", t->what, names[k]);
+        pws[k] = pw + k * CAP;
+        if (read_password(t->who, pw + k * CAP, CAP) < 0) {
+            if (count > 1)
+                fprintf(stderr, "%s: that was the password of '%s', name %zu of %zu (one "
+                                "line each, in the names' order); nothing was added\n",
+                        t->who, names[k], k + 1, count);
+            rc = 1;
+        }
+    }
+    if (!rc)
+        rc = t->add(dir, names, pws, count, cost, err, errlen);
+    if (pw)
+        explicit_bzero(pw, count * CAP);
+    free(pw);
+    free(pws);
+    return rc;
+}
 
 static int names_main(int argc, char **argv, const struct names_tool *t)
 {
@@ -163,7 +204,10 @@ static int names_main(int argc, char **argv, const struct names_tool *t)
             break;
         }
         case 'h':
-            printf("usage: %s add|%s|list [NAME] --data DIR [--cost N]\n", who, t->remove);
+            printf("usage: %s add NAME... | %s NAME | list  --data DIR [--cost N]\n"
+                   "  add: each NAME's password from the terminal (twice), or one line of\n"
+                   "  stdin per NAME, in order; every NAME is added, or none\n",
+                   who, t->remove);
             return 0;
         case ':': return yard_usage_error(who, "%s needs a value", argv[optind - 1]);
         default: return yard_usage_error(who, "unknown option '%s'", argv[optind - 1]);
@@ -172,31 +216,29 @@ static int names_main(int argc, char **argv, const struct names_tool *t)
     if (!dir)
         return yard_usage_error(who, "--data DIR is required%s", "");
     const char *name = optind < argc ? argv[optind] : NULL;
-    bool removes = !strcmp(verb, t->remove);
-    bool wants_name = !strcmp(verb, "add") || removes;
+    bool removes = !strcmp(verb, t->remove), adds = !strcmp(verb, "add");
+    bool wants_name = adds || removes;
     if (strcmp(verb, "list") && !wants_name)
         return yard_usage_error(who, "unknown action '%s' (add, %s or list)", verb, t->remove);
     if (wants_name && !name)
         return yard_usage_error(who, "%s needs a NAME", verb);
-    if (optind + (wants_name ? 1 : 0) < argc)
-        return yard_usage_error(who, "unexpected argument '%s'", argv[optind + (wants_name ? 1 : 0)]);
+    /* add takes several names; list none, remove one. */
+    int extra = optind + (adds ? argc - optind : wants_name ? 1 : 0);
+    if (extra < argc)
+        return yard_usage_error(who, "unexpected argument '%s'", argv[extra]);
     char err[512];
     int rc;
-    if (!strcmp(verb, "list")) {
+    if (!strcmp(verb, "list"))
         rc = t->list(dir, print_name, NULL, err, sizeof err);
-    } else if (removes) {
+    else if (removes)
         rc = t->del(dir, name, err, sizeof err);
-    } else {
-        if (!yard_account_name_valid(name, strlen(name)))
-            return yard_usage_error(who, "'%s' is not a valid %s name (1-30 characters: a letter "
-                               "or one of [\\]^_`{|} first, then also digits and '-')",
-                               name, t->what);
-        char pw[YARD_ACCOUNT_PASSWORD_MAX + 2];
-        if (read_password(who, pw, sizeof pw) < 0)
-            return 1;
-        rc = t->add(dir, name, pw, cost, err, sizeof err);
-        explicit_bzero(pw, sizeof pw);
-    }
+    else
+        rc = add_names(t, dir, (const char *const *)&argv[optind], (size_t)(argc - optind), cost,
+                       err, sizeof err);
+    if (rc == 1)
+        return 1; /* a password that could not be read: already said */
+    if (rc == 2)
+        return 2; /* a usage error: already said */
     if (rc < 0) {
         fprintf(stderr, "%s %s: %s\n", who, verb, err);
         return 1;
@@ -207,7 +249,7 @@ static int names_main(int argc, char **argv, const struct names_tool *t)
 int chat_account_main(int argc, char **argv)
 {
     static const struct names_tool accounts = {"yard-chat account", "account", "remove",
-                                               yard_accounts_add, yard_accounts_remove,
+                                               yard_accounts_add_many, yard_accounts_remove,
                                                yard_accounts_list};
     if (argc >= 2 && !strcmp(argv[1], "certfp"))
         return certfp_main(argc, argv);
@@ -218,8 +260,9 @@ int chat_account_main(int argc, char **argv)
  * names and passwords OPER takes. */
 int chat_oper_main(int argc, char **argv)
 {
-    static const struct names_tool opers = {"yard-chat oper", "operator", "del", yard_opers_add,
-                                            yard_opers_remove, yard_opers_list};
+    static const struct names_tool opers = {"yard-chat oper", "operator", "del",
+                                            yard_opers_add_many, yard_opers_remove,
+                                            yard_opers_list};
     return names_main(argc, argv, &opers);
 }
 

@@ -7,9 +7,9 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: yard-chat account add|remove|list [NAME] --data DIR [--cost N]\n"
+    fprintf(f, "usage: yard-chat account add|remove|list [NAME...] --data DIR [--cost N]\n"
                "       yard-chat account certfp add|list|del NAME [SHA256] --data DIR\n"
-               "       yard-chat oper add|del|list [NAME] --data DIR [--cost N]\n"
+               "       yard-chat oper add|del|list [NAME...] --data DIR [--cost N]\n"
                "       yard-chat server-password set|clear --data DIR [--cost N]\n"
                "       yard-chat kline add|del|list [MASK] --data DIR [--duration DUR]\n"
                "                 [--reason TEXT]\n"
@@ -20,9 +20,10 @@ static void usage(FILE *f)
                "                 [--password-file FILE]\n"
                "                 [--tls [--tls-ca FILE | --tls-insecure] [--cert FILE --key FILE]]\n"
                "\n"
-               "  account add NAME     create an account; the password is read from the\n"
+               "  account add NAME...  create accounts; each password is read from the\n"
                "                       terminal (twice, not echoed) or, when stdin is not a\n"
-               "                       terminal, from its first line; never from argv\n"
+               "                       terminal, from its lines (one per NAME, in order);\n"
+               "                       never from argv. All are added, or none\n"
                "  account remove NAME  delete an account\n"
                "  account list         the account names, one per line\n"
                "  account certfp add|list|del NAME [SHA256]\n"
