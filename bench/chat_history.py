@@ -222,10 +222,11 @@ def finish(gen, timeout):
 
 
 def accounts(bin_dir, data, n):
-    for i in range(n):
-        subprocess.run([f"{bin_dir}/yard-chat", "account", "add", f"u{i}", "--data", data,
-                        "--cost", "4"], input=f"pw-u{i}\n", text=True, check=True,
-                       capture_output=True)
+    """u0..u{n-1}, passwords pw-u0...: one yard-chat call (one rewrite of the file)."""
+    subprocess.run([f"{bin_dir}/yard-chat", "account", "add", *(f"u{i}" for i in range(n)),
+                    "--data", data, "--cost", "4"],
+                   input="".join(f"pw-u{i}\n" for i in range(n)), text=True, check=True,
+                   capture_output=True)
 
 
 def history(a, data):

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from chatlib import CHAT, Irc, add_account, chat_starter, login_pass, login_sasl
+from chatlib import CHAT, Irc, add_accounts, chat_starter, login_pass, login_sasl
 from conftest import BIN
 
 pytestmark = pytest.mark.usefixtures("yard_chat_built")
@@ -26,9 +26,7 @@ NUSERS = 50
 def accounts(tmp_path_factory):
     """A data directory holding NUSERS accounts (u0..u49, password pw-<name>)."""
     d = tmp_path_factory.mktemp("accounts")
-    names = [f"u{i}" for i in range(NUSERS)]
-    with ThreadPoolExecutor(8) as ex:
-        list(ex.map(lambda n: add_account(d, n, f"pw-{n}"), names))
+    add_accounts(d, (f"u{i}" for i in range(NUSERS)))
     return d
 
 

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from chatlib import CHAT, LineReader, add_account, login_pass, login_sasl
+from chatlib import CHAT, LineReader, add_accounts, login_pass, login_sasl
 from conftest import BIN, wait_for
 from tlslib import make_pki, tls_args
 
@@ -23,8 +23,7 @@ pytestmark = pytest.mark.usefixtures("yard_chat_built")
 @pytest.fixture
 def data(tmp_path):
     d = tmp_path / "data"
-    for name in ("alice", "bob", "carol"):
-        add_account(d, name, f"pw-{name}")
+    add_accounts(d, ("alice", "bob", "carol"))
     return d
 
 

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from chatlib import CHAT, Irc, add_account, chat_starter, login_pass
+from chatlib import CHAT, Irc, add_account, add_accounts, chat_starter, login_pass
 from conftest import child_pids, wait_for
 
 pytestmark = pytest.mark.usefixtures("yard_chat_built")
@@ -32,9 +32,7 @@ def accounts(tmp_path_factory):
     """Cheap accounts u0..u19 (cost 4), and two at the tool's default cost
     12: alice and victim (the timing and the limits are about real costs)."""
     d = tmp_path_factory.mktemp("accounts")
-    names = [f"u{i}" for i in range(20)]
-    with ThreadPoolExecutor(8) as ex:
-        list(ex.map(lambda n: add_account(d, n, f"pw-{n}"), names))
+    add_accounts(d, (f"u{i}" for i in range(20)))
     add_account(d, "alice", "pw-alice", cost=12)
     add_account(d, "victim", "pw-victim", cost=12)
     return d

@@ -13,7 +13,7 @@ import socket
 
 import pytest
 
-from chatlib import Irc, add_account, login_pass
+from chatlib import Irc, add_accounts, login_pass
 from conftest import BIN, model_args, wait_for
 
 pytestmark = pytest.mark.usefixtures("yard_chat_built")
@@ -44,8 +44,7 @@ def test_log_io_runs_off_the_event_loop(start_server, tmp_path, model, offload):
     assert strace, "strace is missing (make test installs it)"
     data = tmp_path / "data"
     data.mkdir()
-    for name in ("alice", "bob"):
-        add_account(data, name, f"pw-{name}")
+    add_accounts(data, ("alice", "bob"))
     trace = tmp_path / "trace"
     srv = start_server([strace, "-f", "-qq", "-o", trace,
                         "-e", "trace=" + ",".join(WAIT_CALLS + DISK_CALLS),
@@ -115,8 +114,7 @@ def test_lines_sent_right_before_a_close_are_all_stored(start_server, tmp_path, 
     it must still be read and stored, in order."""
     data = tmp_path / "data"
     data.mkdir()
-    for name in ("alice", "bob"):
-        add_account(data, name, f"pw-{name}")
+    add_accounts(data, ("alice", "bob"))
     srv = start_server([BIN / "yard-serve", "--app", "chat", *model_args(model),
                         "--listen", "127.0.0.1:0", "--data", data])
     bob = login_pass(srv.port, "bob", "pw-bob")

@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from chatlib import CHAT, LineReader, add_account, login_pass
+from chatlib import CHAT, LineReader, add_accounts, login_pass
 from conftest import BIN, SANITIZER_MARKERS, wait_for
 
 pytestmark = pytest.mark.skipif(not CHAT.exists(), reason="yard-chat is not built")
@@ -60,8 +60,7 @@ def assert_terminal_safe(text: str):
 @pytest.fixture
 def data(tmp_path):
     d = tmp_path / "data"
-    for name in ("alice", "bob", "carol"):
-        add_account(d, name, f"pw-{name}")
+    add_accounts(d, ("alice", "bob", "carol"))
     return d
 
 
