@@ -87,6 +87,10 @@ def test_program1_call_errors(args, message):
 # ---- Program 2: the broadcast chat, on port 8080 as printed --------------------------------------
 
 PORT = 8080
+# The tests that take PORT run on one pytest-xdist worker, one after the other: side by
+# side, one found the port taken by the other and skipped (a skip in the parallel phase of
+# some make test runs and not others).
+ON_PORT = pytest.mark.xdist_group("eve-program2-port")
 # Each reading the listing needed, as yard-eve warns of it (docs/eve.md lists them with the lines).
 PROGRAM2_WARNINGS = [
     ":20:5: warning: 'return' at the indentation of the handler block: taken as the last statement "
@@ -208,6 +212,7 @@ def program2(tmp_path):
     proc.stderr.close()
 
 
+@ON_PORT
 def test_program2_broadcasts_to_every_client_and_drops_who_leaves(program2):
     # One client after another: each says a line and waits to hear it back,
     # which shows that the server has taken it into `clients` (the sender
@@ -259,6 +264,7 @@ def test_program2_broadcasts_to_every_client_and_drops_who_leaves(program2):
         c.close()
 
 
+@ON_PORT
 def test_program2_reports_a_taken_port_through_its_error_handler(tmp_path):
     exe = tmp_path / "program2"
     r = run([YARD_EVE, "build", listing(PROGRAM2), "-o", exe])
