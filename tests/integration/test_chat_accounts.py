@@ -80,6 +80,13 @@ def test_several_names_at_once_all_or_none(tmp_path):
     assert r.returncode == 2 and "unexpected argument 'ben'" in r.stderr
 
 
+@pytest.mark.parametrize("tool", ["account", "oper", "server-password"])
+def test_help_before_or_after_the_action(tool):
+    for argv in (["--help"], ["-h"], ["add" if tool != "server-password" else "set", "--help"]):
+        r = subprocess.run([CHAT, tool, *argv], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0 and r.stdout.startswith(f"usage: yard-chat {tool} "), (argv, r)
+
+
 def test_list_of_a_fresh_directory_is_empty(tmp_path):
     r = account("list", "--data", tmp_path / "none")
     assert r.returncode == 0 and r.stdout == ""

@@ -134,6 +134,46 @@ struct names_tool {
                 size_t errlen);
 };
 
+/* The --data DIR and --cost N options after argv[1] (the action); optind is
+ * left at the first operand. -1 to go on; else the exit status: 0 after
+ * --help (usage printed), 2 after a usage error (said). */
+static int dir_cost_options(int argc, char **argv, const char *who, const char *usage,
+                            const char **dir, int *cost)
+{
+    static const struct option opts[] = {
+        {"data", required_argument, NULL, 'd'},
+        {"cost", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    *dir = NULL;
+    *cost = 12;
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) { /* before any action */
+        fputs(usage, stdout);
+        return 0;
+    }
+    optind = 2;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd': *dir = optarg; break;
+        case 'c': {
+            long long v;
+            if (yard_parse_int(optarg, 4, 31, &v) < 0)
+                return yard_usage_error(who, "--cost: expected a bcrypt cost from 4 to 31, got '%s'",
+                                        optarg);
+            *cost = (int)v;
+            break;
+        }
+        case 'h': fputs(usage, stdout); return 0;
+        case ':': return yard_usage_error(who, "%s needs a value", argv[optind - 1]);
+        default: return yard_usage_error(who, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    return -1;
+}
+
 /* add NAME...: each name's password read in turn (read_password: the
  * terminal, twice, or one line of stdin per name, in order), then every
  * entry written at once. 0, or -errno with err; 1 or 2 when the problem
@@ -177,42 +217,21 @@ static int add_names(const struct names_tool *t, const char *dir, const char *co
 
 static int names_main(int argc, char **argv, const struct names_tool *t)
 {
-    static const struct option opts[] = {
-        {"data", required_argument, NULL, 'd'},
-        {"cost", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     const char *who = t->who;
     if (argc < 2)
         return yard_usage_error(who, "expected add, %s or list", t->remove);
     const char *verb = argv[1];
-    const char *dir = NULL;
-    int cost = 12;
-    optind = 2;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'd': dir = optarg; break;
-        case 'c': {
-            long long v;
-            if (yard_parse_int(optarg, 4, 31, &v) < 0)
-                return yard_usage_error(who, "--cost: expected a bcrypt cost from 4 to 31, got '%s'",
-                                   optarg);
-            cost = (int)v;
-            break;
-        }
-        case 'h':
-            printf("usage: %s add NAME... | %s NAME | list  --data DIR [--cost N]\n"
-                   "  add: each NAME's password from the terminal (twice), or one line of\n"
-                   "  stdin per NAME, in order; every NAME is added, or none\n",
-                   who, t->remove);
-            return 0;
-        case ':': return yard_usage_error(who, "%s needs a value", argv[optind - 1]);
-        default: return yard_usage_error(who, "unknown option '%s'", argv[optind - 1]);
-        }
-    }
+    char usage[256];
+    snprintf(usage, sizeof usage,
+             "usage: %s add NAME... | %s NAME | list  --data DIR [--cost N]\n"
+             "  add: each NAME's password from the terminal (twice), or one line of\n"
+             "  stdin per NAME, in order; every NAME is added, or none\n",
+             who, t->remove);
+    const char *dir;
+    int cost;
+    int done = dir_cost_options(argc, argv, who, usage, &dir, &cost);
+    if (done >= 0)
+        return done;
     if (!dir)
         return yard_usage_error(who, "--data DIR is required%s", "");
     const char *name = optind < argc ? argv[optind] : NULL;
@@ -272,37 +291,14 @@ int chat_oper_main(int argc, char **argv)
 int chat_server_password_main(int argc, char **argv)
 {
     static const char who[] = "yard-chat server-password";
-    static const struct option opts[] = {
-        {"data", required_argument, NULL, 'd'},
-        {"cost", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     if (argc < 2)
         return yard_usage_error(who, "expected set or clear%s", "");
-    const char *verb = argv[1], *dir = NULL;
-    int cost = 12;
-    optind = 2;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'd': dir = optarg; break;
-        case 'c': {
-            long long v;
-            if (yard_parse_int(optarg, 4, 31, &v) < 0)
-                return yard_usage_error(who, "--cost: expected a bcrypt cost from 4 to 31, got '%s'",
-                                        optarg);
-            cost = (int)v;
-            break;
-        }
-        case 'h':
-            printf("usage: %s set|clear --data DIR [--cost N]\n", who);
-            return 0;
-        case ':': return yard_usage_error(who, "%s needs a value", argv[optind - 1]);
-        default: return yard_usage_error(who, "unknown option '%s'", argv[optind - 1]);
-        }
-    }
+    const char *verb = argv[1], *dir;
+    int cost;
+    int done = dir_cost_options(argc, argv, who, "usage: yard-chat server-password set|clear "
+                                "--data DIR [--cost N]\n", &dir, &cost);
+    if (done >= 0)
+        return done;
     bool set = !strcmp(verb, "set");
     if (!set && strcmp(verb, "clear"))
         return yard_usage_error(who, "unknown action '%s' (set or clear)", verb);
