@@ -247,6 +247,37 @@ static void callback(chk_t *c, eve_pos_t pos, const eve_ty_t *objt, const char *
     chk_close_scope(c);
 }
 
+/* for (x[: T] in coll), parallel (@ for) or not: reads the collection and
+ * gives the loop variable's type, the element type of coll or the T it is
+ * declared with (which must be that element type). */
+static const eve_ty_t *loop_element(chk_t *c, eve_node_t *n)
+{
+    const eve_ty_t *ct = chk_value(c, n->u.for_.coll, A_READ, NULL);
+    const eve_ty_t *et = c->t_err;
+    char b1[96], b2[96];
+    if (!chk_is_err(ct)) {
+        switch (ct->kind) {
+        case EVE_TY_VECTOR: case EVE_TY_SET: case EVE_TY_MAP: et = ct->a; break;
+        case EVE_TY_STRING: et = c->t_char; break;
+        default:
+            if (ct->kind == EVE_TY_CLASS && ct->cls->lib && strcmp(ct->cls->name, "read_buffer") == 0)
+                et = c->t_char;
+            else
+                chk_err(c, chk_start_pos(n->u.for_.coll), "cannot iterate over %s", chk_tn(ct, b1));
+        }
+    }
+    if (n->u.for_.type) {
+        const eve_ty_t *wt = chk_resolve_type(c, n->u.for_.type, false, true);
+        chk_shared_element(c, n->u.for_.type, wt, "a loop variable's type");
+        if (!chk_is_err(et) && !chk_is_err(wt) && !chk_ty_eq(wt, et))
+            chk_err(c, n->u.for_.type->pos, "loop variable '%s' is declared %s but the elements are %s",
+                n->u.for_.var, chk_tn(wt, b1), chk_tn(et, b2));
+        if (!chk_is_err(wt))
+            et = wt;
+    }
+    return et;
+}
+
 /* @ [perms]: body, and @ for (x: T in coll) [perms]: body */
 static void task(chk_t *c, eve_node_t *n)
 {
@@ -261,30 +292,7 @@ static void task(chk_t *c, eve_node_t *n)
         chk_stmts(c, &n->u.task.body);
     } else {
         /* the collection is read by the spawner */
-        const eve_ty_t *ct = chk_value(c, n->u.for_.coll, A_READ, NULL);
-        const eve_ty_t *et = c->t_err;
-        char b1[96], b2[96];
-        if (!chk_is_err(ct)) {
-            switch (ct->kind) {
-            case EVE_TY_VECTOR: case EVE_TY_SET: et = ct->a; break;
-            case EVE_TY_MAP: et = ct->a; break;
-            case EVE_TY_STRING: et = c->t_char; break;
-            default:
-                if (ct->kind == EVE_TY_CLASS && ct->cls->lib && strcmp(ct->cls->name, "read_buffer") == 0)
-                    et = c->t_char;
-                else
-                    chk_err(c, chk_start_pos(n->u.for_.coll), "cannot iterate over %s", chk_tn(ct, b1));
-            }
-        }
-        if (n->u.for_.type) {
-            const eve_ty_t *wt = chk_resolve_type(c, n->u.for_.type, false, true);
-            chk_shared_element(c, n->u.for_.type, wt, "a loop variable's type");
-            if (!chk_is_err(et) && !chk_is_err(wt) && !chk_ty_eq(wt, et))
-                chk_err(c, n->u.for_.type->pos, "loop variable '%s' is declared %s but the elements are %s",
-                    n->u.for_.var, chk_tn(wt, b1), chk_tn(et, b2));
-            if (!chk_is_err(wt))
-                et = wt;
-        }
+        const eve_ty_t *et = loop_element(c, n);
         c->ps = &ps;
         eve_sym_t *s = chk_declare(c, n->u.for_.var, EVE_SYM_VAR, n->pos);
         if (s) {
@@ -312,29 +320,7 @@ static void task(chk_t *c, eve_node_t *n)
 
 static void for_stmt(chk_t *c, eve_node_t *n)
 {
-    const eve_ty_t *ct = chk_value(c, n->u.for_.coll, A_READ, NULL);
-    const eve_ty_t *et = c->t_err;
-    char b1[96], b2[96];
-    if (!chk_is_err(ct)) {
-        switch (ct->kind) {
-        case EVE_TY_VECTOR: case EVE_TY_SET: case EVE_TY_MAP: et = ct->a; break;
-        case EVE_TY_STRING: et = c->t_char; break;
-        default:
-            if (ct->kind == EVE_TY_CLASS && ct->cls->lib && strcmp(ct->cls->name, "read_buffer") == 0)
-                et = c->t_char;
-            else
-                chk_err(c, chk_start_pos(n->u.for_.coll), "cannot iterate over %s", chk_tn(ct, b1));
-        }
-    }
-    if (n->u.for_.type) {
-        const eve_ty_t *wt = chk_resolve_type(c, n->u.for_.type, false, true);
-        chk_shared_element(c, n->u.for_.type, wt, "a loop variable's type");
-        if (!chk_is_err(et) && !chk_is_err(wt) && !chk_ty_eq(wt, et))
-            chk_err(c, n->u.for_.type->pos, "loop variable '%s' is declared %s but the elements are %s", n->u.for_.var,
-                chk_tn(wt, b1), chk_tn(et, b2));
-        if (!chk_is_err(wt))
-            et = wt;
-    }
+    const eve_ty_t *et = loop_element(c, n);
     chk_open_scope(c);
     eve_sym_t *s = chk_declare(c, n->u.for_.var, EVE_SYM_VAR, n->pos);
     if (s) {
