@@ -101,6 +101,20 @@ void gen_place_decls(gen_t *g, sb_t *body, sb_t *decls)
     *decls = (sb_t){0};
 }
 
+/* A function's text done: its temporaries declared (gen_place_decls), the
+ * text added to the program's functions, and the generator's state as it
+ * was before the function (gen_save). */
+static void end_function(gen_t *g, sb_t *body, sb_t *decls, const saved_t *sv)
+{
+    gen_place_decls(g, body, decls);
+    if (body->oom)
+        g->failed = true;
+    if (body->p)
+        gen_sb_puts(&g->funcs, body->p);
+    free(body->p);
+    gen_restore(g, sv);
+}
+
 /* Emits the C function(s) of a task, parallel for's task, callback or lambda
  * frame into g->funcs (once). */
 void gen_frame_fn(gen_t *g, frame_t *f)
@@ -202,13 +216,7 @@ void gen_frame_fn(gen_t *g, frame_t *f)
         }
         gen_sb_puts(&body, "}\n\n");
     }
-    gen_place_decls(g, &body, &decls);
-    if (body.oom)
-        g->failed = true;
-    if (body.p)
-        gen_sb_puts(&g->funcs, body.p);
-    free(body.p);
-    gen_restore(g, &sv);
+    end_function(g, &body, &decls, &sv);
 }
 
 /* (lambda)(args): the lambda's function, called with an env on the stack. */
@@ -300,13 +308,7 @@ void gen_func(gen_t *g, const eve_node_t *fn, eve_class_t *cls)
     if (ret && ret->kind != EVE_TY_VOID)
         gen_line(g, "return %s; /* not reached: the checker saw a return on every path */", gen_zero(g, ret));
     gen_sb_puts(&body, "}\n\n");
-    gen_place_decls(g, &body, &decls);
-    if (body.oom)
-        g->failed = true;
-    if (body.p)
-        gen_sb_puts(&g->funcs, body.p);
-    free(body.p);
-    gen_restore(g, &sv);
+    end_function(g, &body, &decls, &sv);
 }
 
 /* struct cls_X, its destructor and its constructor. */
